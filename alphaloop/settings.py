@@ -1,0 +1,65 @@
+"""Configuration read from the environment, in exactly this one module.
+
+Every other module receives a :class:`Settings` (or the values it needs) as an argument; nothing
+else reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """alphaloop's settings. Environment variables are named in each field's alias."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    home: Path = Field(
+        default=Path(".alphaloop"),
+        validation_alias=AliasChoices("ALPHALOOP_HOME"),
+        description="directory holding the journal, policies and charts",
+    )
+    llm_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_BASE_URL", "OPENAI_BASE_URL"),
+    )
+    llm_model: str | None = Field(default=None, validation_alias=AliasChoices("ALPHALOOP_LLM_MODEL"))
+    llm_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_API_KEY", "OPENAI_API_KEY"),
+    )
+    vlm_model: str | None = Field(default=None, validation_alias=AliasChoices("ALPHALOOP_VLM_MODEL"))
+    llm_timeout_s: float = Field(
+        default=120.0, gt=0, validation_alias=AliasChoices("ALPHALOOP_LLM_TIMEOUT")
+    )
+    llm_max_retries: int = Field(
+        default=4, ge=0, validation_alias=AliasChoices("ALPHALOOP_LLM_MAX_RETRIES")
+    )
+    llm_temperature: float = Field(
+        default=0.6, ge=0, le=2, validation_alias=AliasChoices("ALPHALOOP_LLM_TEMPERATURE")
+    )
+    llm_reasoning: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_REASONING"),
+        description="Nemotron reasoning mode: 'detailed thinking on' in the system prompt",
+    )
+
+    @property
+    def journal_path(self) -> Path:
+        return self.home / "journal.db"
+
+    @property
+    def policies_dir(self) -> Path:
+        return self.home / "policies"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url and self.llm_model)
+
+
+def get_settings() -> Settings:
+    """Reads the settings from the environment now (tests monkeypatch env vars, then call this)."""
+    return Settings()

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything alphaloop needs on a fresh machine: a virtualenv, the CPU build of torch
+# (pinned first, so no other requirement pulls a multi-GB CUDA build), the package with its dev
+# extras, and chromium for PNG chart export when it is missing and we are root.
+set -euo pipefail
+PY=${PY:-python3}
+VENV=${VENV:-.venv}
+
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+   && ! command -v google-chrome >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (needed for PNG chart export)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: chromium not found and not root; PNG chart export will fail (HTML still works)." >&2
+    echo "         install it with: sudo apt-get install chromium" >&2
+  fi
+fi
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q "torch==2.13.0"
+"$VENV/bin/python" -m pip install -q -e ".[dev]"
