@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """alphaloop's settings. Environment variables are named in each field's alias."""
 
-    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
 
     home: Path = Field(
         default=Path(".alphaloop"),
