@@ -1,0 +1,323 @@
+"""Price data: the embedded S&P 500 set, CSV/Parquet files, a synthetic generator, date splits.
+
+Decisions a user should know about:
+
+* Dates that are not sorted are sorted, with a warning naming how many rows moved (exports from
+  some sites run newest-first; refusing them helps nobody). Duplicated dates are refused.
+* Missing prices (NaN) are refused unless ``fill="ffill"`` is asked for; then they are carried
+  forward and leading rows without a price for every asset are dropped, with a warning.
+  Non-positive and infinite prices are always refused: carrying them forward would hide a bug
+  in the data.
+* Everything downstream works on simple daily returns ``prices[t] / prices[t-1] - 1``; the date of
+  a return is the date of its closing price.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from alphaloop.exceptions import DataError
+
+Fill = Literal["none", "ffill"]
+DATE_COLUMNS = ("date", "datetime", "timestamp", "time", "day")
+
+# Windows of the embedded set: 27 years to learn from, 3 to choose on, 3 held out.
+SP500_TRAIN_END = "2016-12-31"
+SP500_VAL_END = "2019-12-31"
+# Smallest windows the knob bounds can work with: the longest lookback plus the longest episode
+# to train, and a month of trading days to evaluate on.
+MIN_TRAIN_ROWS = 60 + 120 + 1
+MIN_EVAL_ROWS = 21
+
+
+class DataWarning(UserWarning):
+    """Something about the data was changed on load; the message says what."""
+
+
+@dataclass(frozen=True)
+class MarketData:
+    """Daily returns of a price table, split by date into TRAIN / VALIDATION / TEST.
+
+    The windows are slices into ``returns`` (rows are days, columns assets) so that a strategy
+    evaluated on one window can still look back into the days before it.
+    """
+
+    returns: np.ndarray
+    dates: pd.DatetimeIndex
+    symbols: tuple[str, ...]
+    train: slice
+    val: slice
+    test: slice
+    source: str
+    fingerprint: str
+
+    @property
+    def n_assets(self) -> int:
+        return len(self.symbols)
+
+    def window_dates(self, window: slice) -> tuple[str, str]:
+        d = self.dates[window]
+        return (d[0].date().isoformat(), d[-1].date().isoformat())
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "fingerprint": self.fingerprint,
+            "symbols": list(self.symbols),
+            "train": self.window_dates(self.train),
+            "validation": self.window_dates(self.val),
+            "test": self.window_dates(self.test),
+        }
+
+
+def synthetic_prices(
+    n_days: int = 1500, n_assets: int = 6, seed: int = 0, start: str = "2010-01-04"
+) -> pd.DataFrame:
+    """Seeded regime-switching prices with fat tails, for fast tests.
+
+    A two-state Markov chain (calm / stress, sticky) sets per-asset drift and volatility; shocks
+    are Student-t (4 degrees of freedom) with a common market factor, so assets are correlated
+    and tails are heavier than normal.
+    """
+    if n_days < 2 or n_assets < 1:
+        raise ValueError("synthetic_prices needs n_days >= 2 and n_assets >= 1")
+    rng = np.random.default_rng(seed)
+    stay = np.array([0.985, 0.95])
+    regime = np.empty(n_days, dtype=int)
+    regime[0] = 0
+    flips = rng.random(n_days)
+    for t in range(1, n_days):
+        prev = regime[t - 1]
+        regime[t] = prev if flips[t] < stay[prev] else 1 - prev
+    drift = np.stack([rng.uniform(0.0002, 0.0009, n_assets), rng.uniform(-0.0015, 0.0, n_assets)])
+    vol = np.stack([rng.uniform(0.007, 0.015, n_assets), rng.uniform(0.02, 0.035, n_assets)])
+    df = 4.0
+    scale = np.sqrt((df - 2.0) / df)  # unit-variance t shocks
+    market = rng.standard_t(df, size=(n_days, 1)) * scale
+    idio = rng.standard_t(df, size=(n_days, n_assets)) * scale
+    beta = rng.uniform(0.3, 0.8, n_assets)
+    shocks = beta * market + np.sqrt(1.0 - beta**2) * idio
+    rets = drift[regime] + vol[regime] * shocks
+    rets = np.clip(rets, -0.5, 0.5)
+    prices = 100.0 * np.cumprod(1.0 + rets, axis=0)
+    index = pd.bdate_range(start=start, periods=n_days, name="date")
+    return pd.DataFrame(prices, index=index, columns=[f"A{i:02d}" for i in range(n_assets)])
+
+
+def _read_file(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise DataError(f"price file not found: {path}")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        if suffix in (".csv", ".txt", ".gz"):
+            return pd.read_csv(path)
+    except Exception as err:  # pandas raises many types for a broken file
+        raise DataError(f"cannot read {path}: {err}") from err
+    raise DataError(f"unsupported price file type {suffix!r} ({path}); use .csv or .parquet")
+
+
+def _date_index(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
+    if isinstance(frame.index, pd.DatetimeIndex):
+        return frame
+    named = [c for c in frame.columns if str(c).strip().lower() in DATE_COLUMNS]
+    if not named and len(frame.columns) and not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]):
+        # An index written by pandas without a name ("Unnamed: 0"): take it if it is all dates.
+        first = frame.columns[0]
+        if pd.to_datetime(frame[first], errors="coerce", format="mixed").notna().all():
+            named = [first]
+    if not named:
+        raise DataError(
+            f"{origin}: no date column; name one of {', '.join(DATE_COLUMNS)} "
+            f"(columns found: {', '.join(map(str, frame.columns[:8]))})"
+        )
+    col = named[0]
+    raw = frame[col]
+    parsed = pd.to_datetime(raw, errors="coerce", format="mixed")
+    bad = parsed.isna()
+    if bad.any():
+        first = raw[bad].iloc[0]
+        raise DataError(
+            f"{origin}: {int(bad.sum())} unparsable date(s) in column {col!r}, "
+            f"first {first!r} (row {int(np.flatnonzero(bad.to_numpy())[0]) + 2} of the file)"
+        )
+    out = frame.drop(columns=[col])
+    out.index = pd.DatetimeIndex(parsed, name="date")
+    return out
+
+
+def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd.DataFrame:
+    """Checks a price table and returns it clean (sorted, float64), or raises :class:`DataError`."""
+    if fill not in ("none", "ffill"):
+        raise DataError(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
+    frame = _date_index(frame, origin)
+    if getattr(frame.index, "tz", None) is not None:
+        frame.index = frame.index.tz_localize(None)
+    dup = frame.index.duplicated()
+    if dup.any():
+        raise DataError(
+            f"{origin}: duplicated date {frame.index[dup][0].date()} "
+            f"({int(dup.sum())} duplicate row(s)); keep one row per date"
+        )
+    if not frame.index.is_monotonic_increasing:
+        moved = int((frame.index != frame.index.sort_values()).sum())
+        warnings.warn(f"{origin}: dates were not sorted; sorted {moved} rows", DataWarning,
+                      stacklevel=2)
+        frame = frame.sort_index()
+    non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    if non_numeric:
+        col = non_numeric[0]
+        coerced = pd.to_numeric(frame[col], errors="coerce")
+        bad = coerced.isna() & frame[col].notna()
+        where = f", first {frame[col][bad].iloc[0]!r} on {frame.index[bad][0].date()}" if bad.any() else ""
+        raise DataError(f"{origin}: column {col!r} is not numeric{where}")
+    frame = frame.astype(float)
+    if frame.shape[1] < 2:
+        raise DataError(f"{origin}: need at least two assets, found {frame.shape[1]}")
+    values = frame.to_numpy()
+    for label, mask in (("infinite", np.isinf(values)), ("non-positive", values <= 0)):
+        if mask.any():
+            r, c = np.argwhere(mask)[0]
+            raise DataError(
+                f"{origin}: {label} price {values[r, c]!r} for {frame.columns[c]} on "
+                f"{frame.index[r].date()} ({int(mask.sum())} such value(s)); prices must be > 0"
+            )
+    nan = np.isnan(values)
+    if nan.any():
+        if fill == "none":
+            r, c = np.argwhere(nan)[0]
+            raise DataError(
+                f"{origin}: missing price for {frame.columns[c]} on {frame.index[r].date()} "
+                f"({int(nan.sum())} missing value(s)); pass --fill ffill to carry prices forward"
+            )
+        frame = frame.ffill()
+        complete = frame.notna().all(axis=1).to_numpy()
+        first = int(np.argmax(complete)) if complete.any() else len(frame)
+        if first:
+            warnings.warn(
+                f"{origin}: dropped {first} leading row(s) before every asset has a price",
+                DataWarning, stacklevel=2,
+            )
+            frame = frame.iloc[first:]
+        warnings.warn(f"{origin}: forward-filled {int(nan.sum())} missing price(s)", DataWarning,
+                      stacklevel=2)
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def load_prices(source: str | Path = "sp500", fill: Fill = "none") -> pd.DataFrame:
+    """Loads a daily price table (rows dates, columns assets).
+
+    Args:
+        source: ``"sp500"`` (the 20-stock daily set bundled with skfolio, 1990-2022),
+            ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), or a path to a
+            CSV/Parquet file with a date column (or a datetime index) and one column per asset.
+        fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
+    """
+    text = str(source)
+    if text == "sp500":
+        from skfolio.datasets import load_sp500_dataset
+
+        return validate_prices(load_sp500_dataset(), "sp500", fill)
+    if text == "synthetic" or text.startswith("synthetic:"):
+        seed_text = text.partition(":")[2] or "0"
+        try:
+            seed = int(seed_text)
+        except ValueError:
+            raise DataError(f"synthetic data seed must be an integer, got {seed_text!r}") from None
+        return synthetic_prices(seed=seed)
+    path = Path(text)
+    return validate_prices(_read_file(path), str(path), fill)
+
+
+def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFrame:
+    """Keeps the named columns; an unknown symbol is an error listing the available ones."""
+    if not symbols:
+        return prices
+    unknown = [s for s in symbols if s not in prices.columns]
+    if unknown:
+        raise DataError(
+            f"unknown symbol(s) {', '.join(unknown)}; available: {', '.join(prices.columns)}"
+        )
+    if len(set(symbols)) < 2:
+        raise DataError("need at least two distinct symbols")
+    return prices[list(dict.fromkeys(symbols))]
+
+
+def _fingerprint(prices: pd.DataFrame) -> str:
+    h = hashlib.sha256()
+    h.update(",".join(prices.columns).encode())
+    h.update(prices.index.asi8.tobytes())
+    h.update(np.ascontiguousarray(prices.to_numpy(dtype=float)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def split(
+    prices: pd.DataFrame,
+    train_end: str | None = None,
+    val_end: str | None = None,
+    source: str = "prices",
+) -> MarketData:
+    """Splits prices by date into TRAIN (<= train_end), VALIDATION (<= val_end) and TEST (after).
+
+    Without dates: the embedded set's 2016 / 2019 boundaries when they fall inside the data with
+    room on both sides, else 60% / 20% / 20% of the rows.
+    """
+    rets = prices.pct_change().iloc[1:]
+    dates = pd.DatetimeIndex(rets.index)
+    n = len(dates)
+    if train_end is None and val_end is None:
+        if dates[0] < pd.Timestamp(SP500_TRAIN_END) and dates[-1] > pd.Timestamp(SP500_VAL_END):
+            train_end, val_end = SP500_TRAIN_END, SP500_VAL_END
+    if train_end is None or val_end is None:
+        if train_end is not None or val_end is not None:
+            raise DataError("give both train_end and val_end, or neither")
+        a, b = int(n * 0.6), int(n * 0.8)
+    else:
+        try:
+            t_end, v_end = pd.Timestamp(train_end), pd.Timestamp(val_end)
+        except ValueError as err:
+            raise DataError(f"bad split date: {err}") from None
+        if t_end >= v_end:
+            raise DataError(f"train_end {train_end} must be before val_end {val_end}")
+        a = int(dates.searchsorted(t_end, side="right"))
+        b = int(dates.searchsorted(v_end, side="right"))
+    sizes = {"train": a, "validation": b - a, "test": n - b}
+    needed = {"train": MIN_TRAIN_ROWS, "validation": MIN_EVAL_ROWS, "test": MIN_EVAL_ROWS}
+    short = [f"{k} has {v} rows, needs >= {needed[k]}" for k, v in sizes.items() if v < needed[k]]
+    if short:
+        raise DataError(
+            f"{source}: too few rows for the windows ({'; '.join(short)}); "
+            f"{n} daily returns from {dates[0].date()} to {dates[-1].date()}"
+        )
+    return MarketData(
+        returns=np.ascontiguousarray(rets.to_numpy(dtype=np.float64)),
+        dates=dates,
+        symbols=tuple(prices.columns),
+        train=slice(0, a),
+        val=slice(a, b),
+        test=slice(b, n),
+        source=source,
+        fingerprint=_fingerprint(prices),
+    )
+
+
+def load_market(
+    source: str | Path = "sp500",
+    *,
+    fill: Fill = "none",
+    symbols: list[str] | None = None,
+    train_end: str | None = None,
+    val_end: str | None = None,
+) -> MarketData:
+    """``load_prices`` + ``select_symbols`` + ``split`` in one call (what the CLI uses)."""
+    prices = select_symbols(load_prices(source, fill), symbols)
+    return split(prices, train_end, val_end, source=str(source))

@@ -1,0 +1,185 @@
+"""Performance metrics of a daily return series, and the probabilistic / deflated Sharpe ratio.
+
+Conventions: inputs are *simple* daily returns; annualisation uses 252 trading days; risk figures
+(max drawdown, CVaR) are positive numbers meaning "how much was / can be lost".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats
+
+TRADING_DAYS = 252
+EULER_GAMMA = 0.5772156649015329
+
+
+def _as_returns(returns: np.ndarray | list[float]) -> np.ndarray:
+    r = np.asarray(returns, dtype=float).ravel()
+    if r.size == 0:
+        raise ValueError("need at least one return to compute a metric, got an empty series")
+    if not np.all(np.isfinite(r)):
+        raise ValueError("returns contain NaN or inf")
+    return r
+
+
+def sharpe(returns: np.ndarray | list[float], periods: int = TRADING_DAYS) -> float:
+    """Annualised Sharpe ratio (zero risk-free rate); 0 for a series with no variation."""
+    r = _as_returns(returns)
+    sd = r.std(ddof=1) if r.size > 1 else 0.0
+    return float(r.mean() / sd * math.sqrt(periods)) if sd > 1e-15 else 0.0
+
+
+def sortino(returns: np.ndarray | list[float], periods: int = TRADING_DAYS) -> float:
+    """Annualised Sortino ratio: mean over the downside deviation sqrt(mean(min(r, 0)^2))."""
+    r = _as_returns(returns)
+    dd = math.sqrt(float(np.mean(np.minimum(r, 0.0) ** 2)))
+    return float(r.mean() / dd * math.sqrt(periods)) if dd > 1e-15 else 0.0
+
+
+def equity_curve(returns: np.ndarray | list[float]) -> np.ndarray:
+    """Wealth path starting at 1.0 (length T + 1)."""
+    r = _as_returns(returns)
+    return np.concatenate([[1.0], np.cumprod(1.0 + r)])
+
+
+def max_drawdown(returns: np.ndarray | list[float]) -> float:
+    """Largest peak-to-trough loss of the equity curve, as a positive fraction."""
+    eq = equity_curve(returns)
+    peak = np.maximum.accumulate(eq)
+    return float(np.max(1.0 - eq / peak))
+
+
+def cvar(returns: np.ndarray | list[float], alpha: float = 0.95) -> float:
+    """Conditional value at risk of the daily loss at level ``alpha`` (a positive number).
+
+    The exact CVaR of the empirical distribution: the mean loss over the worst ``(1 - alpha)``
+    probability mass, a fractional last scenario weighted by its fraction. This equals the
+    Rockafellar-Uryasev minimum, so it agrees with the LP the solver optimises.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    losses = np.sort(-_as_returns(returns))[::-1]
+    mass = (1.0 - alpha) * losses.size
+    whole = int(math.floor(mass + 1e-12))
+    frac = mass - whole
+    tail = losses[:whole].sum()
+    if frac > 1e-12 and whole < losses.size:
+        tail += frac * losses[whole]
+    return float(tail / mass)
+
+
+def total_return(returns: np.ndarray | list[float]) -> float:
+    return float(equity_curve(returns)[-1] - 1.0)
+
+
+def annual_return(returns: np.ndarray | list[float], periods: int = TRADING_DAYS) -> float:
+    """Geometric annualised return."""
+    r = _as_returns(returns)
+    growth = float(np.prod(1.0 + r))
+    return growth ** (periods / r.size) - 1.0 if growth > 0 else -1.0
+
+
+def calmar(returns: np.ndarray | list[float], periods: int = TRADING_DAYS) -> float:
+    """Annualised return over max drawdown (0 when there was no drawdown to speak of)."""
+    mdd = max_drawdown(returns)
+    return annual_return(returns, periods) / mdd if mdd > 1e-12 else 0.0
+
+
+def hit_rate(returns: np.ndarray | list[float]) -> float:
+    """Fraction of days with a positive return."""
+    r = _as_returns(returns)
+    return float(np.mean(r > 0.0))
+
+
+def profit_factor(returns: np.ndarray | list[float]) -> float:
+    """Sum of gains over the sum of losses (inf-safe: capped at 1e6 when there were no losses)."""
+    r = _as_returns(returns)
+    losses = -r[r < 0].sum()
+    gains = r[r > 0].sum()
+    return float(gains / losses) if losses > 1e-15 else (1e6 if gains > 0 else 0.0)
+
+
+def annual_turnover(daily_turnover: np.ndarray | list[float], periods: int = TRADING_DAYS) -> float:
+    """Average one-way turnover (sum |w_new - w_old| per day) scaled to a year."""
+    t = _as_returns(daily_turnover)
+    return float(t.mean() * periods)
+
+
+def probabilistic_sharpe_ratio(returns: np.ndarray | list[float], sr_benchmark: float = 0.0) -> float:
+    """Probability that the true (per-period) Sharpe exceeds ``sr_benchmark`` (Bailey & Lopez de
+    Prado, 2012), correcting for sample length, skewness and kurtosis of the returns."""
+    r = _as_returns(returns)
+    if r.size < 3:
+        return float("nan")
+    sd = r.std(ddof=1)
+    if sd <= 1e-15:
+        return float("nan")
+    sr = r.mean() / sd
+    skew = float(stats.skew(r))
+    kurt = float(stats.kurtosis(r, fisher=False))
+    denom = 1.0 - skew * sr + (kurt - 1.0) / 4.0 * sr**2
+    if denom <= 0:
+        return float("nan")
+    z = (sr - sr_benchmark) * math.sqrt(r.size - 1) / math.sqrt(denom)
+    return float(stats.norm.cdf(z))
+
+
+def expected_max_sharpe(n_trials: int, sr_variance: float) -> float:
+    """Expected maximum per-period Sharpe among ``n_trials`` unskilled trials (the DSR hurdle)."""
+    if n_trials < 2 or sr_variance <= 0:
+        return 0.0
+    n = float(n_trials)
+    return math.sqrt(sr_variance) * (
+        (1.0 - EULER_GAMMA) * stats.norm.ppf(1.0 - 1.0 / n)
+        + EULER_GAMMA * stats.norm.ppf(1.0 - 1.0 / (n * math.e))
+    )
+
+
+def deflated_sharpe_ratio(
+    returns: np.ndarray | list[float], n_trials: int, sr_variance: float
+) -> float:
+    """Deflated Sharpe ratio (Bailey & Lopez de Prado, 2014): the PSR against the Sharpe the best
+    of ``n_trials`` would reach by luck, given the variance of per-period Sharpe ratios across
+    the trials that were run."""
+    return probabilistic_sharpe_ratio(returns, expected_max_sharpe(n_trials, sr_variance))
+
+
+class Metrics(BaseModel):
+    """The metrics every trial reports on its evaluation window."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sharpe: float
+    sortino: float
+    calmar: float
+    max_drawdown: float
+    cvar_95: float
+    volatility: float
+    annual_return: float
+    total_return: float
+    annual_turnover: float
+    hit_rate: float
+    profit_factor: float
+    n_days: int
+
+
+def compute_metrics(daily_returns: np.ndarray, daily_turnover: np.ndarray) -> Metrics:
+    """All :class:`Metrics` of one net daily return series and its daily turnover."""
+    r = _as_returns(daily_returns)
+    return Metrics(
+        sharpe=sharpe(r),
+        sortino=sortino(r),
+        calmar=calmar(r),
+        max_drawdown=max_drawdown(r),
+        cvar_95=cvar(r, 0.95),
+        volatility=float(r.std(ddof=1) * math.sqrt(TRADING_DAYS)) if r.size > 1 else 0.0,
+        annual_return=annual_return(r),
+        total_return=total_return(r),
+        annual_turnover=annual_turnover(daily_turnover),
+        hit_rate=hit_rate(r),
+        profit_factor=profit_factor(r),
+        n_days=int(r.size),
+    )
