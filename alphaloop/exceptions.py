@@ -37,3 +37,68 @@ class SolverError(AlphaloopError, RuntimeError):
 
 class TrialCrashed(AlphaloopError, RuntimeError):
     """A trial could not finish (diverged policy, solver failure...); the journal marks it crash."""
+
+
+class TrialTimeout(AlphaloopError, RuntimeError):
+    """A trial ran past its time limit; the journal marks it timeout."""
+
+
+class LLMError(AlphaloopError):
+    """A call to the LLM endpoint failed; the message says why and what to check.
+
+    Attributes:
+        status_code: the HTTP status of the last attempt, if the server answered.
+        attempts: how many attempts were made before giving up.
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.attempts = attempts
+
+
+class LLMNotConfigured(LLMError):
+    """No endpoint base URL or model is set."""
+
+
+class LLMAuthError(LLMError):
+    """The endpoint rejected the API key (401/403); retrying cannot help."""
+
+
+class LLMNotFound(LLMError):
+    """Unknown model or wrong base URL (404); retrying cannot help."""
+
+
+class LLMBadRequest(LLMError):
+    """The endpoint refused the request as invalid (400/422); retrying cannot help."""
+
+
+class ToolsUnsupported(LLMBadRequest):
+    """The endpoint cannot do tool calling; callers fall back to JSON in the message text."""
+
+
+class LLMUnavailable(LLMError):
+    """Timeouts, refused connections, 429 or 5xx persisted through every retry."""
+
+
+class LLMTimeout(LLMUnavailable):
+    """Every attempt timed out."""
+
+
+class LLMBadResponse(LLMError):
+    """The endpoint answered 200 with a body that is not a chat completion."""
+
+
+class ReplyParseError(AlphaloopError):
+    """A model reply holds no usable JSON object.
+
+    Attributes:
+        reason: what was wrong.
+        excerpt: the start of the offending text, for the journal and the error message.
+    """
+
+    def __init__(self, reason: str, text: str) -> None:
+        flat = " ".join(text.split())
+        self.reason = reason
+        self.excerpt = flat if len(flat) <= 160 else flat[:157] + "..."
+        super().__init__(f"{reason}: {self.excerpt!r}")

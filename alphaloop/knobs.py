@@ -154,7 +154,10 @@ def parse_number(key: str, value: Any) -> float:
                 f"knob {key!r}: {value!r} is not a number", key=key, value=value
             ) from None
     elif isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range, e.g. 10**400 from a JSON payload
+            number = math.inf
     else:
         try:
             number = float(value)  # numpy scalars and the like
@@ -297,7 +300,10 @@ def clip(
 
 def config_hash(config: TrialConfig) -> str:
     """sha256 of the canonical JSON of a config: same content, same hash."""
-    payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    # ``+ 0.0`` turns -0.0 into 0.0: numerically equal configs ("-0" is a valid proposal for a
+    # knob whose lower bound is 0) must not look like different trials.
+    values = {k: v + 0.0 if isinstance(v, float) else v for k, v in config.model_dump().items()}
+    payload = json.dumps(values, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -141,10 +141,13 @@ def _date_index(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
         )
     col = named[0]
     raw = frame[col]
-    parsed = pd.to_datetime(raw, errors="coerce", format="mixed")
+    # Numbers such as 20200102 are parsed as text: as numbers pandas would read them as
+    # nanoseconds since 1970 and every date would silently land on 1970-01-01.
+    text = raw.astype(str) if pd.api.types.is_numeric_dtype(raw) else raw
+    parsed = pd.to_datetime(text, errors="coerce", format="mixed")
     bad = parsed.isna()
     if bad.any():
-        first = raw[bad].iloc[0]
+        first = raw[bad].tolist()[0]  # a Python value: the message shows 2020, not np.int64(2020)
         raise DataError(
             f"{origin}: {int(bad.sum())} unparsable date(s) in column {col!r}, "
             f"first {first!r} (row {int(np.flatnonzero(bad.to_numpy())[0]) + 2} of the file)"
@@ -160,7 +163,7 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
         raise DataError(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
     frame = _date_index(frame, origin)
     if getattr(frame.index, "tz", None) is not None:
-        frame.index = frame.index.tz_localize(None)
+        frame = frame.tz_localize(None)  # a new frame: the caller's table keeps its time zone
     dup = frame.index.duplicated()
     if dup.any():
         raise DataError(
@@ -187,7 +190,7 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
         if mask.any():
             r, c = np.argwhere(mask)[0]
             raise DataError(
-                f"{origin}: {label} price {values[r, c]!r} for {frame.columns[c]} on "
+                f"{origin}: {label} price {float(values[r, c])!r} for {frame.columns[c]} on "
                 f"{frame.index[r].date()} ({int(mask.sum())} such value(s)); prices must be > 0"
             )
     nan = np.isnan(values)
@@ -198,17 +201,26 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
                 f"{origin}: missing price for {frame.columns[c]} on {frame.index[r].date()} "
                 f"({int(nan.sum())} missing value(s)); pass --fill ffill to carry prices forward"
             )
+        empty = [str(c) for c, none in zip(frame.columns, nan.all(axis=0), strict=True) if none]
+        if empty:
+            raise DataError(
+                f"{origin}: column(s) {', '.join(map(repr, empty))} has no price at all; "
+                "drop it or select other symbols"
+            )
         frame = frame.ffill()
         complete = frame.notna().all(axis=1).to_numpy()
-        first = int(np.argmax(complete)) if complete.any() else len(frame)
+        first = int(np.argmax(complete))
         if first:
             warnings.warn(
                 f"{origin}: dropped {first} leading row(s) before every asset has a price",
                 DataWarning, stacklevel=2,
             )
             frame = frame.iloc[first:]
-        warnings.warn(f"{origin}: forward-filled {int(nan.sum())} missing price(s)", DataWarning,
-                      stacklevel=2)
+        # Count only the gaps that were filled, not the leading ones dropped with their rows.
+        filled = int(nan[first:].sum())
+        if filled:
+            warnings.warn(f"{origin}: forward-filled {filled} missing price(s)", DataWarning,
+                          stacklevel=2)
     frame.columns = [str(c) for c in frame.columns]
     return frame
 
@@ -255,7 +267,9 @@ def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFr
 def _fingerprint(prices: pd.DataFrame) -> str:
     h = hashlib.sha256()
     h.update(",".join(prices.columns).encode())
-    h.update(prices.index.asi8.tobytes())
+    # In nanoseconds whatever unit the index holds (CSV, Parquet and pandas versions differ), so
+    # the same prices always give the same fingerprint.
+    h.update(pd.DatetimeIndex(prices.index).as_unit("ns").asi8.tobytes())
     h.update(np.ascontiguousarray(prices.to_numpy(dtype=float)).tobytes())
     return h.hexdigest()[:16]
 
@@ -268,19 +282,19 @@ def split(
 ) -> MarketData:
     """Splits prices by date into TRAIN (<= train_end), VALIDATION (<= val_end) and TEST (after).
 
-    Without dates: the embedded set's 2016 / 2019 boundaries when they fall inside the data with
-    room on both sides, else 60% / 20% / 20% of the rows.
+    Without dates: the embedded set's 2016 / 2019 boundaries when they leave every window at
+    least its minimum length, else 60% / 20% / 20% of the rows.
     """
     rets = prices.pct_change().iloc[1:]
     dates = pd.DatetimeIndex(rets.index)
     n = len(dates)
     if train_end is None and val_end is None:
-        if dates[0] < pd.Timestamp(SP500_TRAIN_END) and dates[-1] > pd.Timestamp(SP500_VAL_END):
-            train_end, val_end = SP500_TRAIN_END, SP500_VAL_END
-    if train_end is None or val_end is None:
-        if train_end is not None or val_end is not None:
-            raise DataError("give both train_end and val_end, or neither")
-        a, b = int(n * 0.6), int(n * 0.8)
+        a = int(dates.searchsorted(pd.Timestamp(SP500_TRAIN_END), side="right"))
+        b = int(dates.searchsorted(pd.Timestamp(SP500_VAL_END), side="right"))
+        if a < MIN_TRAIN_ROWS or b - a < MIN_EVAL_ROWS or n - b < MIN_EVAL_ROWS:
+            a, b = int(n * 0.6), int(n * 0.8)
+    elif train_end is None or val_end is None:
+        raise DataError("give both train_end and val_end, or neither")
     else:
         try:
             t_end, v_end = pd.Timestamp(train_end), pd.Timestamp(val_end)
@@ -296,7 +310,8 @@ def split(
     if short:
         raise DataError(
             f"{source}: too few rows for the windows ({'; '.join(short)}); "
-            f"{n} daily returns from {dates[0].date()} to {dates[-1].date()}"
+            f"{n} daily returns"
+            + (f" from {dates[0].date()} to {dates[-1].date()}" if n else "")
         )
     return MarketData(
         returns=np.ascontiguousarray(rets.to_numpy(dtype=np.float64)),

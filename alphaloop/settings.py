@@ -38,6 +38,18 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(
         default=4, ge=0, validation_alias=AliasChoices("ALPHALOOP_LLM_MAX_RETRIES")
     )
+    llm_backoff_base_s: float = Field(
+        default=1.0,
+        gt=0,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_BACKOFF_BASE"),
+        description="first retry delay in seconds; doubles on every further retry",
+    )
+    llm_backoff_max_s: float = Field(
+        default=30.0,
+        gt=0,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_BACKOFF_MAX"),
+        description="cap on one retry delay, including a server's Retry-After",
+    )
     llm_temperature: float = Field(
         default=0.6, ge=0, le=2, validation_alias=AliasChoices("ALPHALOOP_LLM_TEMPERATURE")
     )

@@ -1,0 +1,58 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alphaloop.settings import Settings
+
+try:  # ``python -m pytest`` (or a tests/__init__.py) makes ``tests`` a package...
+    from tests.fake_openai import FakeOpenAI
+except ImportError:  # ...plain ``pytest`` only puts tests/ itself on sys.path
+    from fake_openai import FakeOpenAI  # type: ignore[no-redef]
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    """A running scripted OpenAI-compatible server (see ``tests/fake_openai.py``)."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_settings(
+    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., Settings]:
+    """Builds :class:`Settings` pointing at ``fake_openai``, with fast retries.
+
+    Keyword arguments are field names overriding the defaults below, e.g.
+    ``llm_settings(llm_max_retries=0)``. Every environment variable the settings read is
+    removed first, so the machine's own configuration cannot leak into a test.
+    """
+    for info in Settings.model_fields.values():
+        for alias in getattr(info.validation_alias, "choices", ()):
+            monkeypatch.delenv(str(alias), raising=False)
+
+    def build(**overrides: Any) -> Settings:
+        fields: dict[str, Any] = {
+            "home": tmp_path / "home",
+            "llm_base_url": fake_openai.base_url,
+            "llm_model": fake_openai.models[0],
+            "llm_timeout_s": 5.0,
+            "llm_max_retries": 2,
+            "llm_backoff_base_s": 0.01,
+            "llm_backoff_max_s": 0.05,
+            **overrides,
+        }
+        # Settings validates by environment-variable alias, so pass each field under its first.
+        by_alias = {
+            str(Settings.model_fields[name].validation_alias.choices[0]): value
+            for name, value in fields.items()
+        }
+        return Settings(**by_alias)
+
+    return build

@@ -1,0 +1,507 @@
+"""A scripted OpenAI-compatible server for tests: real HTTP, real wire format, strict requests.
+
+Tests push *steps* (what the "model" answers next) and then drive the real ``openai`` client
+against ``server.base_url``. Each ``POST /v1/chat/completions`` takes the next queued step; when
+the queue is empty the ``responder`` callable (if any) is asked for one; with neither, the server
+answers 500 so a test that under-scripts fails loudly.
+
+Requests are validated the way a strict server would (vLLM and NIM reject malformed tool specs,
+dangling tool-call ids and bad image parts with 400), so bugs in the client show up as
+``BadRequestError`` in tests instead of passing silently. Every request is recorded.
+
+Usage numbers are deterministic: ``prompt_tokens`` is the number of characters of text in the
+request messages (string contents, text parts, assistant tool-call arguments) ``// 4``, and
+``completion_tokens`` is the characters of the reply (content, reasoning_content, tool-call
+arguments) ``// 4``; see :func:`prompt_tokens_for` and :func:`completion_tokens_for`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import dataclasses
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ROLES = {"system", "developer", "user", "assistant", "tool"}
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
+DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,(?P<data>[A-Za-z0-9+/=\s]+)$")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One scripted answer. Build it with the helpers below rather than by hand."""
+
+    kind: str  # "reply" | "error" | "malformed"
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: tuple[tuple[str, str, str], ...] = ()  # (id, name, arguments JSON string)
+    finish_reason: str | None = None
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens) override
+    include_usage: bool = True  # False: no "usage" key, like some llama.cpp/Ollama builds
+
+
+_ids = itertools.count(1)
+
+
+def text(
+    content: str,
+    *,
+    reasoning_content: str | None = None,
+    finish_reason: str = "stop",
+    include_usage: bool = True,
+) -> Step:
+    """A plain assistant message (``content`` may hold ``<think>`` blocks)."""
+    return Step(
+        "reply",
+        content=content,
+        reasoning_content=reasoning_content,
+        finish_reason=finish_reason,
+        include_usage=include_usage,
+    )
+
+
+def reasoning(reasoning_content: str, content: str) -> Step:
+    """A reply as vLLM/NIM reasoning parsers send it: the trace in ``reasoning_content``."""
+    return text(content, reasoning_content=reasoning_content)
+
+
+def tool_call(
+    name: str,
+    args: dict[str, Any] | str,
+    *,
+    content: str | None = None,
+    reasoning_content: str | None = None,
+    call_id: str | None = None,
+) -> Step:
+    """A reply calling one tool; ``args`` is a dict (JSON-encoded) or a raw arguments string."""
+    raw = args if isinstance(args, str) else json.dumps(args)
+    cid = call_id or f"call_{next(_ids):06d}"
+    return Step(
+        "reply",
+        content=content,
+        reasoning_content=reasoning_content,
+        tool_calls=((cid, name, raw),),
+        finish_reason="tool_calls",
+    )
+
+
+def error(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Step:
+    """An HTTP error; ``body`` defaults to an OpenAI-style error object (str -> its message)."""
+    if body is None or isinstance(body, str):
+        body = error_body(body or f"scripted error {status}", status=status)
+    return Step("error", status=status, body=body, headers=dict(headers or {}))
+
+
+def delay(seconds: float, then: Step | None = None) -> Step:
+    """Waits ``seconds`` before answering with ``then`` (default a short text), to hit timeouts."""
+    base = then or text("late reply")
+    return dataclasses.replace(base, delay_s=seconds)
+
+
+def malformed() -> Step:
+    """A 200 whose body is not valid JSON (a truncated completion)."""
+    return Step("malformed")
+
+
+def error_body(message: str, *, status: int = 400, kind: str | None = None) -> dict[str, Any]:
+    """The error object OpenAI-compatible servers send."""
+    default = "invalid_request_error" if status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind or default, "param": None, "code": None}}
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def prompt_tokens_for(messages: list[dict[str, Any]]) -> int:
+    """The fake's prompt token count: characters of message text // 4."""
+    chars = 0
+    for m in messages:
+        chars += len(_text_of(m.get("content")))
+        for tc in m.get("tool_calls") or []:
+            chars += len(tc.get("function", {}).get("arguments", ""))
+    return chars // 4
+
+
+def completion_tokens_for(step: Step) -> int:
+    """The fake's completion token count: characters of the reply // 4."""
+    chars = len(step.content or "") + len(step.reasoning_content or "")
+    chars += sum(len(args) for _, _, args in step.tool_calls)
+    return chars // 4
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as received (``json`` is None for GETs and bad JSON; header names lower)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    rejected: str | None = None  # the 400 message if validation failed
+
+
+class RequestInvalid(Exception):
+    """A request body a strict server would refuse (becomes a 400)."""
+
+
+def _check_schema(schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        raise RequestInvalid(f"{where}: a JSON schema must be an object")
+    for key in ("$ref", "$defs", "definitions"):
+        if key in schema:
+            raise RequestInvalid(f"{where}: '{key}' is not supported by this server; inline it")
+    types = schema.get("type")
+    for t in types if isinstance(types, list) else [types] if types is not None else []:
+        if t not in SCHEMA_TYPES:
+            raise RequestInvalid(f"{where}: unknown JSON-schema type {t!r}")
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        raise RequestInvalid(f"{where}.properties must be an object")
+    for name, sub in props.items():
+        _check_schema(sub, f"{where}.properties.{name}")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or any(r not in props for r in required):
+        raise RequestInvalid(f"{where}.required must list declared properties")
+    if "enum" in schema and (not isinstance(schema["enum"], list) or not schema["enum"]):
+        raise RequestInvalid(f"{where}.enum must be a non-empty list")
+    for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if bound in schema and not isinstance(schema[bound], int | float):
+            raise RequestInvalid(f"{where}.{bound} must be a number")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for i, sub in enumerate(schema.get(key, [])):
+            _check_schema(sub, f"{where}.{key}[{i}]")
+    if "items" in schema:
+        _check_schema(schema["items"], f"{where}.items")
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        _check_schema(extra, f"{where}.additionalProperties")
+
+
+def _check_content(content: Any, role: str, where: str) -> None:
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list) or not content:
+        raise RequestInvalid(f"{where}.content must be a string or a non-empty list of parts")
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            continue
+        if kind == "image_url" and role == "user":
+            url = (part.get("image_url") or {}).get("url")
+            match = DATA_URL.match(url) if isinstance(url, str) else None
+            if isinstance(url, str) and url.startswith(("http://", "https://")):
+                continue
+            try:
+                if match and base64.b64decode(match["data"], validate=False):
+                    continue
+            except binascii.Error:
+                pass
+            raise RequestInvalid(f"{where}.content[{i}]: image_url needs a base64 data URL")
+        raise RequestInvalid(f"{where}.content[{i}]: invalid part {part!r:.80}")
+
+
+def validate_chat_request(body: Any) -> None:
+    """Raises :class:`RequestInvalid` for anything a strict OpenAI-compatible server refuses."""
+    if not isinstance(body, dict):
+        raise RequestInvalid("request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise RequestInvalid("'model' must be a non-empty string")
+    if body.get("stream"):
+        raise RequestInvalid("this fake server does not stream")
+    tools = body.get("tools")
+    names: set[str] = set()
+    if tools is not None:
+        if not isinstance(tools, list) or not tools:
+            raise RequestInvalid("'tools' must be a non-empty list")
+        for i, tool in enumerate(tools):
+            fn = tool.get("function") if isinstance(tool, dict) else None
+            if tool.get("type") != "function" or not isinstance(fn, dict):
+                raise RequestInvalid(f"tools[{i}] must be {{'type': 'function', 'function': ...}}")
+            if not isinstance(fn.get("name"), str) or not TOOL_NAME.match(fn["name"]):
+                raise RequestInvalid(f"tools[{i}].function.name must match {TOOL_NAME.pattern}")
+            if not isinstance(fn.get("description", ""), str):
+                raise RequestInvalid(f"tools[{i}].function.description must be a string")
+            params = fn.get("parameters", {"type": "object", "properties": {}})
+            _check_schema(params, f"tools[{i}].function.parameters")
+            if params.get("type") != "object":
+                raise RequestInvalid(f"tools[{i}].function.parameters must be of type 'object'")
+            names.add(fn["name"])
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if tools is None:
+            raise RequestInvalid("'tool_choice' is only allowed when 'tools' are given")
+        if isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name")
+            if choice.get("type") != "function" or name not in names:
+                raise RequestInvalid(f"tool_choice names an undeclared tool: {choice!r:.120}")
+        elif choice not in ("none", "auto", "required"):
+            raise RequestInvalid(f"invalid tool_choice {choice!r}")
+    temp = body.get("temperature")
+    if temp is not None and (not isinstance(temp, int | float) or not 0 <= temp <= 2):
+        raise RequestInvalid("'temperature' must be a number in [0, 2]")
+    max_tokens = body.get("max_tokens")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise RequestInvalid("'max_tokens' must be a positive integer")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise RequestInvalid("'messages' must be a non-empty list")
+    call_ids: set[str] = set()
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise RequestInvalid(f"{where} must be an object with a role in {sorted(ROLES)}")
+        role = m["role"]
+        if role == "assistant" and m.get("tool_calls"):
+            for tc in m["tool_calls"]:
+                fn = tc.get("function") or {}
+                if tc.get("type") != "function" or not isinstance(fn.get("arguments"), str):
+                    raise RequestInvalid(f"{where}.tool_calls entries need function.arguments")
+                call_ids.add(tc.get("id"))
+            if m.get("content") is not None:
+                _check_content(m["content"], role, where)
+            continue
+        if "content" not in m:
+            raise RequestInvalid(f"{where} has no content")
+        _check_content(m["content"], role, where)
+        if role == "tool" and m.get("tool_call_id") not in call_ids:
+            raise RequestInvalid(f"{where}.tool_call_id does not match an earlier tool call")
+
+
+class FakeOpenAI:
+    """A scripted OpenAI-compatible HTTP server on 127.0.0.1 (a context manager).
+
+    Args:
+        models: model ids the server serves; a chat request naming another model gets the 404
+            vLLM sends for unknown models.
+        api_key: if set, requests without ``Authorization: Bearer <api_key>`` get a 401.
+        responder: called with the request JSON when the step queue is empty; returns a
+            :class:`Step`. Settable later as ``server.responder``.
+    """
+
+    def __init__(
+        self,
+        models: tuple[str, ...] = ("fake-model",),
+        *,
+        api_key: str | None = None,
+        responder: Callable[[dict[str, Any]], Step] | None = None,
+    ) -> None:
+        self.models = tuple(models)
+        self.api_key = api_key
+        self.responder = responder
+        self.requests: list[RecordedRequest] = []
+        self._steps: collections.deque[Step] = collections.deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ------------------------------------------------------------------------
+    def push(self, *steps: Step) -> FakeOpenAI:
+        """Queues steps; each chat request consumes one."""
+        with self._lock:
+            self._steps.extend(steps)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Steps pushed but not consumed yet."""
+        return len(self._steps)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of every chat completion request, in order (rejected ones too)."""
+        return [r.json for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> FakeOpenAI:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False  # a delayed step must not hold up shutdown
+        # A short poll interval keeps shutdown (once per test) from costing the default 0.5 s.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- request handling (called from handler threads) -----------------------------------
+    def _next_step(self, body: dict[str, Any]) -> Step:
+        with self._lock:
+            if self._steps:
+                return self._steps.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        return error(500, "fake server: no scripted step left for this request")
+
+    def _completion(self, body: dict[str, Any], step: Step) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": step.content}
+        if step.reasoning_content is not None:
+            message["reasoning_content"] = step.reasoning_content
+        if step.tool_calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in step.tool_calls
+            ]
+        prompt, completion = step.usage or (
+            prompt_tokens_for(body["messages"]),
+            completion_tokens_for(step),
+        )
+        reply = {
+            "id": f"chatcmpl-{next(_ids):08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": step.finish_reason or "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+        if not step.include_usage:
+            del reply["usage"]
+        return reply
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keeps test output quiet."""
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test); nothing to answer
+
+    def _record(self, body: Any, rejected: str | None = None) -> None:
+        with self.fake._lock:
+            self.fake.requests.append(
+                RecordedRequest(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    rejected,
+                )
+            )
+
+    def _authorised(self) -> bool:
+        if self.fake.api_key is None or (
+            self.headers.get("Authorization") == f"Bearer {self.fake.api_key}"
+        ):
+            return True
+        self._send(
+            401, error_body("Incorrect API key provided.", status=401, kind="authentication_error")
+        )
+        return False
+
+    def do_GET(self) -> None:
+        self._record(None)
+        if self.path.rstrip("/") != "/v1/models":
+            self._send(404, error_body(f"no route {self.path}", status=404))
+        elif self._authorised():
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        for m in self.fake.models
+                    ],
+                },
+            )
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._record(None, "body is not JSON")
+            self._send(400, error_body("request body is not valid JSON"))
+            return
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._record(body, "unknown route")
+            self._send(404, error_body(f"no route {self.path}", status=404))
+            return
+        try:
+            validate_chat_request(body)
+        except RequestInvalid as err:
+            self._record(body, str(err))
+            self._send(400, error_body(str(err)))
+            return
+        self._record(body)
+        if not self._authorised():
+            return
+        if body["model"] not in self.fake.models:
+            self._send(
+                404,
+                error_body(
+                    f"The model `{body['model']}` does not exist.", status=404, kind="NotFoundError"
+                ),
+            )
+            return
+        step = self.fake._next_step(body)
+        if step.delay_s and self.fake._stop.wait(step.delay_s):
+            return  # server shutting down
+        if step.kind == "error":
+            self._send(step.status, step.body, step.headers)
+        elif step.kind == "malformed":
+            self._send(200, b'{"id": "chatcmpl-trunc", "object": "chat.completion", "choi')
+        else:
+            self._send(200, self.fake._completion(body, step), step.headers)
