@@ -1,0 +1,74 @@
+"""Reinforcement-learning engine: the ``alphaloop/PortfolioCVaR-v0`` env, a batched SB3 VecEnv and
+PPO training, walk-forward weights and policy save/load.
+
+Importing this package registers the env with gymnasium. The VecEnv and PPO names are loaded on
+first use: they pull in stable-baselines3 and torch (seconds of import time), which a command
+that only needs the env, or only lists things, should not pay for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+
+from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
+
+if TYPE_CHECKING:
+    from alphaloop.rl_engine.ppo import (
+        DEFAULT_N_ENVS,
+        DEFAULT_TOTAL_TIMESTEPS,
+        TrainResult,
+        load_policy,
+        make_ppo,
+        policy_weights,
+        save_policy,
+        train_ppo,
+    )
+    from alphaloop.rl_engine.vec_env import BatchedPortfolioVecEnv
+
+__all__ = [
+    "DEFAULT_N_ENVS",
+    "DEFAULT_TOTAL_TIMESTEPS",
+    "ENV_ID",
+    "BatchedPortfolioVecEnv",
+    "PortfolioEnv",
+    "TrainResult",
+    "default_returns",
+    "load_policy",
+    "make_ppo",
+    "policy_weights",
+    "save_policy",
+    "train_ppo",
+]
+
+_LAZY = {
+    "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
+    "DEFAULT_N_ENVS": "alphaloop.rl_engine.ppo",
+    "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.ppo",
+    "TrainResult": "alphaloop.rl_engine.ppo",
+    "load_policy": "alphaloop.rl_engine.ppo",
+    "make_ppo": "alphaloop.rl_engine.ppo",
+    "policy_weights": "alphaloop.rl_engine.ppo",
+    "save_policy": "alphaloop.rl_engine.ppo",
+    "train_ppo": "alphaloop.rl_engine.ppo",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+# Registering twice (a reload, a test importing the module again) would only warn; skip it.
+if ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=ENV_ID, entry_point="alphaloop.rl_engine.env:PortfolioEnv")
