@@ -1,7 +1,7 @@
 """alphaloop: goal-driven autoresearch on portfolio strategies."""
 
-from alphaloop.exceptions import AlphaloopError
 import alphaloop.rl_engine  # noqa: F401  (registers alphaloop/PortfolioCVaR-v0 with gymnasium)
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import KNOBS, BoundsClip, ConfigDelta, TrialConfig, clip, config_hash
 
 __all__ = [

@@ -172,15 +172,20 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
         )
     if not frame.index.is_monotonic_increasing:
         moved = int((frame.index != frame.index.sort_values()).sum())
-        warnings.warn(f"{origin}: dates were not sorted; sorted {moved} rows", DataWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"{origin}: dates were not sorted; sorted {moved} rows", DataWarning, stacklevel=2
+        )
         frame = frame.sort_index()
     non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if non_numeric:
         col = non_numeric[0]
         coerced = pd.to_numeric(frame[col], errors="coerce")
         bad = coerced.isna() & frame[col].notna()
-        where = f", first {frame[col][bad].iloc[0]!r} on {frame.index[bad][0].date()}" if bad.any() else ""
+        where = (
+            f", first {frame[col][bad].iloc[0]!r} on {frame.index[bad][0].date()}"
+            if bad.any()
+            else ""
+        )
         raise DataError(f"{origin}: column {col!r} is not numeric{where}")
     frame = frame.astype(float)
     if frame.shape[1] < 2:
@@ -213,14 +218,16 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
         if first:
             warnings.warn(
                 f"{origin}: dropped {first} leading row(s) before every asset has a price",
-                DataWarning, stacklevel=2,
+                DataWarning,
+                stacklevel=2,
             )
             frame = frame.iloc[first:]
         # Count only the gaps that were filled, not the leading ones dropped with their rows.
         filled = int(nan[first:].sum())
         if filled:
-            warnings.warn(f"{origin}: forward-filled {filled} missing price(s)", DataWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{origin}: forward-filled {filled} missing price(s)", DataWarning, stacklevel=2
+            )
     frame.columns = [str(c) for c in frame.columns]
     return frame
 
@@ -310,8 +317,7 @@ def split(
     if short:
         raise DataError(
             f"{source}: too few rows for the windows ({'; '.join(short)}); "
-            f"{n} daily returns"
-            + (f" from {dates[0].date()} to {dates[-1].date()}" if n else "")
+            f"{n} daily returns" + (f" from {dates[0].date()} to {dates[-1].date()}" if n else "")
         )
     return MarketData(
         returns=np.ascontiguousarray(rets.to_numpy(dtype=np.float64)),

@@ -26,12 +26,16 @@ class Settings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("ALPHALOOP_LLM_BASE_URL", "OPENAI_BASE_URL"),
     )
-    llm_model: str | None = Field(default=None, validation_alias=AliasChoices("ALPHALOOP_LLM_MODEL"))
+    llm_model: str | None = Field(
+        default=None, validation_alias=AliasChoices("ALPHALOOP_LLM_MODEL")
+    )
     llm_api_key: str | None = Field(
         default=None,
         validation_alias=AliasChoices("ALPHALOOP_LLM_API_KEY", "OPENAI_API_KEY"),
     )
-    vlm_model: str | None = Field(default=None, validation_alias=AliasChoices("ALPHALOOP_VLM_MODEL"))
+    vlm_model: str | None = Field(
+        default=None, validation_alias=AliasChoices("ALPHALOOP_VLM_MODEL")
+    )
     llm_timeout_s: float = Field(
         default=120.0, gt=0, validation_alias=AliasChoices("ALPHALOOP_LLM_TIMEOUT")
     )

@@ -113,7 +113,10 @@ def test_defaults_equal_sb3_ppo_defaults() -> None:
     )
     # And the values themselves, written out (SB3 2.x): a changed SB3 default shows up here.
     assert (config.learning_rate, config.n_steps, config.batch_size, config.n_epochs) == (
-        3e-4, 2048, 64, 10,
+        3e-4,
+        2048,
+        64,
+        10,
     )
     assert (config.gamma, config.gae_lambda, config.ent_coef) == (0.99, 0.95, 0.0)
 
@@ -129,7 +132,11 @@ def test_clip_below_low(name: str) -> None:
     assert type(getattr(new, name)) is (int if is_int else float)
     assert clips == [
         BoundsClip(
-            knob=name, proposed=below, applied=low, low=low, high=high,
+            knob=name,
+            proposed=below,
+            applied=low,
+            low=low,
+            high=high,
             reason=f"{below:g} is below the lower bound [{low:g}, {high:g}]",
         )
     ]
@@ -145,7 +152,11 @@ def test_clip_above_high(name: str) -> None:
     assert type(getattr(new, name)) is (int if is_int else float)
     assert clips == [
         BoundsClip(
-            knob=name, proposed=above, applied=high, low=low, high=high,
+            knob=name,
+            proposed=above,
+            applied=high,
+            low=low,
+            high=high,
             reason=f"{above:g} is above the upper bound [{low:g}, {high:g}]",
         )
     ]
@@ -200,7 +211,11 @@ def test_linear_integer_knob_rounds_half_up(name: str, proposed: float, applied:
     low, high, _, _, _ = DESIGN_BOUNDS[name]
     assert clips == [
         BoundsClip(
-            knob=name, proposed=proposed, applied=applied, low=low, high=high,
+            knob=name,
+            proposed=proposed,
+            applied=applied,
+            low=low,
+            high=high,
             reason=f"{name} is an integer knob; rounded",
         )
     ]
@@ -250,11 +265,13 @@ def test_cap_raised_to_one_over_n() -> None:
     assert len(clips) == 1
     c = clips[0]
     assert (c.knob, c.proposed, c.applied, c.low, c.high) == (
-        "max_position_pct", 0.1, 0.2, 0.02, 0.30,
+        "max_position_pct",
+        0.1,
+        0.2,
+        0.02,
+        0.30,
     )
-    assert c.reason == (
-        "infeasible: 5 assets x cap 0.1 < 1 (fully invested); cap raised to 1/5"
-    )
+    assert c.reason == ("infeasible: 5 assets x cap 0.1 < 1 (fully invested); cap raised to 1/5")
     assert effective_max_weight(new, 5) == 0.2
 
 
@@ -320,7 +337,11 @@ def test_tail_scenarios_raised_to_fifty(
     assert len(clips) == 1
     c = clips[0]
     assert (c.knob, c.proposed, c.applied, c.low, c.high) == (
-        "n_scenarios", n_before, n_after, 1000, 10000,
+        "n_scenarios",
+        n_before,
+        n_after,
+        1000,
+        10000,
     )
     assert c.reason == (
         f"infeasible: (1 - cvar_alpha={alpha:g}) x n_scenarios={n_before} "
@@ -353,7 +374,11 @@ def test_batch_size_lowered_to_rollout_size(
         assert len(clips) == 1
         c = clips[0]
         assert (c.knob, c.proposed, c.applied, c.low, c.high) == (
-            "batch_size", batch, expected, 32, 512,
+            "batch_size",
+            batch,
+            expected,
+            32,
+            512,
         )
         assert c.reason == (
             f"infeasible: batch_size {batch} > n_steps x n_envs = {n_steps} x {n_envs}"
@@ -490,8 +515,14 @@ def test_changes_must_be_a_mapping() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("3e-4", 3e-4), (" 64 ", 64.0), ("-2.5", -2.5), (7, 7.0), (np.float64(0.25), 0.25),
-     (np.int64(128), 128.0)],
+    [
+        ("3e-4", 3e-4),
+        (" 64 ", 64.0),
+        ("-2.5", -2.5),
+        (7, 7.0),
+        (np.float64(0.25), 0.25),
+        (np.int64(128), 128.0),
+    ],
 )
 def test_numeric_values_are_accepted(value: object, expected: float) -> None:
     delta = ConfigDelta(changes={"learning_rate": value})
@@ -537,9 +568,7 @@ def test_trial_config_rejects_out_of_bounds(name: str) -> None:
         with pytest.raises(ValidationError) as info:
             TrialConfig(**{name: value})
         assert name in str(info.value)
-        assert "greater than or equal" in str(info.value) or "less than or equal" in str(
-            info.value
-        )
+        assert "greater than or equal" in str(info.value) or "less than or equal" in str(info.value)
 
 
 def test_trial_config_rejects_fractional_integer_knob() -> None:
@@ -549,7 +578,10 @@ def test_trial_config_rejects_fractional_integer_knob() -> None:
 
 def test_knobs_for_mode() -> None:
     assert knobs_for_mode("cufolio_only") == (
-        "cvar_alpha", "max_position_pct", "n_scenarios", "cufolio_hold_days",
+        "cvar_alpha",
+        "max_position_pct",
+        "n_scenarios",
+        "cufolio_hold_days",
     )
     assert len(knobs_for_mode("ppo_only")) == 12
     assert "cvar_alpha" not in knobs_for_mode("ppo_only")

@@ -66,8 +66,9 @@ def test_synthetic_is_seeded_and_shaped() -> None:
 
 def test_synthetic_passes_its_own_validation() -> None:
     prices = synthetic_prices()
-    pd.testing.assert_frame_equal(validate_prices(prices, "synthetic"), prices, check_names=False,
-                                  check_freq=False)
+    pd.testing.assert_frame_equal(
+        validate_prices(prices, "synthetic"), prices, check_names=False, check_freq=False
+    )
 
 
 def test_synthetic_returns_have_fat_tails() -> None:
