@@ -55,11 +55,21 @@ KNOBS: dict[str, Knob] = {
         Knob("episode_len", "env", 20, 120, "int", 60, "trading days per training episode"),
         Knob("rebal_freq", "env", 1, 10, "int", 5, "days between two policy rebalances"),
         Knob(
-            "turnover_cost_bps", "env", 0, 50, "float", 10.0,
+            "turnover_cost_bps",
+            "env",
+            0,
+            50,
+            "float",
+            10.0,
             "training-time cost per unit turnover, in basis points",
         ),
         Knob(
-            "vol_penalty", "env", 0, 5, "float", 0.5,
+            "vol_penalty",
+            "env",
+            0,
+            5,
+            "float",
+            0.5,
             "training-time penalty on squared negative daily returns (downside variance)",
         ),
         Knob("learning_rate", "ppo", 1e-5, 1e-2, "log", 3e-4, "PPO Adam step size"),
@@ -78,11 +88,13 @@ KNOBS: dict[str, Knob] = {
 KNOB_NAMES: tuple[str, ...] = tuple(KNOBS)
 MIN_TAIL_SCENARIOS = 50
 
+Mode = Literal["ppo_only", "cufolio_only", "unified"]
 MODE_GROUPS: dict[str, tuple[Group, ...]] = {
     "ppo_only": ("env", "ppo"),
     "cufolio_only": ("cvar",),
     "unified": ("env", "ppo", "cvar"),
 }
+MODES: tuple[str, ...] = tuple(MODE_GROUPS)
 
 
 def _field(name: str) -> Any:
@@ -166,9 +178,7 @@ def parse_number(key: str, value: Any) -> float:
                 f"knob {key!r}: {value!r} is not a number", key=key, value=value
             ) from None
     if not math.isfinite(number):
-        raise InvalidDelta(
-            f"knob {key!r}: {value!r} is not a finite number", key=key, value=value
-        )
+        raise InvalidDelta(f"knob {key!r}: {value!r} is not a finite number", key=key, value=value)
     return number
 
 
@@ -241,7 +251,11 @@ def clip(
         k = KNOBS[name]
         clips.append(
             BoundsClip(
-                knob=name, proposed=proposed, applied=applied, low=k.low, high=k.high,
+                knob=name,
+                proposed=proposed,
+                applied=applied,
+                low=k.low,
+                high=k.high,
                 reason=reason,
             )
         )
@@ -268,7 +282,9 @@ def clip(
         # With fewer than 1/high assets even the upper bound is infeasible; the evaluator then
         # uses effective_max_weight() = 1/n_assets, i.e. equal weight.
         note(
-            "max_position_pct", before, values["max_position_pct"],
+            "max_position_pct",
+            before,
+            values["max_position_pct"],
             f"infeasible: {n_assets} assets x cap {before:g} < 1 (fully invested); "
             + (
                 f"cap raised to 1/{n_assets}"
@@ -282,7 +298,9 @@ def clip(
         needed = math.ceil(MIN_TAIL_SCENARIOS / (1.0 - values["cvar_alpha"]) - 1e-9)
         values["n_scenarios"] = min(needed, int(KNOBS["n_scenarios"].high))
         note(
-            "n_scenarios", before, values["n_scenarios"],
+            "n_scenarios",
+            before,
+            values["n_scenarios"],
             f"infeasible: (1 - cvar_alpha={values['cvar_alpha']:g}) x n_scenarios={before:g} "
             f"leaves {tail:.1f} tail scenarios < {MIN_TAIL_SCENARIOS}",
         )
@@ -291,7 +309,9 @@ def clip(
         before = values["batch_size"]
         values["batch_size"] = int(values["n_steps"] * n_envs)
         note(
-            "batch_size", before, values["batch_size"],
+            "batch_size",
+            before,
+            values["batch_size"],
             f"infeasible: batch_size {before:g} > n_steps x n_envs = "
             f"{values['n_steps']} x {n_envs}",
         )

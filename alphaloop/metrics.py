@@ -7,6 +7,7 @@ Conventions: inputs are *simple* daily returns; annualisation uses 252 trading d
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -53,22 +54,30 @@ def max_drawdown(returns: np.ndarray | list[float]) -> float:
 
 
 def cvar(returns: np.ndarray | list[float], alpha: float = 0.95) -> float:
-    """Conditional value at risk of the daily loss at level ``alpha`` (a positive number).
+    """Conditional value at risk of the loss ``-returns`` at level ``alpha`` (a positive number
+    when the tail loses money).
 
-    The exact CVaR of the empirical distribution: the mean loss over the worst ``(1 - alpha)``
-    probability mass, a fractional last scenario weighted by its fraction. This equals the
-    Rockafellar-Uryasev minimum, so it agrees with the LP the solver optimises.
+    The exact CVaR of the empirical distribution: with ``k = (1 - alpha) * n`` tail scenarios
+    (not necessarily an integer), the worst ``floor(k)`` losses count fully and the next one with
+    weight ``k - floor(k)``; the sum is divided by ``k``. This equals the Rockafellar-Uryasev
+    function ``z + mean((loss - z)^+) / (1 - alpha)`` at its minimiser ``z = VaR_alpha``, so it
+    agrees with the LP the solvers optimise to solver precision.
     """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    losses = np.sort(-_as_returns(returns))[::-1]
-    mass = (1.0 - alpha) * losses.size
-    whole = int(math.floor(mass + 1e-12))
-    frac = mass - whole
-    tail = losses[:whole].sum()
-    if frac > 1e-12 and whole < losses.size:
-        tail += frac * losses[whole]
-    return float(tail / mass)
+    if not 0.0 < alpha < 1.0:  # also rejects NaN
+        raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
+    losses = -_as_returns(returns)
+    n = losses.size
+    k = (1.0 - alpha) * n
+    full = min(math.floor(k), n)
+    # Only the worst full+1 losses matter: a partition is O(n) where a sort is O(n log n).
+    top = min(full + 1, n)
+    worst = -np.partition(-losses, top - 1)[:top]
+    worst.sort()
+    worst = worst[::-1]
+    total = worst[:full].sum()
+    if full < n:
+        total += (k - full) * worst[full]
+    return float(total / k)
 
 
 def total_return(returns: np.ndarray | list[float]) -> float:
@@ -108,7 +117,9 @@ def annual_turnover(daily_turnover: np.ndarray | list[float], periods: int = TRA
     return float(t.mean() * periods)
 
 
-def probabilistic_sharpe_ratio(returns: np.ndarray | list[float], sr_benchmark: float = 0.0) -> float:
+def probabilistic_sharpe_ratio(
+    returns: np.ndarray | list[float], sr_benchmark: float = 0.0
+) -> float:
     """Probability that the true (per-period) Sharpe exceeds ``sr_benchmark`` (Bailey & Lopez de
     Prado, 2012), correcting for sample length, skewness and kurtosis of the returns."""
     r = _as_returns(returns)
@@ -183,3 +194,15 @@ def compute_metrics(daily_returns: np.ndarray, daily_turnover: np.ndarray) -> Me
         profit_factor=profit_factor(r),
         n_days=int(r.size),
     )
+
+
+ObjectiveMetric = Literal["sharpe", "sortino", "calmar", "return"]
+OBJECTIVE_METRICS: tuple[str, ...] = ("sharpe", "sortino", "calmar", "return")
+
+
+def objective_value(metrics: Metrics, metric: str) -> float:
+    """The number a session maximises, read off a trial's metrics (``return`` is the total
+    return over the window)."""
+    if metric not in OBJECTIVE_METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(OBJECTIVE_METRICS)}")
+    return metrics.total_return if metric == "return" else getattr(metrics, metric)

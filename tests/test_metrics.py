@@ -118,15 +118,20 @@ def test_cvar_fractional_tail_against_scipy_minimiser() -> None:
     r = rng.normal(0.0005, 0.01, size=10)
     losses = -r
     res = minimize_scalar(
-        _ru_objective, bounds=(losses.min(), losses.max()), args=(losses, 0.85),
-        method="bounded", options={"xatol": 1e-12},
+        _ru_objective,
+        bounds=(losses.min(), losses.max()),
+        args=(losses, 0.85),
+        method="bounded",
+        options={"xatol": 1e-12},
     )
     assert cvar(r, 0.85) == pytest.approx(res.fun, rel=1e-7)
 
 
 def test_cvar_rejects_bad_alpha() -> None:
     for alpha in (0.0, 1.0, -0.1, 1.5):
-        with pytest.raises(ValueError, match=rf"alpha must be in \(0, 1\), got {alpha}"):
+        with pytest.raises(
+            ValueError, match=rf"alpha must be strictly between 0 and 1, got {alpha}"
+        ):
             cvar(R, alpha)
 
 
@@ -247,8 +252,18 @@ def test_compute_metrics_by_hand() -> None:
 
 
 ALL_SERIES_FUNCTIONS = [
-    sharpe, sortino, equity_curve, max_drawdown, cvar, total_return, annual_return, calmar,
-    hit_rate, profit_factor, annual_turnover, probabilistic_sharpe_ratio,
+    sharpe,
+    sortino,
+    equity_curve,
+    max_drawdown,
+    cvar,
+    total_return,
+    annual_return,
+    calmar,
+    hit_rate,
+    profit_factor,
+    annual_turnover,
+    probabilistic_sharpe_ratio,
 ]
 
 

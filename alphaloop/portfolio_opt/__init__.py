@@ -1,0 +1,29 @@
+"""Scenario generation, Mean-CVaR optimisation and the CVaR risk overlay."""
+
+from alphaloop.portfolio_opt.cvar import (
+    CvarSolution,
+    empirical_cvar,
+    min_cvar_weights,
+    portfolio_cvar,
+    solve_mean_cvar,
+    solve_min_cvar,
+)
+from alphaloop.portfolio_opt.overlay import (
+    BUDGET_BELOW_MIN_CVAR,
+    TARGET_FEASIBLE,
+    risk_overlay,
+)
+from alphaloop.portfolio_opt.scenarios import bootstrap_scenarios
+
+__all__ = [
+    "BUDGET_BELOW_MIN_CVAR",
+    "TARGET_FEASIBLE",
+    "CvarSolution",
+    "bootstrap_scenarios",
+    "empirical_cvar",
+    "min_cvar_weights",
+    "portfolio_cvar",
+    "risk_overlay",
+    "solve_mean_cvar",
+    "solve_min_cvar",
+]

@@ -1,0 +1,251 @@
+"""Mean-CVaR portfolio optimisation on return scenarios (Rockafellar-Uryasev LP).
+
+For weights ``w`` and scenario returns ``R`` (one row per equally likely scenario), the loss in
+scenario ``s`` is ``-R_s . w`` and ``CVaR_alpha`` is the expected loss in the worst ``1 - alpha``
+of the scenario distribution, reported as a positive number. :func:`solve_mean_cvar` solves::
+
+    minimise   risk_aversion * CVaR_alpha(w) - mean(R) . w + turnover_cost * |w - prev|_1
+    subject to sum(w) = 1,  0 <= w <= max_weight
+
+exactly (it is a linear program). How it is solved fast is explained in :mod:`._lp`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+
+from alphaloop import metrics
+from alphaloop.exceptions import SolverError
+from alphaloop.portfolio_opt import _lp
+from alphaloop.portfolio_opt._checks import (
+    check_alpha,
+    check_cap,
+    check_nonneg,
+    check_scenarios,
+    check_weights,
+)
+
+# Returned weights may miss the constraints by this much before they count as a failed solve;
+# smaller misses (solver tolerance) are clipped away and the weights renormalised.
+_WEIGHT_TOL = 1e-6
+# The exact objective of the returned weights must match the LP optimum to this relative
+# precision, else the solve is recorded as inaccurate.
+_OBJECTIVE_RTOL = 1e-6
+
+
+class CvarSolution(BaseModel):
+    """Result of a CVaR solve.
+
+    Attributes:
+        weights: portfolio weights, read-only float array of shape (n_assets,).
+        cvar: exact CVaR at ``alpha`` of the loss ``-R . weights`` over the scenarios, positive
+            when the tail loses money (see :func:`empirical_cvar`).
+        expected_return: mean scenario return of the portfolio, ``mean(R) . weights``.
+        objective: value of the problem's objective at ``weights``.
+        status: ``"optimal"``, ``"optimal_inaccurate"`` or, for the risk overlay,
+            ``"target_feasible"`` / ``"budget_below_min_cvar"``.
+        solve_seconds: wall time of the call, checks and scenario compression included.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    weights: np.ndarray
+    cvar: float
+    expected_return: float
+    objective: float
+    status: str
+    solve_seconds: float
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _read_only_vector(cls, value: Any) -> np.ndarray:
+        arr = np.array(value, dtype=np.float64)  # a copy, so freezing it cannot leak out
+        if arr.ndim != 1:
+            raise ValueError(f"weights must be 1-D, got shape {arr.shape}")
+        arr.flags.writeable = False
+        return arr
+
+    @field_serializer("weights")
+    def _weights_as_list(self, weights: np.ndarray) -> list[float]:
+        return weights.tolist()
+
+
+def empirical_cvar(losses: np.ndarray, alpha: float) -> float:
+    """Exact CVaR of equally likely losses: the mean of the worst ``(1 - alpha)`` fraction.
+
+    The same number as :func:`alphaloop.metrics.cvar` of the returns ``-losses`` (see there for
+    the definition), i.e. the value the Rockafellar-Uryasev LP optimises.
+
+    Args:
+        losses: 1-D array of scenario losses (for returns ``r`` pass ``-r``).
+        alpha: confidence level in (0, 1), e.g. 0.95.
+
+    Returns:
+        The CVaR as a float (positive when the tail loses money).
+    """
+    a = check_alpha(alpha)
+    x = np.asarray(losses, dtype=np.float64)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"losses must be a non-empty 1-D array, got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("losses contain NaN or infinite values")
+    return metrics.cvar(-x, a)
+
+
+def portfolio_cvar(scenarios: np.ndarray, weights: np.ndarray, alpha: float) -> float:
+    """CVaR at ``alpha`` of the loss ``-scenarios @ weights`` (see :func:`empirical_cvar`)."""
+    r = check_scenarios(scenarios)
+    w = check_weights("weights", weights, r.shape[1])
+    return empirical_cvar(-(r @ w), alpha)
+
+
+def solve_mean_cvar(
+    scenarios: np.ndarray,
+    alpha: float,
+    max_weight: float,
+    risk_aversion: float = 1.0,
+    prev_weights: np.ndarray | None = None,
+    turnover_cost: float = 0.0,
+) -> CvarSolution:
+    """Solves the long-only, fully invested, capped Mean-CVaR problem exactly.
+
+    Minimises ``risk_aversion * CVaR_alpha(w) - mean(scenarios) @ w
+    + turnover_cost * ||w - prev_weights||_1`` subject to ``sum(w) = 1`` and
+    ``0 <= w <= max_weight``. This is minus skfolio's ``MAXIMIZE_UTILITY`` objective
+    (``mean - risk_aversion * CVaR``) plus the turnover term.
+
+    Args:
+        scenarios: (n_scenarios, n_assets) simple returns over the holding horizon, equally
+            likely (e.g. from :func:`~alphaloop.portfolio_opt.bootstrap_scenarios`).
+        alpha: CVaR confidence level in (0, 1), e.g. 0.95.
+        max_weight: cap on every weight; ``max_weight * n_assets`` must be at least 1.
+        risk_aversion: weight of CVaR against expected return, >= 0.
+        prev_weights: the portfolio held now, shape (n_assets,). ``None`` drops the turnover
+            term; buying in from cash would add the same constant to every candidate anyway.
+        turnover_cost: cost per unit of L1 turnover, in return units (10 bps = 0.001), >= 0.
+
+    Returns:
+        A :class:`CvarSolution` whose ``objective`` is the value above at the returned weights.
+
+    Raises:
+        InfeasibleProblem: the cap cannot be met (``max_weight * n_assets < 1``).
+        ValueError: bad shapes, NaN/inf values, alpha outside (0, 1), negative costs.
+        SolverError: no solver returned a solution.
+    """
+    start = time.perf_counter()
+    r = check_scenarios(scenarios)
+    n_assets = r.shape[1]
+    a = check_alpha(alpha)
+    cap = check_cap(max_weight, n_assets)
+    lam = check_nonneg("risk_aversion", risk_aversion)
+    cost = check_nonneg("turnover_cost", turnover_cost)
+    prev = None if prev_weights is None else check_weights("prev_weights", prev_weights, n_assets)
+    mean = r.mean(axis=0)
+    with_turnover = prev is not None and cost > 0.0
+    weights, lp_value, status = _solve_dual(
+        r, a, cap, lam, mean, prev if with_turnover else None, cost
+    )
+    cvar = empirical_cvar(-(r @ weights), a)
+    expected = float(mean @ weights)
+    objective = lam * cvar - expected
+    if with_turnover:
+        objective += cost * float(np.abs(weights - prev).sum())
+    status = _check_objective(objective, lp_value, status, "solve_mean_cvar")
+    return CvarSolution(
+        weights=weights,
+        cvar=cvar,
+        expected_return=expected,
+        objective=objective,
+        status=status,
+        solve_seconds=time.perf_counter() - start,
+    )
+
+
+def solve_min_cvar(scenarios: np.ndarray, alpha: float, max_weight: float) -> CvarSolution:
+    """The minimum-CVaR portfolio (no return term); ``objective`` equals ``cvar``.
+
+    Args and errors as in :func:`solve_mean_cvar`.
+    """
+    start = time.perf_counter()
+    r = check_scenarios(scenarios)
+    n_assets = r.shape[1]
+    a = check_alpha(alpha)
+    cap = check_cap(max_weight, n_assets)
+    weights, lp_value, status = _solve_dual(r, a, cap, 1.0, np.zeros(n_assets), None, 0.0)
+    cvar = empirical_cvar(-(r @ weights), a)
+    status = _check_objective(cvar, lp_value, status, "solve_min_cvar")
+    return CvarSolution(
+        weights=weights,
+        cvar=cvar,
+        expected_return=float(r.mean(axis=0) @ weights),
+        objective=cvar,
+        status=status,
+        solve_seconds=time.perf_counter() - start,
+    )
+
+
+def min_cvar_weights(scenarios: np.ndarray, alpha: float, max_weight: float) -> np.ndarray:
+    """Weights of the minimum-CVaR portfolio, the baseline every trial is compared with."""
+    return solve_min_cvar(scenarios, alpha, max_weight).weights
+
+
+def _solve_dual(
+    r: np.ndarray,
+    alpha: float,
+    cap: float,
+    lam: float,
+    mean: np.ndarray,
+    prev: np.ndarray | None,
+    cost: float,
+) -> tuple[np.ndarray, float, str]:
+    """Fills the cached dual LP, solves it and returns (weights, LP optimum, status)."""
+    atoms = _lp.compress(r)
+    lp = _lp.mean_cvar_lp(atoms.returns.shape[0], r.shape[1], prev is not None)
+    with lp.lock:
+        row_scale = atoms.probabilities * (lam / (1.0 - alpha))
+        lp.scaled_returns.value = atoms.returns * row_scale[:, None]
+        lp.mass.value = atoms.probabilities
+        lp.tail_mass.value = 1.0 - alpha
+        lp.mean.value = mean
+        lp.cap.value = cap
+        if prev is not None:
+            lp.cost.value = cost
+            lp.cost_prev.value = cost * prev
+        status = _lp.solve(lp.problem)
+        raw = lp.asset_rows.dual_value
+        value = float(lp.problem.value)
+    if raw is None:
+        raise SolverError(f"solver reported {status!r} but returned no weights")
+    return clean_weights(np.asarray(raw, dtype=np.float64), cap), value, status
+
+
+def clean_weights(raw: np.ndarray, cap: float) -> np.ndarray:
+    """Clips solver round-off so weights are exactly in [0, cap] and sum to 1 (to 1e-15).
+
+    Raises:
+        SolverError: the weights miss a constraint by more than solver round-off.
+    """
+    miss = max(float(-raw.min()), float(raw.max() - cap), abs(float(raw.sum()) - 1.0))
+    if not np.isfinite(raw).all() or miss > _WEIGHT_TOL:
+        raise SolverError(f"solver weights violate the constraints by {miss:.3g}")
+    w = np.clip(raw, 0.0, cap)
+    return w / w.sum()
+
+
+def _check_objective(exact: float, lp_value: float, status: str, what: str) -> str:
+    """Records (and warns) when the LP optimum and the returned weights disagree."""
+    if abs(exact - lp_value) > _OBJECTIVE_RTOL * max(1.0, abs(exact)):
+        warnings.warn(
+            f"{what}: objective of the returned weights {exact:.10g} differs from the LP "
+            f"optimum {lp_value:.10g}; solution recorded as inaccurate",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return cp.OPTIMAL_INACCURATE
+    return status
