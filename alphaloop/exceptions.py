@@ -102,3 +102,20 @@ class ReplyParseError(AlphaloopError):
         self.reason = reason
         self.excerpt = flat if len(flat) <= 160 else flat[:157] + "..."
         super().__init__(f"{reason}: {self.excerpt!r}")
+
+
+class JournalError(AlphaloopError):
+    """The journal file cannot be used: not an alphaloop journal, written by a newer alphaloop,
+    locked for too long, or a write that breaks its rules."""
+
+
+class SessionNotFound(JournalError, LookupError):
+    """No session with the given id; the message lists recent session ids."""
+
+
+class TrialNotFound(JournalError, LookupError):
+    """No trial with the given id."""
+
+
+class TrialNotRunning(JournalError):
+    """``finish_trial`` on a trial that has already finished (or was reaped as interrupted)."""

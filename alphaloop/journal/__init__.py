@@ -1,0 +1,46 @@
+"""The journal: every session, trial, clip, LLM call, chart reading and event, in one SQLite file.
+
+It is the source of truth of a research session: a session killed at any point resumes from
+it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journal`.
+"""
+
+from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.models import (
+    COUNTED_STATUSES,
+    FINISHED_STATUSES,
+    INTERRUPTED,
+    ChartReadRecord,
+    ClipRecord,
+    EventRecord,
+    LLMUsageRecord,
+    SessionRecord,
+    SessionStatus,
+    TrialKind,
+    TrialRecord,
+    TrialStatus,
+)
+from alphaloop.journal.schema import SCHEMA_VERSION
+from alphaloop.journal.writer import STOP_REQUESTED, Journal, pid_alive
+
+__all__ = [
+    "COUNTED_STATUSES",
+    "FINISHED_STATUSES",
+    "INTERRUPTED",
+    "SCHEMA_VERSION",
+    "STOP_REQUESTED",
+    "ChartReadRecord",
+    "ClipRecord",
+    "EventRecord",
+    "Journal",
+    "JournalError",
+    "LLMUsageRecord",
+    "SessionNotFound",
+    "SessionRecord",
+    "SessionStatus",
+    "TrialKind",
+    "TrialNotFound",
+    "TrialNotRunning",
+    "TrialRecord",
+    "TrialStatus",
+    "pid_alive",
+]

@@ -1,0 +1,237 @@
+"""Read models of the journal: one frozen pydantic model per table row, JSON columns parsed.
+
+Timestamps are ISO 8601 strings in UTC (``2026-01-01T12:00:00.000+00:00``): they sort as text,
+survive ``json.dumps`` untouched and need no parsing by the CLI, the tools or the web page.
+``model_dump(mode="json")`` turns non-finite floats (an infinite profit factor, a NaN Sharpe of a
+flat series) into ``null`` so the output is strict JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import StrEnum
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, SerializationInfo, model_serializer
+
+from alphaloop.knobs import BoundsClip
+
+
+class TrialStatus(StrEnum):
+    """Where a trial is. Every status but ``running`` is final."""
+
+    running = "running"
+    keep = "keep"
+    discard = "discard"
+    crash = "crash"
+    timeout = "timeout"
+    invalid = "invalid"
+
+
+class TrialKind(StrEnum):
+    """Why a trial ran: the default config's noise seeds, the search, or the final test window."""
+
+    baseline = "baseline"
+    search = "search"
+    test = "test"
+
+
+class SessionStatus(StrEnum):
+    """Where a session is. ``stopping`` means a stop was requested and finalize is still to run."""
+
+    running = "running"
+    stopping = "stopping"
+    finished = "finished"
+    failed = "failed"
+    interrupted = "interrupted"
+
+
+FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}
+# Statuses that use up the trial budget. ``invalid`` rows never ran, and a crash whose error is
+# INTERRUPTED is the journal's own mark for a trial whose process died: it will run again.
+COUNTED_STATUSES: frozenset[TrialStatus] = frozenset(
+    {TrialStatus.keep, TrialStatus.discard, TrialStatus.crash, TrialStatus.timeout}
+)
+INTERRUPTED = "interrupted"
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+class _Record(BaseModel):
+    """A row: frozen, strict about its fields, built from a raw SQLite row by :meth:`from_row`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    json_fields: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Self:
+        """Parses the JSON text columns of ``row`` and validates the whole row."""
+        values = {
+            k: (json.loads(v) if k in cls.json_fields and isinstance(v, str) else v)
+            for k, v in row.items()
+        }
+        return cls.model_validate(values)
+
+    @model_serializer(mode="wrap")
+    def _strict_json(self, handler: Any, info: SerializationInfo) -> dict[str, Any]:
+        data = handler(self)
+        return _finite_or_none(data) if info.mode == "json" else data
+
+
+class SessionRecord(_Record):
+    """One research session: its goal, rules, budget and (once finished) its test-window result."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset(
+        {"objective", "settings", "baseline_config", "final"}
+    )
+
+    id: str
+    goal: str
+    mode: str
+    objective: dict[str, Any]
+    proposer: str
+    budget: int
+    time_budget_s: float | None = None
+    max_tokens_total: int | None = None
+    seed: int
+    data_source: str
+    data_fingerprint: str | None = None
+    settings: dict[str, Any]
+    status: SessionStatus
+    owner_pid: int | None = None
+    created_at: str
+    updated_at: str
+    finished_at: str | None = None
+    noise_floor: float | None = None
+    best_trial_id: int | None = None
+    baseline_config: dict[str, Any]
+    final: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class TrialRecord(_Record):
+    """One trial row, whatever became of it (kept, discarded, crashed, invalid, running)."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset(
+        {"config", "delta", "metrics", "baselines", "val_returns", "final_weights", "curve"}
+    )
+
+    id: int
+    session_id: str
+    idx: int
+    kind: TrialKind
+    status: TrialStatus
+    counted: bool
+    proposer: str | None = None
+    config: dict[str, Any]
+    config_hash: str | None = None
+    delta: dict[str, Any]
+    parent_id: int | None = None
+    seed: int | None = None
+    objective: float | None = None
+    metrics: dict[str, float] | None = None
+    baselines: dict[str, dict[str, float]] | None = None
+    val_returns: list[float] | None = None
+    final_weights: list[float] | dict[str, float] | None = None
+    elapsed_s: float | None = None
+    rationale: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    traceback_tail: str | None = None
+    policy_path: str | None = None
+    owner_pid: int | None = None
+    started_at: str
+    finished_at: str | None = None
+    curve: list[Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status is not TrialStatus.running
+
+    @property
+    def changes(self) -> dict[str, Any]:
+        """The knob changes the proposer asked for (before clipping)."""
+        return dict(self.delta.get("changes") or {})
+
+
+class ClipRecord(_Record):
+    """One journaled :class:`~alphaloop.knobs.BoundsClip` of one trial."""
+
+    id: int
+    trial_id: int
+    knob: str
+    proposed: float
+    applied: float
+    low: float
+    high: float
+    reason: str
+
+    def to_bounds_clip(self) -> BoundsClip:
+        return BoundsClip(
+            knob=self.knob,
+            proposed=self.proposed,
+            applied=self.applied,
+            low=self.low,
+            high=self.high,
+            reason=self.reason,
+        )
+
+
+class EventRecord(_Record):
+    """Something that happened to a session (``StopRequested``, ``Resumed``, ``PolicyRetrained``,
+    ``ProposerFallback``...), with a free-form JSON payload."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset({"payload"})
+
+    id: int
+    session_id: str | None = None
+    kind: str
+    payload: dict[str, Any]
+    created_at: str
+
+
+class LLMUsageRecord(_Record):
+    """One journaled attempt at one LLM call, ok or not, with its token usage and latency."""
+
+    id: int
+    session_id: str | None = None
+    trial_id: int | None = None
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    ok: bool
+    error: str | None = None
+    created_at: str
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ChartReadRecord(_Record):
+    """One reading of a chart (by a vision model or the embedded data-grounded reader)."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset({"bullets", "context"})
+
+    id: int
+    session_id: str | None = None
+    trial_id: int | None = None
+    kind: str
+    model: str
+    elapsed_s: float | None = None
+    bullets: list[str]
+    raw_text: str | None = None
+    context: dict[str, Any]
+    created_at: str

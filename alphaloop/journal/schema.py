@@ -1,0 +1,197 @@
+"""The journal's tables, indexes and schema version, and how an old journal is brought up to date.
+
+The version lives in ``PRAGMA user_version`` and the file is marked as ours by
+``PRAGMA application_id``; both sit in the database header, so they are written in the same
+transaction as the tables. JSON columns are TEXT holding JSON (Python's dialect: ``NaN`` and
+``Infinity`` are kept, since metrics of degenerate series can be non-finite).
+
+To change the schema: bump :data:`SCHEMA_VERSION`, edit the DDL below so a new journal is
+created at the new version directly, and add ``MIGRATIONS[old] = fn`` taking a journal at
+version ``old`` to ``old + 1``. Migrations run in the transaction that opens the journal.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from alphaloop.exceptions import JournalError
+
+SCHEMA_VERSION = 1
+# "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
+APPLICATION_ID = 0x414C504C
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+TABLES: dict[str, str] = {
+    "sessions": """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            goal TEXT NOT NULL,
+            mode TEXT NOT NULL,
+            objective TEXT NOT NULL,
+            proposer TEXT NOT NULL,
+            budget INTEGER NOT NULL,
+            time_budget_s REAL,
+            max_tokens_total INTEGER,
+            seed INTEGER NOT NULL,
+            data_source TEXT NOT NULL,
+            data_fingerprint TEXT,
+            settings TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN
+                ('running', 'stopping', 'finished', 'failed', 'interrupted')),
+            owner_pid INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            finished_at TEXT,
+            noise_floor REAL,
+            best_trial_id INTEGER,
+            baseline_config TEXT NOT NULL,
+            final TEXT,
+            error TEXT
+        )""",
+    "trials": """
+        CREATE TABLE trials (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            idx INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('baseline', 'search', 'test')),
+            status TEXT NOT NULL CHECK (status IN
+                ('running', 'keep', 'discard', 'crash', 'timeout', 'invalid')),
+            counted INTEGER NOT NULL DEFAULT 0 CHECK (counted IN (0, 1)),
+            proposer TEXT,
+            config TEXT NOT NULL,
+            config_hash TEXT,
+            delta TEXT NOT NULL,
+            parent_id INTEGER REFERENCES trials(id),
+            seed INTEGER,
+            objective REAL,
+            metrics TEXT,
+            baselines TEXT,
+            val_returns TEXT,
+            final_weights TEXT,
+            elapsed_s REAL,
+            rationale TEXT,
+            reason TEXT,
+            error TEXT,
+            traceback_tail TEXT,
+            policy_path TEXT,
+            owner_pid INTEGER,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            curve TEXT,
+            UNIQUE (session_id, idx)
+        )""",
+    "bounds_clips": """
+        CREATE TABLE bounds_clips (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            knob TEXT NOT NULL,
+            proposed REAL NOT NULL,
+            applied REAL NOT NULL,
+            low REAL NOT NULL,
+            high REAL NOT NULL,
+            reason TEXT NOT NULL
+        )""",
+    "llm_calls": """
+        CREATE TABLE llm_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT REFERENCES sessions(id),
+            trial_id INTEGER REFERENCES trials(id),
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL DEFAULT 0,
+            completion_tokens INTEGER NOT NULL DEFAULT 0,
+            latency_s REAL NOT NULL,
+            ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+            error TEXT,
+            created_at TEXT NOT NULL
+        )""",
+    "events": """
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT REFERENCES sessions(id),
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+    "chart_reads": """
+        CREATE TABLE chart_reads (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT REFERENCES sessions(id),
+            trial_id INTEGER REFERENCES trials(id),
+            kind TEXT NOT NULL,
+            model TEXT NOT NULL,
+            elapsed_s REAL,
+            bullets TEXT NOT NULL,
+            raw_text TEXT,
+            context TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+}
+
+INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_sessions_created ON sessions (created_at)",
+    "CREATE INDEX idx_trials_session_status ON trials (session_id, status)",
+    "CREATE INDEX idx_trials_session_kind ON trials (session_id, kind)",
+    "CREATE INDEX idx_clips_trial ON bounds_clips (trial_id)",
+    "CREATE INDEX idx_llm_calls_session ON llm_calls (session_id)",
+    "CREATE INDEX idx_events_session_kind ON events (session_id, kind)",
+    "CREATE INDEX idx_chart_reads_session ON chart_reads (session_id)",
+)
+
+Migration = Callable[[sqlite3.Connection], None]
+# MIGRATIONS[v] takes a journal at schema version v to v + 1 (none yet: version 1 is the first).
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def sniff(path: Path) -> str | None:
+    """Why the file at ``path`` cannot be a journal, judged from its first bytes, or None.
+
+    Reads the file without opening it as a database, so nothing can be written to it.
+    """
+    with path.open("rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(SQLITE_MAGIC):
+        return "not an SQLite database"
+    return None
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Creates every table and index and stamps the header. Run inside a write transaction."""
+    for ddl in (*TABLES.values(), *INDEXES):
+        conn.execute(ddl)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def problem(conn: sqlite3.Connection) -> str | None:
+    """Why the open database is not an alphaloop journal, or None if it is one. Reads only."""
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app_id != APPLICATION_ID or version < 1:
+        found = ", ".join(sorted(names - {"sqlite_sequence"})) or "no tables"
+        return f"an SQLite database of another application ({found})"
+    if version > SCHEMA_VERSION:
+        return None  # ours, but newer: the caller says so (its tables may differ from ours)
+    missing = sorted(set(TABLES) - names)
+    if missing:
+        return f"tables missing: {', '.join(missing)}"
+    return None
+
+
+def version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, from_version: int) -> None:
+    """Brings a journal from ``from_version`` to :data:`SCHEMA_VERSION`, one step at a time.
+
+    Run inside a write transaction: a failed step leaves the journal at its old version.
+    """
+    for v in range(from_version, SCHEMA_VERSION):
+        if v not in MIGRATIONS:
+            raise JournalError(f"no migration from journal schema {v} to {v + 1}")
+        MIGRATIONS[v](conn)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

@@ -1,0 +1,124 @@
+"""Read queries: ordering, leaderboard, best trial, not-found messages, model behaviour."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from journal_helpers import new_session, new_trial
+from pydantic import ValidationError
+
+from alphaloop.journal import (
+    Journal,
+    JournalError,
+    SessionNotFound,
+    SessionRecord,
+    TrialNotFound,
+    TrialRecord,
+)
+
+
+def finished(
+    journal: Journal, sid: str, status: str, objective: float | None, kind: str = "search"
+) -> TrialRecord:
+    t = new_trial(journal, sid, kind=kind)
+    return journal.finish_trial(t.id, status=status, objective=objective)
+
+
+def test_sessions_newest_first(journal: Journal) -> None:
+    ids = [new_session(journal, goal=f"goal {i}") for i in range(4)]
+    assert [s.id for s in journal.list_sessions()] == ids[::-1]
+    assert all(isinstance(s, SessionRecord) for s in journal.list_sessions())
+
+
+def test_session_not_found_lists_recent_ids(journal: Journal) -> None:
+    with pytest.raises(SessionNotFound, match=r"no session 's-x' .* it has no sessions yet"):
+        journal.get_session("s-x")
+    ids = [new_session(journal) for _ in range(7)]
+    with pytest.raises(SessionNotFound) as err:
+        journal.get_session("s-20200101-000000-dead")
+    message = str(err.value)
+    assert "no session 's-20200101-000000-dead'" in message
+    assert f"recent sessions: {', '.join(ids[::-1][:5])}" in message and ids[0] not in message
+    assert isinstance(err.value, JournalError) and isinstance(err.value, LookupError)
+
+
+def test_trials_by_index_and_kind(journal: Journal) -> None:
+    sid = new_session(journal)
+    base = new_trial(journal, sid, kind="baseline")
+    search = [new_trial(journal, sid) for _ in range(2)]
+    test = new_trial(journal, sid, kind="test")
+    assert [t.id for t in journal.trials(sid)] == [base.id, *(t.id for t in search), test.id]
+    assert [t.idx for t in journal.trials(sid, kind="search")] == [1, 2]
+    assert journal.trials(sid, kind="test") == [test]
+    assert journal.trials("s-nope") == []
+    with pytest.raises(ValueError):
+        journal.trials(sid, kind="warmup")
+    with pytest.raises(TrialNotFound, match="no trial with id 4242"):
+        journal.get_trial(4242)
+
+
+def test_leaderboard_best_first_ties_by_index(journal: Journal) -> None:
+    sid = new_session(journal)
+    b = finished(journal, sid, "keep", 0.5, kind="baseline")
+    s1 = finished(journal, sid, "discard", 0.4)
+    s2 = finished(journal, sid, "keep", 0.9)
+    s3 = finished(journal, sid, "discard", 0.9)  # ties with s2: the earlier index wins
+    finished(journal, sid, "crash", None)
+    finished(journal, sid, "keep", 5.0, kind="test")  # test-window rows never rank
+    new_trial(journal, sid)  # still running
+    s4 = finished(journal, sid, "discard", -math.inf)
+    board = journal.leaderboard(sid)
+    assert [t.id for t in board] == [s2.id, s3.id, b.id, s1.id, s4.id]
+    assert [t.id for t in journal.leaderboard(sid, k=2)] == [s2.id, s3.id]
+    with pytest.raises(ValueError, match="k >= 1"):
+        journal.leaderboard(sid, k=0)
+
+
+def test_best_trial(journal: Journal) -> None:
+    sid = new_session(journal)
+    assert journal.best_trial(sid) is None
+    finished(journal, sid, "keep", 0.3, kind="baseline")
+    b2 = finished(journal, sid, "keep", 0.4, kind="baseline")
+    finished(journal, sid, "discard", 2.0)  # discarded: never the best, whatever its objective
+    assert journal.best_trial(sid) == b2
+    s1 = finished(journal, sid, "keep", 0.6)
+    finished(journal, sid, "keep", 0.6)
+    assert journal.best_trial(sid) == s1
+
+
+def test_models_are_frozen(journal: Journal) -> None:
+    t = new_trial(journal, new_session(journal))
+    with pytest.raises(ValidationError):
+        t.status = "keep"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        TrialRecord.model_validate({**t.model_dump(), "colour": "red"})
+
+
+def test_models_dump_to_strict_json(journal: Journal) -> None:
+    sid = new_session(journal)
+    t = new_trial(journal, sid)
+    done = journal.finish_trial(
+        t.id,
+        status="keep",
+        objective=1.0,
+        metrics={"sharpe": 1.0, "profit_factor": math.inf, "sortino": math.nan},
+        val_returns=[0.01, math.nan],
+    )
+    assert done.metrics["profit_factor"] == math.inf  # kept exactly in Python
+    data = done.model_dump(mode="json")
+    text = json.dumps(data, allow_nan=False)
+    assert data["status"] == "keep" and data["kind"] == "search"
+    assert data["metrics"] == {"sharpe": 1.0, "profit_factor": None, "sortino": None}
+    assert data["val_returns"] == [0.01, None]
+    assert json.loads(text)["id"] == done.id
+    session = journal.get_session(sid).model_dump(mode="json")
+    assert json.loads(json.dumps(session, allow_nan=False))["status"] == "running"
+    for rows in (
+        journal.events(sid),
+        journal.llm_calls(),
+        journal.chart_reads(),
+        journal.session_clips(sid),
+    ):
+        json.dumps([r.model_dump(mode="json") for r in rows], allow_nan=False)

@@ -1,0 +1,157 @@
+"""Opening, creating, refusing and upgrading journal files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from journal_helpers import new_session
+
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import SCHEMA_VERSION, Journal, JournalError, schema
+
+TABLES = {"sessions", "trials", "bounds_clips", "llm_calls", "events", "chart_reads"}
+
+
+def pragma(path: Path, name: str) -> object:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_new_journal_has_every_table_its_version_and_wal(journal_path: Path) -> None:
+    assert not journal_path.parent.exists()
+    with Journal(journal_path) as j:
+        names = {r["name"] for r in j.db.query("SELECT name FROM sqlite_master WHERE type='table'")}
+        indexes = {i.name for i in j.db["trials"].indexes}
+    assert TABLES <= names
+    assert {"idx_trials_session_status", "idx_trials_session_kind"} <= indexes
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION
+    assert pragma(journal_path, "application_id") == schema.APPLICATION_ID
+    assert pragma(journal_path, "journal_mode") == "wal"
+
+
+def test_reopening_keeps_the_rows(journal_path: Path) -> None:
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+    with Journal(journal_path) as j:
+        assert [s.id for s in j.list_sessions()] == [sid]
+
+
+def test_an_empty_file_becomes_a_journal(journal_path: Path) -> None:
+    journal_path.parent.mkdir(parents=True)
+    journal_path.touch()
+    with Journal(journal_path) as j:
+        assert j.list_sessions() == []
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION
+
+
+def test_create_false_refuses_a_missing_file(journal_path: Path) -> None:
+    with pytest.raises(JournalError, match="no journal at"):
+        Journal(journal_path, create=False)
+    assert not journal_path.exists()
+
+
+def test_a_journal_from_a_newer_alphaloop_is_refused(journal_path: Path) -> None:
+    Journal(journal_path).close()
+    conn = sqlite3.connect(journal_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(JournalError) as err:
+        Journal(journal_path)
+    assert (
+        f"written by a newer alphaloop (schema {SCHEMA_VERSION + 1} > {SCHEMA_VERSION}); "
+        "upgrade alphaloop"
+    ) in str(err.value)
+    assert isinstance(err.value, AlphaloopError)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"date,close\n2020-01-02,100.0\n" * 20, b"short", b"SQLite format 3\x00" + b"\xff" * 200],
+    ids=["csv", "short-text", "corrupt-sqlite"],
+)
+def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "prices.csv"
+    path.write_bytes(content)
+    with pytest.raises(JournalError, match=r"prices\.csv is not an alphaloop journal"):
+        Journal(path)
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prices.csv"]
+
+
+def test_an_sqlite_database_of_another_application_is_refused_and_left_untouched(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO notes (body) VALUES ('keep me')")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(JournalError, match=r"other\.db is not an alphaloop journal: .*notes"):
+        Journal(path)
+    assert path.read_bytes() == before
+    assert pragma(path, "journal_mode") == "delete"
+
+
+def test_a_file_marked_as_ours_but_missing_tables_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "half.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(schema.TABLES["sessions"])
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalError, match="tables missing: bounds_clips"):
+        Journal(path)
+
+
+def test_an_older_journal_is_migrated_on_open(
+    journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setitem(
+        schema.MIGRATIONS,
+        SCHEMA_VERSION,
+        lambda conn: conn.execute("CREATE TABLE policies (id INTEGER PRIMARY KEY)"),
+    )
+    with Journal(journal_path) as j:
+        assert j.get_session(sid).id == sid
+        assert "policies" in j.db.table_names()
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION + 1
+
+
+def test_a_failed_migration_leaves_the_old_version(
+    journal_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Journal(journal_path).close()
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE policies (id INTEGER PRIMARY KEY)")
+        conn.execute("SELECT * FROM no_such_table")
+
+    monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION, broken)
+    with pytest.raises(JournalError, match="could not upgrade the journal"):
+        Journal(journal_path)
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION
+    monkeypatch.undo()
+    with Journal(journal_path) as j:  # still a valid journal at the old version
+        assert "policies" not in j.db.table_names()
+
+
+def test_a_closed_journal_says_so(journal_path: Path) -> None:
+    j = Journal(journal_path)
+    j.close()
+    j.close()  # idempotent
+    with pytest.raises(JournalError, match="is closed"):
+        j.list_sessions()
