@@ -1,0 +1,40 @@
+"""The research loop as a LangGraph ``StateGraph``.
+
+baseline -> propose -> clip -> run_trial -> record -> (route_next) -> propose ... -> finalize
+
+``graph`` is compiled without a checkpointer (handy for tests and one-shot runs);
+:func:`compile_graph` adds the SQLite checkpointer a resumable session uses.
+"""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from alphaloop.meta_agent import nodes
+from alphaloop.meta_agent.state import SessionContext, SessionState
+
+
+def build_graph() -> StateGraph:
+    builder = StateGraph(SessionState, context_schema=SessionContext)
+    builder.add_node("baseline", nodes.baseline)
+    builder.add_node("propose", nodes.propose)
+    builder.add_node("clip", nodes.clip_config)
+    builder.add_node("run_trial", nodes.run_trial)
+    builder.add_node("record", nodes.record)
+    builder.add_node("finalize", nodes.finalize)
+    builder.add_edge(START, "baseline")
+    builder.add_conditional_edges("baseline", nodes.route_next, ["propose", "finalize"])
+    builder.add_edge("propose", "clip")
+    builder.add_edge("clip", "run_trial")
+    builder.add_edge("run_trial", "record")
+    builder.add_conditional_edges("record", nodes.route_next, ["propose", "finalize"])
+    builder.add_edge("finalize", END)
+    return builder
+
+
+def compile_graph(checkpointer: BaseCheckpointSaver | None = None):
+    return build_graph().compile(checkpointer=checkpointer)
+
+
+graph = compile_graph()

@@ -1,0 +1,104 @@
+"""Embedded proposers: Optuna TPE (the default without an LLM) and uniform random search.
+
+Both are stateless between calls: each proposal rebuilds an in-memory Optuna study from the
+journaled history. A few hundred trials replay in milliseconds, and a resumed session proposes
+exactly as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import optuna
+from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+
+from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode
+from alphaloop.meta_agent.proposers.base import ProposalContext, changed_knobs
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+# TPE's multivariate mode is flagged experimental; the warning would repeat every trial.
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def distributions(mode: str) -> dict[str, BaseDistribution]:
+    """Optuna distributions over the knobs a mode uses, on each knob's real scale."""
+    out: dict[str, BaseDistribution] = {}
+    for name in knobs_for_mode(mode):
+        k = KNOBS[name]
+        if k.is_int:
+            out[name] = IntDistribution(int(k.low), int(k.high), log=k.is_log)
+        else:
+            out[name] = FloatDistribution(k.low, k.high, log=k.is_log)
+    return out
+
+
+class _StudyProposer:
+    name = "study"
+
+    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        raise NotImplementedError
+
+    def propose(self, ctx: ProposalContext) -> ConfigDelta:
+        dists = distributions(ctx.mode)
+        # Seeded by the history length too, so a resumed session draws what it would have drawn.
+        study = optuna.create_study(
+            direction="maximize", sampler=self._sampler(ctx.seed * 100_003 + len(ctx.history))
+        )
+        for view in ctx.history:
+            if view.kind not in ("baseline", "search") or view.status == "running":
+                continue
+            config = view.config.model_dump()
+            params = {name: config[name] for name in dists}
+            if view.objective is None or not math.isfinite(view.objective):
+                state, value = optuna.trial.TrialState.FAIL, None
+            else:
+                state, value = optuna.trial.TrialState.COMPLETE, view.objective
+                if view.violation:
+                    # A limit breach must not look like a good region: rank it below everything.
+                    value = -1e6
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=params, distributions=dists, value=value, state=state
+                )
+            )
+        trial = study.ask(dists)
+        changes = changed_knobs(ctx, dict(trial.params))
+        return ConfigDelta(changes=changes, rationale=self._rationale(len(study.trials)))
+
+    def _rationale(self, n_seen: int) -> str:
+        raise NotImplementedError
+
+
+class TPEProposer(_StudyProposer):
+    """Tree-structured Parzen estimator over the mode's knobs (multivariate, log scales kept)."""
+
+    name = "tpe"
+
+    def __init__(self, n_startup_trials: int = 8) -> None:
+        self.n_startup_trials = n_startup_trials
+
+    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        return optuna.samplers.TPESampler(
+            seed=seed,
+            n_startup_trials=self.n_startup_trials,
+            multivariate=True,
+            constant_liar=False,
+        )
+
+    def _rationale(self, n_seen: int) -> str:
+        if n_seen < self.n_startup_trials:
+            return f"TPE warm-up: random draw {n_seen + 1} of {self.n_startup_trials}"
+        return f"TPE: most promising point under the density model of {n_seen} past trials"
+
+
+class RandomProposer(_StudyProposer):
+    """Uniform random search on each knob's scale: the baseline any proposer must beat."""
+
+    name = "random"
+
+    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        return optuna.samplers.RandomSampler(seed=seed)
+
+    def _rationale(self, n_seen: int) -> str:
+        return "random search: uniform draw on each knob's scale"

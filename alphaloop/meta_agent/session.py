@@ -1,0 +1,218 @@
+"""Starting, resuming and stopping research sessions.
+
+How the journal and the LangGraph checkpoint stay consistent: the journal is the source of
+truth for everything that happened (trials, verdicts, counts, the incumbent, the stop flag);
+the checkpoint (thread id = session id, its own SQLite file beside the journal, saved
+synchronously after every node) only remembers which node runs next and what was in flight.
+Every node re-reads what it needs from the journal and writes before it returns, and the nodes
+that write rows are idempotent (``baseline`` skips seeds already run, ``record`` leaves a
+finished row alone, ``finalize`` reuses test rows already written). On resume, trials still
+``running`` whose owner died become ``crash`` ("interrupted", not counted) — except the one
+whose finished outcome the checkpoint holds for ``record`` — and the graph continues from its
+checkpoint; with no checkpoint it starts over at ``baseline``, which skips what is done.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal, pid_alive
+from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.market import Fill, load_market
+from alphaloop.meta_agent.graph import compile_graph
+from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
+from alphaloop.meta_agent.state import SessionContext
+from alphaloop.settings import Settings
+from alphaloop.trials import TrialBudget
+
+ProposerName = Literal["auto", "tpe", "random", "llm"]
+
+
+class SessionSpec(BaseModel):
+    """Everything a session is started with (stored with it, so resume needs only its id)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    goal: str = Field(min_length=1)
+    mode: Mode = "cufolio_only"
+    budget: int = Field(default=20, ge=1, le=100_000)
+    proposer: ProposerName = "auto"
+    objective: Objective = Objective()
+    time_budget_s: float | None = Field(default=None, gt=0)
+    max_tokens_total: int | None = Field(default=None, gt=0)
+    data: str = "sp500"
+    fill: Fill = "none"
+    symbols: list[str] | None = None
+    train_end: str | None = None
+    val_end: str | None = None
+    seed: int = 0
+    noise_seeds: int = Field(default=3, ge=1, le=20)
+    trial_budget: TrialBudget = TrialBudget()
+
+
+class SessionBusy(AlphaloopError):
+    """The session is being run by another live process."""
+
+
+def make_proposer(name: str, settings: Settings, journal: Journal, session_id: str) -> Proposer:
+    """The proposer a session asked for; ``auto`` is the LLM when one is configured, else TPE."""
+    if name == "auto":
+        name = "llm" if settings.llm_configured else "tpe"
+    if name == "tpe":
+        return TPEProposer()
+    if name == "random":
+        return RandomProposer()
+    if name == "llm":
+        from alphaloop.meta_agent.proposers.llm import LLMProposer
+
+        return LLMProposer.from_settings(settings, journal, session_id, fallback=TPEProposer())
+    raise AlphaloopError(f"unknown proposer {name!r}; choose auto, tpe, random or llm")
+
+
+def checkpoint_path(settings: Settings) -> Path:
+    return settings.home / "checkpoints.db"
+
+
+def _context(
+    journal: Journal,
+    session_id: str,
+    spec: SessionSpec,
+    settings: Settings,
+    on_event: Callable[[str, dict[str, Any]], None] | None,
+) -> SessionContext:
+    data = load_market(
+        spec.data,
+        fill=spec.fill,
+        symbols=spec.symbols,
+        train_end=spec.train_end,
+        val_end=spec.val_end,
+    )
+    session = journal.get_session(session_id)
+    if session.data_fingerprint and session.data_fingerprint != data.fingerprint:
+        raise AlphaloopError(
+            f"the data at {spec.data!r} changed since session {session_id} started "
+            f"(fingerprint {data.fingerprint} != {session.data_fingerprint}); "
+            "start a new session on the new data"
+        )
+    proposer = make_proposer(spec.proposer, settings, journal, session_id)
+    return SessionContext(
+        session_id=session_id,
+        goal=spec.goal,
+        mode=spec.mode,
+        journal=journal,
+        data=data,
+        objective=spec.objective,
+        proposer=proposer,
+        fallback=TPEProposer(),
+        trial_budget=spec.trial_budget,
+        budget=spec.budget,
+        seed=spec.seed,
+        noise_seeds=spec.noise_seeds,
+        policy_dir=settings.policies_dir,
+        time_budget_s=spec.time_budget_s,
+        max_tokens_total=spec.max_tokens_total,
+        tokens_used=getattr(proposer, "tokens_used", lambda: 0),
+        on_event=on_event or (lambda kind, payload: None),
+    )
+
+
+def create_session(spec: SessionSpec, settings: Settings) -> str:
+    """Validates the data and journals a new session; returns its id (nothing runs yet)."""
+    data = load_market(
+        spec.data,
+        fill=spec.fill,
+        symbols=spec.symbols,
+        train_end=spec.train_end,
+        val_end=spec.val_end,
+    )
+    with Journal(settings.journal_path) as journal:
+        return journal.create_session(
+            goal=spec.goal,
+            mode=spec.mode,
+            objective=spec.objective.model_dump(),
+            proposer=spec.proposer,
+            budget=spec.budget,
+            seed=spec.seed,
+            data_source=spec.data,
+            data_fingerprint=data.fingerprint,
+            settings={"spec": spec.model_dump(mode="json"), "data": data.describe()},
+            baseline_config=TrialConfig().model_dump(),
+            time_budget_s=spec.time_budget_s,
+            max_tokens_total=spec.max_tokens_total,
+        )
+
+
+def run_session(
+    session_id: str,
+    settings: Settings,
+    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Runs (or resumes) a session until a stop rule fires and finalize has run.
+
+    Returns the session's ``final`` record. Raises :class:`SessionBusy` when another live
+    process owns the session.
+    """
+    with Journal(settings.journal_path) as journal:
+        session = journal.get_session(session_id)
+        if session.status == "finished":
+            return dict(session.final or {})
+        if (
+            session.owner_pid != os.getpid()
+            and pid_alive(session.owner_pid)
+            and session.status in ("running", "stopping")
+        ):
+            raise SessionBusy(
+                f"session {session_id} is being run by process {session.owner_pid}; "
+                f"stop it with `alphaloop research stop {session_id}` or wait for it"
+            )
+        spec = SessionSpec(**session.settings["spec"])
+        ctx = _context(journal, session_id, spec, settings, on_event)
+        status = "stopping" if session.status == "stopping" else "running"
+        journal.update_session(session_id, owner_pid=os.getpid(), status=status)
+        settings.home.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            graph = compile_graph(SqliteSaver(conn))
+            config = {
+                "configurable": {"thread_id": session_id},
+                "recursion_limit": 6 * spec.budget + 100,
+            }
+            snapshot = graph.get_state(config)
+            pending = snapshot.values.get("trial_id") if snapshot.next == ("record",) else None
+            reaped = journal.reap_interrupted(session_id, keep={pending} if pending else set())
+            if reaped or snapshot.next:
+                journal.add_event(
+                    session_id,
+                    "Resumed",
+                    {
+                        "interrupted_trials": [t.idx for t in reaped],
+                        "next": list(snapshot.next),
+                    },
+                )
+            try:
+                if snapshot.next:
+                    graph.invoke(None, config, context=ctx, durability="sync")
+                else:
+                    graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
+            except BaseException as err:
+                # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
+                journal.update_session(session_id, status="interrupted", error=repr(err)[:500])
+                raise
+        return dict(journal.get_session(session_id).final or {})
+
+
+def request_stop(session_id: str, settings: Settings) -> None:
+    """Asks a running session to stop after its current trial (safe from any process)."""
+    with Journal(settings.journal_path) as journal:
+        journal.get_session(session_id)
+        journal.request_stop(session_id)
