@@ -1,0 +1,152 @@
+"""What a tool is, the context tools run in, and the one entry point that calls them.
+
+A tool is a plain function ``fn(args, ctx) -> dict`` plus a pydantic argument model that
+generates its OpenAI tool schema. :func:`call_tool` never raises: bad JSON, arguments that fail
+validation, unknown sessions or trials and anything else a tool trips over come back as an
+``{"error": ...}`` result, so the model can read the problem and try again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from alphaloop.exceptions import AlphaloopError, ReplyParseError
+from alphaloop.journal import Journal
+from alphaloop.llm import ToolCall, openai_tool
+from alphaloop.settings import Settings
+
+MAX_RESULT_CHARS = 12_000  # a tool result is read by a model: keep one answer in its context
+
+
+class ToolError(AlphaloopError):
+    """A tool could not do what it was asked (the message is what the model reads)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One function the model may call."""
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    fn: Callable[[Any, ToolContext], dict[str, Any]]
+    acts: bool = False  # runs or stops work (asks for confirmation when someone can answer)
+
+    def spec(self) -> dict[str, Any]:
+        return openai_tool(self.name, self.description, self.args_model)
+
+
+@dataclass
+class ToolContext:
+    """What tools run with.
+
+    Attributes:
+        settings: where the journal lives, and the endpoint a started session would use.
+        confirm: asked before a tool that runs or stops work; None means nobody is there to
+            ask (one-shot use), and the call goes ahead.
+        on_progress: told what a long tool is doing (trials of a session being run).
+    """
+
+    settings: Settings
+    confirm: Callable[[str], bool] | None = None
+    on_progress: Callable[[str], None] | None = None
+
+    @contextmanager
+    def journal(self) -> Iterator[Journal]:
+        """The journal, opened for one tool call.
+
+        Raises:
+            ToolError: there is no journal yet.
+        """
+        path = self.settings.journal_path
+        if not path.exists():
+            raise ToolError(
+                f"no journal yet at {path}: no research session has been run in this home"
+            )
+        with Journal(path) as journal:
+            yield journal
+
+    def progress(self, text: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(text)
+
+
+class ToolResult(BaseModel):
+    """What one tool call returned: ``content`` is the JSON the model reads."""
+
+    name: str
+    ok: bool
+    content: str
+    data: dict[str, Any]
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with models dumped and non-finite floats as None (JSON has no NaN)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _validation_message(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        parts.append(f"{where}: {e['msg']}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def call_tool(
+    tools: Mapping[str, Tool], name: str, arguments: str | Mapping[str, Any], ctx: ToolContext
+) -> ToolResult:
+    """Runs tool ``name`` with ``arguments`` (a JSON string as the model sent it, or a dict).
+
+    Never raises on the model's or the tool's errors: they become ``{"error": ...}``.
+    """
+
+    def failed(message: str) -> ToolResult:
+        data = {"error": message}
+        return ToolResult(name=name, ok=False, content=json.dumps(data), data=data)
+
+    tool = tools.get(name)
+    if tool is None:
+        return failed(f"unknown tool {name!r}; available: {', '.join(tools)}")
+    try:
+        raw = (
+            ToolCall(id="-", name=name, arguments_raw=arguments or "{}").arguments()
+            if isinstance(arguments, str)
+            else dict(arguments)
+        )
+        args = tool.args_model.model_validate(raw)
+    except ReplyParseError as err:
+        return failed(f"arguments are not a JSON object: {err.reason}")
+    except ValidationError as err:
+        return failed(_validation_message(err))
+    if tool.acts and ctx.confirm is not None:
+        question = f"{tool.name}({json.dumps(args.model_dump(exclude_defaults=True))})"
+        if not ctx.confirm(question):
+            return failed("the user declined to run this; ask what they want instead")
+    try:
+        data = jsonable(tool.fn(args, ctx))
+    except ValidationError as err:
+        return failed(_validation_message(err))
+    except AlphaloopError as err:
+        return failed(str(err))
+    except Exception as err:  # a tool bug must not end the conversation
+        return failed(f"{type(err).__name__}: {err}")
+    content = json.dumps(data, separators=(",", ":"))
+    if len(content) > MAX_RESULT_CHARS:
+        content = content[: MAX_RESULT_CHARS - 40] + '..." (result truncated)'
+    return ToolResult(name=name, ok=True, content=content, data=data)

@@ -1,0 +1,198 @@
+"""Tools that do work: run one trial, run a research session, stop a session.
+
+They ask ``ctx.confirm`` first when someone is there to answer (see :func:`call_tool`). A trial
+run from here goes through the same ``clip`` as a session's trials and is scored on the
+validation window only; it is not journaled (it belongs to no session).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.knobs import ConfigDelta, Mode, TrialConfig, clip
+from alphaloop.metrics import ObjectiveMetric
+from alphaloop.tools.base import Tool, ToolContext, ToolError
+from alphaloop.tools.journal_tools import trial_summary
+
+_ARGS = ConfigDict(frozen=True, extra="forbid")
+_DATA = "sp500 (the embedded S&P 500 set), synthetic[:SEED], or a CSV/Parquet path"
+
+
+class RunTrialArgs(BaseModel):
+    model_config = _ARGS
+
+    mode: Mode = "cufolio_only"
+    changes: dict[str, float | str] = Field(
+        default_factory=dict, description="knob -> value, applied to the starting config"
+    )
+    from_session: str | None = Field(
+        default=None, description="start from this session's best config (default: defaults)"
+    )
+    data: str = Field(default="sp500", description=_DATA)
+    seed: int = 0
+    metric: ObjectiveMetric = "sharpe"
+    total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
+
+
+def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
+    from alphaloop.market import load_market
+    from alphaloop.trials import TrialBudget
+    from alphaloop.trials import run_trial as evaluate
+
+    delta = ConfigDelta(changes=args.changes, rationale="run from chat")
+    base = TrialConfig()
+    if args.from_session:
+        with ctx.journal() as j:
+            best = j.best_trial(j.get_session(args.from_session).id)
+        if best is None:
+            raise ToolError(f"session {args.from_session} has no finished trial to start from")
+        base = TrialConfig(**best.config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # data warnings are the CLI's to show
+        market = load_market(args.data)
+    budget = TrialBudget(
+        **({"total_timesteps": args.total_timesteps} if args.total_timesteps else {})
+    )
+    config, clips = clip(base, delta, market.n_assets, budget.n_envs)
+    ctx.progress(f"running a {args.mode} trial on {market.source}")
+    result = evaluate(
+        args.mode,
+        config,
+        market,
+        budget,
+        args.seed,
+        metric=args.metric,
+        policy_dir=ctx.settings.policies_dir / "chat",
+    )
+    return {
+        "window": f"validation {result.start_date}..{result.end_date}",
+        "objective": result.objective,
+        "metric": args.metric,
+        "metrics": result.metrics,
+        "baselines": result.baselines,
+        "config": config,
+        "clips": clips,
+        "elapsed_s": result.elapsed_s,
+        "journaled": False,
+    }
+
+
+class StartResearchArgs(BaseModel):
+    model_config = _ARGS
+
+    goal: str = Field(min_length=1, description="what to achieve, in words")
+    mode: Mode = "cufolio_only"
+    budget: int = Field(default=5, ge=1, le=50, description="search trials (keep it small)")
+    proposer: Literal["auto", "tpe", "random", "llm"] = "tpe"
+    metric: ObjectiveMetric = "sharpe"
+    max_drawdown: float | None = Field(default=None, gt=0, le=1, description="0.15 = 15%")
+    max_turnover: float | None = Field(default=None, gt=0)
+    data: str = Field(default="sp500", description=_DATA)
+    noise_seeds: int = Field(default=2, ge=1, le=10, description="baseline seeds")
+    total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
+
+
+def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
+    from alphaloop.meta_agent.objective import Objective
+    from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+    from alphaloop.trials import TrialBudget
+
+    spec = SessionSpec(
+        goal=args.goal,
+        mode=args.mode,
+        budget=args.budget,
+        proposer=args.proposer,
+        objective=Objective(
+            metric=args.metric, max_drawdown=args.max_drawdown, max_turnover=args.max_turnover
+        ),
+        data=args.data,
+        noise_seeds=args.noise_seeds,
+        trial_budget=TrialBudget(
+            **({"total_timesteps": args.total_timesteps} if args.total_timesteps else {})
+        ),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        session_id = create_session(spec, ctx.settings)
+        ctx.progress(f"session {session_id} started ({args.budget} trials)")
+
+        def on_event(kind: str, payload: dict[str, Any]) -> None:
+            if kind == "trial_finished":
+                t = payload["trial"]
+                objective = "-" if t.objective is None else f"{t.objective:.4f}"
+                ctx.progress(f"trial {t.idx} ({t.kind}) {t.status}, objective {objective}")
+
+        try:
+            final = run_session(session_id, ctx.settings, on_event)
+        except AlphaloopError as err:
+            raise ToolError(
+                f"session {session_id} stopped with an error: {err}; resume it "
+                f"with `alphaloop research resume {session_id}`"
+            ) from err
+    with ctx.journal() as j:
+        board = j.leaderboard(session_id, 5)
+        counted = j.counted_trials(session_id)
+    return {
+        "session_id": session_id,
+        "counted_trials": counted,
+        "final": final,
+        "leaderboard": [trial_summary(t) for t in board],
+    }
+
+
+class StopResearchArgs(BaseModel):
+    model_config = _ARGS
+
+    session_id: str = Field(min_length=1, description="the session to stop")
+
+
+def stop_research(args: StopResearchArgs, ctx: ToolContext) -> dict[str, Any]:
+    from alphaloop.meta_agent.session import request_stop
+
+    with ctx.journal() as j:
+        s = j.get_session(args.session_id)
+    if s.status in ("finished",):
+        return {
+            "session_id": s.id,
+            "stop_requested": False,
+            "note": "the session has already finished",
+        }
+    request_stop(s.id, ctx.settings)
+    return {
+        "session_id": s.id,
+        "stop_requested": True,
+        "status_before": s.status,
+        "note": "a running session stops after its current trial; finalize still runs",
+    }
+
+
+TOOLS = (
+    Tool(
+        "run_trial",
+        "Run one trial now (validation window only, not journaled) with some knobs "
+        "changed from the defaults or from a session's best config; values are clipped to "
+        "their bounds.",
+        RunTrialArgs,
+        run_trial,
+        acts=True,
+    ),
+    Tool(
+        "start_research",
+        "Start and run a research session to completion (blocks until it "
+        "ends; keep the budget small) and return its result.",
+        StartResearchArgs,
+        start_research,
+        acts=True,
+    ),
+    Tool(
+        "stop_research",
+        "Ask a running session to stop after its current trial.",
+        StopResearchArgs,
+        stop_research,
+        acts=True,
+    ),
+)
