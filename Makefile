@@ -12,8 +12,14 @@ $(STAMP): pyproject.toml scripts/install.sh
 
 install: $(STAMP)
 
+# A short Mean-CVaR session and a short unified (PPO + CVaR overlay) session on the embedded
+# S&P 500 data with the embedded TPE proposer, then the journal review of both.
 demo: $(STAMP)
-	$(BIN)/python -m alphaloop.demo
+	$(BIN)/alphaloop research "maximise Sharpe, max drawdown under 25%" --mode cufolio_only \
+		--budget 12 --max-drawdown 0.25 --proposer tpe
+	$(BIN)/alphaloop research "maximise Sharpe with PPO under a CVaR overlay" --mode unified \
+		--budget 4 --noise-seeds 2 --proposer tpe
+	$(BIN)/alphaloop sessions
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --timeout=900

@@ -1,0 +1,111 @@
+"""The Typer app, the consoles and the helpers every command module shares.
+
+Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flag values...).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from alphaloop.exceptions import AlphaloopError, DataError, InvalidDelta
+from alphaloop.journal import Journal, JournalError, SessionNotFound
+from alphaloop.knobs import ConfigDelta
+from alphaloop.market import DataWarning
+from alphaloop.settings import Settings
+
+console = Console()
+err_console = Console(stderr=True)
+T = TypeVar("T")
+
+PROPOSERS = ("auto", "tpe", "random", "llm")
+FILLS = ("none", "ffill")
+DATA_HELP = "sp500, synthetic[:SEED] or a CSV/Parquet path"
+
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Goal-driven autoresearch on portfolio strategies.",
+)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {message}")
+    return typer.Exit(code)
+
+
+def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Runs library code, turning our errors into a message and an exit code."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category=DataWarning)
+        try:
+            result = fn(*args, **kwargs)
+        except (SessionNotFound, InvalidDelta, DataError) as err:
+            raise fail(str(err), 2) from None
+        except AlphaloopError as err:
+            raise fail(str(err), 1) from None
+        finally:
+            for w in caught:
+                if issubclass(w.category, DataWarning):
+                    err_console.print(f"[yellow]warning:[/yellow] {w.message}")
+    return result
+
+
+def parse_sets(sets: list[str]) -> ConfigDelta:
+    changes: dict[str, str] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise fail(f"--set takes knob=value, got {item!r}", 2)
+        changes[key.strip()] = value.strip()
+    try:
+        return ConfigDelta(changes=changes, rationale="set by hand")
+    except InvalidDelta as err:
+        raise fail(str(err), 2) from None
+
+
+def parse_duration(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.fullmatch(
+        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
+    )
+    if not match or not any(match.groups()):
+        raise fail(f"cannot read duration {text!r}; use forms like 90s, 10m, 1h30m", 2)
+    h, m, s = (float(g) if g else 0.0 for g in match.groups())
+    seconds = h * 3600 + m * 60 + s
+    if seconds <= 0:
+        raise fail(f"duration must be positive, got {text!r}", 2)
+    return seconds
+
+
+def parse_symbols(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+def check_choice(value: str, choices: tuple[str, ...], what: str) -> None:
+    if value not in choices:
+        raise fail(f"unknown {what} {value!r}; choose one of {', '.join(choices)}", 2)
+
+
+def read_journal(settings: Settings, fn: Callable[[Journal], T]) -> T:
+    if not settings.journal_path.exists():
+        raise fail(
+            f"no journal at {settings.journal_path}; start a session with "
+            '`alphaloop research "GOAL"` (or set ALPHALOOP_HOME)',
+            2,
+        )
+    try:
+        with Journal(settings.journal_path) as journal:
+            return fn(journal)
+    except SessionNotFound as err:
+        raise fail(str(err), 2) from None
+    except JournalError as err:
+        raise fail(str(err), 1) from None

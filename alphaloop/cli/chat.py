@@ -1,0 +1,101 @@
+"""``alphaloop chat``: questions about the journal, answered by the LLM through tools."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from alphaloop.cli._app import console, err_console, fail, guarded
+from alphaloop.settings import get_settings
+
+NO_ENDPOINT = (
+    "no LLM endpoint configured: set ALPHALOOP_LLM_BASE_URL (the server's OpenAI-compatible URL, "
+    "e.g. http://localhost:8000/v1) and ALPHALOOP_LLM_MODEL (a model id it serves). Without an "
+    "LLM, review sessions with `alphaloop sessions` and `alphaloop journal SESSION_ID`."
+)
+
+
+def _chat_trace(trace: Any) -> None:
+    args = " ".join(trace.arguments.split())
+    args = args if len(args) <= 100 else args[:97] + "..."
+    outcome = "ok" if trace.ok else f"error: {json.loads(trace.result).get('error', '')[:120]}"
+    err_console.print(f"[dim]  tool {trace.name}({args}) -> {outcome}[/dim]", highlight=False)
+
+
+def _chat_loop(settings, max_steps: int, yes: bool) -> None:
+    from rich.markdown import Markdown
+    from rich.prompt import Confirm
+
+    from alphaloop.exceptions import LLMError
+    from alphaloop.meta_agent.chat import Chat
+
+    def confirm(action: str) -> bool:
+        return Confirm.ask(f"[yellow]run[/yellow] {action}?", console=console, default=False)
+
+    agent = Chat(
+        settings,
+        confirm=None if yes else confirm,
+        on_tool=_chat_trace,
+        on_progress=lambda text: err_console.print(f"[dim]    {text}[/dim]"),
+        max_steps=max_steps,
+    )
+    console.print(
+        f"alphaloop chat with [bold]{settings.llm_model}[/bold] at "
+        f"{settings.llm_base_url}. Ask about sessions, trials and knobs; "
+        "'exit' or Ctrl-D leaves."
+    )
+    while True:
+        try:
+            question = console.input("[bold cyan]you>[/bold cyan] ").strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            return
+        if question.lower() in ("exit", "quit", ":q"):
+            return
+        if not question:
+            continue
+        try:
+            answer = agent.ask(question)
+        except LLMError as err:
+            err_console.print(f"[red]error:[/red] {err}")
+            continue
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/yellow]")
+            continue
+        console.print(Markdown(answer.text))
+
+
+def chat(
+    ask: str = typer.Option(None, "--ask", help="ask one question, print the answer, exit"),
+    max_steps: int = typer.Option(8, help="model calls allowed per question (tool rounds)"),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="do not ask before running trials or sessions"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="with --ask: answer and tool calls as JSON"),
+) -> None:
+    """Chat with the research agent about sessions, trials and knobs (needs an LLM endpoint).
+
+    It answers through tools over the journal, and can run a trial or a small session.
+
+    Example: alphaloop chat --ask "what helped most in my last session?"
+    """
+    settings = get_settings()
+    if not settings.llm_configured:
+        raise fail(NO_ENDPOINT, 2)
+    if max_steps < 1:
+        raise fail(f"--max-steps must be at least 1, got {max_steps}", 2)
+    if ask is None:
+        if as_json:
+            raise fail("--json needs --ask", 2)
+        _chat_loop(settings, max_steps, yes)
+        return
+    from alphaloop.meta_agent.chat import Chat
+
+    agent = Chat(settings, on_tool=None if as_json else _chat_trace, max_steps=max_steps)
+    answer = guarded(agent.ask, ask)
+    if as_json:
+        typer.echo(json.dumps({**answer.model_dump(mode="json"), "tokens": agent.tokens_used}))
+        return
+    typer.echo(answer.text)

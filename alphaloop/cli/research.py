@@ -1,0 +1,188 @@
+"""``alphaloop research`` (start, resume, stop) with its live view."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from alphaloop.cli import views
+from alphaloop.cli._app import (
+    DATA_HELP,
+    FILLS,
+    PROPOSERS,
+    check_choice,
+    console,
+    fail,
+    guarded,
+    parse_duration,
+    parse_symbols,
+    read_journal,
+)
+from alphaloop.cli.review import review
+from alphaloop.journal import Journal
+from alphaloop.knobs import MODES
+from alphaloop.metrics import OBJECTIVE_METRICS
+from alphaloop.settings import Settings, get_settings
+
+
+class _DefaultToStart(typer.core.TyperGroup):
+    """``alphaloop research "GOAL" ...`` runs ``start``; ``resume`` / ``stop`` are subcommands."""
+
+    def parse_args(self, ctx, args):  # type: ignore[no-untyped-def]
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["start", *args]
+        return super().parse_args(ctx, args)
+
+
+research_app = typer.Typer(
+    cls=_DefaultToStart, no_args_is_help=True, help="Run, resume or stop a research session."
+)
+
+
+def _live_view(budget: int):
+    progress = Progress(
+        TextColumn("[bold]trials"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+    )
+    task = progress.add_task("trials", total=budget)
+    recent: deque[Any] = deque(maxlen=8)
+    state: dict[str, Any] = {"running": ""}
+
+    def render() -> Group:
+        table = views.trials_table(list(recent), title="last trials")
+        return Group(progress, table, state["running"])
+
+    live = Live(render(), console=console, refresh_per_second=4, transient=False)
+
+    def on_event(kind: str, payload: dict[str, Any]) -> None:
+        if kind == "trial_started":
+            changes = views.describe_changes((payload.get("proposal") or {}).get("changes"))
+            state["running"] = f"running trial {payload['idx']} ({payload['kind']}): {changes}"
+        elif kind == "trial_finished":
+            rec = payload["trial"]
+            recent.append(rec)
+            if rec.kind == "search" and rec.counted:
+                progress.advance(task)
+            state["running"] = ""
+        elif kind == "finalized":
+            state["running"] = "finalized"
+        live.update(render())
+
+    return live, on_event, progress, task
+
+
+def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
+    from alphaloop.meta_agent.session import run_session
+
+    with Journal(settings.journal_path) as journal:
+        session = journal.get_session(session_id)
+        done = journal.counted_trials(session_id)
+    if as_json:
+        guarded(run_session, session_id, settings)
+    else:
+        console.print(f"session [bold]{session_id}[/bold]: {session.goal}")
+        live, on_event, progress, task = _live_view(session.budget)
+        progress.update(task, completed=done)
+        with live:
+            guarded(run_session, session_id, settings, on_event)
+    review(session_id, settings, as_json)
+
+
+@research_app.command("start")
+def research_start(
+    goal: str = typer.Argument(..., help='what to achieve, e.g. "maximise Sharpe, drawdown < 15%"'),
+    mode: str = typer.Option("cufolio_only", help="ppo_only, cufolio_only or unified"),
+    budget: int = typer.Option(20, help="number of search trials"),
+    proposer: str = typer.Option(
+        "auto", help="auto (LLM if configured, else tpe), tpe, random, llm"
+    ),
+    metric: str = typer.Option("sharpe", help="sharpe, sortino, calmar or return"),
+    max_drawdown: float = typer.Option(None, help="discard trials with a larger drawdown (0.15)"),
+    max_turnover: float = typer.Option(None, help="discard trials with more annual turnover"),
+    time_budget: str = typer.Option(None, help="stop after this much trial time (10m, 1h)"),
+    max_tokens_total: int = typer.Option(None, help="stop when LLM usage reaches this many tokens"),
+    data: str = typer.Option("sp500", help=DATA_HELP),
+    fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
+    symbols: str = typer.Option(None, help="comma-separated subset of the data's columns"),
+    seed: int = typer.Option(0),
+    noise_seeds: int = typer.Option(3, help="baseline seeds that set the noise floor"),
+    total_timesteps: int = typer.Option(None, help="PPO env steps per trial"),
+    as_json: bool = typer.Option(False, "--json", help="no live view; print the review as JSON"),
+) -> None:
+    """Start a research session.
+
+    Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
+    --budget 20 --max-drawdown 0.15
+    """
+    from pydantic import ValidationError
+
+    from alphaloop.meta_agent.objective import Objective
+    from alphaloop.meta_agent.session import SessionSpec, create_session
+    from alphaloop.trials import TrialBudget
+
+    check_choice(mode, MODES, "mode")
+    check_choice(metric, OBJECTIVE_METRICS, "metric")
+    check_choice(proposer, PROPOSERS, "proposer")
+    check_choice(fill, FILLS, "fill policy")
+    if budget < 1:
+        raise fail(f"--budget must be at least 1 trial, got {budget}", 2)
+    settings = get_settings()
+    if proposer == "llm" and not settings.llm_configured:
+        raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
+    try:
+        spec = SessionSpec(
+            goal=goal,
+            mode=mode,
+            budget=budget,
+            proposer=proposer,
+            objective=Objective(
+                metric=metric, max_drawdown=max_drawdown, max_turnover=max_turnover
+            ),
+            time_budget_s=parse_duration(time_budget),
+            max_tokens_total=max_tokens_total,
+            data=data,
+            fill=fill,
+            symbols=parse_symbols(symbols),
+            seed=seed,
+            noise_seeds=noise_seeds,
+            trial_budget=TrialBudget(
+                **({"total_timesteps": total_timesteps} if total_timesteps else {})
+            ),
+        )
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise fail(f"{'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
+    session_id = guarded(create_session, spec, settings)
+    _run_session_view(session_id, settings, as_json)
+
+
+@research_app.command("resume")
+def research_resume(
+    session: str = typer.Argument(..., help="session id"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Continue a session after a crash or a stop, from its next trial.
+
+    Example: alphaloop research resume s-20260101-120000-ab12
+    """
+    settings = get_settings()
+    read_journal(settings, lambda j: j.get_session(session))
+    _run_session_view(session, settings, as_json)
+
+
+@research_app.command("stop")
+def research_stop(session: str = typer.Argument(..., help="session id")) -> None:
+    """Ask a running session to stop after its current trial (finalize still runs).
+
+    Example: alphaloop research stop s-20260101-120000-ab12
+    """
+    from alphaloop.meta_agent.session import request_stop
+
+    settings = get_settings()
+    read_journal(settings, lambda j: j.get_session(session))
+    guarded(request_stop, session, settings)
+    console.print(f"stop requested for {session}; it ends after its current trial")

@@ -1,0 +1,124 @@
+"""Reading the journal: ``alphaloop sessions``, ``status`` and ``journal``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from alphaloop.cli import views
+from alphaloop.cli._app import console, read_journal
+from alphaloop.journal import Journal, SessionNotFound
+from alphaloop.settings import Settings, get_settings
+
+
+def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List research sessions, newest first.
+
+    Example: alphaloop sessions
+    """
+    settings = get_settings()
+
+    def read(j: Journal):
+        rows = j.list_sessions()
+        return rows, {s.id: j.counted_trials(s.id) for s in rows}
+
+    rows, counts = read_journal(settings, read)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                [{**s.model_dump(mode="json"), "counted_trials": counts[s.id]} for s in rows]
+            )
+        )
+        return
+    console.print(views.sessions_table(rows, counts))
+
+
+def status(
+    session: str = typer.Argument(None, help="session id (default: the newest)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show where a session is: status, trials done, best so far, the last trials.
+
+    Example: alphaloop status
+    """
+    settings = get_settings()
+
+    def read(j: Journal):
+        sid = session
+        if sid is None:
+            rows = j.list_sessions()
+            if not rows:
+                raise SessionNotFound("no sessions yet; start one with `alphaloop research`")
+            sid = rows[0].id
+        return j.get_session(sid), j.trials(sid), j.counted_trials(sid), j.leaderboard(sid, 1)
+
+    s, trials, counted, top = read_journal(settings, read)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "session": s.model_dump(mode="json"),
+                    "counted_trials": counted,
+                    "best": top[0].model_dump(mode="json") if top else None,
+                }
+            )
+        )
+        return
+    console.print(views.session_header(s))
+    console.print(f"trials: {counted}/{s.budget} counted, {len(trials)} rows")
+    console.print(views.trials_table(trials[-10:], title="last trials"))
+
+
+def review(session_id: str, settings: Settings, as_json: bool) -> None:
+    def read(j: Journal):
+        s = j.get_session(session_id)
+        clips = j.session_clips(session_id)
+        by_trial: dict[int, list[Any]] = {}
+        for c in clips:
+            by_trial.setdefault(c.trial_id, []).append(c)
+        return (
+            s,
+            j.trials(session_id),
+            j.leaderboard(session_id, 10),
+            by_trial,
+            j.counted_trials(session_id),
+        )
+
+    s, trials, board, clips, counted = read_journal(settings, read)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "session": s.model_dump(mode="json"),
+                    "counted_trials": counted,
+                    "leaderboard": [t.model_dump(mode="json") for t in board],
+                    "trials": [
+                        {
+                            **t.model_dump(mode="json"),
+                            "clips": [c.model_dump(mode="json") for c in clips.get(t.id, [])],
+                        }
+                        for t in trials
+                    ],
+                    "final": s.final,
+                }
+            )
+        )
+        return
+    console.print(views.session_header(s))
+    console.print(views.trials_table(board, clips, title="leaderboard (validation)"))
+    console.print(views.trials_table(trials, clips, title="every trial"))
+    if s.final:
+        console.print(views.final_panel(s))
+
+
+def journal(
+    session: str = typer.Argument(..., help="session id"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Review a session: leaderboard, every trial with its delta and clips, the test result.
+
+    Example: alphaloop journal s-20260101-120000-ab12 --json
+    """
+    review(session, get_settings(), as_json)

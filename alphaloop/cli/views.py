@@ -1,0 +1,170 @@
+"""Rich renderables for the command line: trial results, trial tables, session reviews."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from alphaloop.knobs import BoundsClip
+
+METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("sharpe", "Sharpe", "{:.3f}"),
+    ("sortino", "Sortino", "{:.3f}"),
+    ("calmar", "Calmar", "{:.3f}"),
+    ("annual_return", "annual return", "{:.2%}"),
+    ("total_return", "total return", "{:.2%}"),
+    ("volatility", "volatility", "{:.2%}"),
+    ("max_drawdown", "max drawdown", "{:.2%}"),
+    ("cvar_95", "CVaR 95% (daily)", "{:.2%}"),
+    ("annual_turnover", "annual turnover", "{:.2f}"),
+    ("hit_rate", "hit rate", "{:.1%}"),
+)
+STATUS_STYLE = {
+    "keep": "green",
+    "discard": "yellow",
+    "crash": "red",
+    "timeout": "red",
+    "invalid": "magenta",
+    "running": "cyan",
+}
+
+
+def fmt(value: Any, spec: str = "{:.4f}") -> str:
+    if value is None:
+        return "-"
+    try:
+        return spec.format(value)
+    except (ValueError, TypeError):
+        return str(value)
+
+
+def metrics_table(title: str, columns: dict[str, dict[str, float] | None]) -> Table:
+    """One row per metric, one column per strategy (trial, baselines...)."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for name in columns:
+        table.add_column(name, justify="right")
+    for key, label, spec in METRIC_ROWS:
+        table.add_row(label, *[fmt((m or {}).get(key), spec) for m in columns.values()])
+    return table
+
+
+def clips_table(clips: list[BoundsClip] | list[Any]) -> Table:
+    table = Table(title="bounds clips", title_justify="left")
+    for col in ("knob", "proposed", "applied", "reason"):
+        table.add_column(col)
+    for c in clips:
+        table.add_row(c.knob, fmt(c.proposed, "{:g}"), fmt(c.applied, "{:g}"), c.reason)
+    return table
+
+
+def describe_changes(changes: dict[str, float] | None) -> str:
+    if not changes:
+        return "-"
+    return ", ".join(f"{k}={v:g}" for k, v in changes.items())
+
+
+def trials_table(
+    trials: list[Any], clips_by_trial: dict[int, list[Any]] | None = None, title: str = "trials"
+) -> Table:
+    """A row per journaled trial: index, kind, status, objective, changed knobs, clips."""
+    clips_by_trial = clips_by_trial or {}
+    table = Table(title=title, title_justify="left", expand=False)
+    for col, kw in (
+        ("#", {"justify": "right"}),
+        ("kind", {}),
+        ("status", {}),
+        ("objective", {"justify": "right"}),
+        ("MDD", {"justify": "right"}),
+        ("proposer", {}),
+        ("changes", {"overflow": "fold", "max_width": 48}),
+        ("clips / reason", {"overflow": "fold", "max_width": 48}),
+    ):
+        table.add_column(col, **kw)
+    for t in trials:
+        clips = clips_by_trial.get(t.id, [])
+        note = "; ".join(f"{c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips)
+        note = note or (t.error or t.reason or "")
+        table.add_row(
+            str(t.idx),
+            t.kind,
+            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            fmt(t.objective),
+            fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
+            t.proposer or "",
+            describe_changes((t.delta or {}).get("changes")),
+            note[:200],
+        )
+    return table
+
+
+def final_panel(session: Any) -> Panel:
+    final = session.final or {}
+    lines = [
+        f"stopped: {final.get('stop_reason', '-')}",
+        f"trials run: {final.get('n_trials', '-')}",
+    ]
+    if final.get("deflated_sharpe") is not None:
+        lines.append(
+            f"deflated Sharpe ratio of the best (N = {final.get('n_trials')}): "
+            f"{final['deflated_sharpe']:.3f}"
+        )
+    if final.get("probabilistic_sharpe") is not None:
+        lines.append(f"probabilistic Sharpe ratio: {final['probabilistic_sharpe']:.3f}")
+    if final.get("best_policy_path"):
+        lines.append(f"best policy: {final['best_policy_path']}")
+    columns = {}
+    if final.get("best_test"):
+        columns["best (test)"] = final["best_test"]
+    if final.get("baseline_test"):
+        columns["baseline (test)"] = final["baseline_test"]
+    body: list[Any] = [Text("\n".join(lines))]
+    if columns:
+        body.append(metrics_table("held-out test window, evaluated once", columns))
+    return Panel(Group(*body), title="finalize", title_align="left")
+
+
+def session_header(session: Any) -> Panel:
+    data = (session.settings or {}).get("data", {})
+    windows = ", ".join(
+        f"{k} {v[0]}..{v[1]}" for k, v in data.items() if k in ("train", "validation", "test")
+    )
+    objective = session.objective or {}
+    limits = ", ".join(f"{k}<={v:g}" for k, v in objective.items() if k != "metric" and v)
+    text = "\n".join(
+        [
+            f"[bold]{session.id}[/bold]  {session.status}",
+            f"goal: {session.goal}",
+            f"mode: {session.mode}   proposer: {session.proposer}   "
+            f"budget: {session.budget} trials",
+            f"objective: {objective.get('metric', 'sharpe')}" + (f" ({limits})" if limits else ""),
+            f"noise floor (baseline spread): {fmt(session.noise_floor)}",
+            f"data: {session.data_source} [{windows}]",
+        ]
+    )
+    return Panel(text, title="session", title_align="left")
+
+
+def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
+    table = Table(title="sessions", title_justify="left")
+    # The id is what every other command takes: never wrap or truncate it.
+    table.add_column("id", no_wrap=True, min_width=22)
+    for col in ("status", "mode", "proposer", "trials", "best"):
+        table.add_column(col, overflow="fold")
+    table.add_column("goal", ratio=1)
+    for s in sessions:
+        best = (s.final or {}).get("best_validation_objective")
+        table.add_row(
+            s.id,
+            s.status,
+            s.mode,
+            s.proposer,
+            f"{counts.get(s.id, 0)}/{s.budget}",
+            fmt(best),
+            s.goal[:60],
+        )
+    return table
