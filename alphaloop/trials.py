@@ -30,7 +30,12 @@ from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.knobs import MODES, Mode, TrialConfig, config_hash, effective_max_weight
 from alphaloop.market import MarketData
 from alphaloop.metrics import OBJECTIVE_METRICS, Metrics, compute_metrics, objective_value
-from alphaloop.portfolio_opt import bootstrap_scenarios, risk_overlay, solve_mean_cvar
+from alphaloop.portfolio_opt import (
+    bootstrap_scenarios,
+    risk_overlay,
+    solve_mean_cvar,
+    start_sequence,
+)
 from alphaloop.rl_engine import (
     DEFAULT_N_ENVS,
     DEFAULT_TOTAL_TIMESTEPS,
@@ -192,6 +197,7 @@ def baselines(data: MarketData, window: Window, budget: TrialBudget) -> dict[str
     win = _window(data, window)
     key = (data.fingerprint, win.start, win.stop, budget.eval_cost_bps, budget.scenario_window)
     if key not in _BASELINES:
+        start_sequence()
         rets = data.returns[win]
         n_days, n = rets.shape
         rebalance = np.zeros(n_days, dtype=bool)
@@ -337,6 +343,7 @@ def run_trial(
         raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(OBJECTIVE_METRICS)}")
     budget = budget or TrialBudget()
     started = time.monotonic()
+    start_sequence()  # solver warm starts stay within this trial: same inputs, same numbers
     deadline = started + budget.time_limit_s if budget.time_limit_s else None
     win = _window(data, window)
     extra: dict = {}

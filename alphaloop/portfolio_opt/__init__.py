@@ -1,5 +1,6 @@
 """Scenario generation, Mean-CVaR optimisation and the CVaR risk overlay."""
 
+from alphaloop.portfolio_opt._lp import start_sequence
 from alphaloop.portfolio_opt.cvar import (
     CvarSolution,
     empirical_cvar,
@@ -26,4 +27,5 @@ __all__ = [
     "risk_overlay",
     "solve_mean_cvar",
     "solve_min_cvar",
+    "start_sequence",
 ]

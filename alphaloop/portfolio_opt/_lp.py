@@ -20,6 +20,13 @@ Why problems are cached: scenarios, probabilities and every scalar enter as ``cp
 (the problems are DPP), so cvxpy canonicalises each shape once (~0.05-0.2 s) and later solves
 only copy numbers in.
 
+Why solves are warm-started, but only within a sequence: HiGHS started from the previous
+solution of a cached problem is ~30% faster over a rolling backtest (0.33 s against 0.48 s for a
+default ``cufolio_only`` trial), but its optimum can differ in the last bits depending on what it
+was started from. A trial calls :func:`start_sequence` first, which makes the next solve of every
+cached problem start cold, so its results depend on its own solves only: same inputs, same
+numbers, whatever the process solved before.
+
 The risk overlay stays in primal form: its dual needs one row per scenario anyway (the CVaR
 budget's multiplier scales every scenario bound) and measured ~4x slower than the primal.
 """
@@ -93,6 +100,7 @@ class MeanCvarLP:
     cost: cp.Parameter | None
     cost_prev: cp.Parameter | None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    sequence: int = -1  # the sequence of the last solve (see start_sequence)
 
 
 # Each cached problem holds its canonical form, tens of MB at 10,000 x 20; a trial uses two or
@@ -138,6 +146,7 @@ class OverlayLP:
     budget: cp.Parameter
     cap: cp.Parameter
     lock: threading.Lock = field(default_factory=threading.Lock)
+    sequence: int = -1  # the sequence of the last solve (see start_sequence)
 
 
 @lru_cache(maxsize=4)
@@ -174,8 +183,22 @@ SOLVER_OPTIONS: dict[str, dict[str, object]] = {
 }
 
 
-def solve(problem: cp.Problem, accept: tuple[str, ...] = ()) -> str:
-    """Solves ``problem`` with the first solver that returns a solution; returns the status.
+_sequence = 0
+
+
+def start_sequence() -> None:
+    """Starts a new sequence of solves: the next solve of every cached problem starts cold.
+
+    Call it where a computation that must be reproducible begins (a trial, a baseline).
+    """
+    global _sequence
+    _sequence += 1
+
+
+def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
+    """Solves ``lp.problem`` with the first solver that returns a solution; returns the status.
+
+    Warm-started from the problem's previous solution only within the current sequence.
 
     Statuses in ``accept`` (e.g. ``"infeasible"`` for the overlay) are returned as they are.
     An inaccurate solution warns and is returned as ``"optimal_inaccurate"``.
@@ -183,10 +206,13 @@ def solve(problem: cp.Problem, accept: tuple[str, ...] = ()) -> str:
     Raises:
         SolverError: no solver returned a solution.
     """
+    problem = lp.problem
+    warm = lp.sequence == _sequence
+    lp.sequence = _sequence
     failures: list[str] = []
     for name, options in SOLVER_OPTIONS.items():
         try:
-            problem.solve(solver=name, **options)
+            problem.solve(solver=name, warm_start=warm, **options)
         except cp.error.SolverError as err:
             failures.append(f"{name}: {err}")
             continue

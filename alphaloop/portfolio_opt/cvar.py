@@ -217,7 +217,7 @@ def _solve_dual(
         if prev is not None:
             lp.cost.value = cost
             lp.cost_prev.value = cost * prev
-        status = _lp.solve(lp.problem)
+        status = _lp.solve(lp)
         raw = lp.asset_rows.dual_value
         value = float(lp.problem.value)
     if raw is None:

@@ -132,7 +132,7 @@ def _solve_overlay(
         lp.target.value = target
         lp.budget.value = budget
         lp.cap.value = cap
-        status = _lp.solve(lp.problem, accept=_INFEASIBLE)
+        status = _lp.solve(lp, accept=_INFEASIBLE)
         raw = lp.weights.value
     if status in _INFEASIBLE:
         return np.empty(0), status

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import cvxpy as cp
 import numpy as np
@@ -224,16 +225,21 @@ class _FakeProblem:
         pass
 
 
+def _fake_lp(status: str) -> SimpleNamespace:
+    """A cached LP whose problem ends with ``status``."""
+    return SimpleNamespace(problem=_FakeProblem(status), sequence=-1)
+
+
 def test_solver_without_solution_raises_solver_error():
     with pytest.raises(SolverError, match="no solver returned a solution"):
-        _lp.solve(_FakeProblem(cp.SOLVER_ERROR))
+        _lp.solve(_fake_lp(cp.SOLVER_ERROR))
     with pytest.raises(SolverError, match="status 'infeasible'"):
-        _lp.solve(_FakeProblem(cp.INFEASIBLE))
+        _lp.solve(_fake_lp(cp.INFEASIBLE))
 
 
 def test_inaccurate_solution_warns_and_is_recorded():
     with pytest.warns(RuntimeWarning, match="inaccurate"):
-        assert _lp.solve(_FakeProblem(cp.OPTIMAL_INACCURATE)) == cp.OPTIMAL_INACCURATE
+        assert _lp.solve(_fake_lp(cp.OPTIMAL_INACCURATE)) == cp.OPTIMAL_INACCURATE
 
 
 def test_weights_far_off_the_constraints_are_a_solver_error():
