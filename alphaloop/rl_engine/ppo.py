@@ -215,13 +215,17 @@ def train_ppo(
         except TrialCrashed:
             raise
         except (ValueError, RuntimeError) as err:
-            # NaN weights surface first as torch refusing to build a Normal from NaN means.
+            # A diverged policy surfaces first as torch refusing to build its Normal: from NaN
+            # means (non-finite weights), or from a std that overflowed to inf while the weights
+            # are still finite (exp of a huge log_std).
+            first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
             bad = _non_finite_parameters(model.policy)
             if bad:
-                first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise TrialCrashed(
                     f"policy diverged: non-finite parameters in {', '.join(bad)} ({first_line})"
                 ) from err
+            if first_line.startswith("Expected parameter"):
+                raise TrialCrashed(f"policy diverged: {first_line[:200]}") from err
             raise
         _check_losses(model)
         bad = _non_finite_parameters(model.policy)

@@ -124,6 +124,14 @@ def test_nan_parameters_raise_trial_crashed(
         train_ppo(returns[:300], CONFIG, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3)
 
 
+def test_overflowing_std_with_finite_weights_raises_trial_crashed(returns: np.ndarray) -> None:
+    # A learning rate far beyond the knob's bound blows log_std up while every weight stays
+    # finite; torch then refuses a Normal whose scale exp(log_std) is inf.
+    wild = TrialConfig.model_construct(**{**CONFIG.model_dump(), "learning_rate": 1e3})
+    with pytest.raises(TrialCrashed, match="policy diverged: Expected parameter scale"):
+        train_ppo(returns[:300], wild, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3)
+
+
 def test_nan_loss_raises_trial_crashed(
     returns: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
