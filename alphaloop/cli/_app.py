@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from alphaloop.exceptions import AlphaloopError, DataError, InvalidDelta
 from alphaloop.journal import Journal, JournalError, SessionNotFound
@@ -37,7 +38,9 @@ app = typer.Typer(
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {message}")
+    # Escaped: messages quote user input and paths, where "[...]" is not Rich markup (an
+    # unmatched "[/x]" would crash the error report itself).
+    err_console.print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code)
 
 
@@ -54,7 +57,7 @@ def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         finally:
             for w in caught:
                 if issubclass(w.category, DataWarning):
-                    err_console.print(f"[yellow]warning:[/yellow] {w.message}")
+                    err_console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}")
     return result
 
 

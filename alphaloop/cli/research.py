@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from alphaloop.cli import views
@@ -84,7 +85,7 @@ def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> Non
     if as_json:
         guarded(run_session, session_id, settings)
     else:
-        console.print(f"session [bold]{session_id}[/bold]: {session.goal}")
+        console.print(f"session [bold]{session_id}[/bold]: {escape(session.goal)}")
         live, on_event, progress, task = _live_view(session.budget)
         progress.update(task, completed=done)
         with live:

@@ -62,9 +62,12 @@ class _StudyProposer:
                     params=params, distributions=dists, value=value, state=state
                 )
             )
+        # Counted before ``ask`` adds the new trial, and only finished ones: TPE leaves its
+        # random warm-up once n_startup_trials trials have completed (failed ones do not count).
+        n_seen = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
         trial = study.ask(dists)
         changes = changed_knobs(ctx, dict(trial.params))
-        return ConfigDelta(changes=changes, rationale=self._rationale(len(study.trials)))
+        return ConfigDelta(changes=changes, rationale=self._rationale(n_seen))
 
     def _rationale(self, n_seen: int) -> str:
         raise NotImplementedError

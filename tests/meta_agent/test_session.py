@@ -1,0 +1,314 @@
+"""Research sessions through the library: the keep rule and its noise floor, crashes that do not
+stop the loop, resuming after an interruption at any step, and what the proposer may see.
+
+Sessions run for real (SQLite journal, LangGraph checkpoint, Mean-CVaR trials) on the seeded
+synthetic data, each in a temporary alphaloop home.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from langgraph.runtime import Runtime
+
+from alphaloop.exceptions import TrialCrashed, TrialTimeout
+from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.knobs import ConfigDelta
+from alphaloop.meta_agent import nodes, session
+from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.proposers import ProposalContext, TPEProposer
+from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+from alphaloop.meta_agent.state import SessionContext, SessionState
+from alphaloop.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for info in Settings.model_fields.values():
+        for alias in getattr(info.validation_alias, "choices", ()):
+            monkeypatch.delenv(str(alias), raising=False)
+    return Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
+
+
+def spec(**overrides: Any) -> SessionSpec:
+    values: dict[str, Any] = dict(
+        goal="maximise validation Sharpe",
+        mode="cufolio_only",
+        budget=4,
+        proposer="tpe",
+        data="synthetic",
+        noise_seeds=2,
+    )
+    return SessionSpec(**{**values, **overrides})
+
+
+def run(settings: Settings, **overrides: Any) -> str:
+    sid = create_session(spec(**overrides), settings)
+    run_session(sid, settings)
+    return sid
+
+
+def read(settings: Settings, sid: str) -> tuple[SessionRecord, list[TrialRecord]]:
+    with Journal(settings.journal_path) as journal:
+        return journal.get_session(sid), journal.trials(sid)
+
+
+def sharpe(returns: list[float]) -> float:
+    r = np.asarray(returns)
+    return float(r.mean() / r.std(ddof=1) * math.sqrt(252))
+
+
+def replay_verdicts(rows: list[TrialRecord]) -> tuple[float, dict[int, str]]:
+    """The noise floor and the keep rule, recomputed from the journal rows alone: a search
+    trial is kept only if it beats the incumbent (at first the baseline mean) by more than twice
+    the standard deviation of the baseline objectives."""
+    base = [sharpe(t.val_returns) for t in rows if t.kind == "baseline" and t.status == "keep"]
+    floor = float(np.std(base, ddof=1))
+    best = float(np.mean(base))
+    verdicts = {}
+    for t in rows:
+        if t.kind == "search" and t.status in ("keep", "discard"):
+            objective = sharpe(t.val_returns)
+            assert t.objective == pytest.approx(objective, rel=1e-9)
+            verdicts[t.idx] = "keep" if objective > best + 2 * floor else "discard"
+            best = max(best, objective) if verdicts[t.idx] == "keep" else best
+    return floor, verdicts
+
+
+def test_a_trial_within_twice_the_noise_floor_of_the_best_is_discarded(
+    settings: Settings,
+) -> None:
+    sid = run(settings, seed=3)
+    s, rows = read(settings, sid)
+    floor, verdicts = replay_verdicts(rows)
+    assert s.noise_floor == pytest.approx(floor, rel=1e-9) and floor > 0.01
+    assert verdicts == {t.idx: t.status for t in rows if t.kind == "search"}
+    # The case the floor exists for: better than the incumbent, not by more than 2 x floor.
+    base_mean = np.mean([t.objective for t in rows if t.kind == "baseline"])
+    lucky = [t for t in rows if t.kind == "search" and t.objective > base_mean]
+    assert lucky and all(t.objective <= base_mean + 2 * floor for t in lucky)
+    assert all(t.status == "discard" and "2 x noise floor" in t.reason for t in lucky)
+    assert s.final["stop_reason"] == "trial budget of 4 reached"
+    assert "best_trial_id" not in s.final  # nothing kept: only the baseline is tested
+    assert [t.parent_id for t in rows if t.kind == "test"] == [rows[0].id]
+
+
+def test_failing_trials_are_journaled_and_the_loop_goes_on(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = nodes.evaluate
+    calls: list[int] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        # Calls 1 and 2 are the baseline seeds; the first three search trials fail.
+        calls.append(len(calls) + 1)
+        failure = {
+            3: TrialCrashed("policy diverged: non-finite parameters in log_std"),
+            4: TrialTimeout("trial ran past its time limit"),
+            5: ZeroDivisionError("a bug in a trial"),
+        }.get(len(calls))
+        if failure is not None:
+            raise failure
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nodes, "evaluate", failing)
+    sid = run(settings, budget=4, seed=4)
+    s, rows = read(settings, sid)
+    search = [t for t in rows if t.kind == "search"]
+    assert [(t.status, t.error) for t in search[:3]] == [
+        ("crash", "policy diverged: non-finite parameters in log_std"),
+        ("timeout", "trial ran past its time limit"),
+        ("crash", "ZeroDivisionError('a bug in a trial')"),
+    ]
+    assert "TrialCrashed" in search[0].traceback_tail
+    assert "ZeroDivisionError" in search[2].traceback_tail
+    assert all(t.counted for t in search) and len(search) == 4
+    assert search[3].status in ("keep", "discard") and search[3].objective is not None
+    assert s.status == "finished" and s.final["n_trials"] == 4
+
+
+def interrupt(name: str, at_call: int) -> Callable[..., Any]:
+    """``nodes.<name>`` raising KeyboardInterrupt (a kill, as far as the journal can tell) on
+    its n-th call; every other call goes through. Graph nodes keep their (state, runtime)
+    signature, which is how LangGraph knows to pass the runtime."""
+    real, calls = getattr(nodes, name), []
+
+    def check() -> None:
+        calls.append(name)
+        if len(calls) == at_call:
+            raise KeyboardInterrupt
+
+    def evaluate(*args: Any, **kwargs: Any) -> Any:
+        check()
+        return real(*args, **kwargs)
+
+    def node(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+        check()
+        return real(state, runtime)
+
+    return evaluate if name == "evaluate" else node
+
+
+def outcome(settings: Settings, sid: str) -> dict[str, Any]:
+    s, rows = read(settings, sid)
+    search = [t for t in rows if t.kind == "search" and t.counted]
+    tests = [t for t in rows if t.kind == "test" and t.status == "keep"]
+    baselines = [t for t in rows if t.kind == "baseline" and t.status == "keep"]
+    return {
+        "configs": [t.config_hash for t in search],
+        "statuses": [t.status for t in search],
+        "objectives": [t.objective for t in search],
+        "baseline_seeds": sorted(t.seed for t in baselines),
+        "noise_floor": s.noise_floor,
+        "test_objectives": [t.objective for t in tests],
+        "final": {k: s.final[k] for k in ("stop_reason", "n_trials", "baseline_test_objective")},
+    }
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    settings = Settings(ALPHALOOP_HOME=str(tmp_path_factory.mktemp("reference")))
+    return outcome(settings, run(settings, budget=5))
+
+
+@pytest.mark.parametrize(
+    ("where", "at_call"),
+    [
+        # evaluate runs 2 baseline seeds, 5 search trials, then the test-window evaluations.
+        ("evaluate", 2),  # mid baseline seed
+        ("evaluate", 4),  # mid search trial
+        ("evaluate", 8),  # mid finalize
+        ("record", 3),  # a search trial finished, its verdict not yet journaled
+        ("propose", 2),  # between two search trials
+    ],
+)
+def test_a_session_interrupted_anywhere_resumes_as_if_it_never_stopped(
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    uninterrupted: dict[str, Any],
+    where: str,
+    at_call: int,
+) -> None:
+    sid = create_session(spec(budget=5), settings)
+    monkeypatch.setattr(nodes, where, interrupt(where, at_call))
+    with pytest.raises(KeyboardInterrupt):
+        run_session(sid, settings)
+    s, rows = read(settings, sid)
+    assert s.status == "interrupted" and s.error == "KeyboardInterrupt()"
+    cut = [t for t in rows if t.status == "running"]
+    monkeypatch.undo()
+
+    run_session(sid, settings)
+    s, rows = read(settings, sid)
+    resumed = outcome(settings, sid)
+    assert resumed["baseline_seeds"] == uninterrupted["baseline_seeds"] == [0, 1]
+    assert resumed["configs"] == uninterrupted["configs"]
+    assert resumed["statuses"] == uninterrupted["statuses"]
+    np.testing.assert_allclose(resumed["objectives"], uninterrupted["objectives"], rtol=1e-12)
+    assert resumed["noise_floor"] == pytest.approx(uninterrupted["noise_floor"], rel=1e-12)
+    np.testing.assert_allclose(
+        resumed["test_objectives"], uninterrupted["test_objectives"], rtol=1e-12
+    )
+    assert resumed["final"]["stop_reason"] == uninterrupted["final"]["stop_reason"]
+    assert resumed["final"]["n_trials"] == 5
+    assert resumed["final"]["baseline_test_objective"] == pytest.approx(
+        uninterrupted["final"]["baseline_test_objective"], rel=1e-12
+    )
+    assert sorted(t.idx for t in rows) == list(range(len(rows)))
+    with Journal(settings.journal_path) as journal:
+        [event] = journal.events(sid, kind="Resumed")
+    if where != "evaluate":
+        # Nothing was running, or the finished trial awaited only its verdict: no row is lost
+        # or run twice.
+        assert all(t.status != "crash" for t in rows)
+        assert len(rows) == 2 + 5 + len(uninterrupted["test_objectives"])
+        assert event.payload["interrupted_trials"] == []
+        return
+    # The cut trial is kept as an uncounted crash and ran again with the same config and seed.
+    [row] = [t for t in rows if t.id == cut[0].id]
+    assert (row.status, row.error, row.counted) == ("crash", "interrupted", False)
+    again = [t for t in rows if t.idx > row.idx and t.kind == row.kind]
+    assert (again[0].config_hash, again[0].seed) == (row.config_hash, row.seed)
+    assert again[0].status not in ("crash", "running")
+    assert event.payload["interrupted_trials"] == [row.idx]
+
+
+class Spy:
+    """A TPE proposer that keeps every context it is given."""
+
+    name = "tpe"
+
+    def __init__(self) -> None:
+        self.inner = TPEProposer()
+        self.seen: list[ProposalContext] = []
+
+    def propose(self, ctx: ProposalContext) -> ConfigDelta:
+        self.seen.append(ctx)
+        return self.inner.propose(ctx)
+
+
+def floats(value: Any) -> Iterator[float]:
+    """Every number in a nested structure that is not a whole number."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from floats(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from floats(v)
+    elif isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+        yield value
+
+
+def _without(value: Any, key: str) -> Any:
+    return {k: v for k, v in value.items() if k != key} if isinstance(value, dict) else value
+
+
+def test_the_proposer_never_receives_a_test_window_figure(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spy = Spy()
+    build: Callable[..., Any] = lambda *args: spy  # noqa: E731
+    monkeypatch.setattr(session, "make_proposer", build)
+    sid = run(settings, budget=4, seed=4)
+    _, rows = read(settings, sid)
+    tests = [t for t in rows if t.kind == "test"]
+    assert len(tests) == 2 and all(t.status == "keep" for t in tests)
+    held_out = set()
+    for t in tests:
+        figures = [t.objective, t.val_returns, t.metrics, *t.baselines.values()]
+        # A hit rate is a count over 300 days in either window (163/300 in both, here): equal
+        # by arithmetic, not by a leak.
+        held_out |= set(floats([_without(f, "hit_rate") for f in figures]))
+    assert len(held_out) > 600  # two test windows of 300 daily returns, metrics, baselines
+    # What the proposer saw during the session, and what it would be given now, after finalize.
+    with Journal(settings.journal_path) as journal:
+        ctx = session._context(journal, sid, spec(budget=4, seed=4), settings, None)
+        after = nodes.proposal_context(ctx)
+    assert len(spy.seen) == 4
+    for seen in [*spy.seen, after]:
+        assert not held_out & set(floats(seen.model_dump()))
+        assert {v.kind for v in seen.history} <= {"baseline", "search"}
+        assert not {v.idx for v in seen.history} & {t.idx for t in tests}
+    assert [v.idx for v in after.history] == [t.idx for t in rows if t.kind != "test"]
+    validation = set(floats([t.objective for t in rows if t.kind == "search"]))
+    assert validation <= set(floats(after.model_dump()))  # the check would see figures
+
+
+def test_limits_make_the_best_trial_a_discard_with_the_reason(settings: Settings) -> None:
+    sid = run(settings, seed=4, objective=Objective(max_drawdown=0.115))
+    s, rows = read(settings, sid)
+    search = [t for t in rows if t.kind == "search"]
+    for t in search:
+        wealth = np.concatenate([[1.0], np.cumprod(1 + np.asarray(t.val_returns))])
+        drawdown = float(np.max(1 - wealth / np.maximum.accumulate(wealth)))
+        assert drawdown > 0.115
+        assert t.status == "discard"
+        assert t.reason == f"max drawdown {drawdown:.1%} exceeds the limit 11.5%"
+    _, verdicts = replay_verdicts(rows)
+    assert "keep" in verdicts.values()  # without the limit the rule would have kept one
+    assert "best_trial_id" not in s.final

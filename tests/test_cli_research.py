@@ -1,0 +1,451 @@
+"""``alphaloop research`` end to end: a whole session on synthetic data read back through
+``alphaloop journal``, the keep rule and the limits replayed from the rows, stop and resume
+from other processes, and bad input refused without touching the journal."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from alphaloop.cli import app
+from alphaloop.exceptions import JournalError
+from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
+from alphaloop.market import load_market
+from alphaloop.meta_agent.session import SessionSpec, create_session
+from alphaloop.settings import Settings, get_settings
+
+REPO = Path(__file__).resolve().parents[1]
+GOAL = "maximise validation Sharpe"
+SESSION = [
+    "research",
+    GOAL,
+    "--mode",
+    "cufolio_only",
+    "--budget",
+    "4",
+    "--data",
+    "synthetic",
+    "--noise-seeds",
+    "2",
+    "--json",
+    "--proposer",
+    "tpe",
+]
+SETTINGS_ENV = {
+    str(alias)
+    for info in Settings.model_fields.values()
+    for alias in getattr(info.validation_alias, "choices", ())
+}
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for name in SETTINGS_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
+    return get_settings()
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def read(settings: Settings, sid: str) -> tuple[SessionRecord, list[TrialRecord]]:
+    with Journal(settings.journal_path) as journal:
+        return journal.get_session(sid), journal.trials(sid)
+
+
+def max_drawdown(returns: list[float]) -> float:
+    wealth = np.concatenate([[1.0], np.cumprod(1 + np.asarray(returns))])
+    return float(np.max(1 - wealth / np.maximum.accumulate(wealth)))
+
+
+def per_day_sharpe(returns: list[float]) -> float:
+    r = np.asarray(returns)
+    return float(r.mean() / r.std(ddof=1))
+
+
+def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | None = None) -> None:
+    """Replays every verdict from the rows alone: a trial that breaks the drawdown limit is a
+    discard with the reason; otherwise it is kept only if its Sharpe beats the incumbent (at
+    first the baseline mean) by more than twice the spread of the baseline seeds."""
+    base = [per_day_sharpe(t.val_returns) * math.sqrt(252) for t in rows if t.kind == "baseline"]
+    floor, best = float(np.std(base, ddof=1)), float(np.mean(base))
+    for t in (t for t in rows if t.kind == "search"):
+        objective = per_day_sharpe(t.val_returns) * math.sqrt(252)
+        assert t.objective == pytest.approx(objective, rel=1e-9)
+        drawdown = max_drawdown(t.val_returns)
+        if limit is not None and drawdown > limit:
+            assert t.status == "discard", t.idx
+            assert t.reason == f"max drawdown {drawdown:.1%} exceeds the limit {limit:.1%}"
+        elif objective > best + 2 * floor:
+            assert t.status == "keep", t.idx
+            best = objective
+        else:
+            assert t.status == "discard" and "does not beat best" in t.reason, t.idx
+
+
+def deflated_sharpe(best: list[float], every: list[list[float]], n_trials: int) -> float:
+    """Bailey & Lopez de Prado's deflated Sharpe ratio, written out from the paper."""
+    variance = float(np.var([per_day_sharpe(r) for r in every], ddof=1))
+    gamma = 0.5772156649015329
+    hurdle = math.sqrt(variance) * (
+        (1 - gamma) * stats.norm.ppf(1 - 1 / n_trials)
+        + gamma * stats.norm.ppf(1 - 1 / (n_trials * math.e))
+    )
+    r = np.asarray(best)
+    sr = per_day_sharpe(best)
+    skew, kurt = stats.skew(r), stats.kurtosis(r, fisher=False)
+    z = (sr - hurdle) * math.sqrt(len(r) - 1) / math.sqrt(1 - skew * sr + (kurt - 1) / 4 * sr**2)
+    return float(stats.norm.cdf(z))
+
+
+def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
+    result = run_cli(*SESSION, "--seed", "4")
+    assert result.exit_code == 0, result.output
+    review = json.loads(result.stdout)
+    sid = review["session"]["id"]
+    s, rows = read(settings, sid)
+    with Journal(settings.journal_path) as journal:
+        clips = journal.session_clips(sid)
+
+    baselines = [t for t in rows if t.kind == "baseline"]
+    search = [t for t in rows if t.kind == "search"]
+    tests = [t for t in rows if t.kind == "test"]
+    assert [t.idx for t in rows] == list(range(len(rows))) == list(range(8))
+    assert [(t.seed, t.status, t.counted, t.proposer) for t in baselines] == [
+        (4, "keep", False, "baseline"),
+        (5, "keep", False, "baseline"),
+    ]
+    assert all(t.config == TrialConfig().model_dump() for t in baselines)
+    assert [t.proposer for t in search] == ["tpe"] * 4 and all(t.counted for t in search)
+    assert {t.status for t in search} == {"keep", "discard"}
+    assert all(t.seed == 4 and len(t.val_returns) == 300 for t in search)
+    assert s.noise_floor == pytest.approx(np.std([t.objective for t in baselines], ddof=1))
+    assert_verdicts_follow_the_rules(rows)
+
+    # Each search config is its parent's config plus the proposal, with every change that
+    # clipping made journaled as a clip row; the configs that ran are feasible.
+    by_id = {t.id: t for t in rows}
+    clips_of: dict[int, dict[str, Any]] = {}
+    for c in clips:
+        clips_of.setdefault(c.trial_id, {})[c.knob] = c
+    cvar_knobs = set(knobs_for_mode("cufolio_only"))
+    for t in search:
+        parent = by_id[t.parent_id]
+        assert set(t.changes) <= cvar_knobs
+        for name in KNOBS:
+            if t.config[name] != parent.config[name] and name not in t.changes:
+                assert name in clips_of.get(t.id, {}), (t.idx, name)
+        for name, proposed in t.changes.items():
+            if t.config[name] != proposed:
+                clip = clips_of[t.id][name]
+                assert (clip.proposed, clip.applied) == (proposed, t.config[name])
+        for name, clip in clips_of.get(t.id, {}).items():
+            assert clip.applied == t.config[name]
+        assert t.config["max_position_pct"] * 6 >= 1 - 1e-12
+        assert (1 - t.config["cvar_alpha"]) * t.config["n_scenarios"] >= 50 - 1e-9
+    assert clips
+
+    # Finalize: the baseline and the best kept trial, once each on TEST.
+    best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
+    assert [t.parent_id for t in tests] == [baselines[0].id, best.id]
+    assert all(t.status == "keep" and not t.counted for t in tests)
+    assert all(len(t.val_returns) == 300 for t in tests)
+    assert tests[0].val_returns != baselines[0].val_returns
+    final = s.final
+    assert s.status == "finished" and s.best_trial_id == best.id
+    assert (final["stop_reason"], final["n_trials"]) == ("trial budget of 4 reached", 4)
+    assert final["best_validation_objective"] == best.objective
+    assert final["best_test_objective"] == tests[1].objective
+    assert final["baseline_test_objective"] == tests[0].objective
+    every = [t.val_returns for t in baselines + search]
+    assert final["deflated_sharpe"] == pytest.approx(
+        deflated_sharpe(best.val_returns, every, 4), rel=1e-9
+    )
+
+    # The review printed by the session is what the journal holds, and what `journal` prints.
+    again = run_cli("journal", sid, "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == review
+    assert review["counted_trials"] == 4 and review["final"] == final
+    assert [{k: v for k, v in t.items() if k != "clips"} for t in review["trials"]] == [
+        t.model_dump(mode="json") for t in rows
+    ]
+    assert [len(t["clips"]) for t in review["trials"]] == [
+        len(clips_of.get(t.id, {})) for t in rows
+    ]
+
+
+def test_a_drawdown_limit_discards_the_trials_that_break_it(settings: Settings) -> None:
+    result = run_cli(*SESSION, "--seed", "4", "--max-drawdown", "0.121")
+    assert result.exit_code == 0, result.output
+    review = json.loads(result.stdout)
+    s, rows = read(settings, review["session"]["id"])
+    search = [t for t in rows if t.kind == "search"]
+    broke = [t for t in search if max_drawdown(t.val_returns) > 0.121]
+    assert broke and len(broke) < len(search)
+    assert_verdicts_follow_the_rules(rows, limit=0.121)
+    assert s.objective["max_drawdown"] == 0.121
+    assert s.best_trial_id not in {t.id for t in broke}
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+def snapshot(path: Path) -> tuple[bytes, dict[str, int], list[str]]:
+    """The journal file's bytes, its row counts and the files beside it."""
+    counts: dict[str, int] = {}
+    try:
+        with Journal(path, create=False) as journal:
+            for table in ("sessions", "trials", "events", "bounds_clips"):
+                counts[table] = journal.db[table].count
+    except JournalError:
+        pass
+    return path.read_bytes(), counts, sorted(p.name for p in path.parent.iterdir())
+
+
+@pytest.fixture
+def journal_with_a_session(settings: Settings) -> str:
+    return create_session(SessionSpec(goal=GOAL, data="synthetic", budget=3), settings)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["research", "resume", "s-nope"], "no session 's-nope'"),
+        (["research", "stop", "s-nope"], "no session 's-nope'"),
+        (["status", "s-nope"], "no session 's-nope'"),
+        (["journal", "s-nope"], "no session 's-nope'"),
+        (["research", GOAL, "--budget", "0"], "--budget must be at least 1 trial, got 0"),
+        (["research", GOAL, "--budget", "-3"], "--budget must be at least 1 trial, got -3"),
+        (["research", GOAL, "--mode", "rl"], "unknown mode 'rl'; choose one of ppo_only"),
+        (["research", GOAL, "--metric", "alpha"], "unknown metric 'alpha'; choose one of"),
+        (["research", GOAL, "--proposer", "gpt"], "unknown proposer 'gpt'"),
+        (["research", GOAL, "--proposer", "llm"], "--proposer llm needs ALPHALOOP_LLM_BASE_URL"),
+        (["research", GOAL, "--noise-seeds", "0"], "noise_seeds: Input should be greater than"),
+        (["research", GOAL, "--max-drawdown", "1.5"], "max_drawdown: Input should be less than"),
+        (["research", GOAL, "--time-budget", "soon"], "cannot read duration 'soon'"),
+        (["research", GOAL, "--data", "absent.csv"], "price file not found: absent.csv"),
+    ],
+)
+def test_bad_input_exits_2_and_leaves_the_journal_alone(
+    settings: Settings, journal_with_a_session: str, args: list[str], message: str
+) -> None:
+    before = snapshot(settings.journal_path)
+    if args[:2] == ["research", GOAL] and "--data" not in args:
+        args = [*args, "--data", "synthetic"]
+    result = run_cli(*args)
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert message in text and "Traceback" not in result.output
+    if "s-nope" in args:
+        assert journal_with_a_session in text  # the message lists the sessions there are
+    assert snapshot(settings.journal_path) == before
+    assert before[1]["sessions"] == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sessions"],
+        ["status"],
+        ["journal", "s-any"],
+        ["research", "resume", "s-any"],
+        ["research", "stop", "s-any"],
+        ["research", GOAL, "--data", "synthetic", "--budget", "1"],
+    ],
+)
+@pytest.mark.parametrize("kind", ["text", "foreign sqlite"])
+def test_a_file_that_is_not_a_journal_is_refused_untouched(
+    settings: Settings, args: list[str], kind: str
+) -> None:
+    path = settings.journal_path
+    path.parent.mkdir(parents=True)
+    if kind == "text":
+        path.write_text("these are my notes, not a journal\n")
+        reason = "not an SQLite database"
+    else:
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE notes (body TEXT)")
+            conn.execute("INSERT INTO notes VALUES ('keep me')")
+        conn.close()
+        reason = "an SQLite database of another application (notes)"
+    before = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+    result = run_cli(*args)
+    # The journal cannot be used: the work fails (1), as for any unusable journal.
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "is not an alphaloop journal" in text and reason in text
+    assert (path.read_bytes(), sorted(p.name for p in path.parent.iterdir())) == before
+
+
+@pytest.mark.parametrize("args", [["sessions"], ["status"], ["research", "resume", "s-any"]])
+def test_commands_that_read_a_journal_say_when_there_is_none(
+    settings: Settings, args: list[str]
+) -> None:
+    result = run_cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "no journal at" in " ".join(result.output.split())
+    assert not settings.home.exists()
+
+
+# -- other processes -----------------------------------------------------------------------------
+
+
+def spawn(args: list[str], settings: Settings, out: Path) -> subprocess.Popen:
+    """``alphaloop ARGS`` in a new process with this test's home and no LLM configured;
+    its stdout goes to ``out`` and its stderr beside it."""
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_ENV}
+    env["ALPHALOOP_HOME"] = str(settings.home)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-c", "from alphaloop.cli import main; main()", *args],
+            cwd=REPO,
+            env=env,
+            stdout=stdout,
+            stderr=stderr,
+        )
+
+
+def wait_for(
+    settings: Settings,
+    check: Callable[[Journal], Any],
+    proc: subprocess.Popen,
+    timeout: float = 90.0,
+) -> Any:
+    """Polls the journal until ``check`` returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the session process ended early"
+        try:
+            with Journal(settings.journal_path, create=False) as journal:
+                found = check(journal)
+        except JournalError:  # not created yet
+            found = None
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError(f"nothing to see after {timeout} s")
+
+
+def only_session(journal: Journal) -> str | None:
+    sessions = journal.list_sessions()
+    return sessions[0].id if sessions else None
+
+
+@pytest.mark.slow
+def test_stop_from_another_process_ends_after_the_current_trial(
+    settings: Settings, tmp_path: Path
+) -> None:
+    log = tmp_path / "session.out"
+    args = [*SESSION[:5], "100", *SESSION[6:-1], "random"]
+    assert args[4:6] == ["--budget", "100"] and args[-2:] == ["--proposer", "random"]
+    proc = spawn(args, settings, log)
+    try:
+        sid = wait_for(settings, only_session, proc)
+        wait_for(settings, lambda j: j.counted_trials(sid) >= 2, proc)
+        stopped = run_cli("research", "stop", sid)
+        assert stopped.exit_code == 0, stopped.output
+        assert f"stop requested for {sid}" in stopped.output
+        assert proc.wait(timeout=60) == 0, log.with_suffix(".err").read_text()
+    finally:
+        proc.kill()
+    review = json.loads(log.read_text())
+    s, rows = read(settings, sid)
+    with Journal(settings.journal_path) as journal:
+        [stop] = journal.events(sid, kind="StopRequested")
+        counted = journal.counted_trials(sid)
+    assert stop.payload["applied"] is True and stop.payload["status_before"] == "running"
+    assert s.status == "finished" and s.final["stop_reason"] == "stop requested"
+    assert review["final"] == s.final
+    assert 2 <= counted == s.final["n_trials"] < 100
+    search = [t for t in rows if t.kind == "search"]
+    # At most the current trial finished after the request (the one running, or the one being
+    # proposed when it came), and it finished normally.
+    assert len([t for t in search if t.finished_at > stop.created_at]) <= 1
+    assert all(t.status in ("keep", "discard") for t in search)
+    assert [t.parent_id for t in rows if t.kind == "test"][:1] == [rows[0].id]
+    assert all(t.status != "running" for t in rows)
+
+
+@pytest.mark.slow
+def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
+    settings: Settings, tmp_path: Path
+) -> None:
+    log = tmp_path / "session.out"
+    # PPO trials on synthetic data; with seed 3 the first search trial trains for seconds.
+    args = [
+        "research",
+        GOAL,
+        "--mode",
+        "ppo_only",
+        "--budget",
+        "2",
+        "--data",
+        "synthetic",
+        "--noise-seeds",
+        "1",
+        "--total-timesteps",
+        "64",
+        "--proposer",
+        "tpe",
+        "--seed",
+        "3",
+        "--json",
+    ]
+    proc = spawn(args, settings, log)
+    try:
+        sid = wait_for(settings, only_session, proc)
+        running = wait_for(
+            settings,
+            lambda j: [t for t in j.trials(sid, kind="search") if t.status == "running"],
+            proc,
+        )
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    [cut] = running
+    s, rows = read(settings, sid)
+    assert s.status == "running" and s.owner_pid == proc.pid  # its owner is gone
+    assert next(t for t in rows if t.id == cut.id).status == "running"
+
+    result = run_cli("research", "resume", sid, "--json")
+    assert result.exit_code == 0, result.output
+    s, rows = read(settings, sid)
+    with Journal(settings.journal_path) as journal:
+        counted = journal.counted_trials(sid)
+        [resumed] = journal.events(sid, kind="Resumed")
+    assert counted == 2 == s.final["n_trials"]
+    assert s.status == "finished" and s.final["stop_reason"] == "trial budget of 2 reached"
+    assert [t.idx for t in rows] == list(range(len(rows)))
+    search = [t for t in rows if t.kind == "search"]
+    assert (search[0].id, search[0].status, search[0].error) == (cut.id, "crash", "interrupted")
+    assert not search[0].counted and resumed.payload["interrupted_trials"] == [cut.idx]
+    # The cut trial ran again with the config it was proposed, then the search went on.
+    assert search[1].config_hash == cut.config_hash and search[1].seed == cut.seed
+    assert [t.status in ("keep", "discard") for t in search[1:]] == [True, True]
+    assert all(t.status != "running" for t in rows)
+    tests = [t for t in rows if t.kind == "test"]
+    assert tests and all(t.status == "keep" for t in tests)
+    assert s.final["baseline_test_objective"] == tests[0].objective
+    assert json.loads(result.stdout)["final"] == s.final
+    assert load_market("synthetic").fingerprint == s.data_fingerprint
