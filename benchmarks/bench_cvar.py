@@ -1,4 +1,4 @@
-"""Mean-CVaR solve time: ``python -m benchmarks.bench_cvar``.
+"""Mean-CVaR solve time: ``python -m benchmarks.bench_cvar [--quick]``.
 
 Times :func:`~alphaloop.portfolio_opt.solve_mean_cvar` against skfolio's ``MeanRisk`` (CVaR,
 maximise utility, same caps and risk aversion) on the same scenarios, on two kinds of scenario
@@ -10,8 +10,9 @@ sets:
 
 Each time is the median over several scenario sets; the first solve of a shape (cvxpy
 canonicalisation) is reported apart. It also times the solves of one simulated trial
-(40 re-solves plus the min-CVaR baseline at 20 x 5,000). Reports numbers only; it asserts
-nothing, since timings depend on the machine and its load.
+(40 re-solves plus the min-CVaR baseline at 20 x 5,000). ``--quick`` uses two scenario sets
+per kind, skips the 5,000-scenario rows and simulates 10 re-solves. Reports numbers only; it
+asserts nothing, since timings depend on the machine and its load.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from alphaloop.portfolio_opt import (
     solve_mean_cvar,
     solve_min_cvar,
 )
+from benchmarks._report import SummaryRow, parse_quick, timed
 
 N_ASSETS = 20
 ALPHA = 0.95
@@ -79,24 +81,18 @@ def _skfolio(scenarios: np.ndarray) -> np.ndarray:
     return model.fit(scenarios).weights_
 
 
-def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    began = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - began, out
-
-
 def bench_versus_skfolio(
-    make: Callable[[int], np.ndarray], with_skfolio: bool = True
+    make: Callable[[int], np.ndarray], with_skfolio: bool = True, n_runs: int = N_RUNS
 ) -> dict[str, float]:
-    """Median solve times (ours, skfolio) and the worst relative objective gap over N_RUNS."""
-    first, _ = _timed(lambda: solve_mean_cvar(make(-1), ALPHA, MAX_WEIGHT, RISK_AVERSION))
+    """Median solve times (ours, skfolio) and the worst relative objective gap over n_runs."""
+    first, _ = timed(lambda: solve_mean_cvar(make(-1), ALPHA, MAX_WEIGHT, RISK_AVERSION))
     ours_t, theirs_t, gaps = [], [], []
-    for run in range(N_RUNS):
+    for run in range(n_runs):
         scen = make(run)
-        t, sol = _timed(lambda s=scen: solve_mean_cvar(s, ALPHA, MAX_WEIGHT, RISK_AVERSION))
+        t, sol = timed(lambda s=scen: solve_mean_cvar(s, ALPHA, MAX_WEIGHT, RISK_AVERSION))
         ours_t.append(t)
         if with_skfolio:
-            t, w = _timed(lambda s=scen: _skfolio(s))
+            t, w = timed(lambda s=scen: _skfolio(s))
             theirs_t.append(t)
             # Positive gap: skfolio's weights are worse than ours by that fraction.
             gaps.append((_objective(scen, w) - sol.objective) / abs(sol.objective))
@@ -121,29 +117,49 @@ def bench_trial(history: np.ndarray, n_rebalances: int = 40) -> dict[str, float]
     return {"trial_solves": 2 * n_rebalances, "trial_seconds": time.perf_counter() - began}
 
 
-def main() -> dict[str, Any]:
+def summary(results: dict[str, Any]) -> list[SummaryRow]:
+    rows = []
+    for kind in ("bootstrap", "distinct"):
+        key = f"{kind}_10000_"
+        rows.append(
+            (
+                f"Mean-CVaR solve, 20 x 10,000 {kind}: skfolio / ours",
+                f"{results[key + 'ratio']:.1f}x",
+                f"{results[key + 'ours_median_s'] * 1e3:.0f} ms vs "
+                f"{results[key + 'skfolio_median_s'] * 1e3:.0f} ms, objective gap "
+                f"{results[key + 'max_rel_objective_gap']:.1e}",
+            )
+        )
+    return rows
+
+
+def main(quick: bool = False) -> dict[str, Any]:
     """Runs the benchmarks, prints a table and returns the numbers."""
+    n_runs = 2 if quick else N_RUNS
+    sizes = ((10_000, True),) if quick else ((10_000, True), (5_000, False))
     history = _history()
     kinds: dict[str, Callable[[int, int], np.ndarray]] = {
         "bootstrap": lambda run, n: _bootstrap(history, run + 1, n),
         "distinct": _distinct,
     }
-    results: dict[str, Any] = {"n_assets": N_ASSETS, "alpha": ALPHA, "n_runs": N_RUNS}
+    results: dict[str, Any] = {"n_assets": N_ASSETS, "alpha": ALPHA, "n_runs": n_runs}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # skfolio's solver chatter is not the measurement
         for kind, make in kinds.items():
-            for n_scen, with_sk in ((10_000, True), (5_000, False)):
-                found = bench_versus_skfolio(lambda run, m=make, n=n_scen: m(run, n), with_sk)
+            for n_scen, with_sk in sizes:
+                found = bench_versus_skfolio(
+                    lambda run, m=make, n=n_scen: m(run, n), with_sk, n_runs
+                )
                 results.update({f"{kind}_{n_scen}_{key}": v for key, v in found.items()})
-        results.update(bench_trial(history))
+        results.update(bench_trial(history, 10 if quick else 40))
 
     print(
         f"Mean-CVaR, {N_ASSETS} assets, alpha={ALPHA}, cap={MAX_WEIGHT}, "
-        f"risk_aversion={RISK_AVERSION}; medians of {N_RUNS} scenario sets"
+        f"risk_aversion={RISK_AVERSION}; medians of {n_runs} scenario sets"
     )
     print(f"  {'scenarios':<22}{'ours':>10}{'skfolio':>10}{'ratio':>8}{'obj gap':>11}{'first':>9}")
     for kind in kinds:
-        for n_scen in (10_000, 5_000):
+        for n_scen, _ in sizes:
             key = f"{kind}_{n_scen}_"
             sk = results.get(key + "skfolio_median_s")
             print(
@@ -162,8 +178,9 @@ def main() -> dict[str, Any]:
         f"  one trial: {results['trial_solves']} solves at {N_ASSETS} x 5,000 (bootstrap) "
         f"in {results['trial_seconds']:.2f} s"
     )
+    results["summary"] = summary(results)
     return results
 
 
 if __name__ == "__main__":
-    main()
+    main(parse_quick(__doc__.splitlines()[0]))
