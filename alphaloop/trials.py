@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,26 +94,40 @@ class TrialResult(BaseModel):
     curve: list[tuple[int, float]] = Field(default_factory=list)
 
 
+class Backtest(NamedTuple):
+    """A book run through a window by :func:`simulate`.
+
+    Attributes:
+        net: (T,) daily returns net of the evaluation cost.
+        turnover: (T,) one-way turnover traded at each day's open.
+        holdings: (T, N) weights held through each day, after that day's rebalance.
+        final: (N,) weights at the close of the last day.
+    """
+
+    net: np.ndarray
+    turnover: np.ndarray
+    holdings: np.ndarray
+    final: np.ndarray
+
+
 def simulate(
     returns: np.ndarray, targets: np.ndarray, rebalance: np.ndarray, cost_bps: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Runs a book through ``returns`` (T, N) trading to ``targets`` on ``rebalance`` days.
-
-    Returns the net daily returns (T,), the daily one-way turnover (T,) and the weights held at
-    the close of the last day (N,).
-    """
+) -> Backtest:
+    """Runs a book through ``returns`` (T, N) trading to ``targets`` on ``rebalance`` days."""
     cost = cost_bps / 1e4
     held = targets[0].copy()
     net = np.empty(len(returns))
     turnover = np.zeros(len(returns))
+    holdings = np.empty_like(returns, dtype=float)
     for t in range(len(returns)):
         if rebalance[t] and t > 0:
             turnover[t] = np.abs(targets[t] - held).sum()
             held = targets[t].copy()
+        holdings[t] = held
         gross = float(held @ returns[t])
         net[t] = (1.0 - cost * turnover[t]) * (1.0 + gross) - 1.0
         held = held * (1.0 + returns[t]) / (1.0 + gross)
-    return net, turnover, held
+    return Backtest(net, turnover, holdings, held)
 
 
 def _drifted(weights: np.ndarray, returns: np.ndarray) -> np.ndarray:
@@ -122,7 +136,8 @@ def _drifted(weights: np.ndarray, returns: np.ndarray) -> np.ndarray:
     return growth / growth.sum()
 
 
-def _window(data: MarketData, window: Window) -> slice:
+def window_slice(data: MarketData, window: Window) -> slice:
+    """The rows of ``data.returns`` an evaluation on ``window`` scores."""
     if window == "validation":
         return data.val
     if window == "test":
@@ -185,42 +200,52 @@ def _rolling_cvar(
     return targets, rebalance
 
 
+def baseline_backtests(
+    data: MarketData, window: Window, budget: TrialBudget
+) -> dict[str, Backtest]:
+    """The backtests of the two baselines on ``window``: equal weight (rebalanced monthly) and
+    rolling minimum CVaR. Not cached; :func:`baselines` caches their metrics."""
+    start_sequence()
+    win = window_slice(data, window)
+    rets = data.returns[win]
+    n_days, n = rets.shape
+    monthly = np.zeros(n_days, dtype=bool)
+    monthly[::BASELINE_HOLD_DAYS] = True
+    targets, rebalance = _rolling_cvar(
+        data,
+        win,
+        hold_days=BASELINE_HOLD_DAYS,
+        alpha=BASELINE_CVAR_ALPHA,
+        max_weight=max(BASELINE_MAX_WEIGHT, 1.0 / n),
+        n_scenarios=BASELINE_N_SCENARIOS,
+        scenario_window=budget.scenario_window,
+        cost_bps=budget.eval_cost_bps,
+        risk_aversion=None,
+        seed=BASELINE_SEED,
+    )
+    return {
+        "equal_weight": simulate(
+            rets, np.full((n_days, n), 1.0 / n), monthly, budget.eval_cost_bps
+        ),
+        "min_cvar": simulate(rets, targets, rebalance, budget.eval_cost_bps),
+    }
+
+
 _BASELINES: dict[tuple, dict[str, Metrics]] = {}
 
 
 def baselines(data: MarketData, window: Window, budget: TrialBudget) -> dict[str, Metrics]:
-    """Equal weight (rebalanced monthly) and rolling minimum CVaR on the same window.
+    """Metrics of :func:`baseline_backtests` on ``window``.
 
     They depend on neither the knobs nor the trial seed, so they are computed once per window and
     data set and reused by every trial of a session.
     """
-    win = _window(data, window)
+    win = window_slice(data, window)
     key = (data.fingerprint, win.start, win.stop, budget.eval_cost_bps, budget.scenario_window)
     if key not in _BASELINES:
-        start_sequence()
-        rets = data.returns[win]
-        n_days, n = rets.shape
-        rebalance = np.zeros(n_days, dtype=bool)
-        rebalance[::BASELINE_HOLD_DAYS] = True
-        ew, ew_turn, _ = simulate(
-            rets, np.full((n_days, n), 1.0 / n), rebalance, budget.eval_cost_bps
-        )
-        targets, rebalance = _rolling_cvar(
-            data,
-            win,
-            hold_days=BASELINE_HOLD_DAYS,
-            alpha=BASELINE_CVAR_ALPHA,
-            max_weight=max(BASELINE_MAX_WEIGHT, 1.0 / n),
-            n_scenarios=BASELINE_N_SCENARIOS,
-            scenario_window=budget.scenario_window,
-            cost_bps=budget.eval_cost_bps,
-            risk_aversion=None,
-            seed=BASELINE_SEED,
-        )
-        mc, mc_turn, _ = simulate(rets, targets, rebalance, budget.eval_cost_bps)
         _BASELINES[key] = {
-            "equal_weight": compute_metrics(ew, ew_turn),
-            "min_cvar": compute_metrics(mc, mc_turn),
+            name: compute_metrics(bt.net, bt.turnover)
+            for name, bt in baseline_backtests(data, window, budget).items()
         }
     return _BASELINES[key]
 
@@ -306,6 +331,61 @@ def _overlay(
     return out
 
 
+def strategy_targets(
+    mode: Mode,
+    config: TrialConfig,
+    data: MarketData,
+    window: Window,
+    budget: TrialBudget,
+    seed: int,
+    *,
+    policy_path: str | Path | None = None,
+    policy_dir: str | Path | None = None,
+    on_update: Callable[[int, float], None] | None = None,
+    deadline: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """What a trial decides on ``window``: the target weights of every day (T, N), the
+    rebalance days (T,) and what PPO training produced (``policy_path``, ``timesteps``,
+    ``curve``). :func:`simulate` turns them into returns; arguments as in :func:`run_trial`.
+
+    The solves of one call form one sequence (see :func:`~alphaloop.portfolio_opt.
+    start_sequence`): the same inputs give the same targets, whatever ran before.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    start_sequence()
+    win = window_slice(data, window)
+    if mode == "cufolio_only":
+        targets, rebalance = _rolling_cvar(
+            data,
+            win,
+            hold_days=config.cufolio_hold_days,
+            alpha=config.cvar_alpha,
+            max_weight=effective_max_weight(config, data.n_assets),
+            n_scenarios=config.n_scenarios,
+            scenario_window=budget.scenario_window,
+            cost_bps=budget.eval_cost_bps,
+            risk_aversion=1.0,
+            seed=seed,
+            deadline=deadline,
+        )
+        return targets, rebalance, {}
+    targets, rebalance, extra = _ppo_targets(
+        config,
+        data,
+        win,
+        budget,
+        seed,
+        Path(policy_path) if policy_path else None,
+        Path(policy_dir) if policy_dir else None,
+        on_update,
+        deadline,
+    )
+    if mode == "unified":
+        targets = _overlay(targets, rebalance, config, data, win, budget, seed, deadline)
+    return targets, rebalance, extra
+
+
 def run_trial(
     mode: Mode,
     config: TrialConfig,
@@ -343,39 +423,21 @@ def run_trial(
         raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(OBJECTIVE_METRICS)}")
     budget = budget or TrialBudget()
     started = time.monotonic()
-    start_sequence()  # solver warm starts stay within this trial: same inputs, same numbers
     deadline = started + budget.time_limit_s if budget.time_limit_s else None
-    win = _window(data, window)
-    extra: dict = {}
-    if mode == "cufolio_only":
-        targets, rebalance = _rolling_cvar(
-            data,
-            win,
-            hold_days=config.cufolio_hold_days,
-            alpha=config.cvar_alpha,
-            max_weight=effective_max_weight(config, data.n_assets),
-            n_scenarios=config.n_scenarios,
-            scenario_window=budget.scenario_window,
-            cost_bps=budget.eval_cost_bps,
-            risk_aversion=1.0,
-            seed=seed,
-            deadline=deadline,
-        )
-    else:
-        targets, rebalance, extra = _ppo_targets(
-            config,
-            data,
-            win,
-            budget,
-            seed,
-            Path(policy_path) if policy_path else None,
-            Path(policy_dir) if policy_dir else None,
-            on_update,
-            deadline,
-        )
-        if mode == "unified":
-            targets = _overlay(targets, rebalance, config, data, win, budget, seed, deadline)
-    net, turnover, final = simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps)
+    win = window_slice(data, window)
+    targets, rebalance, extra = strategy_targets(
+        mode,
+        config,
+        data,
+        window,
+        budget,
+        seed,
+        policy_path=policy_path,
+        policy_dir=policy_dir,
+        on_update=on_update,
+        deadline=deadline,
+    )
+    net, turnover, _, final = simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps)
     if not np.all(np.isfinite(net)):
         raise TrialCrashed("the backtest produced non-finite returns")
     metrics = compute_metrics(net, turnover)

@@ -87,7 +87,7 @@ def test_simulate_two_assets_by_hand() -> None:
     returns = np.array([[0.10, -0.05], [0.02, 0.04], [-0.03, 0.01], [0.05, 0.00]])
     targets = np.array([[0.5, 0.5], [0.5, 0.5], [0.8, 0.2], [0.8, 0.2]])
     rebalance = np.array([True, False, True, False])
-    net, turnover, final = simulate(returns, targets, rebalance, cost_bps=10.0)
+    net, turnover, holdings, final = simulate(returns, targets, rebalance, cost_bps=10.0)
 
     # Day 0: the book already holds 50/50 (no purchase cost): 0.5 * 10% + 0.5 * -5%.
     # Day 1: no trade; the dollars drifted to 0.55 / 0.475 (wealth 1.025) and grow to
@@ -105,6 +105,14 @@ def test_simulate_two_assets_by_hand() -> None:
     np.testing.assert_allclose(net, expected_net, rtol=0, atol=1e-15)
     np.testing.assert_allclose(turnover, [0, 0, day2_turnover, 0], rtol=0, atol=1e-15)
     np.testing.assert_allclose(final, np.array([0.8148, 0.202]) / 1.0168, rtol=0, atol=1e-15)
+    # Held through each day: the drifted book, or the target on a rebalance day.
+    expected_holdings = [
+        [0.5, 0.5],
+        [0.55 / 1.025, 0.475 / 1.025],
+        [0.8, 0.2],
+        [0.776 / 0.978, 0.202 / 0.978],
+    ]
+    np.testing.assert_allclose(holdings, expected_holdings, rtol=0, atol=1e-15)
     assert day2_turnover == pytest.approx(0.53649289, abs=1e-8)
 
 
@@ -115,7 +123,7 @@ def test_simulate_matches_dollar_accounting_on_random_books() -> None:
     rebalance = rng.random(120) < 0.3
     rebalance[0] = True  # a rebalance flag on day 0 must not trade either
     for cost_bps in (0.0, 10.0, 45.0):
-        net, turnover, final = simulate(returns, targets, rebalance, cost_bps)
+        net, turnover, _, final = simulate(returns, targets, rebalance, cost_bps)
         want_net, want_turnover, want_final = dollar_book(returns, targets, rebalance, cost_bps)
         np.testing.assert_allclose(net, want_net, rtol=0, atol=1e-13)
         np.testing.assert_allclose(turnover, want_turnover, rtol=0, atol=1e-13)
