@@ -7,8 +7,9 @@ else reads ``os.environ``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -35,6 +36,12 @@ class Settings(BaseSettings):
     )
     vlm_model: str | None = Field(
         default=None, validation_alias=AliasChoices("ALPHALOOP_VLM_MODEL")
+    )
+    chromium: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_CHROMIUM", "BROWSER_PATH"),
+        description="the Chromium (or Chrome) that renders PNG charts; default: found on PATH "
+        "or at the usual install paths (BROWSER_PATH is kaleido's own name for it)",
     )
     llm_timeout_s: float = Field(
         default=120.0, gt=0, validation_alias=AliasChoices("ALPHALOOP_LLM_TIMEOUT")
@@ -63,6 +70,12 @@ class Settings(BaseSettings):
         description="Nemotron reasoning mode: 'detailed thinking on' in the system prompt",
     )
 
+    @field_validator("chromium", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        # ``ALPHALOOP_CHROMIUM=`` unsets it; as a path it would mean the current directory.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @property
     def journal_path(self) -> Path:
         return self.home / "journal.db"
@@ -70,6 +83,10 @@ class Settings(BaseSettings):
     @property
     def policies_dir(self) -> Path:
         return self.home / "policies"
+
+    @property
+    def charts_dir(self) -> Path:
+        return self.home / "charts"
 
     @property
     def llm_configured(self) -> bool:

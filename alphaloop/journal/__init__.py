@@ -5,6 +5,7 @@ it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journ
 """
 
 from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.logs import MAX_CURVE_POINTS, downsample_curve
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
     FINISHED_STATUSES,
@@ -26,6 +27,7 @@ __all__ = [
     "COUNTED_STATUSES",
     "FINISHED_STATUSES",
     "INTERRUPTED",
+    "MAX_CURVE_POINTS",
     "SCHEMA_VERSION",
     "STOP_REQUESTED",
     "ChartReadRecord",
@@ -42,5 +44,6 @@ __all__ = [
     "TrialNotRunning",
     "TrialRecord",
     "TrialStatus",
+    "downsample_curve",
     "pid_alive",
 ]

@@ -21,6 +21,10 @@ from alphaloop.journal.models import (
 from alphaloop.journal.store import JournalReader
 from alphaloop.knobs import BoundsClip
 
+# Training curves are journaled as at most this many points, evenly spread over the run: enough
+# for any chart, small enough to rewrite several times a second while PPO trains.
+MAX_CURVE_POINTS = 200
+
 
 class LogWriter(JournalReader):
     """Annotation writes; :class:`~alphaloop.journal.Journal` adds sessions and trials."""
@@ -173,31 +177,21 @@ class LogWriter(JournalReader):
             ids = [self._insert("bounds_clips", row) for row in rows]
         return [c for c in self.clips(trial_id) if c.id in ids]
 
-    def set_curve(self, trial_id: int, points: Sequence[Any]) -> None:
-        """Replaces a trial's live training curve (a JSON list the caller keeps short).
-
-        Raises:
-            TrialNotFound: no such trial.
-        """
-        self._update_curve(trial_id, lambda _: list(points))
-
-    def append_curve_point(
-        self, trial_id: int, point: Any, *, max_points: int | None = None
+    def set_curve(
+        self, trial_id: int, points: Sequence[Any], *, max_points: int | None = None
     ) -> int:
-        """Appends one point to a trial's curve, keeping only the last ``max_points`` if given;
-        returns the curve's new length.
+        """Replaces a trial's live training curve; returns the length stored.
+
+        With ``max_points``, a longer curve is stored as :func:`downsample_curve` of it: an even
+        sample over the whole run that keeps the first and the newest point, so a reader sees
+        the run's whole shape at a bounded size (:data:`MAX_CURVE_POINTS` is the usual cap).
 
         Raises:
             TrialNotFound: no such trial.
         """
-        if max_points is not None and max_points < 1:
-            raise ValueError(f"max_points must be at least 1, got {max_points}")
-
-        def grow(curve: list[Any]) -> list[Any]:
-            curve = [*curve, point]
-            return curve[-max_points:] if max_points else curve
-
-        return self._update_curve(trial_id, grow)
+        _check_max_points(max_points)
+        kept = downsample_curve(points, max_points) if max_points else list(points)
+        return self._update_curve(trial_id, lambda _: kept)
 
     def _update_curve(self, trial_id: int, change: Callable[[list[Any]], list[Any]]) -> int:
         with self._write() as conn:
@@ -210,3 +204,26 @@ class LogWriter(JournalReader):
                 (column(TrialRecord, "curve", curve), trial_id),
             )
         return len(curve)
+
+
+def _check_max_points(max_points: int | None) -> None:
+    if max_points is not None and max_points < 2:
+        raise ValueError(
+            f"max_points must be at least 2 (the first and the newest), got {max_points}"
+        )
+
+
+def downsample_curve(points: Sequence[Any], max_points: int) -> list[Any]:
+    """At most ``max_points`` of ``points``, evenly spaced over the whole run: the first and the
+    last are always kept, the ones between are the nearest to an even grid.
+
+    Raises:
+        ValueError: ``max_points`` below 2.
+    """
+    _check_max_points(max_points)
+    n = len(points)
+    if n <= max_points:
+        return list(points)
+    # Even spacing with step (n - 1) / (max_points - 1) > 1, so rounding never repeats an index.
+    step = (n - 1) / (max_points - 1)
+    return [points[round(i * step)] for i in range(max_points)]

@@ -236,6 +236,46 @@ class JournalReader:
             raise TrialNotFound(f"no trial with id {trial_id!r} in {self.path}")
         return TrialRecord.from_row(rows[0])
 
+    def trial_at(self, session_id: str, idx: int) -> TrialRecord:
+        """One trial by its index within a session (the ``#`` a review lists).
+
+        Raises:
+            SessionNotFound: no such session.
+            TrialNotFound: the session has no trial with that index (the message gives the range).
+        """
+        rows = self._rows(
+            "SELECT * FROM trials WHERE session_id = ? AND idx = ?", (session_id, idx)
+        )
+        if rows:
+            return TrialRecord.from_row(rows[0])
+        self.get_session(session_id)
+        span = self._rows(
+            "SELECT MIN(idx) AS lo, MAX(idx) AS hi FROM trials WHERE session_id = ?", (session_id,)
+        )[0]
+        has = (
+            f"its trials are #{span['lo']}..#{span['hi']}"
+            if span["lo"] is not None
+            else "it has no trials"
+        )
+        raise TrialNotFound(f"session {session_id} has no trial #{idx}; {has}")
+
+    def completed_trials(
+        self, kinds: tuple[TrialKind | str, ...] = (TrialKind.search, TrialKind.baseline)
+    ) -> list[TrialRecord]:
+        """Every trial of every session that finished with metrics (``keep`` or ``discard``), of
+        the given kinds, in the order they finished. The default leaves out test-window rows, so
+        every number compared is a validation number."""
+        wanted = [TrialKind(k).value for k in kinds]
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        rows = self._rows(
+            f"SELECT * FROM trials WHERE kind IN ({marks}) AND status IN ('keep', 'discard') "
+            "AND metrics IS NOT NULL ORDER BY finished_at, id",
+            tuple(wanted),
+        )
+        return [TrialRecord.from_row(r) for r in rows]
+
     def leaderboard(self, session_id: str, k: int = 10) -> list[TrialRecord]:
         """The ``k`` best finished search and baseline trials by objective (validation window),
         best first, ties broken by the earlier index. Test-window rows never appear."""

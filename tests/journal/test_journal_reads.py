@@ -122,3 +122,35 @@ def test_models_dump_to_strict_json(journal: Journal) -> None:
         journal.session_clips(sid),
     ):
         json.dumps([r.model_dump(mode="json") for r in rows], allow_nan=False)
+
+
+def test_trial_at_an_index(journal: Journal) -> None:
+    sid = new_session(journal)
+    with pytest.raises(TrialNotFound, match="has no trial #0; it has no trials"):
+        journal.trial_at(sid, 0)
+    rows = [new_trial(journal, sid) for _ in range(3)]
+    assert journal.trial_at(sid, 2) == journal.get_trial(rows[2].id)
+    with pytest.raises(TrialNotFound, match=r"no trial #5; its trials are #0\.\.#2"):
+        journal.trial_at(sid, 5)
+    with pytest.raises(SessionNotFound):
+        journal.trial_at("s-x", 0)
+
+
+def test_completed_trials_across_sessions(journal: Journal) -> None:
+    metrics = {"sharpe": 1.0}
+    a, b = new_session(journal), new_session(journal)
+    done = []
+    for sid, status, kind in (
+        (a, "keep", "baseline"),
+        (b, "discard", "search"),
+        (a, "crash", "search"),
+        (a, "keep", "test"),
+        (b, "keep", "search"),
+    ):
+        t = new_trial(journal, sid, kind=kind)
+        done.append(journal.finish_trial(t.id, status=status, objective=1.0, metrics=metrics))
+    new_trial(journal, b)  # still running
+    # Validation rows that finished with metrics, in the order they finished; no test rows.
+    assert [t.id for t in journal.completed_trials()] == [done[0].id, done[1].id, done[4].id]
+    assert [t.id for t in journal.completed_trials(kinds=("test",))] == [done[3].id]
+    assert journal.completed_trials(kinds=()) == []

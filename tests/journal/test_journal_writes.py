@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -20,6 +21,7 @@ from alphaloop.journal import (
     TrialNotFound,
     TrialNotRunning,
     TrialStatus,
+    downsample_curve,
 )
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.llm import LLMCallRecord
@@ -309,13 +311,26 @@ def test_chart_reads(journal: Journal) -> None:
 
 def test_curves(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
-    journal.set_curve(t.id, [[0, -1.0], [512, -0.5]])
+    assert journal.set_curve(t.id, [[0, -1.0], [512, -0.5]]) == 2
     assert journal.get_trial(t.id).curve == [[0, -1.0], [512, -0.5]]
-    assert journal.append_curve_point(t.id, [1024, 0.1]) == 3
-    assert journal.append_curve_point(t.id, [1536, 0.2], max_points=2) == 2
-    assert journal.get_trial(t.id).curve == [[1024, 0.1], [1536, 0.2]]
     with pytest.raises(TrialNotFound):
-        journal.append_curve_point(999, [0, 0.0])
+        journal.set_curve(999, [[0, 0.0]])
+    with pytest.raises(ValueError, match="at least 2"):
+        journal.set_curve(t.id, [[0, 0.0]], max_points=1)
+
+
+def test_set_curve_downsamples_evenly(journal: Journal) -> None:
+    t = new_trial(journal, new_session(journal))
+    points = [[i * 256, i / 10] for i in range(1001)]
+    assert journal.set_curve(t.id, points, max_points=200) == 200
+    stored = journal.get_trial(t.id).curve
+    assert stored[0] == points[0] and stored[-1] == points[-1]
+    gaps = {b[0] - a[0] for a, b in itertools.pairwise(stored)}
+    # 1000 intervals over 199 gaps: every gap is 5 or 6 updates (x 256 steps), never more.
+    assert gaps <= {5 * 256, 6 * 256}
+    assert journal.set_curve(t.id, points[:50], max_points=200) == 50
+    assert downsample_curve(list(range(10)), 4) == [0, 3, 6, 9]
+    assert downsample_curve(list(range(3)), 4) == [0, 1, 2]
 
 
 def test_request_stop(journal: Journal) -> None:
