@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,15 @@ def make_ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
         vec_env: the training environments.
         seed: seeds torch, numpy, the action space and the env.
     """
+    with warnings.catch_warnings():
+        # SB3 warns when batch_size does not divide n_steps * n_envs (the last minibatch of an
+        # epoch is then smaller). The knobs allow any pair on purpose; in a long session the
+        # warning would only repeat on stderr.
+        warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
+        return _ppo(config, vec_env, seed)
+
+
+def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
     return PPO(
         "MlpPolicy",
         vec_env,
