@@ -117,5 +117,35 @@ class TrialNotFound(JournalError, LookupError):
     """No trial with the given id."""
 
 
+class SessionNotResumable(AlphaloopError, ValueError):
+    """The session cannot be run again (a manual training run, for one)."""
+
+
 class TrialNotRunning(JournalError):
     """``finish_trial`` on a trial that has already finished (or was reaped as interrupted)."""
+
+
+class ChartError(AlphaloopError):
+    """Base class of the chart errors."""
+
+
+class UnknownChartKind(ChartError, ValueError):
+    """A chart kind that does not exist (the message lists the kinds)."""
+
+
+class ChartDataError(ChartError):
+    """The chart does not apply to what was asked: a crashed trial has no equity curve, a
+    Mean-CVaR trial has no training curve, an empty journal has no runs to rank."""
+
+
+class ReplayError(ChartError):
+    """A series the journal does not store could not be recomputed faithfully (the data or a
+    policy file changed or is gone)."""
+
+
+class ChromiumNotFound(ChartError):
+    """PNG export needs a Chromium (or Chrome) and none was found."""
+
+
+class ChartExportError(ChartError):
+    """Writing a chart file failed (an unsupported suffix, a browser that would not render)."""

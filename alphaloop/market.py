@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import DataError
 
@@ -342,3 +343,26 @@ def load_market(
     """``load_prices`` + ``select_symbols`` + ``split`` in one call (what the CLI uses)."""
     prices = select_symbols(load_prices(source, fill), symbols)
     return split(prices, train_end, val_end, source=str(source))
+
+
+class DataSpec(BaseModel):
+    """Where prices come from and how they are split: what a session (or a manual run) stores so
+    that resuming it, or replaying one of its trials, loads exactly the same data."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data: str = "sp500"
+    fill: Fill = "none"
+    symbols: list[str] | None = None
+    train_end: str | None = None
+    val_end: str | None = None
+
+    def load(self) -> MarketData:
+        """:func:`load_market` with these settings."""
+        return load_market(
+            self.data,
+            fill=self.fill,
+            symbols=self.symbols,
+            train_end=self.train_end,
+            val_end=self.val_end,
+        )

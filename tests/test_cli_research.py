@@ -224,6 +224,20 @@ def journal_with_a_session(settings: Settings) -> str:
     return create_session(SessionSpec(goal=GOAL, data="synthetic", budget=3), settings)
 
 
+def test_a_goal_that_looks_like_markup_is_shown_as_written(settings: Settings) -> None:
+    goal = "hedge [/x] tails [bold]now"
+    started = run_cli("research", goal, "--budget", "1", "--data", "synthetic",
+                      "--noise-seeds", "1", "--proposer", "random")  # fmt: skip
+    assert started.exit_code == 0, started.output
+    with Journal(settings.journal_path) as journal:
+        [s] = journal.list_sessions()
+    assert s.goal == goal
+    for args in (["status"], ["sessions"], ["journal", s.id]):
+        shown = run_cli(*args)
+        assert shown.exit_code == 0, (args, shown.output)
+        assert "[/x]" in shown.output and "[bold]" in shown.output, args
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

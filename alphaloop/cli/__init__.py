@@ -4,7 +4,7 @@ Command modules define plain functions; they are registered here, in the order `
 lists them. Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flags...).
 """
 
-from alphaloop.cli import chat, research, review, trial
+from alphaloop.cli import charts, chat, research, review, trial
 from alphaloop.cli._app import app
 
 app.add_typer(research.research_app, name="research")
@@ -13,6 +13,8 @@ for command in (
     review.status,
     review.journal,
     trial.trial,
+    charts.train,
+    charts.chart,
     trial.knobs,
     chat.chat,
 ):

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from alphaloop.exceptions import AlphaloopError, DataError, InvalidDelta
+from alphaloop.exceptions import AlphaloopError, DataError, InvalidDelta, SessionNotResumable
 from alphaloop.journal import Journal, JournalError, SessionNotFound
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import DataWarning
@@ -50,7 +50,7 @@ def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         warnings.simplefilter("always", category=DataWarning)
         try:
             result = fn(*args, **kwargs)
-        except (SessionNotFound, InvalidDelta, DataError) as err:
+        except (SessionNotFound, SessionNotResumable, InvalidDelta, DataError) as err:
             raise fail(str(err), 2) from None
         except AlphaloopError as err:
             raise fail(str(err), 1) from None

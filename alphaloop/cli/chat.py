@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from alphaloop.cli._app import console, err_console, fail, guarded
 from alphaloop.settings import get_settings
@@ -21,7 +22,8 @@ def _chat_trace(trace: Any) -> None:
     args = " ".join(trace.arguments.split())
     args = args if len(args) <= 100 else args[:97] + "..."
     outcome = "ok" if trace.ok else f"error: {json.loads(trace.result).get('error', '')[:120]}"
-    err_console.print(f"[dim]  tool {trace.name}({args}) -> {outcome}[/dim]", highlight=False)
+    line = escape(f"  tool {trace.name}({args}) -> {outcome}")
+    err_console.print(f"[dim]{line}[/dim]", highlight=False)
 
 
 def _chat_loop(settings, max_steps: int, yes: bool) -> None:
@@ -38,7 +40,7 @@ def _chat_loop(settings, max_steps: int, yes: bool) -> None:
         settings,
         confirm=None if yes else confirm,
         on_tool=_chat_trace,
-        on_progress=lambda text: err_console.print(f"[dim]    {text}[/dim]"),
+        on_progress=lambda text: err_console.print(f"[dim]    {escape(text)}[/dim]"),
         max_steps=max_steps,
     )
     console.print(
@@ -59,7 +61,7 @@ def _chat_loop(settings, max_steps: int, yes: bool) -> None:
         try:
             answer = agent.ask(question)
         except LLMError as err:
-            err_console.print(f"[red]error:[/red] {err}")
+            err_console.print(f"[red]error:[/red] {escape(str(err))}")
             continue
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/yellow]")

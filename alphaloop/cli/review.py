@@ -9,7 +9,7 @@ import typer
 
 from alphaloop.cli import views
 from alphaloop.cli._app import console, read_journal
-from alphaloop.journal import Journal, SessionNotFound
+from alphaloop.journal import Journal, SessionNotFound, pid_alive
 from alphaloop.settings import Settings, get_settings
 
 
@@ -41,6 +41,8 @@ def status(
 ) -> None:
     """Show where a session is: status, trials done, best so far, the last trials.
 
+    A trial still training shows its live curve: how many points, and the latest.
+
     Example: alphaloop status
     """
     settings = get_settings()
@@ -55,6 +57,7 @@ def status(
         return j.get_session(sid), j.trials(sid), j.counted_trials(sid), j.leaderboard(sid, 1)
 
     s, trials, counted, top = read_journal(settings, read)
+    running = [t for t in trials if t.status == "running"]
     if as_json:
         typer.echo(
             json.dumps(
@@ -62,6 +65,7 @@ def status(
                     "session": s.model_dump(mode="json"),
                     "counted_trials": counted,
                     "best": top[0].model_dump(mode="json") if top else None,
+                    "running": [_live(t) for t in running],
                 }
             )
         )
@@ -69,6 +73,23 @@ def status(
     console.print(views.session_header(s))
     console.print(f"trials: {counted}/{s.budget} counted, {len(trials)} rows")
     console.print(views.trials_table(trials[-10:], title="last trials"))
+    for t in running:
+        console.print(views.live_curve_text(t, alive=pid_alive(t.owner_pid)))
+
+
+def _live(trial: Any) -> dict[str, Any]:
+    """A running trial and where its training curve is."""
+    curve = trial.curve or []
+    return {
+        "id": trial.id,
+        "idx": trial.idx,
+        "kind": trial.kind,
+        "started_at": trial.started_at,
+        "curve_points": len(curve),
+        "latest": curve[-1] if curve else None,
+        # A run killed hard leaves its row running; say so rather than show it as live.
+        "process_alive": pid_alive(trial.owner_pid),
+    }
 
 
 def review(session_id: str, settings: Settings, as_json: bool) -> None:
@@ -84,9 +105,10 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
             j.leaderboard(session_id, 10),
             by_trial,
             j.counted_trials(session_id),
+            j.chart_reads(session_id),
         )
 
-    s, trials, board, clips, counted = read_journal(settings, read)
+    s, trials, board, clips, counted, reads = read_journal(settings, read)
     if as_json:
         typer.echo(
             json.dumps(
@@ -102,6 +124,7 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
                         for t in trials
                     ],
                     "final": s.final,
+                    "chart_reads": [r.model_dump(mode="json") for r in reads],
                 }
             )
         )
@@ -111,6 +134,8 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
     console.print(views.trials_table(trials, clips, title="every trial"))
     if s.final:
         console.print(views.final_panel(s))
+    if reads:
+        console.print(views.chart_reads_table(reads))
 
 
 def journal(
@@ -118,6 +143,8 @@ def journal(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Review a session: leaderboard, every trial with its delta and clips, the test result.
+
+    The readings of the session's charts (`alphaloop chart ... --interpret`) are listed last.
 
     Example: alphaloop journal s-20260101-120000-ab12 --json
     """

@@ -6,6 +6,7 @@ import json
 from contextlib import nullcontext
 
 import typer
+from rich.markup import escape
 
 from alphaloop.cli import views
 from alphaloop.cli._app import (
@@ -79,7 +80,7 @@ def trial(
         )
     )
     if result.policy_path:
-        console.print(f"policy saved to {result.policy_path}")
+        console.print(f"policy saved to {escape(result.policy_path)}")
 
 
 def knobs(as_json: bool = typer.Option(False, "--json")) -> None:

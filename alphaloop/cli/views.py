@@ -1,4 +1,9 @@
-"""Rich renderables for the command line: trial results, trial tables, session reviews."""
+"""Rich renderables for the command line: trial results, trial tables, session reviews.
+
+Strings from the journal (goals, reasons, errors, rationales, model ids) are wrapped in
+``Text``: as plain ``str`` cells Rich would parse them as markup, and a goal such as
+"hedge [/x]" would crash the view that shows it.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +38,11 @@ STATUS_STYLE = {
 }
 
 
+def plain(value: Any) -> Text:
+    """``value`` as text Rich shows as it is, never as markup."""
+    return Text("" if value is None else str(value))
+
+
 def fmt(value: Any, spec: str = "{:.4f}") -> str:
     if value is None:
         return "-"
@@ -58,7 +68,7 @@ def clips_table(clips: list[BoundsClip] | list[Any]) -> Table:
     for col in ("knob", "proposed", "applied", "reason"):
         table.add_column(col)
     for c in clips:
-        table.add_row(c.knob, fmt(c.proposed, "{:g}"), fmt(c.applied, "{:g}"), c.reason)
+        table.add_row(c.knob, fmt(c.proposed, "{:g}"), fmt(c.applied, "{:g}"), plain(c.reason))
     return table
 
 
@@ -95,9 +105,9 @@ def trials_table(
             Text(t.status, style=STATUS_STYLE.get(t.status, "")),
             fmt(t.objective),
             fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
-            t.proposer or "",
-            describe_changes((t.delta or {}).get("changes")),
-            note[:200],
+            plain(t.proposer),
+            plain(describe_changes((t.delta or {}).get("changes"))),
+            plain(note[:200]),
         )
     return table
 
@@ -122,7 +132,7 @@ def final_panel(session: Any) -> Panel:
         columns["best (test)"] = final["best_test"]
     if final.get("baseline_test"):
         columns["baseline (test)"] = final["baseline_test"]
-    body: list[Any] = [Text("\n".join(lines))]
+    body: list[Any] = [plain("\n".join(lines))]
     if columns:
         body.append(metrics_table("held-out test window, evaluated once", columns))
     return Panel(Group(*body), title="finalize", title_align="left")
@@ -135,16 +145,20 @@ def session_header(session: Any) -> Panel:
     )
     objective = session.objective or {}
     limits = ", ".join(f"{k}<={v:g}" for k, v in objective.items() if k != "metric" and v)
-    text = "\n".join(
-        [
-            f"[bold]{session.id}[/bold]  {session.status}",
-            f"goal: {session.goal}",
-            f"mode: {session.mode}   proposer: {session.proposer}   "
-            f"budget: {session.budget} trials",
-            f"objective: {objective.get('metric', 'sharpe')}" + (f" ({limits})" if limits else ""),
-            f"noise floor (baseline spread): {fmt(session.noise_floor)}",
-            f"data: {session.data_source} [{windows}]",
-        ]
+    text = Text(f"{session.id}", style="bold")
+    text.append(
+        "\n".join(
+            [
+                f"  {session.status}",
+                f"goal: {session.goal}",
+                f"mode: {session.mode}   proposer: {session.proposer}   "
+                f"budget: {session.budget} trials",
+                f"objective: {objective.get('metric', 'sharpe')}"
+                + (f" ({limits})" if limits else ""),
+                f"noise floor (baseline spread): {fmt(session.noise_floor)}",
+                f"data: {session.data_source} [{windows}]",
+            ]
+        )
     )
     return Panel(text, title="session", title_align="left")
 
@@ -162,9 +176,56 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
             s.id,
             s.status,
             s.mode,
-            s.proposer,
+            plain(s.proposer),
             f"{counts.get(s.id, 0)}/{s.budget}",
             fmt(best),
-            s.goal[:60],
+            plain(s.goal[:60]),
+        )
+    return table
+
+
+def live_curve_text(trial: Any, alive: bool = True) -> Text:
+    """One line about a trial still training: how many curve points, and the latest one."""
+    curve = [p for p in trial.curve or [] if isinstance(p, list | tuple) and len(p) >= 2]
+    if alive:
+        text = Text(f"live: trial #{trial.idx} is {trial.status}", style="cyan")
+    else:
+        text = Text(
+            f"trial #{trial.idx} is marked running but its process ({trial.owner_pid}) is gone",
+            style="yellow",
+        )
+    if curve:
+        step, reward = curve[-1][0], curve[-1][1]
+        points = f"{len(curve)} curve point{'' if len(curve) == 1 else 's'}"
+        text.append(f", {points}, latest: step {int(step):,}, ")
+        text.append(f"mean episode reward {fmt(reward)}")
+    else:
+        text.append(", no training curve point yet")
+    return text
+
+
+def chart_read_panel(read: Any) -> Panel:
+    """A chart reading: its bullets and who read it, in how long."""
+    body = Text()
+    for bullet in read.bullets:
+        body.append("\u2022 ")
+        body.append(f"{bullet}\n")
+    body.append(read.signature, style="dim")
+    return Panel(body, title=f"{read.kind} read", title_align="left")
+
+
+def chart_reads_table(reads: list[Any]) -> Table:
+    """Every chart reading of a session: kind, reader, time taken, bullets."""
+    table = Table(title="chart reads", title_justify="left")
+    table.add_column("kind")
+    table.add_column("model", overflow="fold", max_width=28)
+    table.add_column("s", justify="right")
+    table.add_column("bullets", overflow="fold", ratio=1)
+    for r in reads:
+        table.add_row(
+            r.kind,
+            plain(r.model),
+            fmt(r.elapsed_s, "{:.2f}"),
+            Text("\n".join(f"\u2022 {b}" for b in r.bullets)),
         )
     return table

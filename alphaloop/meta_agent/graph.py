@@ -1,6 +1,7 @@
 """The research loop as a LangGraph ``StateGraph``.
 
-baseline -> propose -> clip -> run_trial -> record -> (route_next) -> propose ... -> finalize
+baseline -> propose -> clip -> (route_after_clip) -> run_trial -> record -> (route_next)
+         -> propose ... -> finalize
 
 ``graph`` is compiled without a checkpointer (handy for tests and one-shot runs);
 :func:`compile_graph` adds the SQLite checkpointer a resumable session uses.
@@ -26,7 +27,7 @@ def build_graph() -> StateGraph:
     builder.add_edge(START, "baseline")
     builder.add_conditional_edges("baseline", nodes.route_next, ["propose", "finalize"])
     builder.add_edge("propose", "clip")
-    builder.add_edge("clip", "run_trial")
+    builder.add_conditional_edges("clip", nodes.route_after_clip, ["run_trial", "finalize"])
     builder.add_edge("run_trial", "record")
     builder.add_conditional_edges("record", nodes.route_next, ["propose", "finalize"])
     builder.add_edge("finalize", END)

@@ -14,7 +14,7 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from alphaloop.exceptions import AlphaloopError, TrialCrashed, TrialTimeout
-from alphaloop.journal import INTERRUPTED, TrialRecord
+from alphaloop.journal import INTERRUPTED, MAX_CURVE_POINTS, Journal, TrialRecord
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.state import SessionContext, SessionState
@@ -159,18 +159,34 @@ def _finish(ctx: SessionContext, trial_id: int, outcome: dict, status: str, reas
             traceback_tail=outcome.get("traceback_tail"),
             reason=reason,
         )
-    r = TrialResult(**outcome["result"])
-    return ctx.journal.finish_trial(
+    result = TrialResult(**outcome["result"])
+    return record_result(ctx.journal, trial_id, result, status=status, reason=reason)
+
+
+def record_result(
+    journal: Journal,
+    trial_id: int,
+    result: TrialResult,
+    *,
+    status: str,
+    reason: str | None,
+    max_curve_points: int = MAX_CURVE_POINTS,
+) -> TrialRecord:
+    """Journals what a running trial produced: its PPO training curve (an even sample of at most
+    ``max_curve_points`` points, for charts) and its finished row."""
+    if result.curve:
+        journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
+    return journal.finish_trial(
         trial_id,
         status=status,
-        objective=r.objective,
-        metrics=r.metrics.model_dump(),
-        baselines={k: v.model_dump() for k, v in r.baselines.items()},
-        val_returns=r.daily_returns,
-        final_weights=r.final_weights,
-        elapsed_s=r.elapsed_s,
+        objective=result.objective,
+        metrics=result.metrics.model_dump(),
+        baselines={k: v.model_dump() for k, v in result.baselines.items()},
+        val_returns=result.daily_returns,
+        final_weights=result.final_weights,
+        elapsed_s=result.elapsed_s,
         reason=reason,
-        policy_path=r.policy_path,
+        policy_path=result.policy_path,
     )
 
 
@@ -315,6 +331,15 @@ def stop_reason(ctx: SessionContext) -> str | None:
 
 def route_next(state: SessionState, runtime: Runtime[SessionContext]) -> str:
     return "finalize" if stop_reason(runtime.context) else "propose"
+
+
+def route_after_clip(state: SessionState, runtime: Runtime[SessionContext]) -> str:
+    """A stop requested while the proposer was thinking (an LLM can take minutes) ends the
+    session before another trial starts. Only the stop flag is checked here: budgets cannot
+    have changed since ``route_next``, and tokens already spent on this proposal are worth its
+    trial."""
+    ctx = runtime.context
+    return "finalize" if ctx.journal.stop_requested(ctx.session_id) else "run_trial"
 
 
 def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:

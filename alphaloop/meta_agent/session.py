@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import AlphaloopError, SessionNotResumable
 from alphaloop.journal import Journal, pid_alive
 from alphaloop.knobs import Mode, TrialConfig
-from alphaloop.market import Fill, load_market
+from alphaloop.market import DataSpec
 from alphaloop.meta_agent.graph import compile_graph
+from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
@@ -38,10 +39,8 @@ from alphaloop.trials import TrialBudget
 ProposerName = Literal["auto", "tpe", "random", "llm"]
 
 
-class SessionSpec(BaseModel):
+class SessionSpec(DataSpec):
     """Everything a session is started with (stored with it, so resume needs only its id)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     goal: str = Field(min_length=1)
     mode: Mode = "cufolio_only"
@@ -50,11 +49,6 @@ class SessionSpec(BaseModel):
     objective: Objective = Objective()
     time_budget_s: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
-    data: str = "sp500"
-    fill: Fill = "none"
-    symbols: list[str] | None = None
-    train_end: str | None = None
-    val_end: str | None = None
     seed: int = 0
     noise_seeds: int = Field(default=3, ge=1, le=20)
     trial_budget: TrialBudget = TrialBudget()
@@ -90,13 +84,7 @@ def _context(
     settings: Settings,
     on_event: Callable[[str, dict[str, Any]], None] | None,
 ) -> SessionContext:
-    data = load_market(
-        spec.data,
-        fill=spec.fill,
-        symbols=spec.symbols,
-        train_end=spec.train_end,
-        val_end=spec.val_end,
-    )
+    data = spec.load()
     session = journal.get_session(session_id)
     if session.data_fingerprint and session.data_fingerprint != data.fingerprint:
         raise AlphaloopError(
@@ -128,13 +116,7 @@ def _context(
 
 def create_session(spec: SessionSpec, settings: Settings) -> str:
     """Validates the data and journals a new session; returns its id (nothing runs yet)."""
-    data = load_market(
-        spec.data,
-        fill=spec.fill,
-        symbols=spec.symbols,
-        train_end=spec.train_end,
-        val_end=spec.val_end,
-    )
+    data = spec.load()
     with Journal(settings.journal_path) as journal:
         return journal.create_session(
             goal=spec.goal,
@@ -166,6 +148,11 @@ def run_session(
         session = journal.get_session(session_id)
         if session.status == "finished":
             return dict(session.final or {})
+        if session.proposer == MANUAL_PROPOSER:
+            raise SessionNotResumable(
+                f"{session_id} is a manual training run ({session.status}), not a research "
+                "session: it cannot be resumed; start a new one with `alphaloop train`"
+            )
         if (
             session.owner_pid != os.getpid()
             and pid_alive(session.owner_pid)

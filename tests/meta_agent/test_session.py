@@ -25,6 +25,7 @@ from alphaloop.meta_agent.proposers import ProposalContext, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext, SessionState
 from alphaloop.settings import Settings
+from alphaloop.trials import TrialBudget
 
 
 @pytest.fixture
@@ -312,3 +313,49 @@ def test_limits_make_the_best_trial_a_discard_with_the_reason(settings: Settings
     _, verdicts = replay_verdicts(rows)
     assert "keep" in verdicts.values()  # without the limit the rule would have kept one
     assert "best_trial_id" not in s.final
+
+
+def test_ppo_trials_journal_their_training_curve(settings: Settings) -> None:
+    # One point per PPO update (rollout of n_steps x n_envs), until the budget is reached.
+    budget = TrialBudget(total_timesteps=768, n_envs=2)
+    sid = run(
+        settings,
+        mode="ppo_only",
+        budget=1,
+        noise_seeds=1,
+        trial_budget=budget,
+        proposer="random",
+    )
+    _, rows = read(settings, sid)
+    trained = [t for t in rows if t.kind in ("baseline", "search") and t.status != "crash"]
+    assert len(trained) == 2
+    for t in trained:
+        rollout = t.config["n_steps"] * budget.n_envs
+        steps = [p[0] for p in t.curve]
+        assert steps == [rollout * (i + 1) for i in range(len(steps))]
+        assert steps[-1] >= budget.total_timesteps > ([0, *steps])[-2]
+        assert all(math.isfinite(p[1]) for p in t.curve)
+    # Test-window rows evaluate the saved policy: nothing was trained, so no curve.
+    assert all(t.curve is None for t in rows if t.kind == "test")
+
+
+def test_a_stop_requested_while_proposing_runs_no_further_trial(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class SlowToAnswer(Spy):
+        """Stands in for an LLM that is still thinking when the user asks the session to stop."""
+
+        def propose(self, ctx: ProposalContext) -> ConfigDelta:
+            if len(self.seen) == 2:
+                session.request_stop(ctx.session_id, settings)
+            return super().propose(ctx)
+
+    proposer = SlowToAnswer()
+    monkeypatch.setattr(session, "make_proposer", lambda *args: proposer)
+    sid = run(settings, budget=6)
+    s, rows = read(settings, sid)
+    search = [t for t in rows if t.kind == "search"]
+    # Two proposals ran; the third was answered after the stop and never became a trial.
+    assert len(proposer.seen) == 3 and len(search) == 2
+    assert s.status == "finished" and s.final["stop_reason"] == "stop requested"
+    assert s.final["n_trials"] == 2 and len([t for t in rows if t.kind == "test"]) >= 1

@@ -1,0 +1,123 @@
+"""Charts: plotly figures of runs, sessions and trials; HTML and PNG export; chart reading.
+
+Every figure function returns a ``go.Figure`` built from journal records (and, for a trial's
+equity and weights, series replayed with the evaluator). :func:`build_chart` goes from a kind and
+ids to a :class:`Chart`; :func:`export_figure` writes HTML or PNG (PNG through kaleido and a
+system Chromium); :func:`interpret_chart` reads a chart in 4-6 bullets with a vision model or
+the embedded data-grounded reader, and journals the read.
+
+The replay names (:func:`allocation`, :func:`window_returns`...) load on first use: they import
+the evaluator and torch, which drawing a session's progress or exporting HTML does not need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from alphaloop.charts.build import CHART_KINDS, Chart, build_chart, chart_kind
+from alphaloop.charts.export import (
+    DEFAULT_HEIGHT,
+    DEFAULT_WIDTH,
+    capped_png,
+    check_size,
+    check_suffix,
+    export_figure,
+    find_chromium,
+    png_size,
+    render_png,
+    write_html,
+)
+from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
+from alphaloop.charts.interpret import (
+    EMBEDDED_MODEL,
+    ChartRead,
+    interpret_chart,
+    normalise_bullets,
+    read_embedded,
+    read_with_vlm,
+)
+from alphaloop.charts.portfolio import equity_curves, weights
+from alphaloop.charts.reader import read_figure
+from alphaloop.exceptions import (
+    ChartDataError,
+    ChartError,
+    ChartExportError,
+    ChromiumNotFound,
+    ReplayError,
+    UnknownChartKind,
+)
+
+if TYPE_CHECKING:
+    from alphaloop.charts.replay import (
+        Allocation,
+        WindowReturns,
+        allocation,
+        baseline_returns,
+        session_market,
+        window_returns,
+    )
+
+__all__ = [
+    "CHART_KINDS",
+    "DEFAULT_HEIGHT",
+    "DEFAULT_WIDTH",
+    "EMBEDDED_MODEL",
+    "Allocation",
+    "Chart",
+    "ChartDataError",
+    "ChartError",
+    "ChartExportError",
+    "ChartRead",
+    "ChromiumNotFound",
+    "ReplayError",
+    "UnknownChartKind",
+    "WindowReturns",
+    "allocation",
+    "baseline_returns",
+    "build_chart",
+    "capped_png",
+    "chart_kind",
+    "check_size",
+    "check_suffix",
+    "equity_curves",
+    "export_figure",
+    "find_chromium",
+    "interpret_chart",
+    "normalise_bullets",
+    "png_size",
+    "ratio_curve",
+    "read_embedded",
+    "read_figure",
+    "read_with_vlm",
+    "render_png",
+    "research_progress",
+    "session_market",
+    "training_curve",
+    "weights",
+    "window_returns",
+    "write_html",
+]
+
+_LAZY = frozenset(
+    {
+        "Allocation",
+        "WindowReturns",
+        "allocation",
+        "baseline_returns",
+        "session_market",
+        "window_returns",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("alphaloop.charts.replay"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,161 @@
+"""From a chart kind and ids to a :class:`Chart`: reads the journal, replays what it must, draws.
+
+This is what the CLI (and later the web page) calls; the figure functions themselves take
+records and series and touch nothing.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
+from alphaloop.charts.portfolio import equity_curves, weights
+from alphaloop.exceptions import ChartDataError, UnknownChartKind
+from alphaloop.journal import SessionRecord, TrialRecord
+from alphaloop.journal.store import JournalReader
+
+CHART_KINDS: dict[str, str] = {
+    "training_curve": "mean episode reward per PPO update of a manual run or a PPO trial",
+    "research_progress": "a session's objective per trial, best so far, kept trials, noise band",
+    "ratio_curve": "every completed trial of every run ranked by Sharpe, with max drawdown",
+    "equity_curves": "a trial's equity vs the equal-weight and min-CVaR baselines",
+    "weights": "a trial's allocation over its window",
+}
+ALL_RUNS_GOAL = "compare every completed trial of every research session and manual run"
+
+
+class Chart(BaseModel):
+    """A drawn chart and what it is about."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    kind: str
+    figure: go.Figure
+    goal: str
+    session_id: str | None = None
+    trial_id: int | None = None
+    trial_idx: int | None = None
+
+    @property
+    def name(self) -> str:
+        """A file stem: ``equity_curves-s-20260101-120000-ab12-t5``."""
+        parts = [self.kind]
+        if self.session_id:
+            parts.append(self.session_id)
+        if self.trial_idx is not None:
+            parts.append(f"t{self.trial_idx}")
+        return "-".join(parts)
+
+
+def chart_kind(kind: str) -> str:
+    """``kind`` as a known chart kind (``training-curve`` is ``training_curve``).
+
+    Raises:
+        UnknownChartKind: not a chart kind (the message lists them).
+    """
+    name = kind.strip().lower().replace("-", "_")
+    if name not in CHART_KINDS:
+        raise UnknownChartKind(f"unknown chart {kind!r}; choose one of {', '.join(CHART_KINDS)}")
+    return name
+
+
+def _session(journal: JournalReader, session_id: str | None) -> SessionRecord:
+    if session_id is not None:
+        return journal.get_session(session_id)
+    sessions = journal.list_sessions()
+    if not sessions:
+        raise ChartDataError(
+            "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
+        )
+    return sessions[0]
+
+
+def _curve_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord:
+    with_curve = [t for t in journal.trials(session.id) if t.curve]
+    if not with_curve:
+        raise ChartDataError(
+            f"no trial of session {session.id} has a journaled training curve; "
+            "`alphaloop train` journals one"
+        )
+    running = [t for t in with_curve if t.status == "running"]
+    return (running or with_curve)[-1]
+
+
+def _chosen_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord:
+    if session.best_trial_id is not None:
+        return journal.get_trial(session.best_trial_id)
+    best = journal.best_trial(session.id)
+    if best is None:
+        raise ChartDataError(f"session {session.id} has no kept trial yet; pick one with --trial")
+    return best
+
+
+def build_chart(
+    kind: str,
+    journal: JournalReader,
+    *,
+    session_id: str | None = None,
+    trial_idx: int | None = None,
+) -> Chart:
+    """Draws chart ``kind`` from the journal.
+
+    Args:
+        kind: one of :data:`CHART_KINDS` (hyphens allowed).
+        journal: an open journal.
+        session_id: the session (default: the newest); ``ratio_curve`` spans every session.
+        trial_idx: the trial's index within the session (default: the session's best trial
+            for ``equity_curves`` and ``weights``, its trial with a curve for
+            ``training_curve``).
+
+    Raises:
+        UnknownChartKind: not a chart kind.
+        SessionNotFound / TrialNotFound: an id names nothing.
+        ChartDataError: the chart does not apply (no curve, a crashed trial, no trials, a trial
+            index given to a chart of a whole session...).
+        ReplayError: the data or a policy file changed since the trial ran.
+    """
+    name = chart_kind(kind)
+    if name in ("ratio_curve", "research_progress") and trial_idx is not None:
+        raise ChartDataError(f"{name} draws every trial; a trial index does not apply to it")
+    if name == "ratio_curve" and session_id is not None:
+        raise ChartDataError("ratio_curve ranks the trials of every run; a session does not apply")
+    if name == "ratio_curve":
+        figure = ratio_curve(journal.completed_trials(), journal.list_sessions())
+        return Chart(kind=name, figure=figure, goal=ALL_RUNS_GOAL)
+    session = _session(journal, session_id)
+    if name == "research_progress":
+        figure = research_progress(session, journal.trials(session.id))
+        return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
+    if trial_idx is not None:
+        trial = journal.trial_at(session.id, trial_idx)
+    elif name == "training_curve":
+        trial = _curve_trial(journal, session)
+    else:
+        trial = _chosen_trial(journal, session)
+    ids = {"goal": session.goal, "session_id": session.id, "trial_id": trial.id}
+    ids["trial_idx"] = trial.idx
+    if name == "training_curve":
+        return Chart(kind=name, figure=training_curve(trial), **ids)
+    if trial.status == "running" or not trial.val_returns:
+        raise ChartDataError(
+            f"trial #{trial.idx} of session {session.id} has no results to draw "
+            f"(status {trial.status}{': ' + trial.error if trial.error else ''})"
+        )
+    from alphaloop.charts import replay  # imports the evaluator (torch): only when needed
+
+    data = replay.session_market(session)
+    budget = replay.session_budget(session)
+    if name == "weights":
+        alloc = replay.allocation(trial, session.mode, data, budget)
+        return Chart(kind=name, figure=weights(trial, alloc), **ids)
+    windows = [replay.window_returns(trial, data, budget)]
+    if trial.kind != "test":
+        tests = [
+            t
+            for t in journal.trials(session.id, kind="test")
+            if t.parent_id == trial.id and t.val_returns
+        ]
+        if tests:
+            windows.append(replay.window_returns(tests[-1], data, budget))
+    return Chart(kind=name, figure=equity_curves(trial, windows), **ids)

@@ -1,0 +1,214 @@
+"""Writing charts to files: HTML (self-contained, opens offline) and PNG through kaleido.
+
+Kaleido 1.x drives a headless Chromium; it does not ship one. We never let it download a
+browser: :func:`find_chromium` looks for a system one (the ``ALPHALOOP_CHROMIUM`` /
+``BROWSER_PATH`` setting, then ``chromium``, ``chromium-browser``, ``google-chrome`` on PATH,
+then the usual install paths) and passes its path to kaleido explicitly, so kaleido's own
+search (which also looks at its download folder) never runs. Kaleido (through choreographer)
+starts the browser with ``--no-sandbox``, so rendering works as root and in containers.
+MathJax is switched off: it would be fetched from a CDN, and no chart uses LaTeX.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from alphaloop.exceptions import ChartExportError, ChromiumNotFound
+
+PATH_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+SYSTEM_PATHS = (
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    "/usr/bin/google-chrome",
+    "/snap/bin/chromium",
+    "/Applications/Chromium.app/Contents/MacOS/Chromium",
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
+)
+INSTALL_HINT = (
+    "install Chromium (`apt-get install chromium` on Debian/Ubuntu, `dnf install chromium` on "
+    "Fedora, `brew install --cask chromium` on macOS) or set ALPHALOOP_CHROMIUM to a Chromium or "
+    "Chrome executable; HTML export works without it"
+)
+SUFFIXES = (".html", ".htm", ".png")
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 1100, 620
+MIN_SIDE, MAX_SIDE = 200, 4000
+RENDER_TIMEOUT_S = 90.0
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_chromium(configured: Path | None = None) -> Path:
+    """The Chromium (or Chrome) that renders PNGs.
+
+    Args:
+        configured: ``Settings.chromium``; when set it must be an executable, nothing else is
+            tried (a wrong setting should not be papered over by another browser).
+
+    Raises:
+        ChromiumNotFound: none found; the message says what to install.
+    """
+    if configured is not None:
+        if _executable(Path(configured)):
+            return Path(configured)
+        raise ChromiumNotFound(
+            f"ALPHALOOP_CHROMIUM (or BROWSER_PATH) is {str(configured)!r}, which is not an "
+            f"executable; {INSTALL_HINT}"
+        )
+    for name in PATH_NAMES:
+        found = shutil.which(name)
+        if found and _executable(Path(found)):
+            return Path(found)
+    for candidate in SYSTEM_PATHS:
+        if _executable(Path(candidate)):
+            return Path(candidate)
+    raise ChromiumNotFound(f"PNG export needs Chromium and none was found; {INSTALL_HINT}")
+
+
+def check_suffix(path: Path) -> str:
+    """The export format of ``path`` (``html`` or ``png``).
+
+    Raises:
+        ChartExportError: another suffix.
+    """
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ChartExportError(
+            f"cannot export a chart as {path.name!r}: use a .html or .png file name"
+        )
+    return "png" if suffix == ".png" else "html"
+
+
+def check_size(width: int, height: int) -> None:
+    """Raises :class:`ChartExportError` for a PNG size outside ``MIN_SIDE..MAX_SIDE``."""
+    for name, value in (("width", width), ("height", height)):
+        if not MIN_SIDE <= value <= MAX_SIDE:
+            raise ChartExportError(
+                f"PNG {name} must be between {MIN_SIDE} and {MAX_SIDE} pixels, got {value}"
+            )
+
+
+def write_html(fig: go.Figure, path: str | Path) -> Path:
+    """Writes ``fig`` as one HTML file with plotly.js inlined (it opens with no network)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fig.write_html(target, include_plotlyjs=True, full_html=True)
+    return target
+
+
+def render_png(
+    fig: go.Figure,
+    *,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    chromium: Path | None = None,
+    timeout_s: float = RENDER_TIMEOUT_S,
+) -> bytes:
+    """The PNG of ``fig``, ``width`` x ``height`` pixels.
+
+    Args:
+        fig: the figure.
+        width: pixels.
+        height: pixels.
+        chromium: the browser; default :func:`find_chromium`.
+        timeout_s: longest wait for one render.
+
+    Raises:
+        ChromiumNotFound: no browser (the message says what to install).
+        ChartExportError: a bad size, or the browser failed to render.
+    """
+    import kaleido  # deferred: it starts threads and imports choreographer
+
+    check_size(width, height)
+    browser = chromium or find_chromium()
+    try:
+        data = kaleido.calc_fig_sync(
+            fig.to_dict(),
+            opts={"format": "png", "width": width, "height": height, "scale": 1},
+            kopts={"path": str(browser), "mathjax": False, "timeout": timeout_s},
+        )
+    except Exception as err:  # kaleido and choreographer raise many kinds; all mean "no image"
+        detail = " ".join(str(err).split())[:300] or type(err).__name__
+        raise ChartExportError(
+            f"Chromium at {browser} could not render the chart: {detail}"
+        ) from err
+    if not isinstance(data, bytes | bytearray) or not bytes(data).startswith(PNG_SIGNATURE):
+        raise ChartExportError(f"Chromium at {browser} returned something that is not a PNG")
+    return bytes(data)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk.
+
+    Raises:
+        ValueError: not a PNG.
+    """
+    if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        raise ValueError("not a PNG image")
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def capped_png(
+    fig: go.Figure,
+    *,
+    max_bytes: int,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    chromium: Path | None = None,
+) -> bytes:
+    """A PNG of at most ``max_bytes``: rendered at ``width`` x ``height``, then smaller (three
+    quarters of the size each time, aspect kept) until it fits.
+
+    Raises:
+        ChartExportError: even ``MIN_SIDE`` pixels wide it does not fit.
+    """
+    browser = chromium or find_chromium()
+    while True:
+        data = render_png(fig, width=width, height=height, chromium=browser)
+        if len(data) <= max_bytes:
+            return data
+        if min(width, height) * 3 // 4 < MIN_SIDE:
+            raise ChartExportError(
+                f"the chart does not fit in {max_bytes:,} bytes even at {width}x{height} pixels"
+            )
+        width, height = width * 3 // 4, height * 3 // 4
+
+
+def export_figure(
+    fig: go.Figure,
+    path: str | Path,
+    *,
+    width: int = DEFAULT_WIDTH,
+    height: int = DEFAULT_HEIGHT,
+    chromium: Path | None = None,
+    png: bytes | None = None,
+) -> Path:
+    """Writes ``fig`` to ``path`` as HTML or PNG, by its suffix.
+
+    Args:
+        fig: the figure.
+        path: ``*.html`` / ``*.htm`` or ``*.png``.
+        width: PNG pixels.
+        height: PNG pixels.
+        chromium: the browser for PNG; default :func:`find_chromium`.
+        png: an already rendered PNG of ``fig`` to write instead of rendering again.
+
+    Raises:
+        ChartExportError: an unsupported suffix, or the render failed.
+        ChromiumNotFound: PNG asked for and no browser.
+    """
+    target = Path(path)
+    if check_suffix(target) == "html":
+        return write_html(fig, target)
+    data = png or render_png(fig, width=width, height=height, chromium=chromium)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return target

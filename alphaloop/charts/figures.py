@@ -1,0 +1,299 @@
+"""Figures of runs and sessions: a training curve, a session's research progress, and every
+completed trial of every run ranked by Sharpe.
+
+Each function takes journal records and returns a ``go.Figure``; none reads the journal or the
+disk. Trace names are fixed (the ``*_TRACE`` constants): the embedded reader and the tests find
+the data by them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from alphaloop.charts._style import COLORS, new_figure
+from alphaloop.exceptions import ChartDataError
+from alphaloop.journal import INTERRUPTED, SessionRecord, TrialRecord
+
+REWARD_TRACE = "mean episode reward"
+BASELINE_TRACE = "baseline"
+KEPT_TRACE = "kept"
+DISCARDED_TRACE = "discarded"
+FAILED_TRACE = "crashed / invalid"
+BEST_TRACE = "best so far"
+BASELINE_MEAN_TRACE = "baseline mean"
+NOISE_BAND_TRACE = "noise band"
+SHARPE_TRACE = "Sharpe (validation)"
+DRAWDOWN_TRACE = "max drawdown"
+FAILED_STATUSES = ("crash", "timeout", "invalid")
+
+
+def curve_points(run: TrialRecord) -> tuple[list[int], list[float]]:
+    """The (timesteps, rewards) of a trial's journaled training curve."""
+    points = [p for p in run.curve or [] if isinstance(p, list | tuple) and len(p) >= 2]
+    return [int(p[0]) for p in points], [float(p[1]) for p in points]
+
+
+def training_curve(run: TrialRecord) -> go.Figure:
+    """Mean episode reward after each PPO update of a manual run or a PPO trial.
+
+    Raises:
+        ChartDataError: the trial has no journaled training curve.
+    """
+    steps, rewards = curve_points(run)
+    if not steps:
+        raise ChartDataError(
+            f"trial #{run.idx} of session {run.session_id} has no journaled training curve "
+            "(only PPO training journals one)"
+        )
+    live = " — training" if run.status == "running" else ""
+    fig = new_figure(
+        "training_curve",
+        f"Training curve, trial #{run.idx} ({run.proposer or run.kind}){live}",
+        "environment steps",
+        "mean episode reward",
+        {"session_id": run.session_id, "trial_id": run.id, "status": str(run.status)},
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=steps,
+            y=rewards,
+            name=REWARD_TRACE,
+            mode="lines+markers",
+            marker={"size": 4, "color": COLORS["strategy"]},
+            hovertemplate="step %{x:,}<br>reward %{y:.4f}<extra></extra>",
+        )
+    )
+    return fig
+
+
+def _interrupted(t: TrialRecord) -> bool:
+    # A row whose process died mid-trial: the loop runs it again, so it is no outcome.
+    return t.status == "crash" and t.error == INTERRUPTED
+
+
+def _markers(
+    fig: go.Figure, rows: list[TrialRecord], name: str, color: str, symbol: str, size: int = 9
+) -> None:
+    if not rows:
+        return  # no empty entry in the legend
+    fig.add_trace(
+        go.Scatter(
+            x=[t.idx for t in rows],
+            y=[t.objective for t in rows],
+            name=name,
+            mode="markers",
+            marker={"color": color, "symbol": symbol, "size": size},
+            customdata=[[t.id, str(t.status), (t.reason or "")[:160]] for t in rows],
+            hovertemplate="trial #%{x}: %{y:.4f}<br>%{customdata[2]}<extra>" + name + "</extra>",
+        )
+    )
+
+
+def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> go.Figure:
+    """The objective of every baseline and search trial of a session, in the order they ran.
+
+    Kept trials are stars, discarded ones grey dots, crashed / timed-out / invalid ones red
+    crosses drawn below the lowest objective (they have none); the step line is the incumbent
+    the loop compared each trial with (the baseline mean until a trial is kept), and the band
+    is the baseline mean plus or minus twice the noise floor (the margin a keep must clear).
+
+    Raises:
+        ChartDataError: the session has no finished trial yet.
+    """
+    metric = (session.objective or {}).get("metric", "sharpe")
+    rows = [
+        t
+        for t in trials
+        if t.kind in ("baseline", "search") and t.status != "running" and not _interrupted(t)
+    ]
+    if not rows:
+        raise ChartDataError(f"session {session.id} has no finished trial yet")
+    rows.sort(key=lambda t: t.idx)
+    base = [t for t in rows if t.kind == "baseline" and t.objective is not None]
+    kept = [
+        t for t in rows if t.kind == "search" and t.status == "keep" and t.objective is not None
+    ]
+    dropped = [
+        t for t in rows if t.kind == "search" and t.status == "discard" and t.objective is not None
+    ]
+    failed = [t for t in rows if t.status in FAILED_STATUSES]
+    base_mean = statistics.fmean(t.objective for t in base) if base else None
+    floor = session.noise_floor
+    fig = new_figure(
+        "research_progress",
+        f"Research progress: {session.goal}",
+        "trial",
+        f"validation {metric}",
+        {
+            "session_id": session.id,
+            "metric": metric,
+            "goal": session.goal,
+            "baseline_mean": base_mean,
+            "noise_floor": floor,
+            "budget": session.budget,
+        },
+    )
+    lo, hi = rows[0].idx - 0.5, rows[-1].idx + 0.5
+    if base_mean is not None and floor is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi, hi, lo, lo],
+                y=[base_mean - 2 * floor] * 2
+                + [base_mean + 2 * floor] * 2
+                + [base_mean - 2 * floor],
+                name=NOISE_BAND_TRACE,
+                mode="lines",
+                fill="toself",
+                fillcolor=COLORS["band"],
+                line={"width": 0},
+                hoverinfo="skip",
+            )
+        )
+    if base_mean is not None:
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi],
+                y=[base_mean, base_mean],
+                name=BASELINE_MEAN_TRACE,
+                mode="lines",
+                line={"color": COLORS["baseline"], "dash": "dot", "width": 1},
+                hovertemplate="baseline mean %{y:.4f}<extra></extra>",
+            )
+        )
+    _markers(fig, base, BASELINE_TRACE, COLORS["baseline"], "diamond")
+    _markers(fig, dropped, DISCARDED_TRACE, COLORS["discarded"], "circle", 8)
+    _markers(fig, kept, KEPT_TRACE, COLORS["kept"], "star", 14)
+    best_x, best_y = _incumbent(rows, base, base_mean)
+    if best_x:
+        fig.add_trace(
+            go.Scatter(
+                x=best_x,
+                y=best_y,
+                name=BEST_TRACE,
+                mode="lines",
+                line={"color": COLORS["best"], "shape": "hv", "width": 2},
+                hovertemplate="best after #%{x}: %{y:.4f}<extra></extra>",
+            )
+        )
+    if failed:
+        scored = [t.objective for t in rows if t.objective is not None]
+        bottom = min(scored) - 0.08 * ((max(scored) - min(scored)) or 1.0) if scored else 0.0
+        fig.add_trace(
+            go.Scatter(
+                x=[t.idx for t in failed],
+                y=[bottom] * len(failed),
+                name=FAILED_TRACE,
+                mode="markers",
+                marker={"color": COLORS["failed"], "symbol": "x", "size": 10},
+                customdata=[
+                    [t.id, str(t.status), (t.error or "")[:160], str(t.kind)] for t in failed
+                ],
+                hovertemplate="trial #%{x} %{customdata[1]}<br>%{customdata[2]}<extra></extra>",
+            )
+        )
+    return fig
+
+
+def _incumbent(
+    rows: list[TrialRecord], base: list[TrialRecord], base_mean: float | None
+) -> tuple[list[int], list[float]]:
+    """The step line: after each search trial, the bar the next one had to beat. As in the
+    loop, that is the best kept objective so far, or the baseline mean while none is kept."""
+    xs: list[int] = []
+    ys: list[float] = []
+    if base and base_mean is not None:
+        xs.append(base[-1].idx)
+        ys.append(base_mean)
+    best_kept: float | None = None
+    for t in rows:
+        if t.kind != "search":
+            continue
+        if t.status == "keep" and t.objective is not None:
+            best_kept = t.objective if best_kept is None else max(best_kept, t.objective)
+        bar = best_kept if best_kept is not None else base_mean
+        if bar is not None:
+            xs.append(t.idx)
+            ys.append(bar)
+    return xs, ys
+
+
+def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]) -> go.Figure:
+    """Every completed trial of every session and manual run, ranked by validation Sharpe (bars,
+    best first), with its max drawdown overlaid on a second axis.
+
+    Raises:
+        ChartDataError: no completed trial in the journal.
+    """
+    by_id = {s.id: s for s in sessions}
+    rows = [
+        t
+        for t in trials
+        if t.metrics
+        and isinstance(t.metrics.get("sharpe"), float)
+        and math.isfinite(t.metrics["sharpe"])
+    ]
+    if not rows:
+        raise ChartDataError("the journal has no completed trial to rank yet")
+    rows.sort(key=lambda t: (-t.metrics["sharpe"], t.finished_at or "", t.id))
+    ranks = list(range(1, len(rows) + 1))
+    manual = [getattr(by_id.get(t.session_id), "proposer", "") == "manual" for t in rows]
+    info = [
+        [
+            t.session_id,
+            t.idx,
+            str(t.kind),
+            "manual run" if m else getattr(by_id.get(t.session_id), "mode", ""),
+            (t.finished_at or "")[:19],
+        ]
+        for t, m in zip(rows, manual, strict=True)
+    ]
+    note = ", manual runs in orange" if any(manual) else ""
+    fig = new_figure(
+        "ratio_curve",
+        f"Every completed trial ranked by validation Sharpe "
+        f"({len(rows)} trials, {len({t.session_id for t in rows})} runs{note})",
+        "rank by validation Sharpe",
+        "Sharpe (validation)",
+        {"sessions": sorted({t.session_id for t in rows})},
+    )
+    fig.add_trace(
+        go.Bar(
+            x=ranks,
+            y=[t.metrics["sharpe"] for t in rows],
+            name=SHARPE_TRACE,
+            marker={"color": [COLORS["manual"] if m else COLORS["strategy"] for m in manual]},
+            customdata=info,
+            hovertemplate="#%{x}: Sharpe %{y:.3f}<br>%{customdata[0]} trial #%{customdata[1]} "
+            "(%{customdata[2]}, %{customdata[3]})<br>finished %{customdata[4]}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=ranks,
+            y=[t.metrics.get("max_drawdown") for t in rows],
+            name=DRAWDOWN_TRACE,
+            yaxis="y2",
+            mode="lines+markers",
+            line={"color": COLORS["drawdown"], "width": 1},
+            marker={"size": 5},
+            customdata=info,
+            hovertemplate="#%{x}: max drawdown %{y:.1%}<br>%{customdata[0]} trial "
+            "#%{customdata[1]}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        yaxis2={
+            "title": {"text": "max drawdown"},
+            "overlaying": "y",
+            "side": "right",
+            "tickformat": ".0%",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+        bargap=0.15,
+    )
+    return fig

@@ -1,0 +1,222 @@
+"""Manual PPO runs: one PPO training outside any research session, the "just a baseline" path.
+
+A manual run is journaled as a session of its own (proposer ``manual``, mode ``ppo_only``,
+budget 1) holding exactly one ``search`` trial that ends ``keep`` with reason "manual run" and
+is counted. So ``alphaloop sessions`` lists it next to research sessions, and reviews, charts
+and the cross-run ranking read it like any other trial; the journal needs no new table.
+
+While PPO trains, the reward curve (mean episode reward after each update) is rewritten in the
+journal as an even sample of at most :data:`MAX_CURVE_POINTS` points over the whole run so far,
+at most every :data:`CURVE_WRITE_INTERVAL_S` seconds, so another process (``alphaloop status``,
+a web page) can follow it live. Validation and the baselines are the frozen evaluator's, as for
+any trial.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import traceback
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.exceptions import AlphaloopError, TrialTimeout
+from alphaloop.journal import (
+    INTERRUPTED,
+    MAX_CURVE_POINTS,
+    ClipRecord,
+    Journal,
+    SessionRecord,
+    TrialRecord,
+)
+from alphaloop.knobs import ConfigDelta, TrialConfig, clip, config_hash
+from alphaloop.market import DataSpec
+from alphaloop.meta_agent.nodes import record_result
+from alphaloop.meta_agent.objective import Objective
+from alphaloop.metrics import ObjectiveMetric
+from alphaloop.settings import Settings
+from alphaloop.trials import TrialBudget, run_trial
+
+MANUAL_GOAL = "manual PPO run"
+MANUAL_PROPOSER = "manual"
+MANUAL_REASON = "manual run"
+# A curve write is one small transaction; four a second keep a live view current without
+# making a run of thousands of tiny updates wait on the disk.
+CURVE_WRITE_INTERVAL_S = 0.25
+TRACEBACK_TAIL = 2000
+
+
+class ManualRunSpec(DataSpec):
+    """What a manual run is started with (journaled with its session)."""
+
+    goal: str = Field(default=MANUAL_GOAL, min_length=1)
+    changes: dict[str, float] = Field(
+        default_factory=dict, description="knob edits on the default config, clipped to bounds"
+    )
+    seed: int = 0
+    metric: ObjectiveMetric = "sharpe"
+    trial_budget: TrialBudget = TrialBudget()
+
+
+class ManualRun(BaseModel):
+    """A finished manual run as journaled: its session, its one trial and the clips made."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session: SessionRecord
+    trial: TrialRecord
+    clips: list[ClipRecord]
+
+
+class ManualRunFailed(AlphaloopError):
+    """The run's training or evaluation failed; the journal holds the crashed trial."""
+
+
+def planned_timesteps(config: TrialConfig, budget: TrialBudget) -> int:
+    """Env steps the run will take: PPO collects whole rollouts of ``n_steps * n_envs``."""
+    rollout = config.n_steps * budget.n_envs
+    return math.ceil(budget.total_timesteps / rollout) * rollout
+
+
+class _CurveWriter:
+    """Keeps the whole curve in memory and journals an even sample of it, throttled."""
+
+    def __init__(self, journal: Journal, trial_id: int, max_points: int) -> None:
+        self.journal, self.trial_id, self.max_points = journal, trial_id, max_points
+        self.points: list[list[float]] = []
+        self._last_write = -math.inf
+
+    def add(self, timestep: int, reward: float) -> None:
+        self.points.append([int(timestep), float(reward)])
+        if time.monotonic() - self._last_write >= CURVE_WRITE_INTERVAL_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.points:
+            self.journal.set_curve(self.trial_id, self.points, max_points=self.max_points)
+            self._last_write = time.monotonic()
+
+
+def train_manual(
+    spec: ManualRunSpec,
+    settings: Settings,
+    *,
+    on_start: Callable[[TrialRecord, int], None] | None = None,
+    on_update: Callable[[int, float], None] | None = None,
+    max_curve_points: int = MAX_CURVE_POINTS,
+) -> ManualRun:
+    """Trains PPO once, evaluates it on validation like any trial, and journals the run.
+
+    Args:
+        spec: data, knob edits, seed, metric and PPO budget.
+        settings: where the journal and the policies live.
+        on_start: called once the trial is journaled, with it and the env steps planned.
+        on_update: called with (timestep, mean episode reward) after each PPO update.
+        max_curve_points: cap on the journaled curve (an even sample over the whole run).
+
+    Returns:
+        The journaled session, trial (with its curve) and clips.
+
+    Raises:
+        DataError: unusable data, e.g. an unknown symbol (the message lists the available ones).
+        InvalidDelta: an unknown knob or a value that is not a number.
+        ManualRunFailed: training or evaluation failed (journaled as a crashed trial).
+    """
+    data = spec.load()
+    delta = ConfigDelta(changes=spec.changes, rationale=MANUAL_REASON)
+    config, clips = clip(TrialConfig(), delta, data.n_assets, spec.trial_budget.n_envs)
+    with Journal(settings.journal_path) as journal:
+        session_id = journal.create_session(
+            goal=spec.goal,
+            mode="ppo_only",
+            objective=Objective(metric=spec.metric).model_dump(),
+            proposer=MANUAL_PROPOSER,
+            budget=1,
+            seed=spec.seed,
+            data_source=spec.data,
+            data_fingerprint=data.fingerprint,
+            settings={"spec": spec.model_dump(mode="json"), "data": data.describe()},
+            baseline_config=TrialConfig().model_dump(),
+        )
+        row = journal.start_trial(
+            session_id,
+            kind="search",
+            config=config.model_dump(),
+            config_hash=config_hash(config),
+            delta={"changes": dict(delta.changes), "rationale": MANUAL_REASON},
+            parent_id=None,
+            seed=spec.seed,
+            rationale=MANUAL_REASON,
+            proposer=MANUAL_PROPOSER,
+        )
+        clip_rows = journal.add_clips(row.id, clips) if clips else []
+        curve = _CurveWriter(journal, row.id, max_curve_points)
+
+        def progress(timestep: int, reward: float) -> None:
+            curve.add(timestep, reward)
+            if on_update is not None:
+                on_update(timestep, reward)
+
+        try:
+            if on_start is not None:
+                on_start(row, planned_timesteps(config, spec.trial_budget))
+            result = run_trial(
+                "ppo_only",
+                config,
+                data,
+                spec.trial_budget,
+                spec.seed,
+                metric=spec.metric,
+                policy_dir=settings.policies_dir / session_id,
+                on_update=progress,
+            )
+        except BaseException as err:
+            _journal_failure(journal, session_id, row.id, curve, err)
+            if isinstance(err, Exception):
+                raise ManualRunFailed(f"manual run {session_id} failed: {err}") from err
+            raise
+        trial = record_result(
+            journal,
+            row.id,
+            result,
+            status="keep",
+            reason=MANUAL_REASON,
+            max_curve_points=max_curve_points,
+        )
+        session = journal.update_session(
+            session_id,
+            status="finished",
+            best_trial_id=trial.id,
+            owner_pid=os.getpid(),
+            final={
+                "stop_reason": MANUAL_REASON,
+                "n_trials": 1,
+                "best_trial_id": trial.id,
+                "best_validation_objective": result.objective,
+                "timesteps": result.timesteps,
+            },
+        )
+        return ManualRun(session=session, trial=trial, clips=clip_rows)
+
+
+def _journal_failure(
+    journal: Journal, session_id: str, trial_id: int, curve: _CurveWriter, err: BaseException
+) -> None:
+    """Records how the run ended so the journal never holds a trial left ``running``."""
+    interrupted = not isinstance(err, Exception)  # Ctrl-C, SystemExit
+    curve.flush()
+    message = str(err) if isinstance(err, AlphaloopError) else repr(err)
+    journal.finish_trial(
+        trial_id,
+        status="timeout" if isinstance(err, TrialTimeout) else "crash",
+        error=INTERRUPTED if interrupted else message,
+        traceback_tail=None if interrupted else traceback.format_exc()[-TRACEBACK_TAIL:],
+        reason=MANUAL_REASON,
+    )
+    journal.update_session(
+        session_id,
+        status="interrupted" if interrupted else "failed",
+        error=message[:500],
+    )

@@ -1,0 +1,130 @@
+"""The embedded reader: its bullets and key figures against the journal and hand-made curves."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from alphaloop.charts import CHART_KINDS, build_chart, read_embedded, read_figure, training_curve
+from alphaloop.journal import TrialRecord
+
+from .conftest import Lab
+
+
+def curve_trial(rewards: list[float], status: str = "keep") -> TrialRecord:
+    return TrialRecord(
+        id=1,
+        session_id="s-x",
+        idx=0,
+        kind="search",
+        status=status,
+        counted=True,
+        config={},
+        delta={},
+        started_at="2026-01-01T00:00:00.000+00:00",
+        curve=[[256 * (i + 1), r] for i, r in enumerate(rewards)],
+    )
+
+
+@pytest.mark.parametrize("kind", list(CHART_KINDS))
+def test_every_chart_reads_in_four_to_six_bullets(lab: Lab, kind: str) -> None:
+    sid = {"training_curve": lab.manual.session.id, "ratio_curve": None}.get(kind, lab.research_id)
+    with lab.journal() as j:
+        chart = build_chart(kind, j, session_id=sid)
+    read = read_embedded(chart)
+    assert 4 <= len(read.bullets) <= 6, read.bullets
+    assert read.model == "embedded-reader" and read.embedded
+    assert read.signature.startswith("\u2014 embedded reader (data-grounded), ")
+    assert read.elapsed_s < 1.0
+    assert read.context["goal"] == chart.goal
+    assert read.context["axes"]["x"] == chart.figure.layout.xaxis.title.text
+
+
+def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
+    with lab.journal() as j:
+        best = j.best_trial(lab.research_id)
+        search = [t for t in j.trials(lab.research_id, "search")]
+        chart = build_chart("research_progress", j, session_id=lab.research_id)
+    facts, bullets = read_figure(chart.figure)
+    assert facts["best"] == {"trial": best.idx, "objective": best.objective, "kept": True}
+    [line] = [b for b in bullets if b.startswith("Best:")]
+    nth = [t.idx for t in search].index(best.idx) + 1
+    assert line == (
+        f"Best: trial #{best.idx} with sharpe {best.objective:.3f}, reached at search trial "
+        f"{nth} of {len(search)}."
+    )
+    counts = {s: sum(t.status == s for t in search) for s in ("keep", "discard", "invalid")}
+    assert (facts["kept"], facts["discarded"], facts["failed"]) == (
+        counts["keep"],
+        counts["discard"],
+        counts["invalid"],
+    )
+    # Two search trials ran after the kept one without beating it.
+    assert any(b.startswith("Plateau: no new best in the last 3 search trials") for b in bullets)
+
+
+def test_equity_read_states_the_evaluator_numbers(lab: Lab) -> None:
+    with lab.journal() as j:
+        best = j.best_trial(lab.research_id)
+        chart = build_chart("equity_curves", j, session_id=lab.research_id)
+    facts, bullets = read_figure(chart.figure)
+    val = facts["validation"]
+    assert val["max_drawdown"] == pytest.approx(best.metrics["max_drawdown"])
+    assert val["final"] == pytest.approx(1 + best.metrics["total_return"])
+    assert val["baselines"]["min CVaR"] == pytest.approx(
+        1 + best.baselines["min_cvar"]["total_return"]
+    )
+    assert "test" in facts
+    assert f"({best.metrics['total_return']:+.1%})" in bullets[0]
+    assert bullets[1].startswith("Held-out test ")
+
+
+def test_ratio_read_names_the_best_run(lab: Lab) -> None:
+    with lab.journal() as j:
+        chart = build_chart("ratio_curve", j)
+        top = max(j.completed_trials(), key=lambda t: t.metrics["sharpe"])
+    facts, bullets = read_figure(chart.figure)
+    assert facts["best"] == {
+        "session": top.session_id,
+        "trial": top.idx,
+        "sharpe": top.metrics["sharpe"],
+    }
+    assert facts["trials"] == 6 and facts["runs"] == 2 and facts["manual_runs"] == 1
+    assert f"Sharpe {top.metrics['sharpe']:.3f}, trial #{top.idx} of {top.session_id}" in bullets[1]
+
+
+def test_training_curve_read_finds_best_plateau_setback_and_outlier() -> None:
+    # Rises to 1.0 at update 10, falls to 0.2 once (an outlying drop at update 14), then
+    # settles at 0.9-0.91.
+    rewards = [0.1 * i for i in range(11)] + [0.95, 0.96, 0.95, 0.2, 0.9]
+    rewards += [0.9, 0.91] * 6
+    facts, bullets = read_figure(training_curve(curve_trial(rewards)))
+    assert 4 <= len(bullets) <= 6
+    best = int(np.argmax(rewards))
+    assert facts["best"] == {"step": 256 * (best + 1), "reward": max(rewards)}
+    assert bullets[0].startswith("Mean episode reward went from 0.0000 to 0.9100")
+    assert re.search(rf"Best point: 1\.0000 at step {256 * 11:,}", bullets[1])
+    assert any(b.startswith("Plateau: the last 7 points") for b in bullets)
+    assert any(
+        f"Largest setback: from 1.0000 at step {256 * 11:,} down to 0.2000 at step {256 * 15:,}"
+        in b
+        for b in bullets
+    )
+    assert any("outlying update" in b and f"step {256 * 15:,}" in b for b in bullets)
+
+
+def test_training_curve_read_of_a_steady_climb() -> None:
+    facts, bullets = read_figure(training_curve(curve_trial([0.1 * i for i in range(12)])))
+    assert facts["largest_fall"] == 0.0
+    assert "The reward never fell below an earlier high." in bullets
+    assert any(b.startswith("No plateau yet") for b in bullets)
+    assert any(b.startswith("No outlying update") for b in bullets)
+
+
+def test_a_run_still_training_says_so() -> None:
+    _, bullets = read_figure(training_curve(curve_trial([0.1, 0.2], status="running")))
+    assert bullets[-1] == "The run is still training: 2 points so far."
+    _, one = read_figure(training_curve(curve_trial([0.3], status="running")))
+    assert one[0] == "One update so far: mean episode reward 0.3000 at step 256."
