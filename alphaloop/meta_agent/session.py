@@ -169,7 +169,8 @@ def run_session(
         settings.home.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
-            graph = compile_graph(SqliteSaver(conn))
+            saver = SqliteSaver(conn)
+            graph = compile_graph(saver)
             config = {
                 "configurable": {"thread_id": session_id},
                 "recursion_limit": 6 * spec.budget + 100,
@@ -195,6 +196,9 @@ def run_session(
                 # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
                 journal.update_session(session_id, status="interrupted", error=repr(err)[:500])
                 raise
+            # Finished: the journal holds everything; the checkpoints (a copy of the state after
+            # every node) would only grow the file across sessions.
+            saver.delete_thread(session_id)
         return dict(journal.get_session(session_id).final or {})
 
 

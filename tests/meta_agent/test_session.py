@@ -8,6 +8,7 @@ synthetic data, each in a temporary alphaloop home.
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -359,3 +360,11 @@ def test_a_stop_requested_while_proposing_runs_no_further_trial(
     assert len(proposer.seen) == 3 and len(search) == 2
     assert s.status == "finished" and s.final["stop_reason"] == "stop requested"
     assert s.final["n_trials"] == 2 and len([t for t in rows if t.kind == "test"]) >= 1
+
+
+def test_a_finished_session_leaves_no_checkpoint_behind(settings: Settings) -> None:
+    first, second = run(settings, budget=1), run(settings, budget=1)
+    with sqlite3.connect(session.checkpoint_path(settings)) as conn:
+        threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+        writes = conn.execute("SELECT COUNT(*) FROM writes").fetchone()[0]
+    assert not threads & {first, second} and writes == 0
