@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install demo test test-fast lint bench bench-quick clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PY=$(PY) VENV=$(VENV) bash scripts/install.sh
@@ -33,6 +33,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks.run_all --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
