@@ -90,6 +90,8 @@ def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> Non
         progress.update(task, completed=done)
         with live:
             guarded(run_session, session_id, settings, on_event)
+        # Off a terminal, Live leaves its last frame without a line break.
+        console.line()
     review(session_id, settings, as_json)
 
 
