@@ -17,6 +17,16 @@ except ImportError:  # ...plain ``pytest`` only puts tests/ itself on sys.path
 
 
 @pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """Removes every environment variable the settings read, so the machine's own configuration
+    cannot leak into a test; returns ``monkeypatch`` to set the ones a test wants."""
+    for info in Settings.model_fields.values():
+        for alias in getattr(info.validation_alias, "choices", ()):
+            monkeypatch.delenv(str(alias), raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A running scripted OpenAI-compatible server (see ``tests/fake_openai.py``)."""
     with FakeOpenAI() as server:
@@ -25,7 +35,7 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def llm_settings(
-    fake_openai: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_openai: FakeOpenAI, tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> Callable[..., Settings]:
     """Builds :class:`Settings` pointing at ``fake_openai``, with fast retries.
 
@@ -33,9 +43,6 @@ def llm_settings(
     ``llm_settings(llm_max_retries=0)``. Every environment variable the settings read is
     removed first, so the machine's own configuration cannot leak into a test.
     """
-    for info in Settings.model_fields.values():
-        for alias in getattr(info.validation_alias, "choices", ()):
-            monkeypatch.delenv(str(alias), raising=False)
 
     def build(**overrides: Any) -> Settings:
         fields: dict[str, Any] = {

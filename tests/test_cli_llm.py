@@ -40,12 +40,9 @@ LLM_SESSION = [
 
 @pytest.fixture
 def env(
-    fake_openai: fake.FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake_openai: fake.FakeOpenAI, tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> Iterator[Settings]:
     """The environment a user would set: home, endpoint, model, fast retries."""
-    for info in Settings.model_fields.values():
-        for alias in getattr(info.validation_alias, "choices", ()):
-            monkeypatch.delenv(str(alias), raising=False)
     values = {
         "ALPHALOOP_HOME": str(tmp_path / "home"),
         "ALPHALOOP_LLM_BASE_URL": fake_openai.base_url,
@@ -56,7 +53,7 @@ def env(
         "ALPHALOOP_LLM_BACKOFF_MAX": "0.05",
     }
     for key, value in values.items():
-        monkeypatch.setenv(key, value)
+        clean_env.setenv(key, value)
     yield get_settings()
 
 
@@ -215,11 +212,8 @@ def test_chat_ask_answers_through_tools(fake_openai: fake.FakeOpenAI, env: Setti
     assert plain.exit_code == 1 and "server error" in plain.output
 
 
-def test_chat_without_endpoint_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for info in Settings.model_fields.values():
-        for alias in getattr(info.validation_alias, "choices", ()):
-            monkeypatch.delenv(str(alias), raising=False)
-    monkeypatch.setenv("ALPHALOOP_HOME", str(tmp_path))
+def test_chat_without_endpoint_exits_2(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path))
     result = run_cli("chat", "--ask", "anything")
     assert result.exit_code == 2
     for needle in ("ALPHALOOP_LLM_BASE_URL", "ALPHALOOP_LLM_MODEL", "alphaloop journal"):

@@ -45,18 +45,11 @@ SESSION = [
     "--proposer",
     "tpe",
 ]
-SETTINGS_ENV = {
-    str(alias)
-    for info in Settings.model_fields.values()
-    for alias in getattr(info.validation_alias, "choices", ())
-}
 
 
 @pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for name in SETTINGS_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
+def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
+    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
     return get_settings()
 
 
@@ -326,7 +319,7 @@ def test_commands_that_read_a_journal_say_when_there_is_none(
 def spawn(args: list[str], settings: Settings, out: Path) -> subprocess.Popen:
     """``alphaloop ARGS`` in a new process with this test's home and no LLM configured;
     its stdout goes to ``out`` and its stderr beside it."""
-    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_ENV}
+    env = dict(os.environ)  # the settings fixture already removed the machine's settings
     env["ALPHALOOP_HOME"] = str(settings.home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:

@@ -18,7 +18,6 @@ from alphaloop.knobs import KNOB_NAMES
 from alphaloop.market import load_market
 from alphaloop.metrics import Metrics
 from alphaloop.portfolio_opt import _lp
-from alphaloop.settings import Settings
 
 # Small PPO: one rollout of 64 steps x 4 envs, three passes over it.
 TINY_PPO = ["--total-timesteps", "256", "--set", "n_steps=64", "--set", "n_epochs=3"]
@@ -27,11 +26,8 @@ CLIPPED = ["--set", "max_position_pct=0.9", "--set", "lookback=7.6"]
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for info in Settings.model_fields.values():
-        for alias in getattr(info.validation_alias, "choices", ()):
-            monkeypatch.delenv(str(alias), raising=False)
-    monkeypatch.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
+def home(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Path:
+    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
     return tmp_path / "home"
 
 

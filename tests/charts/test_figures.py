@@ -220,8 +220,6 @@ def test_weights_replay_the_trial(lab: Lab, which: str) -> None:
     check_allocation(chart, trial, session)
 
 
-# The random proposer's batch size does not divide its rollout; SB3 says so, harmlessly.
-@pytest.mark.filterwarnings("ignore:You have specified a mini-batch size")
 def test_weights_of_a_unified_trial(tmp_path) -> None:
     # PPO weights moved by the CVaR overlay: the replay goes through both stages.
     settings = Settings(ALPHALOOP_HOME=str(tmp_path / "home"))

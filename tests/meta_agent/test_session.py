@@ -30,10 +30,7 @@ from alphaloop.trials import TrialBudget
 
 
 @pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    for info in Settings.model_fields.values():
-        for alias in getattr(info.validation_alias, "choices", ()):
-            monkeypatch.delenv(str(alias), raising=False)
+def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
     return Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
 
 
