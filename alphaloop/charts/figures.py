@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from alphaloop.charts._style import COLORS, new_figure
 from alphaloop.exceptions import ChartDataError
-from alphaloop.journal import INTERRUPTED, SessionRecord, TrialRecord
+from alphaloop.journal import SessionRecord, TrialRecord
 
 REWARD_TRACE = "mean episode reward"
 BASELINE_TRACE = "baseline"
@@ -70,11 +70,6 @@ def training_curve(run: TrialRecord) -> go.Figure:
     return fig
 
 
-def _interrupted(t: TrialRecord) -> bool:
-    # A row whose process died mid-trial: the loop runs it again, so it is no outcome.
-    return t.status == "crash" and t.error == INTERRUPTED
-
-
 def _markers(
     fig: go.Figure, rows: list[TrialRecord], name: str, color: str, symbol: str, size: int = 9
 ) -> None:
@@ -108,7 +103,7 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     rows = [
         t
         for t in trials
-        if t.kind in ("baseline", "search") and t.status != "running" and not _interrupted(t)
+        if t.kind in ("baseline", "search") and t.status != "running" and not t.interrupted
     ]
     if not rows:
         raise ChartDataError(f"session {session.id} has no finished trial yet")

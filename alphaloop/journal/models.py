@@ -56,6 +56,12 @@ COUNTED_STATUSES: frozenset[TrialStatus] = frozenset(
 INTERRUPTED = "interrupted"
 
 
+def is_interrupted(status: TrialStatus | str, error: str | None) -> bool:
+    """Whether a trial's row is the journal's mark for a process that died mid-trial: no outcome,
+    not counted, and run again by a resumed session."""
+    return status == TrialStatus.crash and error == INTERRUPTED
+
+
 def _finite_or_none(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -157,6 +163,11 @@ class TrialRecord(_Record):
     @property
     def finished(self) -> bool:
         return self.status is not TrialStatus.running
+
+    @property
+    def interrupted(self) -> bool:
+        """See :func:`is_interrupted`."""
+        return is_interrupted(self.status, self.error)
 
     @property
     def changes(self) -> dict[str, Any]:

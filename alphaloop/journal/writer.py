@@ -25,6 +25,7 @@ from alphaloop.journal.models import (
     TrialKind,
     TrialRecord,
     TrialStatus,
+    is_interrupted,
 )
 
 STOP_REQUESTED = "StopRequested"
@@ -324,7 +325,7 @@ class Journal(LogWriter):
             values["counted"] = int(
                 kind == TrialKind.search
                 and final in COUNTED_STATUSES
-                and not (final is TrialStatus.crash and error == INTERRUPTED)
+                and not is_interrupted(final, error)
             )
             values["finished_at"] = stamp
             assignments = ", ".join(f"{name} = ?" for name in values)

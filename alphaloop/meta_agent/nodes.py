@@ -14,7 +14,7 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from alphaloop.exceptions import AlphaloopError, TrialCrashed, TrialTimeout
-from alphaloop.journal import INTERRUPTED, MAX_CURVE_POINTS, Journal, TrialRecord
+from alphaloop.journal import MAX_CURVE_POINTS, Journal, TrialRecord
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.state import SessionContext, SessionState
@@ -29,11 +29,6 @@ TRACEBACK_TAIL = 2000
 # --- reading the journal -------------------------------------------------------------------
 
 
-def _interrupted(t: TrialRecord) -> bool:
-    """A row reaped on resume: its process died mid-trial, and the trial runs again."""
-    return t.status == "crash" and t.error == INTERRUPTED
-
-
 def _finished(
     ctx: SessionContext, kinds: tuple[str, ...] = ("baseline", "search")
 ) -> list[TrialRecord]:
@@ -43,7 +38,7 @@ def _finished(
     return [
         t
         for t in ctx.journal.trials(ctx.session_id)
-        if t.kind in kinds and t.status in FINISHED and not _interrupted(t)
+        if t.kind in kinds and t.status in FINISHED and not t.interrupted
     ]
 
 
@@ -346,7 +341,7 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
     """Evaluates ``evaluated``'s config once on TEST (reusing its trained policy), or returns the
     test row a previous, interrupted finalize already wrote."""
     for t in ctx.journal.trials(ctx.session_id, kind="test"):
-        if t.parent_id == evaluated.id and t.status in FINISHED and not _interrupted(t):
+        if t.parent_id == evaluated.id and t.status in FINISHED and not t.interrupted:
             return t
     config = TrialConfig(**evaluated.config)
     row = ctx.journal.start_trial(
