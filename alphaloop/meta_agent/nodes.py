@@ -30,24 +30,27 @@ TRACEBACK_TAIL = 2000
 
 
 def _finished(
-    ctx: SessionContext, kinds: tuple[str, ...] = ("baseline", "search")
+    ctx: SessionContext, kinds: tuple[str, ...] = ("baseline", "search"), *, series: bool = False
 ) -> list[TrialRecord]:
     """Trials of ``kinds`` with an outcome. Interrupted rows are no outcome and are left out:
     counted as done, a baseline seed killed mid-trial would never run again (shrinking the noise
-    floor), and a resumed proposer would see a history an uninterrupted session never had."""
+    floor), and a resumed proposer would see a history an uninterrupted session never had.
+
+    Without ``series`` the per-day series are not read (see ``Journal.trials``): every step of
+    the loop reads the whole history, and only finalize needs the daily returns."""
     return [
         t
-        for t in ctx.journal.trials(ctx.session_id)
+        for t in ctx.journal.trials(ctx.session_id, series=series)
         if t.kind in kinds and t.status in FINISHED and not t.interrupted
     ]
 
 
-def best_so_far(ctx: SessionContext) -> tuple[TrialRecord | None, float | None]:
-    """The incumbent: the best kept search trial, else the first baseline with the baseline mean.
+def best_so_far(rows: list[TrialRecord]) -> tuple[TrialRecord | None, float | None]:
+    """The incumbent among finished ``rows``: the best kept search trial, else the first baseline
+    with the baseline mean.
 
     The baseline mean (not its luckiest seed) is the bar the first search trial must clear.
     """
-    rows = _finished(ctx)
     kept = [
         t for t in rows if t.kind == "search" and t.status == "keep" and t.objective is not None
     ]
@@ -60,9 +63,12 @@ def best_so_far(ctx: SessionContext) -> tuple[TrialRecord | None, float | None]:
     return base[0], statistics.fmean(t.objective for t in base)
 
 
-def proposal_context(ctx: SessionContext) -> ProposalContext:
-    """What the proposer may see: validation results of baseline and search trials only."""
-    rows = _finished(ctx)
+def proposal_context(ctx: SessionContext, rows: list[TrialRecord] | None = None) -> ProposalContext:
+    """What the proposer may see: validation results of baseline and search trials only.
+
+    ``rows`` are the finished trials when the caller has just read them.
+    """
+    rows = _finished(ctx) if rows is None else rows
     clips_by_trial: dict[int, list[BoundsClip]] = {}
     for c in ctx.journal.session_clips(ctx.session_id):
         clips_by_trial.setdefault(c.trial_id, []).append(
@@ -97,7 +103,7 @@ def proposal_context(ctx: SessionContext) -> ProposalContext:
                 clips=clips_by_trial.get(t.id, []),
             )
         )
-    best, best_obj = best_so_far(ctx)
+    best, best_obj = best_so_far(rows)
     session = ctx.journal.get_session(ctx.session_id)
     counted = ctx.journal.counted_trials(ctx.session_id)
     return ProposalContext(
@@ -223,10 +229,10 @@ def baseline(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
 
 def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     ctx = runtime.context
-    pctx = proposal_context(ctx)
-    delta = ctx.proposer.propose(pctx)
+    rows = _finished(ctx)
+    delta = ctx.proposer.propose(proposal_context(ctx, rows))
     name = getattr(ctx.proposer, "last_name", None) or ctx.proposer.name
-    best, _ = best_so_far(ctx)
+    best, _ = best_so_far(rows)
     return {
         "proposal": {
             "changes": dict(delta.changes),
@@ -283,7 +289,7 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     if status == "ok":
         metrics = Metrics(**outcome["result"]["metrics"])
         objective = outcome["result"]["objective"]
-        _, best_obj = best_so_far(ctx)
+        _, best_obj = best_so_far(_finished(ctx))
         floor = ctx.journal.get_session(ctx.session_id).noise_floor or 0.0
         violation = ctx.objective.violation(metrics)
         if violation:
@@ -316,8 +322,7 @@ def stop_reason(ctx: SessionContext) -> str | None:
     if ctx.journal.stop_requested(ctx.session_id):
         return "stop requested"
     if ctx.time_budget_s is not None:
-        used = sum(t.elapsed_s or 0.0 for t in ctx.journal.trials(ctx.session_id))
-        if used >= ctx.time_budget_s:
+        if ctx.journal.trial_seconds(ctx.session_id) >= ctx.time_budget_s:
             return f"time budget of {ctx.time_budget_s:g} s reached"
     if ctx.max_tokens_total is not None and ctx.tokens_used() >= ctx.max_tokens_total:
         return f"LLM token budget of {ctx.max_tokens_total} reached"
@@ -368,7 +373,7 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     the best with N = trials run, and closes the session."""
     ctx = runtime.context
     reason = stop_reason(ctx) or "finished"
-    rows = _finished(ctx)
+    rows = _finished(ctx, series=True)  # the daily returns feed the deflated Sharpe
     base_rows = [t for t in rows if t.kind == "baseline" and t.status == "keep"]
     kept = [t for t in rows if t.kind == "search" and t.status == "keep"]
     best = max(kept, key=lambda t: (t.objective, -t.idx)) if kept else None

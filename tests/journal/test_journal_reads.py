@@ -154,3 +154,28 @@ def test_completed_trials_across_sessions(journal: Journal) -> None:
     assert [t.id for t in journal.completed_trials()] == [done[0].id, done[1].id, done[4].id]
     assert [t.id for t in journal.completed_trials(kinds=("test",))] == [done[3].id]
     assert journal.completed_trials(kinds=()) == []
+
+
+def test_trials_without_series_are_the_same_rows_less_the_daily_series(journal: Journal) -> None:
+    sid = new_session(journal)
+    t = new_trial(journal, sid)
+    journal.set_curve(t.id, [[64, 0.5], [128, 0.25]])
+    journal.finish_trial(
+        t.id, status="keep", objective=1.2, metrics={"sharpe": 1.2}, val_returns=[0.01, -0.02],
+        final_weights=[0.6, 0.4], elapsed_s=2.5, baselines={"equal_weight": {"sharpe": 0.9}},
+    )  # fmt: skip
+    finished(journal, sid, "crash", None, kind="baseline")
+    full, lean = journal.trials(sid), journal.trials(sid, series=False)
+    series = {"val_returns": None, "final_weights": None, "curve": None}
+    assert lean == [f.model_copy(update=series) for f in full]
+    assert full[0].val_returns == [0.01, -0.02] and full[0].curve == [[64, 0.5], [128, 0.25]]
+    assert journal.trials(sid, "baseline", series=False) == lean[1:]
+
+
+def test_trial_seconds_adds_up_finished_trials(journal: Journal) -> None:
+    sid = new_session(journal)
+    assert journal.trial_seconds(sid) == 0.0
+    for seconds in (1.5, 2.25):
+        journal.finish_trial(new_trial(journal, sid).id, status="discard", elapsed_s=seconds)
+    new_trial(journal, sid)  # still running: no time yet
+    assert journal.trial_seconds(sid) == 3.75
