@@ -71,16 +71,7 @@ def proposal_context(ctx: SessionContext, rows: list[TrialRecord] | None = None)
     rows = _finished(ctx) if rows is None else rows
     clips_by_trial: dict[int, list[BoundsClip]] = {}
     for c in ctx.journal.session_clips(ctx.session_id):
-        clips_by_trial.setdefault(c.trial_id, []).append(
-            BoundsClip(
-                knob=c.knob,
-                proposed=c.proposed,
-                applied=c.applied,
-                low=c.low,
-                high=c.high,
-                reason=c.reason,
-            )
-        )
+        clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
     history = []
     for t in rows:
         metrics = dict(t.metrics or {})
