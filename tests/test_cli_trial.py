@@ -151,6 +151,7 @@ PRICES = "date,A,B\n2020-01-02,100,50\n2020-01-03,101,51\n2020-01-06,102,52\n"
         (["--data", "synthetic", "--symbols", "A00,ZZ"], None, "unknown symbol(s) ZZ; available:"),
         (["--data", "synthetic", "--symbols", "A00"], None, "need at least two distinct symbols"),
         (["--data", "synthetic", "--fill", "bfill"], None, "unknown fill policy 'bfill'"),
+        (["--total-timesteps", "10"], None, "--total-timesteps: Input should be greater than"),
     ],
 )
 def test_bad_input_is_refused_with_its_reason(

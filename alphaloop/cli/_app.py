@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -19,6 +20,9 @@ from alphaloop.journal import Journal, JournalError, SessionNotFound
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import DataWarning
 from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from alphaloop.trials import TrialBudget
 
 console = Console()
 err_console = Console(stderr=True)
@@ -112,3 +116,17 @@ def read_journal(settings: Settings, fn: Callable[[Journal], T]) -> T:
         raise fail(str(err), 2) from None
     except JournalError as err:
         raise fail(str(err), 1) from None
+
+
+def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> TrialBudget:
+    """The session settings a command was given (defaults for what it was not), or exit 2
+    naming the flag that is out of range."""
+    from alphaloop.trials import TrialBudget  # imports torch: only for commands that train
+
+    values = {"total_timesteps": total_timesteps, "n_envs": n_envs}
+    try:
+        return TrialBudget(**{k: v for k, v in values.items() if v is not None})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = "--" + str(first["loc"][0]).replace("_", "-")
+        raise fail(f"{where}: {first['msg']}", 2) from None

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -24,6 +23,7 @@ from alphaloop.cli._app import (
     guarded,
     parse_sets,
     parse_symbols,
+    trial_budget,
 )
 from alphaloop.journal import Journal, JournalError, SessionNotFound, TrialNotFound
 from alphaloop.metrics import OBJECTIVE_METRICS
@@ -31,18 +31,6 @@ from alphaloop.settings import get_settings
 
 T = TypeVar("T")
 KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves or weights"
-
-
-def _trial_budget(total_timesteps: int | None, n_envs: int | None) -> Any:
-    from alphaloop.trials import TrialBudget
-
-    values = {"total_timesteps": total_timesteps, "n_envs": n_envs}
-    try:
-        return TrialBudget(**{k: v for k, v in values.items() if v is not None})
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = "--" + str(first["loc"][0]).replace("_", "-")
-        raise fail(f"{where}: {first['msg']}", 2) from None
 
 
 def _progress() -> Progress:
@@ -85,7 +73,7 @@ def train(
         changes=dict(delta.changes),
         seed=seed,
         metric=metric,
-        trial_budget=_trial_budget(total_timesteps, n_envs),
+        trial_budget=trial_budget(total_timesteps, n_envs),
     )
     settings = get_settings()
     progress = _progress() if not as_json else None

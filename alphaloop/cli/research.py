@@ -23,6 +23,7 @@ from alphaloop.cli._app import (
     parse_duration,
     parse_symbols,
     read_journal,
+    trial_budget,
 )
 from alphaloop.cli.review import review
 from alphaloop.journal import Journal
@@ -125,7 +126,6 @@ def research_start(
 
     from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.session import SessionSpec, create_session
-    from alphaloop.trials import TrialBudget
 
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
@@ -152,9 +152,7 @@ def research_start(
             symbols=parse_symbols(symbols),
             seed=seed,
             noise_seeds=noise_seeds,
-            trial_budget=TrialBudget(
-                **({"total_timesteps": total_timesteps} if total_timesteps else {})
-            ),
+            trial_budget=trial_budget(total_timesteps),
         )
     except ValidationError as err:
         first = err.errors()[0]

@@ -17,6 +17,7 @@ from alphaloop.cli._app import (
     guarded,
     parse_sets,
     parse_symbols,
+    trial_budget,
 )
 from alphaloop.knobs import KNOBS, MODES, TrialConfig, clip
 from alphaloop.market import load_market
@@ -39,14 +40,14 @@ def trial(
 
     Example: alphaloop trial --mode cufolio_only --set cvar_alpha=0.97 --set max_position_pct=0.5
     """
-    from alphaloop.trials import TrialBudget, run_trial
+    from alphaloop.trials import run_trial
 
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")
     delta = parse_sets(set_)
     market = guarded(load_market, data, fill=fill, symbols=parse_symbols(symbols))
-    budget = TrialBudget(**({"total_timesteps": total_timesteps} if total_timesteps else {}))
+    budget = trial_budget(total_timesteps)
     config, clips = clip(TrialConfig(), delta, market.n_assets, budget.n_envs)
     settings = get_settings()
     busy = console.status(f"running a {mode} trial on {market.source}...", spinner="dots")
