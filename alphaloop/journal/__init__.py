@@ -19,6 +19,7 @@ from alphaloop.journal.models import (
     TrialKind,
     TrialRecord,
     TrialStatus,
+    jsonable,
 )
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.writer import STOP_REQUESTED, Journal, pid_alive
@@ -45,5 +46,6 @@ __all__ = [
     "TrialRecord",
     "TrialStatus",
     "downsample_curve",
+    "jsonable",
     "pid_alive",
 ]

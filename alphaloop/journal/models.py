@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -62,13 +63,16 @@ def is_interrupted(status: TrialStatus | str, error: str | None) -> bool:
     return status == TrialStatus.crash and error == INTERRUPTED
 
 
-def _finite_or_none(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as strict JSON data: models dumped, non-finite floats as None (JSON has no NaN)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, dict):
-        return {k: _finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite_or_none(v) for v in value]
     return value
 
 
@@ -91,7 +95,7 @@ class _Record(BaseModel):
     @model_serializer(mode="wrap")
     def _strict_json(self, handler: Any, info: SerializationInfo) -> dict[str, Any]:
         data = handler(self)
-        return _finite_or_none(data) if info.mode == "json" else data
+        return jsonable(data) if info.mode == "json" else data
 
 
 class SessionRecord(_Record):

@@ -9,7 +9,6 @@ validation, unknown sessions or trials and anything else a tool trips over come 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from alphaloop.exceptions import AlphaloopError, ReplyParseError
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, jsonable
 from alphaloop.llm import ToolCall, openai_tool
 from alphaloop.settings import Settings
 
@@ -85,19 +84,6 @@ class ToolResult(BaseModel):
     ok: bool
     content: str
     data: dict[str, Any]
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with models dumped and non-finite floats as None (JSON has no NaN)."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _validation_message(err: ValidationError) -> str:
