@@ -11,13 +11,14 @@ import os
 import platform
 import time
 
-from benchmarks import bench_cvar, bench_env, bench_research, bench_trials
+from benchmarks import bench_cvar, bench_env, bench_journal, bench_research, bench_trials
 from benchmarks._report import SummaryRow, parse_quick
 
 BENCHMARKS = (
     ("env stepping and PPO throughput", bench_env),
     ("Mean-CVaR solve against skfolio", bench_cvar),
     ("one trial per mode", bench_trials),
+    ("the loop reading its history", bench_journal),
     ("research efficiency, TPE against random", bench_research),
 )
 

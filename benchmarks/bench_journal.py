@@ -1,0 +1,93 @@
+"""What the research loop pays to read its history: ``python -m benchmarks.bench_journal``.
+
+Every search trial reads the session's finished trials twice (once to propose, once for the
+keep verdict). This fills a journal with trials shaped like a ``cufolio_only`` session's (a
+validation window of 754 daily returns, metrics, baselines, 20 final weights) and times one
+read of the whole history as the loop does it, without the per-day series
+(``Journal.trials(series=False)``), against a full read, which parses every trial's daily
+returns. The loop's reading cost per trial is two lean reads; it used to be four full ones.
+Medians of 5 reads. Reports numbers only; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from alphaloop.journal import Journal
+from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.metrics import compute_metrics
+from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
+
+SIZES = (100, 300, 1000)
+QUICK_SIZES = (100, 300)
+N_READS = 5
+
+
+def _median_read(journal: Journal, session_id: str, series: bool) -> float:
+    return statistics.median(
+        timed(lambda: journal.trials(session_id, series=series))[0] for _ in range(N_READS)
+    )
+
+
+def main(quick: bool = False) -> dict[str, Any]:
+    """Times full and lean reads at growing history sizes, prints a table, returns the numbers."""
+    sizes = QUICK_SIZES if quick else SIZES
+    rng = np.random.default_rng(0)
+    config = TrialConfig()
+    results: dict[int, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as home, Journal(Path(home) / "journal.db") as journal:
+        sid = journal.create_session(
+            goal="benchmark", mode="cufolio_only", objective={"metric": "sharpe"},
+            proposer="random", budget=max(sizes), seed=0, data_source="synthetic",
+            data_fingerprint=None, settings={}, baseline_config=config.model_dump(),
+        )  # fmt: skip
+        for n in range(1, max(sizes) + 1):
+            returns = rng.normal(0.0004, 0.01, 754)
+            metrics = compute_metrics(returns, np.full(754, 0.01)).model_dump()
+            row = journal.start_trial(
+                sid, kind="search", config=config.model_dump(), config_hash=config_hash(config),
+                delta={"changes": {}}, parent_id=None, seed=0, rationale="", proposer="random",
+            )  # fmt: skip
+            journal.finish_trial(
+                row.id, status="discard", objective=metrics["sharpe"], metrics=metrics,
+                baselines={"equal_weight": metrics, "min_cvar": metrics},
+                val_returns=returns.tolist(), final_weights=[0.05] * 20, elapsed_s=0.4,
+            )  # fmt: skip
+            if n in sizes:
+                results[n] = {
+                    "full_s": _median_read(journal, sid, True),
+                    "lean_s": _median_read(journal, sid, False),
+                }
+    print("reading a session's history, as every search trial does; medians of 5 reads")
+    rows = []
+    for n, r in results.items():
+        before, after = 4 * r["full_s"], 2 * r["lean_s"]
+        r["ratio"] = before / after
+        rows.append(
+            (
+                f"{n:>5} trials",
+                f"full read {r['full_s'] * 1e3:6.1f} ms   lean read {r['lean_s'] * 1e3:5.1f} ms"
+                f"   per trial: 4 full {before * 1e3:6.0f} ms -> 2 lean {after * 1e3:4.0f} ms"
+                f"   ({r['ratio']:.0f}x)",
+            )
+        )
+    print_rows(rows)
+    largest = max(results)
+    r = results[largest]
+    summary: list[SummaryRow] = [
+        (
+            f"loop's history reads per trial at {largest} trials, before / after",
+            f"{r['ratio']:.1f}x",
+            f"{4 * r['full_s'] * 1e3:.0f} ms vs {2 * r['lean_s'] * 1e3:.0f} ms",
+        )
+    ]
+    return {"sizes": results, "summary": summary}
+
+
+if __name__ == "__main__":
+    main(parse_quick(__doc__.splitlines()[0]))
