@@ -14,7 +14,10 @@ Decisions a user should know about:
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import hashlib
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,17 +115,133 @@ def synthetic_prices(
     return pd.DataFrame(prices, index=index, columns=[f"A{i:02d}" for i in range(n_assets)])
 
 
+# How a file that is not a text CSV starts, and what to tell its owner.
+_MAGIC = {
+    b"PAR1": "it is a Parquet file; rename it to .parquet",
+    b"PK\x03\x04": "it is a zip archive (an Excel workbook?); export the sheet as CSV",
+    b"%PDF": "it is a PDF document; export the prices as CSV",
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+# Bytes that occur in text: printable ASCII, tab, newlines, form feed, and every byte >= 0x80
+# (UTF-8 or Latin-1 letters). Anything else, and NUL above all, means binary content.
+_TEXT_BYTES = bytes([9, 10, 12, 13, *range(32, 127), *range(128, 256)])
+DELIMITERS = (",", ";", "\t", "|")
+_SNIFF_BYTES = 1 << 16
+_COMMA_NUMBER = re.compile(r"^[+-]?\d+,\d+$")
+_DOT_NUMBER = re.compile(r"^[+-]?\d+\.\d+$")
+_HOW_TO_WRITE = "a header row such as date,AAPL,MSFT and one row of prices per date"
+
+
+def _is_binary(sample: bytes) -> bool:
+    control = len(sample.translate(None, _TEXT_BYTES))
+    return b"\x00" in sample or control > len(sample) // 100
+
+
+def _sniff_csv(path: Path) -> dict[str, object]:
+    """``read_csv`` arguments for a text CSV, or a :class:`DataError` saying why it is not one.
+
+    The delimiter is the one of ``, ; tab |`` found most often in the header line (Excel in many
+    European locales writes ``;``). With a delimiter other than ``,``, a decimal comma is assumed
+    when numbers are written only as ``101,5`` and never as ``101.5``.
+    """
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    options: dict[str, object] = {}
+    if head.startswith(_GZIP_MAGIC):
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(_SNIFF_BYTES)
+        except (OSError, EOFError) as err:
+            raise DataError(f"cannot read {path}: broken gzip file ({err})") from None
+        options["compression"] = "gzip"
+    if not head.strip():
+        raise DataError(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}")
+    for magic, advice in _MAGIC.items():
+        if head.startswith(magic):
+            raise DataError(f"{path} is not a text CSV: {advice}")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        options["encoding"] = "utf-16"
+        text = head.decode("utf-16", errors="ignore")
+    elif _is_binary(head):
+        raise DataError(
+            f"{path} is not a text CSV (binary content in its first bytes); "
+            f"export the prices as a UTF-8 CSV with {_HOW_TO_WRITE}"
+        )
+    else:
+        try:
+            # Incremental: the sample may end inside a multi-byte character.
+            text = codecs.getincrementaldecoder("utf-8-sig")().decode(head, final=False)
+        except UnicodeDecodeError:
+            warnings.warn(
+                f"{path}: not UTF-8 text; read as Latin-1 (save it as UTF-8 if names look wrong)",
+                DataWarning,
+                stacklevel=4,
+            )
+            options["encoding"] = "latin-1"
+            text = head.decode("latin-1")
+    lines = [line for line in text.splitlines() if line.strip()][:50]
+    header = lines[0]
+    sep = max(DELIMITERS, key=header.count)
+    if header.count(sep) == 0:
+        sep = ","
+    options["sep"] = sep
+    if sep != ",":
+        fields = [f.strip().strip('"') for line in lines[1:] for f in line.split(sep)]
+        if any(_COMMA_NUMBER.match(f) for f in fields) and not any(
+            _DOT_NUMBER.match(f) for f in fields
+        ):
+            options["decimal"] = ","
+    return options
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    options = _sniff_csv(path)
+    try:
+        return pd.read_csv(path, **options)  # type: ignore[call-overload]
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}") from None
+    except UnicodeDecodeError as err:
+        raise DataError(
+            f"{path} is not UTF-8 text at byte {err.start}; save it as a UTF-8 CSV"
+        ) from None
+    except Exception as err:  # pandas raises many types for a broken file
+        raise DataError(
+            f"cannot read {path}: {err}; every row needs the same number of "
+            f"{options['sep']!r}-separated fields"
+        ) from err
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    if not head:
+        raise DataError(f"{path} is empty; write prices with DataFrame.to_parquet")
+    if not head.startswith(b"PAR1"):
+        what = "no Parquet header"
+        if not _is_binary(head):
+            what = "it looks like text; if it is a CSV, rename it to .csv"
+        raise DataError(
+            f"cannot read {path}: not a Parquet file ({what}); "
+            "write prices with DataFrame.to_parquet, or give a CSV"
+        )
+    try:
+        return pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises many types for a broken file
+        raise DataError(f"cannot read {path}: broken Parquet file ({err})") from err
+
+
 def _read_file(path: Path) -> pd.DataFrame:
     if not path.exists():
-        raise DataError(f"price file not found: {path}")
+        raise DataError(
+            f"price file not found: {path}; check the path, or use --data sp500 or synthetic"
+        )
+    if not path.is_file():
+        raise DataError(f"{path} is not a file; give a CSV or Parquet file of prices")
     suffix = path.suffix.lower()
-    try:
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-        if suffix in (".csv", ".txt", ".gz"):
-            return pd.read_csv(path)
-    except Exception as err:  # pandas raises many types for a broken file
-        raise DataError(f"cannot read {path}: {err}") from err
+    if suffix in (".parquet", ".pq"):
+        return _read_parquet(path)
+    if suffix in (".csv", ".txt", ".tsv", ".gz"):
+        return _read_csv(path)
     raise DataError(f"unsupported price file type {suffix!r} ({path}); use .csv or .parquet")
 
 
@@ -162,7 +281,17 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
     """Checks a price table and returns it clean (sorted, float64), or raises :class:`DataError`."""
     if fill not in ("none", "ffill"):
         raise DataError(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
+    if frame.shape[0] == 0:
+        raise DataError(
+            f"{origin}: no data rows (columns: {', '.join(map(str, frame.columns[:8]))}); "
+            "add one row of prices per date under the header"
+        )
     frame = _date_index(frame, origin)
+    if frame.shape[1] == 0:
+        raise DataError(
+            f"{origin}: no price columns, only dates; add one column of prices per asset "
+            "(date,AAPL,MSFT,...)"
+        )
     if getattr(frame.index, "tz", None) is not None:
         frame = frame.tz_localize(None)  # a new frame: the caller's table keeps its time zone
     dup = frame.index.duplicated()
@@ -190,7 +319,10 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
         raise DataError(f"{origin}: column {col!r} is not numeric{where}")
     frame = frame.astype(float)
     if frame.shape[1] < 2:
-        raise DataError(f"{origin}: need at least two assets, found {frame.shape[1]}")
+        raise DataError(
+            f"{origin}: need at least two assets, found {frame.shape[1]} "
+            f"({', '.join(map(str, frame.columns))}); add a column of prices for another asset"
+        )
     values = frame.to_numpy()
     for label, mask in (("infinite", np.isinf(values)), ("non-positive", values <= 0)):
         if mask.any():

@@ -328,6 +328,145 @@ def test_data_error_is_an_alphaloop_error_and_a_value_error(tmp_path: Path) -> N
         load_prices(tmp_path / "missing.csv")
 
 
+# -- files that are not what they claim --------------------------------------------------------
+
+
+def test_missing_file_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="check the path, or use --data sp500 or synthetic"):
+        load_prices(tmp_path / "nope.csv")
+
+
+def test_directory_is_not_a_price_file(tmp_path: Path) -> None:
+    (tmp_path / "dir.csv").mkdir()
+    with pytest.raises(DataError, match=r"dir\.csv is not a file; give a CSV or Parquet file"):
+        load_prices(tmp_path / "dir.csv")
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_empty_file(tmp_path: Path, text: str) -> None:
+    with pytest.raises(DataError) as info:
+        load_prices(write(tmp_path, text))
+    msg = str(info.value)
+    assert "prices.csv is empty; a price CSV needs a header row such as date,AAPL,MSFT" in msg
+
+
+def test_header_only_file_has_no_data_rows(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as info:
+        load_prices(write(tmp_path, "date,A00,A01\n"))
+    msg = str(info.value)
+    assert "no data rows (columns: date, A00, A01)" in msg
+    assert "add one row of prices per date" in msg
+    assert "not numeric" not in msg
+
+
+def test_date_column_without_prices(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no price columns, only dates; add one column of prices"):
+        load_prices(write(tmp_path, "date\n2020-01-02\n2020-01-03\n"))
+
+
+def test_single_asset_names_it_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as info:
+        load_prices(write(tmp_path, "date,A\n2020-01-02,1\n2020-01-03,2\n"))
+    assert "need at least two assets, found 1 (A); add a column of prices" in str(info.value)
+
+
+@pytest.mark.parametrize("sep", [";", "\t", "|"])
+def test_other_delimiters_are_detected(tmp_path: Path, sep: str) -> None:
+    loaded = load_prices(write(tmp_path, GOOD_CSV.replace(",", sep)))
+    assert list(loaded.columns) == ["A", "B"]
+    assert loaded.loc["2020-01-07", "B"] == 53.0
+
+
+def test_semicolons_with_decimal_commas(tmp_path: Path) -> None:
+    text = "date;A;B\n2020-01-02;100,5;50\n2020-01-03;101,25;51,75\n"
+    loaded = load_prices(write(tmp_path, text))
+    np.testing.assert_array_equal(loaded["A"].to_numpy(), [100.5, 101.25])
+    np.testing.assert_array_equal(loaded["B"].to_numpy(), [50.0, 51.75])
+
+
+def test_semicolons_with_decimal_points(tmp_path: Path) -> None:
+    loaded = load_prices(write(tmp_path, "date;A;B\n2020-01-02;100.5;50\n2020-01-03;101;51\n"))
+    np.testing.assert_array_equal(loaded["A"].to_numpy(), [100.5, 101.0])
+
+
+def test_gzipped_csv_is_read_whatever_its_name(tmp_path: Path) -> None:
+    import gzip
+
+    for name in ("prices.csv.gz", "prices.csv"):
+        path = tmp_path / name
+        path.write_bytes(gzip.compress(GOOD_CSV.encode()))
+        assert load_prices(path).loc["2020-01-07", "B"] == 53.0
+
+
+def test_utf8_bom_and_utf16_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(GOOD_CSV.encode("utf-8-sig"))
+    assert load_prices(path).index[0] == pd.Timestamp("2020-01-02")
+    path = tmp_path / "utf16.csv"
+    path.write_bytes(GOOD_CSV.replace(",", "\t").encode("utf-16"))
+    assert load_prices(path).loc["2020-01-07", "B"] == 53.0
+
+
+def test_latin1_csv_is_read_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(GOOD_CSV.replace("B", "Société").encode("latin-1"))
+    with pytest.warns(DataWarning, match="not UTF-8 text; read as Latin-1"):
+        loaded = load_prices(path)
+    assert list(loaded.columns) == ["A", "Société"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (bytes(range(256)) * 4, r"is not a text CSV \(binary content"),
+        (b"PK\x03\x04" + bytes(200), "is not a text CSV: it is a zip archive .*export the sheet"),
+        (b"PAR1" + bytes(200), r"not a text CSV: it is a Parquet file; rename it to \.parquet"),
+    ],
+)
+def test_binary_file_named_csv(tmp_path: Path, content: bytes, expected: str) -> None:
+    path = tmp_path / "prices.csv"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=expected):
+        load_prices(path)
+
+
+def test_real_parquet_named_csv_says_rename(tmp_path: Path) -> None:
+    path = tmp_path / "prices.csv"
+    small_prices().to_parquet(path)
+    with pytest.raises(DataError, match=r"it is a Parquet file; rename it to \.parquet"):
+        load_prices(path)
+
+
+def test_csv_named_parquet_says_rename(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as info:
+        load_prices(write(tmp_path, GOOD_CSV, "prices.parquet"))
+    msg = str(info.value)
+    assert "not a Parquet file (it looks like text; if it is a CSV, rename it to .csv)" in msg
+
+
+def test_binary_named_parquet_and_empty_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "prices.parquet"
+    path.write_bytes(bytes(range(256)))
+    with pytest.raises(DataError, match=r"not a Parquet file \(no Parquet header\)"):
+        load_prices(path)
+    path.write_bytes(b"")
+    with pytest.raises(DataError, match=r"is empty; write prices with DataFrame\.to_parquet"):
+        load_prices(path)
+
+
+def test_truncated_parquet(tmp_path: Path) -> None:
+    path = tmp_path / "prices.parquet"
+    small_prices().to_parquet(path)
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(DataError, match="broken Parquet file"):
+        load_prices(path)
+
+
+def test_ragged_rows_name_the_delimiter(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="every row needs the same number of ','-separated"):
+        load_prices(write(tmp_path, GOOD_CSV + "2020-01-08,1,2,3,4\n"))
+
+
 # -- select_symbols -----------------------------------------------------------------------------
 
 
