@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.exceptions import DataError
 
@@ -129,6 +129,12 @@ DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_BYTES = 1 << 16
 _COMMA_NUMBER = re.compile(r"^[+-]?\d+,\d+$")
 _DOT_NUMBER = re.compile(r"^[+-]?\d+\.\d+$")
+# Day and month as numbers, then the year (03/01/2005, 3.1.05, 03-01-2005), maybe a time after.
+_DAY_MONTH = re.compile(
+    r"^(?P<first>\d{1,2})(?P<sep>[/.\- ])(?P<second>\d{1,2})(?P=sep)"
+    r"(?P<year>\d{4}|\d{2})(?=$|[\sT])"
+)
+_UTC_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$")
 _HOW_TO_WRITE = "a header row such as date,AAPL,MSFT and one row of prices per date"
 
 
@@ -245,7 +251,149 @@ def _read_file(path: Path) -> pd.DataFrame:
     raise DataError(f"unsupported price file type {suffix!r} ({path}); use .csv or .parquet")
 
 
-def _date_index(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
+def _rows(raw: pd.Series, mask: np.ndarray | pd.Series, limit: int = 3) -> str:
+    """The first few values under ``mask`` with their line in the file (the header is line 1)."""
+    where = np.flatnonzero(np.asarray(mask))[:limit]
+    # .tolist() gives Python values: the message shows 2020, not np.int64(2020)
+    values = raw.iloc[where].tolist()
+    shown = [f"{_show(v)} (row {i + 2})" for i, v in zip(where, values, strict=True)]
+    total = int(np.asarray(mask).sum())
+    more = f" and {total - limit} more" if total > limit else ""
+    return ", ".join(shown) + more
+
+
+def _show(value: object) -> str:
+    """A value as a message quotes it; a missing one (NaN, None) as the word ``empty``."""
+    return (
+        "empty" if value is None or (isinstance(value, float) and np.isnan(value)) else repr(value)
+    )
+
+
+def _valid_days(year: pd.Series, month: pd.Series, day: pd.Series) -> np.ndarray:
+    """Whether each (year, month, day) is a real calendar date."""
+    parts = pd.DataFrame({"year": year, "month": month, "day": day})
+    return pd.to_datetime(parts, errors="coerce").notna().to_numpy()
+
+
+def _parse_dates(raw: pd.Series, date_format: str | None, origin: str) -> pd.Series:
+    """Parses a date column, refusing any format whose reading the data cannot settle.
+
+    The rule, so that no file is read two ways at once:
+
+    * With ``date_format`` (a strptime format such as ``%d/%m/%Y``) every value must match it;
+      the rows that do not are named.
+    * ISO dates and datetimes (``2005-01-03``, ``2005-01-03 16:00``, ``20050103``) are taken as
+      they are: the year comes first, so the order is never in doubt.
+    * Day and month as numbers (``03/01/2005``, ``3.1.05``) are read one way for the whole file:
+      day first when every row is a real date day first and some row is not month first
+      (``25/01/2005``), month first in the mirror case. A file where every row reads both ways
+      is refused (there is no telling ``03/01/2005`` is 3 January rather than 1 March), and so is
+      a file with some rows only day first and others only month first. One row settles the
+      order for all: a month-first file with a typo such as ``13/01/2005`` would be read day
+      first, so the sort warning (the rows would come out of order) is worth reading.
+    * Other text (``Jan 3, 2005``, ``3 January 2005``) carries its month as a name; it is parsed
+      as it is, but not mixed with the formats above.
+    """
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        return raw
+    where = f"{origin}: column {raw.name!r}"
+    # Numbers such as 20200102 are parsed as text: as numbers pandas would read them as
+    # nanoseconds since 1970 and every date would silently land on 1970-01-01.
+    text = raw.astype(str).str.strip()
+    fix = "write dates as YYYY-MM-DD, or pass --date-format (a strptime format such as %d/%m/%Y)"
+    if date_format is not None:
+        try:
+            parsed = pd.to_datetime(text, format=date_format, errors="coerce")
+        except ValueError as err:
+            raise DataError(
+                f"bad date format {date_format!r} ({err}); use strptime codes such as %d/%m/%Y"
+            ) from None
+        bad = parsed.isna().to_numpy()
+        if bad.any():
+            raise DataError(
+                f"{where}: {int(bad.sum())} date(s) do not match the date format "
+                f"{date_format!r}: {_rows(raw, bad)}; fix those rows or the format"
+            )
+        return parsed
+    iso = _parse_iso(text, where)
+    is_iso = iso.notna().to_numpy()
+    if is_iso.all():
+        return iso
+    parts = text.str.extract(_DAY_MONTH)
+    is_dm = parts["first"].notna().to_numpy() & ~is_iso
+    other = ~is_iso & ~is_dm
+    if other.any():
+        named = pd.to_datetime(text.where(other), errors="coerce", format="mixed")
+        bad = other & named.isna().to_numpy()
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"{origin}: {int(bad.sum())} unparsable date(s) in column {raw.name!r}, "
+                f"first {_show(raw.tolist()[first])} (row {first + 2} of the file); {fix}"
+            )
+    kinds = {
+        "YYYY-MM-DD": is_iso,
+        "day/month numbers": is_dm,
+        "dates with month names": other,
+    }
+    present = {k: m for k, m in kinds.items() if m.any()}
+    if len(present) > 1:
+        listed = "; ".join(f"{k}: {_rows(raw, m, 2)}" for k, m in present.items())
+        raise DataError(f"{where}: mixed date formats ({listed}); {fix}")
+    if other.all():
+        return pd.to_datetime(text, format="mixed")
+    year = parts["year"].astype(int)
+    # strptime's %y: 69-99 are 19xx, 00-68 are 20xx.
+    year = year.where(parts["year"].str.len() == 4, year + np.where(year < 69, 2000, 1900))
+    a, b = parts["first"].astype(int), parts["second"].astype(int)
+    day_first, month_first = _valid_days(year, b, a), _valid_days(year, a, b)
+    sep, y = parts["sep"].iloc[0], "%Y" if len(parts["year"].iloc[0]) == 4 else "%y"
+    formats = f"--date-format '%d{sep}%m{sep}{y}' (day first) or '%m{sep}%d{sep}{y}' (month first)"
+    if day_first.all() and month_first.all():
+        raise DataError(
+            f"{where}: ambiguous dates such as {_rows(raw, np.ones(len(raw), bool), 2)} read as "
+            "day/month or month/day and every row fits both; convert the column to ISO "
+            f"YYYY-MM-DD, or pass {formats}"
+        )
+    if not (day_first.all() or month_first.all()):
+        neither = ~day_first & ~month_first
+        if neither.any():
+            raise DataError(
+                f"{where}: {int(neither.sum())} impossible date(s) {_rows(raw, neither)}; "
+                f"fix them, then convert the column to ISO YYYY-MM-DD or pass {formats}"
+            )
+        raise DataError(
+            f"{where}: mixed day-first and month-first dates (only day first: "
+            f"{_rows(raw, ~month_first, 2)}; only month first: {_rows(raw, ~day_first, 2)}); "
+            f"fix the rows written the other way, convert the column to ISO YYYY-MM-DD, "
+            f"or pass {formats}"
+        )
+    day, month = (a, b) if day_first.all() else (b, a)
+    # dateutil reads any time of day after the date; the day and month are checked after it.
+    parsed = pd.to_datetime(text, format="mixed", dayfirst=bool(day_first.all()), errors="coerce")
+    wrong = (parsed.dt.day != day) | (parsed.dt.month != month)
+    if wrong.any():
+        raise DataError(f"{where}: cannot read {_rows(raw, wrong.to_numpy())}; {fix}")
+    return parsed
+
+
+def _parse_iso(text: pd.Series, where: str) -> pd.Series:
+    """ISO 8601 dates (NaT where a value is not one); offsets that differ by row are dropped.
+
+    A file with several UTC offsets (an exchange's local time across daylight saving) keeps
+    each row's local date and time, as a single offset does when the index is made naive.
+    """
+    try:
+        return pd.to_datetime(text, format="ISO8601", errors="coerce")
+    except ValueError:
+        local = text.str.replace(_UTC_OFFSET, "", regex=True)
+        try:
+            return pd.to_datetime(local, format="ISO8601", errors="coerce")
+        except ValueError as err:
+            raise DataError(f"{where}: cannot read the dates ({err}); write YYYY-MM-DD") from None
+
+
+def _date_index(frame: pd.DataFrame, origin: str, date_format: str | None) -> pd.DataFrame:
     if isinstance(frame.index, pd.DatetimeIndex):
         return frame
     named = [c for c in frame.columns if str(c).strip().lower() in DATE_COLUMNS]
@@ -260,25 +408,21 @@ def _date_index(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
             f"(columns found: {', '.join(map(str, frame.columns[:8]))})"
         )
     col = named[0]
-    raw = frame[col]
-    # Numbers such as 20200102 are parsed as text: as numbers pandas would read them as
-    # nanoseconds since 1970 and every date would silently land on 1970-01-01.
-    text = raw.astype(str) if pd.api.types.is_numeric_dtype(raw) else raw
-    parsed = pd.to_datetime(text, errors="coerce", format="mixed")
-    bad = parsed.isna()
-    if bad.any():
-        first = raw[bad].tolist()[0]  # a Python value: the message shows 2020, not np.int64(2020)
-        raise DataError(
-            f"{origin}: {int(bad.sum())} unparsable date(s) in column {col!r}, "
-            f"first {first!r} (row {int(np.flatnonzero(bad.to_numpy())[0]) + 2} of the file)"
-        )
+    parsed = _parse_dates(frame[col], date_format, origin)
     out = frame.drop(columns=[col])
     out.index = pd.DatetimeIndex(parsed, name="date")
     return out
 
 
-def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd.DataFrame:
-    """Checks a price table and returns it clean (sorted, float64), or raises :class:`DataError`."""
+def validate_prices(
+    frame: pd.DataFrame, origin: str, fill: Fill = "none", date_format: str | None = None
+) -> pd.DataFrame:
+    """Checks a price table and returns it clean (sorted, float64), or raises :class:`DataError`.
+
+    ``date_format`` (strptime, e.g. ``%d/%m/%Y``) parses a text date column strictly; without
+    it the format must be unambiguous (see :func:`_parse_dates`). A datetime index or column
+    needs no format and ignores it.
+    """
     if fill not in ("none", "ffill"):
         raise DataError(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
     if frame.shape[0] == 0:
@@ -286,7 +430,7 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
             f"{origin}: no data rows (columns: {', '.join(map(str, frame.columns[:8]))}); "
             "add one row of prices per date under the header"
         )
-    frame = _date_index(frame, origin)
+    frame = _date_index(frame, origin, date_format)
     if frame.shape[1] == 0:
         raise DataError(
             f"{origin}: no price columns, only dates; add one column of prices per asset "
@@ -365,7 +509,9 @@ def validate_prices(frame: pd.DataFrame, origin: str, fill: Fill = "none") -> pd
     return frame
 
 
-def load_prices(source: str | Path = "sp500", fill: Fill = "none") -> pd.DataFrame:
+def load_prices(
+    source: str | Path = "sp500", fill: Fill = "none", date_format: str | None = None
+) -> pd.DataFrame:
     """Loads a daily price table (rows dates, columns assets).
 
     Args:
@@ -373,6 +519,8 @@ def load_prices(source: str | Path = "sp500", fill: Fill = "none") -> pd.DataFra
             ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), or a path to a
             CSV/Parquet file with a date column (or a datetime index) and one column per asset.
         fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
+        date_format: strptime format of a file's date column (``%d/%m/%Y``); needed only when
+            the dates can be read two ways. Ignored by the embedded and synthetic sets.
     """
     text = str(source)
     if text == "sp500":
@@ -387,7 +535,7 @@ def load_prices(source: str | Path = "sp500", fill: Fill = "none") -> pd.DataFra
             raise DataError(f"synthetic data seed must be an integer, got {seed_text!r}") from None
         return synthetic_prices(seed=seed)
     path = Path(text)
-    return validate_prices(_read_file(path), str(path), fill)
+    return validate_prices(_read_file(path), str(path), fill, date_format)
 
 
 def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFrame:
@@ -471,9 +619,10 @@ def load_market(
     symbols: list[str] | None = None,
     train_end: str | None = None,
     val_end: str | None = None,
+    date_format: str | None = None,
 ) -> MarketData:
     """``load_prices`` + ``select_symbols`` + ``split`` in one call (what the CLI uses)."""
-    prices = select_symbols(load_prices(source, fill), symbols)
+    prices = select_symbols(load_prices(source, fill, date_format), symbols)
     return split(prices, train_end, val_end, source=str(source))
 
 
@@ -488,6 +637,9 @@ class DataSpec(BaseModel):
     symbols: list[str] | None = None
     train_end: str | None = None
     val_end: str | None = None
+    date_format: str | None = Field(
+        default=None, description="strptime format of a file's date column, e.g. %d/%m/%Y"
+    )
 
     def load(self) -> MarketData:
         """:func:`load_market` with these settings."""
@@ -497,4 +649,5 @@ class DataSpec(BaseModel):
             symbols=self.symbols,
             train_end=self.train_end,
             val_end=self.val_end,
+            date_format=self.date_format,
         )

@@ -11,6 +11,7 @@ import pytest
 
 from alphaloop.exceptions import AlphaloopError, DataError
 from alphaloop.market import (
+    DataSpec,
     DataWarning,
     MarketData,
     load_market,
@@ -326,6 +327,123 @@ def test_data_error_is_an_alphaloop_error_and_a_value_error(tmp_path: Path) -> N
         load_prices(tmp_path / "missing.csv")
     with pytest.raises(ValueError):
         load_prices(tmp_path / "missing.csv")
+
+
+# -- date formats -------------------------------------------------------------------------------
+
+
+def dated_csv(tmp_path: Path, dates: list[str], name: str = "prices.csv") -> Path:
+    rows = "".join(f"{d},{100 + i},{50 + i}\n" for i, d in enumerate(dates))
+    return write(tmp_path, "date,A,B\n" + rows, name)
+
+
+# Three months of business days: days 13-31 exist, so only one order reads every row.
+QUARTER = pd.bdate_range("2005-01-03", "2005-03-31")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "example"), [("%d/%m/%Y", "13/01/2005"), ("%m/%d/%Y", "01/13/2005")]
+)
+def test_slash_dates_read_the_only_way_every_row_fits(
+    tmp_path: Path, fmt: str, example: str
+) -> None:
+    dates = [d.strftime(fmt) for d in QUARTER]
+    assert example in dates
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "dates were not sorted": nothing was scrambled
+        loaded = load_prices(dated_csv(tmp_path, dates))
+    assert list(loaded.index) == list(QUARTER)
+    np.testing.assert_array_equal(loaded["A"].to_numpy(), 100.0 + np.arange(len(QUARTER)))
+
+
+def test_ambiguous_slash_dates_are_refused_with_the_fix(tmp_path: Path) -> None:
+    # 3-12 January, day first: every row is also a real date month first (1 March...).
+    days = [d.strftime("%d/%m/%Y") for d in pd.bdate_range("2005-01-03", "2005-01-12")]
+    with pytest.raises(DataError) as info:
+        load_prices(dated_csv(tmp_path, days))
+    msg = str(info.value)
+    assert "ambiguous dates such as '03/01/2005' (row 2), '04/01/2005' (row 3)" in msg
+    assert "every row fits both" in msg
+    assert "convert the column to ISO YYYY-MM-DD" in msg
+    assert "--date-format '%d/%m/%Y' (day first) or '%m/%d/%Y' (month first)" in msg
+
+
+def test_explicit_date_format_settles_ambiguous_dates(tmp_path: Path) -> None:
+    days = pd.bdate_range("2005-01-03", "2005-01-12")
+    path = dated_csv(tmp_path, [d.strftime("%d/%m/%Y") for d in days])
+    assert list(load_prices(path, date_format="%d/%m/%Y").index) == list(days)
+    month_first = load_prices(path, date_format="%m/%d/%Y").index
+    assert month_first[0] == pd.Timestamp("2005-03-01")
+
+
+def test_mixed_day_first_and_month_first_rows_are_named(tmp_path: Path) -> None:
+    dates = ["10/01/2005", "11/01/2005", "25/01/2005", "01/26/2005"]
+    with pytest.raises(DataError) as info:
+        load_prices(dated_csv(tmp_path, dates))
+    msg = str(info.value)
+    assert "mixed day-first and month-first dates" in msg
+    assert "only day first: '25/01/2005' (row 4); only month first: '01/26/2005' (row 5)" in msg
+    assert "convert the column to ISO YYYY-MM-DD" in msg
+
+
+def test_iso_mixed_with_slash_dates_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as info:
+        load_prices(dated_csv(tmp_path, ["2005-01-03", "2005-01-04", "25/01/2005"]))
+    msg = str(info.value)
+    assert "mixed date formats (YYYY-MM-DD: '2005-01-03' (row 2), '2005-01-04' (row 3); " in msg
+    assert "day/month numbers: '25/01/2005' (row 4))" in msg
+
+
+def test_impossible_slash_date_is_named(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"1 impossible date\(s\) '31/02/2005' \(row 3\)"):
+        load_prices(dated_csv(tmp_path, ["25/01/2005", "31/02/2005"]))
+
+
+def test_rows_not_matching_the_date_format_are_named(tmp_path: Path) -> None:
+    path = dated_csv(tmp_path, ["03/01/2005", "2005-01-04", "05/01/2005", "x", "y", "z"])
+    with pytest.raises(DataError) as info:
+        load_prices(path, date_format="%d/%m/%Y")
+    msg = str(info.value)
+    assert "4 date(s) do not match the date format '%d/%m/%Y'" in msg
+    assert "'2005-01-04' (row 3), 'x' (row 5), 'y' (row 6) and 1 more" in msg
+
+
+def test_bad_date_format_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"bad date format '%Q'.*strptime codes such as %d/%m/%Y"):
+        load_prices(dated_csv(tmp_path, ["03/01/2005"]), date_format="%Q")
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        ["03.01.05", "25.01.05"],  # dots, two-digit years
+        ["03-01-2005 16:00", "25-01-2005 16:00"],  # dashes, a time of day
+        ['"Jan 3, 2005"', '"Jan 25, 2005"'],  # month names
+        ["2005-01-03T00:00:00-05:00", "2005-01-25T00:00:00-04:00"],  # offsets that differ
+        ["20050103", "20050125"],
+    ],
+)
+def test_unambiguous_formats_are_read(tmp_path: Path, dates: list[str]) -> None:
+    loaded = load_prices(dated_csv(tmp_path, dates))
+    assert [d.date().isoformat() for d in loaded.index] == ["2005-01-03", "2005-01-25"]
+
+
+def test_empty_date_is_called_empty(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"1 unparsable date.*first empty \(row 3 of the file\)"):
+        load_prices(dated_csv(tmp_path, ["2005-01-03", "", "2005-01-05"]))
+
+
+def test_data_spec_carries_the_date_format(tmp_path: Path) -> None:
+    # Four years, month first, only days <= 12: ambiguous without the format.
+    days = [d for d in pd.bdate_range("2005-01-03", "2008-12-31") if d.day <= 12]
+    path = dated_csv(tmp_path, [d.strftime("%m/%d/%Y") for d in days])
+    with pytest.raises(DataError, match="ambiguous dates"):
+        DataSpec(data=str(path)).load()
+    spec = DataSpec(data=str(path), date_format="%m/%d/%Y")
+    again = DataSpec.model_validate(spec.model_dump(mode="json"))
+    assert again.date_format == "%m/%d/%Y"
+    assert list(again.load().dates) == days[1:]
+    assert DataSpec().date_format is None
 
 
 # -- files that are not what they claim --------------------------------------------------------
