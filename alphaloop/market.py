@@ -4,6 +4,14 @@ Decisions a user should know about:
 
 * Dates that are not sorted are sorted, with a warning naming how many rows moved (exports from
   some sites run newest-first; refusing them helps nobody). Duplicated dates are refused.
+* A date column is read one way for the whole file, never row by row: dates that could be day
+  first or month first (``03/01/2005``) are refused unless the data or ``date_format`` settles
+  the order (see :func:`_parse_dates`). Reading each row the way it happens to fit put 3 January
+  on 1 March, silently.
+* CSV files may use ``,``, ``;``, tab or ``|`` (Excel in many locales writes ``;`` with decimal
+  commas); a file that is not text (a workbook, a Parquet file named .csv) is refused by name.
+* Windows: the embedded set keeps TRAIN to 2016, VALIDATION 2017-2019, TEST 2020-2022; other
+  data is split 60% / 20% / 20% of its trading days (see :func:`split`).
 * Missing prices (NaN) are refused unless ``fill="ffill"`` is asked for; then they are carried
   forward and leading rows without a price for every asset are dropped, with a warning.
   Non-positive and infinite prices are always refused: carrying them forward would hide a bug
@@ -35,6 +43,9 @@ DATE_COLUMNS = ("date", "datetime", "timestamp", "time", "day")
 # Windows of the embedded set: 27 years to learn from, 3 to choose on, 3 held out.
 SP500_TRAIN_END = "2016-12-31"
 SP500_VAL_END = "2019-12-31"
+# Other data: shares of its trading days for TRAIN and VALIDATION; TEST gets the rest.
+TRAIN_FRACTION = 0.6
+VAL_FRACTION = 0.2
 # Smallest windows the knob bounds can work with: the longest lookback plus the longest episode
 # to train, and a month of trading days to evaluate on.
 MIN_TRAIN_ROWS = 60 + 120 + 1
@@ -70,14 +81,24 @@ class MarketData:
         d = self.dates[window]
         return (d[0].date().isoformat(), d[-1].date().isoformat())
 
+    def windows(self) -> dict[str, tuple[str, str]]:
+        """First and last date of each window, so a run can show what it trained and chose on."""
+        return {
+            "train": self.window_dates(self.train),
+            "validation": self.window_dates(self.val),
+            "test": self.window_dates(self.test),
+        }
+
+    def windows_text(self) -> str:
+        """``train 2010-01-05..2013-07-01, validation ..., test ...`` for human output."""
+        return ", ".join(f"{k} {a}..{b}" for k, (a, b) in self.windows().items())
+
     def describe(self) -> dict[str, object]:
         return {
             "source": self.source,
             "fingerprint": self.fingerprint,
             "symbols": list(self.symbols),
-            "train": self.window_dates(self.train),
-            "validation": self.window_dates(self.val),
-            "test": self.window_dates(self.test),
+            **self.windows(),
         }
 
 
@@ -570,17 +591,19 @@ def split(
 ) -> MarketData:
     """Splits prices by date into TRAIN (<= train_end), VALIDATION (<= val_end) and TEST (after).
 
-    Without dates: the embedded set's 2016 / 2019 boundaries when they leave every window at
-    least its minimum length, else 60% / 20% / 20% of the rows.
+    Without dates, the embedded set (``source="sp500"``) keeps its fixed windows, TRAIN to 2016,
+    VALIDATION 2017-2019 and TEST 2020-2022, which benchmarks and past sessions were run on.
+    Any other data is split 60% / 20% / 20% of its trading days (daily returns) in date order,
+    whatever years it spans: cutting a 2005-2024 file at the embedded set's years would give
+    60% / 15% / 25%, windows nobody asked for.
     """
     rets = prices.pct_change().iloc[1:]
     dates = pd.DatetimeIndex(rets.index)
     n = len(dates)
+    if train_end is None and val_end is None and source == "sp500":
+        train_end, val_end = SP500_TRAIN_END, SP500_VAL_END
     if train_end is None and val_end is None:
-        a = int(dates.searchsorted(pd.Timestamp(SP500_TRAIN_END), side="right"))
-        b = int(dates.searchsorted(pd.Timestamp(SP500_VAL_END), side="right"))
-        if a < MIN_TRAIN_ROWS or b - a < MIN_EVAL_ROWS or n - b < MIN_EVAL_ROWS:
-            a, b = int(n * 0.6), int(n * 0.8)
+        a, b = int(n * TRAIN_FRACTION), int(n * (TRAIN_FRACTION + VAL_FRACTION))
     elif train_end is None or val_end is None:
         raise DataError("give both train_end and val_end, or neither")
     else:

@@ -646,21 +646,39 @@ def test_split_explicit_dates() -> None:
     assert md.source == "mine"
 
 
-def test_split_default_uses_sp500_boundaries_on_other_data_spanning_them() -> None:
-    prices = synthetic_prices(n_days=2730, n_assets=3, start="2010-01-04")  # to 2020-06-19
-    md = split(prices)
-    assert_windows_partition(md)
-    assert md.window_dates(md.train)[1] == "2016-12-30"
-    assert md.window_dates(md.val) == ("2017-01-02", "2019-12-31")  # business days, no holidays
-    assert md.window_dates(md.test) == ("2020-01-01", "2020-06-19")
-
-
-def test_split_default_falls_back_when_sp500_windows_would_be_too_short() -> None:
-    # 2016-09 .. 2020-03: the 2016 / 2019 dates fall inside, but train would have ~80 rows.
-    prices = synthetic_prices(n_days=900, n_assets=3, start="2016-09-01")
-    md = split(prices)
-    n = len(prices) - 1
+@pytest.mark.parametrize(
+    ("n_days", "start"),
+    [
+        (5217, "2005-01-03"),  # 2005-2024: the embedded set's 2016 / 2019 would cut 60/15/25
+        (2730, "2010-01-04"),  # to 2020-06: they would cut 70/30/5
+        (900, "2016-09-01"),  # 2016-09 .. 2020-03: they would leave train ~80 rows
+    ],
+)
+def test_split_default_is_60_20_20_of_trading_days_on_other_data(n_days: int, start: str) -> None:
+    prices = synthetic_prices(n_days=n_days, n_assets=3, start=start)
+    md = split(prices, source="mine.csv")
+    n = n_days - 1
     assert (md.train.stop, md.val.stop) == (int(0.6 * n), int(0.8 * n))
+    assert_windows_partition(md)
+
+
+def test_split_keeps_the_embedded_windows_only_for_the_embedded_set() -> None:
+    prices = synthetic_prices(n_days=5217, n_assets=3, start="2005-01-03")
+    md = split(prices, source="sp500")
+    assert md.window_dates(md.train) == ("2005-01-04", "2016-12-30")
+    assert md.window_dates(md.val) == ("2017-01-02", "2019-12-31")  # business days, no holidays
+    assert md.window_dates(md.test) == ("2020-01-01", "2024-12-31")
+
+
+def test_windows_are_described_for_output() -> None:
+    md = split(synthetic_prices())
+    windows = md.windows()
+    assert list(windows) == ["train", "validation", "test"]
+    assert windows["validation"] == md.window_dates(md.val)
+    assert {k: md.describe()[k] for k in windows} == windows
+    a, b = windows["test"]
+    assert md.windows_text().endswith(f", test {a}..{b}")
+    assert md.windows_text().startswith(f"train {windows['train'][0]}..")
 
 
 def test_split_too_few_rows_lists_the_windows() -> None:
