@@ -50,6 +50,9 @@ def train(
     set_: list[str] = typer.Option([], "--set", help="knob=value (repeatable)"),
     data: str = typer.Option("sp500", help=DATA_HELP),
     fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
+    date_format: str = typer.Option(
+        None, help="strptime format for the date column, e.g. %d/%m/%Y"
+    ),
     seed: int = typer.Option(0),
     n_envs: int = typer.Option(None, help="parallel training environments (default 4)"),
     metric: str = typer.Option("sharpe", help="objective: sharpe, sortino, calmar, return"),
@@ -69,6 +72,7 @@ def train(
     spec = ManualRunSpec(
         data=data,
         fill=fill,
+        date_format=date_format,
         symbols=parse_symbols(symbols),
         changes=dict(delta.changes),
         seed=seed,

@@ -111,6 +111,9 @@ def research_start(
     max_tokens_total: int = typer.Option(None, help="stop when LLM usage reaches this many tokens"),
     data: str = typer.Option("sp500", help=DATA_HELP),
     fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
+    date_format: str = typer.Option(
+        None, help="strptime format for the date column, e.g. %d/%m/%Y"
+    ),
     symbols: str = typer.Option(None, help="comma-separated subset of the data's columns"),
     seed: int = typer.Option(0),
     noise_seeds: int = typer.Option(3, help="baseline seeds that set the noise floor"),
@@ -149,6 +152,7 @@ def research_start(
             max_tokens_total=max_tokens_total,
             data=data,
             fill=fill,
+            date_format=date_format,
             symbols=parse_symbols(symbols),
             seed=seed,
             noise_seeds=noise_seeds,

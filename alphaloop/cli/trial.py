@@ -30,6 +30,9 @@ def trial(
     set_: list[str] = typer.Option([], "--set", help="knob=value (repeatable)"),
     data: str = typer.Option("sp500", help=DATA_HELP),
     fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
+    date_format: str = typer.Option(
+        None, help="strptime format for the date column, e.g. %d/%m/%Y"
+    ),
     symbols: str = typer.Option(None, help="comma-separated subset of the data's columns"),
     seed: int = typer.Option(0),
     total_timesteps: int = typer.Option(None, help="PPO env steps (session setting)"),
@@ -46,7 +49,9 @@ def trial(
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")
     delta = parse_sets(set_)
-    market = guarded(load_market, data, fill=fill, symbols=parse_symbols(symbols))
+    market = guarded(
+        load_market, data, fill=fill, symbols=parse_symbols(symbols), date_format=date_format
+    )
     budget = trial_budget(total_timesteps)
     config, clips = clip(TrialConfig(), delta, market.n_assets, budget.n_envs)
     settings = get_settings()
@@ -66,6 +71,7 @@ def trial(
         payload = result.model_dump(mode="json")
         payload["config"] = config.model_dump()
         payload["clips"] = [c.model_dump() for c in clips]
+        payload["data"] = market.describe()
         typer.echo(json.dumps(payload))
         return
     if clips:
@@ -80,6 +86,7 @@ def trial(
             },
         )
     )
+    console.print(f"data: {escape(market.source)}: {market.windows_text()}")
     if result.policy_path:
         console.print(f"policy saved to {escape(result.policy_path)}")
 
