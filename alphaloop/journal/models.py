@@ -130,7 +130,12 @@ class SessionRecord(_Record):
 
 
 class TrialRecord(_Record):
-    """One trial row, whatever became of it (kept, discarded, crashed, invalid, running)."""
+    """One trial row, whatever became of it (kept, discarded, crashed, invalid, running).
+
+    ``env_steps`` is what PPO actually trained (a whole number of rollouts, so it can exceed the
+    session's ``total_timesteps``); ``violation`` is the limit its metrics break, whatever its
+    status (a baseline is kept even when it breaks one). Both are None in rows of schema 1.
+    """
 
     json_fields: ClassVar[frozenset[str]] = frozenset(
         {"config", "delta", "metrics", "baselines", "val_returns", "final_weights", "curve"}
@@ -163,6 +168,8 @@ class TrialRecord(_Record):
     started_at: str
     finished_at: str | None = None
     curve: list[Any] | None = None
+    env_steps: int | None = None
+    violation: str | None = None
 
     @property
     def finished(self) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -80,6 +80,8 @@ TABLES: dict[str, str] = {
             started_at TEXT NOT NULL,
             finished_at TEXT,
             curve TEXT,
+            env_steps INTEGER,
+            violation TEXT,
             UNIQUE (session_id, idx)
         )""",
     "bounds_clips": """
@@ -141,8 +143,31 @@ INDEXES: tuple[str, ...] = (
 )
 
 Migration = Callable[[sqlite3.Connection], None]
-# MIGRATIONS[v] takes a journal at schema version v to v + 1 (none yet: version 1 is the first).
-MIGRATIONS: dict[int, Migration] = {}
+
+# The only reasons a limit ever wrote (``Objective.violation``), as LIKE patterns.
+_LIMIT_REASONS = ("max drawdown % exceeds the limit %", "annual turnover % exceeds the limit %")
+
+
+def _add_env_steps_and_violation(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: ``trials.env_steps`` (PPO env steps actually trained, which SB3 rounds up
+    to whole rollouts) and ``trials.violation`` (the limit a trial's metrics break, so a
+    leaderboard can rank trials within the limits first).
+
+    Env steps of old trials are unknown and stay NULL. A discarded search trial whose reason is
+    a limit's message gets it as its violation; baselines were never checked against the limits
+    in schema 1 and stay NULL (read as within them).
+    """
+    conn.execute("ALTER TABLE trials ADD COLUMN env_steps INTEGER")
+    conn.execute("ALTER TABLE trials ADD COLUMN violation TEXT")
+    conn.execute(
+        "UPDATE trials SET violation = reason WHERE kind = 'search' AND status = 'discard' "
+        f"AND ({' OR '.join('reason LIKE ?' for _ in _LIMIT_REASONS)})",
+        _LIMIT_REASONS,
+    )
+
+
+# MIGRATIONS[v] takes a journal at schema version v to v + 1.
+MIGRATIONS: dict[int, Migration] = {1: _add_env_steps_and_violation}
 
 
 def sniff(path: Path) -> str | None:

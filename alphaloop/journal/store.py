@@ -287,27 +287,31 @@ class JournalReader:
         return [TrialRecord.from_row(r) for r in rows]
 
     def leaderboard(self, session_id: str, k: int = 10) -> list[TrialRecord]:
-        """The ``k`` best finished search and baseline trials by objective (validation window),
-        best first, ties broken by the earlier index. Test-window rows never appear."""
+        """The ``k`` best finished search and baseline trials (validation window), best first:
+        trials within the session's limits before those that break one (a discarded trial with
+        a higher objective is no better than one that respects the limits), then by objective,
+        ties broken by the earlier index. Test-window rows never appear."""
         if k < 1:
             raise ValueError(f"leaderboard needs k >= 1, got {k}")
         rows = self._rows(
             "SELECT * FROM trials WHERE session_id = ? AND kind IN ('search', 'baseline') "
             "AND status != 'running' AND objective IS NOT NULL "
-            "ORDER BY objective DESC, idx ASC LIMIT ?",
+            "ORDER BY violation IS NOT NULL, objective DESC, idx ASC LIMIT ?",
             (session_id, k),
         )
         return [TrialRecord.from_row(r) for r in rows]
 
     def best_trial(self, session_id: str) -> TrialRecord | None:
-        """The best kept search trial; else the best baseline; else None."""
+        """The best kept search trial; else the best baseline (one within the limits first);
+        else None."""
         for where in (
             "kind = 'search' AND status = 'keep'",
             "kind = 'baseline' AND status IN ('keep', 'discard')",
         ):
             rows = self._rows(
                 f"SELECT * FROM trials WHERE session_id = ? AND {where} "
-                "AND objective IS NOT NULL ORDER BY objective DESC, idx ASC LIMIT 1",
+                "AND objective IS NOT NULL "
+                "ORDER BY violation IS NOT NULL, objective DESC, idx ASC LIMIT 1",
                 (session_id,),
             )
             if rows:

@@ -280,11 +280,14 @@ class Journal(LogWriter):
         error: str | None = None,
         traceback_tail: str | None = None,
         policy_path: str | None = None,
+        env_steps: int | None = None,
+        violation: str | None = None,
     ) -> TrialRecord:
         """Records how a running trial ended. A search trial that ended ``keep``, ``discard``,
         ``crash`` or ``timeout`` is counted against the budget (an interrupted one is not).
 
-        ``elapsed_s`` defaults to the wall time since the trial started.
+        ``elapsed_s`` defaults to the wall time since the trial started. ``env_steps`` is the
+        PPO env steps trained; ``violation`` the limit the trial's metrics break, if any.
 
         Raises:
             ValueError: ``status`` is not a final status, or a value of the wrong type.
@@ -308,6 +311,8 @@ class Journal(LogWriter):
             "error": error,
             "traceback_tail": traceback_tail,
             "policy_path": policy_path,
+            "env_steps": env_steps,
+            "violation": violation,
         }
         values = columns(TrialRecord, fields)
         with self._write() as conn:

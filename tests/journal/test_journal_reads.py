@@ -76,6 +76,35 @@ def test_leaderboard_best_first_ties_by_index(journal: Journal) -> None:
         journal.leaderboard(sid, k=0)
 
 
+def test_leaderboard_ranks_trials_within_the_limits_first(journal: Journal) -> None:
+    # A limit nobody but one search trial met: the baseline and the higher-scoring discards
+    # break it, so the one trial that respects it tops the board despite its lower objective.
+    sid = new_session(journal)
+    breaks = "max drawdown 31.0% exceeds the limit 15.0%"
+
+    def limited(status: str, objective: float, violation: str | None, **kw: str) -> TrialRecord:
+        t = new_trial(journal, sid, **kw)
+        return journal.finish_trial(
+            t.id, status=status, objective=objective, reason=violation, violation=violation
+        )
+
+    base = limited("keep", 1.2, breaks, kind="baseline")
+    high = limited("discard", 1.5, breaks)
+    within = limited("keep", 0.3, None)
+    worse = limited("discard", 0.1, None)
+    assert journal.get_trial(high.id).violation == breaks
+    assert [t.id for t in journal.leaderboard(sid)] == [within.id, worse.id, high.id, base.id]
+    assert journal.best_trial(sid) == within
+
+
+def test_best_trial_prefers_a_baseline_within_the_limits(journal: Journal) -> None:
+    sid = new_session(journal)
+    high = new_trial(journal, sid, kind="baseline")
+    journal.finish_trial(high.id, status="keep", objective=0.9, violation="too deep")
+    low = finished(journal, sid, "keep", 0.4, kind="baseline")
+    assert journal.best_trial(sid) == low
+
+
 def test_best_trial(journal: Journal) -> None:
     sid = new_session(journal)
     assert journal.best_trial(sid) is None

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from journal_helpers import new_session
+from journal_helpers import new_session, new_trial
 
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import SCHEMA_VERSION, Journal, JournalError, schema
@@ -128,6 +128,31 @@ def test_an_older_journal_is_migrated_on_open(
         assert j.get_session(sid).id == sid
         assert "policies" in j.db.table_names()
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION + 1
+
+
+def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -> None:
+    limit = "max drawdown 31.0% exceeds the limit 15.0%"
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+        rows = [new_trial(j, sid, kind=k) for k in ("baseline", "search", "search", "search")]
+        j.finish_trial(rows[0].id, status="keep", objective=1.0, reason="baseline")
+        j.finish_trial(rows[1].id, status="discard", objective=2.0, reason=limit)
+        j.finish_trial(rows[2].id, status="discard", objective=0.5, reason="does not beat best")
+        j.finish_trial(rows[3].id, status="keep", objective=1.5, reason="beats best")
+    # Back to what alphaloop wrote before schema 2: no such columns, version 1.
+    conn = sqlite3.connect(journal_path)
+    conn.execute("ALTER TABLE trials DROP COLUMN env_steps")
+    conn.execute("ALTER TABLE trials DROP COLUMN violation")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Journal(journal_path) as j:
+        trials = j.trials(sid)
+        assert [t.violation for t in trials] == [None, limit, None, None]
+        assert all(t.env_steps is None for t in trials)
+        assert [t.id for t in j.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
+                                                      rows[1].id]  # fmt: skip
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 2
 
 
 def test_a_failed_migration_leaves_the_old_version(
