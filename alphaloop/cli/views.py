@@ -99,6 +99,9 @@ def trials_table(
         clips = clips_by_trial.get(t.id, [])
         note = "; ".join(f"{c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips)
         note = note or (t.error or t.reason or "")
+        violation = getattr(t, "violation", None)
+        if violation and violation not in note:  # a kept baseline that breaks a limit
+            note = f"{note}; {violation}" if note else violation
         table.add_row(
             str(t.idx),
             t.kind,
@@ -113,14 +116,17 @@ def trials_table(
 
 
 def final_panel(session: Any) -> Panel:
+    """What finalize concluded. When the reported trial breaks the session's limits (nothing
+    met them) that comes first, in red: the figures below are then not a result within them."""
     final = session.final or {}
     lines = [
         f"stopped: {final.get('stop_reason', '-')}",
         f"trials run: {final.get('n_trials', '-')}",
     ]
+    reported = "the best" if final.get("best_trial_id") is not None else "the baseline"
     if final.get("deflated_sharpe") is not None:
         lines.append(
-            f"deflated Sharpe ratio of the best (N = {final.get('n_trials')}): "
+            f"deflated Sharpe ratio of {reported} (N = {final.get('n_trials')}): "
             f"{final['deflated_sharpe']:.3f}"
         )
     if final.get("probabilistic_sharpe") is not None:
@@ -132,7 +138,17 @@ def final_panel(session: Any) -> Panel:
         columns["best (test)"] = final["best_test"]
     if final.get("baseline_test"):
         columns["baseline (test)"] = final["baseline_test"]
-    body: list[Any] = [plain("\n".join(lines))]
+    body: list[Any] = []
+    if final.get("admissible") is False:
+        body.append(
+            Text(
+                f"NOT WITHIN THE LIMITS: {final.get('admissible_reason') or 'no trial met them'}",
+                style="bold red",
+            )
+        )
+    elif final.get("admissible_reason"):
+        body.append(plain(f"limits: {final['admissible_reason']}"))
+    body.append(plain("\n".join(lines)))
     if columns:
         body.append(metrics_table("held-out test window, evaluated once", columns))
     return Panel(Group(*body), title="finalize", title_align="left")
@@ -182,6 +198,22 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
             plain(s.goal[:60]),
         )
     return table
+
+
+def steps_note(trained: int | None, total_timesteps: int, n_steps: int, n_envs: int) -> str | None:
+    """A line saying PPO trained more env steps than asked, or None when it trained exactly the
+    budget (or did not train). SB3 collects whole rollouts of ``n_steps x n_envs`` steps, so a
+    budget that is not a multiple of that is rounded up, and a run would otherwise look like it
+    trained what was asked."""
+    if trained is None or trained == total_timesteps:
+        return None
+    rollout = n_steps * n_envs
+    why = (
+        f"rounded up to whole rollouts of n_steps x n_envs = {n_steps:,} x {n_envs} = {rollout:,}"
+        if trained > total_timesteps
+        else "stopped early"
+    )
+    return f"trained {trained:,} env steps (budget {total_timesteps:,}, {why})"
 
 
 def live_curve_text(trial: Any, alive: bool = True) -> Text:

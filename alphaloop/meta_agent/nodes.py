@@ -142,6 +142,12 @@ def _run(ctx: SessionContext, row: TrialRecord, config: TrialConfig, **kwargs: A
     return {"status": "ok", "result": result.model_dump(mode="json")}
 
 
+def _violation(ctx: SessionContext, row: TrialRecord) -> str | None:
+    """The limit ``row``'s metrics break, computed (not read from ``row.violation``) so rows of a
+    schema-1 journal, which never had it, are judged too."""
+    return ctx.objective.violation(Metrics(**row.metrics)) if row.metrics else None
+
+
 def _finish(ctx: SessionContext, trial_id: int, outcome: dict, status: str, reason: str | None):
     if outcome["status"] != "ok":
         return ctx.journal.finish_trial(
@@ -152,7 +158,14 @@ def _finish(ctx: SessionContext, trial_id: int, outcome: dict, status: str, reas
             reason=reason,
         )
     result = TrialResult(**outcome["result"])
-    return record_result(ctx.journal, trial_id, result, status=status, reason=reason)
+    return record_result(
+        ctx.journal,
+        trial_id,
+        result,
+        status=status,
+        reason=reason,
+        violation=ctx.objective.violation(result.metrics),
+    )
 
 
 def record_result(
@@ -163,9 +176,11 @@ def record_result(
     status: str,
     reason: str | None,
     max_curve_points: int = MAX_CURVE_POINTS,
+    violation: str | None = None,
 ) -> TrialRecord:
     """Journals what a running trial produced: its PPO training curve (an even sample of at most
-    ``max_curve_points`` points, for charts) and its finished row."""
+    ``max_curve_points`` points, for charts), the env steps PPO actually trained, and its
+    finished row with ``violation``, the limit its metrics break (if any)."""
     if result.curve:
         journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
     return journal.finish_trial(
@@ -179,6 +194,8 @@ def record_result(
         elapsed_s=result.elapsed_s,
         reason=reason,
         policy_path=result.policy_path,
+        env_steps=result.timesteps,
+        violation=violation,
     )
 
 
@@ -280,11 +297,22 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     if status == "ok":
         metrics = Metrics(**outcome["result"]["metrics"])
         objective = outcome["result"]["objective"]
-        _, best_obj = best_so_far(_finished(ctx))
+        incumbent, best_obj = best_so_far(_finished(ctx))
         floor = ctx.journal.get_session(ctx.session_id).noise_floor or 0.0
         violation = ctx.objective.violation(metrics)
+        # A baseline that breaks the limits is no bar for a trial that respects them: otherwise
+        # every admissible trial scoring below it would be discarded, and the session would end
+        # reporting the violating baseline as its best.
+        base_breaks = (
+            _violation(ctx, incumbent)
+            if incumbent is not None and incumbent.kind == "baseline"
+            else None
+        )
         if violation:
             status, reason = "discard", violation
+        elif base_breaks:
+            status = "keep"
+            reason = f"first trial within the limits; the baseline breaks them ({base_breaks})"
         elif best_obj is None or objective > best_obj + 2 * floor:
             status = "keep"
             reason = (
@@ -359,6 +387,49 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
     return _finish(ctx, row.id, outcome, status, "test window")
 
 
+def _admissibility(
+    ctx: SessionContext, rows: list[TrialRecord], chosen: TrialRecord | None, is_best: bool
+) -> dict[str, Any]:
+    """Whether the trial finalize reports (``chosen``: the best kept trial, else the baseline)
+    respects the session's limits, and a sentence saying so, for the ``final`` record.
+
+    Without it a session where no trial met ``--max-drawdown`` would present the baseline's
+    test figures and deflated Sharpe as "the best" with no word that nothing met the goal.
+    """
+    objective = ctx.objective
+    limits = []
+    if objective.max_drawdown is not None:
+        limits.append(f"max drawdown <= {objective.max_drawdown:.1%}")
+    if objective.max_turnover is not None:
+        limits.append(f"annual turnover <= {objective.max_turnover:.2f}")
+    broken = _violation(ctx, chosen) if chosen is not None else None
+    out: dict[str, Any] = {"admissible": chosen is not None and broken is None}
+    if not limits:
+        return out
+    scored = [t for t in rows if t.kind == "search" and t.status in ("keep", "discard")]
+    within = sum(1 for t in scored if t.metrics and _violation(ctx, t) is None)
+    wanted = ", ".join(limits)
+    met = f"{within} of {len(scored)} search trials met the limits ({wanted})"
+    out["n_admissible"] = within
+    if chosen is None:
+        out["admissible_reason"] = f"{met}; no trial could be reported"
+    elif broken is not None:
+        out["violation"] = broken
+        searched = f"none of {len(scored)} search trials" if within == 0 else met
+        out["admissible_reason"] = (
+            f"no trial reported meets the limits ({wanted}): {searched}, nor the baseline "
+            f"reported instead ({broken}); its figures are not a result within the limits"
+        )
+    elif is_best:
+        out["admissible_reason"] = f"{met}; the best of them is reported"
+    else:
+        out["admissible_reason"] = (
+            f"{met}; none beat the baseline by more than the noise floor, and the baseline, "
+            "reported instead, meets them"
+        )
+    return out
+
+
 def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     """Evaluates the best config and the baseline once on TEST, computes the deflated Sharpe of
     the best with N = trials run, and closes the session."""
@@ -384,6 +455,7 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         final["best_test"] = best_test.metrics
         final["best_test_objective"] = best_test.objective
     chosen = best or (base_rows[0] if base_rows else None)
+    final.update(_admissibility(ctx, rows, chosen, best is not None))
     if chosen is not None and chosen.val_returns:
         sharpes = [
             float(np.mean(t.val_returns) / np.std(t.val_returns, ddof=1))

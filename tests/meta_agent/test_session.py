@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 from langgraph.runtime import Runtime
+from rich.console import Console
 
+from alphaloop.cli import views
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
@@ -311,6 +313,54 @@ def test_limits_make_the_best_trial_a_discard_with_the_reason(settings: Settings
     _, verdicts = replay_verdicts(rows)
     assert "keep" in verdicts.values()  # without the limit the rule would have kept one
     assert "best_trial_id" not in s.final
+    # Nothing met the limit, the baseline reported instead included: the session says so.
+    base = rows[0]
+    assert base.kind == "baseline" and base.metrics["max_drawdown"] > 0.115
+    base_breaks = f"max drawdown {base.metrics['max_drawdown']:.1%} exceeds the limit 11.5%"
+    assert base.status == "keep" and base.violation == base_breaks
+    assert (s.final["admissible"], s.final["n_admissible"], s.final["violation"]) == (
+        False,
+        0,
+        base_breaks,
+    )
+    assert s.final["admissible_reason"] == (
+        "no trial reported meets the limits (max drawdown <= 11.5%): none of 4 search trials, "
+        f"nor the baseline reported instead ({base_breaks}); its figures are not a result "
+        "within the limits"
+    )
+    console = Console(width=200, record=True)
+    console.print(views.final_panel(s))
+    panel = " ".join(console.export_text().split())
+    assert "NOT WITHIN THE LIMITS: no trial reported meets the limits" in panel
+    assert "deflated Sharpe ratio of the baseline" in panel
+
+
+def test_a_baseline_that_breaks_the_limits_is_no_bar_for_trials_within_them(
+    settings: Settings,
+) -> None:
+    # Seed 4: the baseline's drawdown is about 15.2%, every search trial's about 12%.
+    sid = run(settings, seed=4, objective=Objective(max_drawdown=0.15))
+    s, rows = read(settings, sid)
+    base = [t for t in rows if t.kind == "baseline"]
+    search = [t for t in rows if t.kind == "search"]
+    assert all(t.violation and t.violation.startswith("max drawdown") for t in base)
+    assert all(t.violation is None for t in search)
+    # Short of the baseline's bar, yet kept: it is the first trial within the limit.
+    first, bar = search[0], np.mean([t.objective for t in base]) + 2 * s.noise_floor
+    assert first.objective < bar and first.status == "keep"
+    assert (
+        first.reason
+        == f"first trial within the limits; the baseline breaks them ({base[0].violation})"
+    )
+    with Journal(settings.journal_path) as journal:
+        board = journal.leaderboard(sid)
+    assert [t.kind for t in board] == ["search"] * len(search) + ["baseline"] * len(base)
+    best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
+    assert (s.final["best_trial_id"], s.final["admissible"]) == (best.id, True)
+    assert s.final["admissible_reason"] == (
+        f"{len(search)} of {len(search)} search trials met the limits (max drawdown <= 15.0%); "
+        "the best of them is reported"
+    )
 
 
 def test_ppo_trials_journal_their_training_curve(settings: Settings) -> None:
@@ -333,8 +383,9 @@ def test_ppo_trials_journal_their_training_curve(settings: Settings) -> None:
         assert steps == [rollout * (i + 1) for i in range(len(steps))]
         assert steps[-1] >= budget.total_timesteps > ([0, *steps])[-2]
         assert all(math.isfinite(p[1]) for p in t.curve)
+        assert t.env_steps == steps[-1]  # what PPO trained, whole rollouts, not the budget
     # Test-window rows evaluate the saved policy: nothing was trained, so no curve.
-    assert all(t.curve is None for t in rows if t.kind == "test")
+    assert all(t.curve is None and t.env_steps is None for t in rows if t.kind == "test")
 
 
 def test_a_stop_requested_while_proposing_runs_no_further_trial(
