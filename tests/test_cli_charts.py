@@ -112,6 +112,21 @@ def test_train_shows_progress_and_metrics(tmp_path: Path) -> None:
     assert "policy saved to" in text and "4 curve points journaled" in text
 
 
+def test_train_says_when_it_trained_more_steps_than_the_budget(tmp_path: Path) -> None:
+    # SB3 trains whole rollouts: 100 steps asked, rollouts of 64 steps x 1 env -> 128 trained.
+    result = cli(tmp_path, "train", *TINY, "--total-timesteps", "100")
+    assert result.exit_code == 0, result.output
+    assert (
+        "trained 128 env steps (budget 100, rounded up to whole rollouts of n_steps x n_envs "
+        "= 64 x 1 = 64)" in one_line(result)
+    )
+    run = ok_json(cli(tmp_path, "train", *TINY, "--total-timesteps", "100", "--json"))
+    assert (run["env_steps"], run["total_timesteps"]) == (128, 100)
+    assert run["trial"]["env_steps"] == 128 == run["trial"]["curve"][-1][0]
+    exact = cli(tmp_path, "train", *TINY, "--total-timesteps", "128")
+    assert exact.exit_code == 0 and "trained 128 env steps" not in one_line(exact)
+
+
 def test_train_rejects_bad_input(tmp_path: Path) -> None:
     unknown = cli(tmp_path, "train", "--data", "synthetic", "--symbols", "AAPL,A01")
     assert unknown.exit_code == 2

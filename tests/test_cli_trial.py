@@ -91,6 +91,7 @@ def test_each_mode_end_to_end(mode: str, metric: str, extra: list[str], home: Pa
         assert out["policy_path"] is None and out["timesteps"] is None
     else:
         assert out["timesteps"] == 256 and len(out["curve"]) == 1
+        assert (out["env_steps"], out["total_timesteps"]) == (256, 256)
         policy = Path(out["policy_path"])
         assert policy.is_file() and policy.is_relative_to(home / "policies" / "manual")
 
@@ -118,6 +119,20 @@ def test_human_output_shows_the_trial_next_to_the_baselines() -> None:
     text = " ".join(result.output.split())
     for needle in ("bounds clips", "max_position_pct", "equal_weight", "min_cvar", "Sharpe"):
         assert needle in text
+
+
+def test_human_output_says_when_ppo_trained_more_steps_than_the_budget() -> None:
+    # 100 steps asked; PPO collects whole rollouts of 64 steps x 4 envs, so it trains 256.
+    args = ["--data", "synthetic", "--mode", "ppo_only", "--set", "n_steps=64", "--set",
+            "n_epochs=3"]  # fmt: skip
+    result = run_cli(*args, "--total-timesteps", "100")
+    assert result.exit_code == 0, result.output
+    assert (
+        "trained 256 env steps (budget 100, rounded up to whole rollouts of n_steps x n_envs "
+        "= 64 x 4 = 256)" in " ".join(result.output.split())
+    )
+    exact = run_cli(*args, "--total-timesteps", "256")
+    assert exact.exit_code == 0 and "env steps" not in exact.output
 
 
 PRICES = "date,A,B\n2020-01-02,100,50\n2020-01-03,101,51\n2020-01-06,102,52\n"

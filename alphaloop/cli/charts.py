@@ -104,6 +104,8 @@ def train(
                     "session": run.session.model_dump(mode="json"),
                     "trial": run.trial.model_dump(mode="json"),
                     "clips": [c.model_dump(mode="json") for c in run.clips],
+                    "total_timesteps": spec.trial_budget.total_timesteps,
+                    "env_steps": run.trial.env_steps,
                 }
             )
         )
@@ -117,6 +119,14 @@ def train(
             {"trial": t.metrics, **(t.baselines or {})},
         )
     )
+    note = views.steps_note(
+        t.env_steps,
+        spec.trial_budget.total_timesteps,
+        int(t.config["n_steps"]),
+        spec.trial_budget.n_envs,
+    )
+    if note:
+        console.print(note)
     if t.policy_path:
         console.print(f"policy saved to {escape(t.policy_path)}")
     console.print(

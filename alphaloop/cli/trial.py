@@ -72,6 +72,8 @@ def trial(
         payload["config"] = config.model_dump()
         payload["clips"] = [c.model_dump() for c in clips]
         payload["data"] = market.describe()
+        payload["total_timesteps"] = budget.total_timesteps
+        payload["env_steps"] = result.timesteps
         typer.echo(json.dumps(payload))
         return
     if clips:
@@ -86,6 +88,9 @@ def trial(
             },
         )
     )
+    note = views.steps_note(result.timesteps, budget.total_timesteps, config.n_steps, budget.n_envs)
+    if note:
+        console.print(note)
     console.print(f"data: {escape(market.source)}: {market.windows_text()}")
     if result.policy_path:
         console.print(f"policy saved to {escape(result.policy_path)}")
