@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.charts import export as export_module
-from alphaloop.charts import png_size
+from alphaloop.charts import plotlyjs_name, png_size
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
@@ -169,7 +169,16 @@ def test_chart_json_describes_what_was_written(home: Path, manual: dict) -> None
     assert out["trial_id"] == manual["trial"]["id"] and out["trial_idx"] == 0
     assert out["traces"] == [{"name": "mean episode reward", "points": 20}]
     assert Path(out["out"]) == home / "charts" / f"training_curve-{out['session_id']}-t0.html"
-    assert Path(out["out"]).stat().st_size > 1_000_000 and out["read"] is None
+    assert Path(out["out"]).stat().st_size < 1_000_000 and out["read"] is None
+    assert (Path(out["out"]).parent / plotlyjs_name()).stat().st_size > 1_000_000
+
+
+def test_an_out_in_a_missing_folder_is_refused(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "r.html"
+    result = cli(home, "chart", "ratio_curve", "--out", str(target))
+    assert result.exit_code == 2, result.output
+    assert f"the folder {target.parent} does not exist" in one_line(result)
+    assert not target.parent.exists()
 
 
 def test_png_without_chromium_fails_and_html_still_works(

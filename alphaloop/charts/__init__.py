@@ -24,9 +24,11 @@ from alphaloop.charts.export import (
     check_suffix,
     export_figure,
     find_chromium,
+    plotlyjs_name,
     png_size,
     render_png,
     write_html,
+    write_plotlyjs,
 )
 from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
 from alphaloop.charts.interpret import (
@@ -85,6 +87,7 @@ __all__ = [
     "find_chromium",
     "interpret_chart",
     "normalise_bullets",
+    "plotlyjs_name",
     "png_size",
     "ratio_curve",
     "read_embedded",
@@ -97,6 +100,7 @@ __all__ = [
     "weights",
     "window_returns",
     "write_html",
+    "write_plotlyjs",
 ]
 
 _LAZY = frozenset(

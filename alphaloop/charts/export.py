@@ -1,4 +1,9 @@
-"""Writing charts to files: HTML (self-contained, opens offline) and PNG through kaleido.
+"""Writing charts to files: HTML (opens offline) and PNG through kaleido.
+
+An HTML chart references plotly.js as a file beside it (``plotly-<version>.min.js``, written
+once per folder) instead of inlining its ~4.8 MB every time, so a folder of charts costs the
+library once. The file name carries the plotly.js version: charts written by an older plotly
+keep loading the version they were drawn with, and nothing is fetched from a CDN.
 
 Kaleido 1.x drives a headless Chromium; it does not ship one. We never let it download a
 browser: :func:`find_chromium` looks for a system one (the ``ALPHALOOP_CHROMIUM`` /
@@ -14,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import tempfile
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -95,11 +101,45 @@ def check_size(width: int, height: int) -> None:
             )
 
 
+def plotlyjs_name() -> str:
+    """The file name of the plotly.js bundle HTML charts load: ``plotly-<version>.min.js``."""
+    from plotly.offline import get_plotlyjs_version
+
+    return f"plotly-{get_plotlyjs_version()}.min.js"
+
+
+def write_plotlyjs(folder: str | Path) -> Path:
+    """Writes plotly.js into ``folder`` unless a complete copy of this version is already there.
+
+    Written to a temporary file and renamed, so a chart opened (or another export running)
+    meanwhile never sees a half-written bundle. A file of the wrong size (a copy cut short) is
+    replaced.
+    """
+    from plotly.offline import get_plotlyjs
+
+    target = Path(folder) / plotlyjs_name()
+    code = get_plotlyjs().encode("utf-8")
+    if target.is_file() and target.stat().st_size == len(code):
+        return target
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".plotly-", suffix=".js.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(code)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
 def write_html(fig: go.Figure, path: str | Path) -> Path:
-    """Writes ``fig`` as one HTML file with plotly.js inlined (it opens with no network)."""
+    """Writes ``fig`` as an HTML file that loads plotly.js from beside it (see
+    :func:`write_plotlyjs`); it opens with no network. The folder is created if missing."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fig.write_html(target, include_plotlyjs=True, full_html=True)
+    bundle = write_plotlyjs(target.parent)
+    fig.write_html(target, include_plotlyjs=bundle.name, full_html=True)
     return target
 
 

@@ -214,6 +214,14 @@ def chart(
             check_size(*size)
     except ChartExportError as err:
         raise fail(str(err), 2) from None
+    # An --out in a folder that does not exist is most likely a typo: refuse it rather than
+    # create folders nobody asked for. The default folder under the home is ours to create.
+    if out is not None and not out.parent.is_dir():
+        raise fail(
+            f"cannot write {out}: the folder {out.parent} does not exist; "
+            "create it first or choose another --out",
+            2,
+        )
     settings = get_settings()
     if not settings.journal_path.exists():
         raise fail(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from alphaloop.charts import (
     ChartExportError,
@@ -18,6 +19,7 @@ from alphaloop.charts import (
     check_suffix,
     export_figure,
     find_chromium,
+    plotlyjs_name,
     png_size,
     render_png,
     write_html,
@@ -59,9 +61,26 @@ def test_html_opens_without_network(figure: go.Figure, tmp_path: Path) -> None:
     written = write_html(figure, tmp_path / "chart.html")
     text = written.read_text()
     assert "<html>" in text[:100] and '"name":"sqrt"' in text
-    # plotly.js is inlined (megabytes of it); no script is fetched from the network.
-    assert re.search(r"<script[^>]*\bsrc=", text) is None
-    assert len(text) > 1_000_000
+    # The only script fetched is plotly.js, by a relative name, from a file written beside it.
+    sources = re.findall(r"<script[^>]*\bsrc=\"([^\"]+)\"", text)
+    assert sources == [plotlyjs_name()] and "/" not in sources[0]
+    bundle = tmp_path / sources[0]
+    assert bundle.read_text(encoding="utf-8") == get_plotlyjs()
+    assert f"plotly.js v{get_plotlyjs_version()}" in bundle.read_text(encoding="utf-8")[:100]
+    assert len(text.encode()) < 100_000  # not the ~4.8 MB of an inlined plotly.js
+
+
+def test_plotlyjs_is_written_once_per_folder(figure: go.Figure, tmp_path: Path) -> None:
+    write_html(figure, tmp_path / "a.html")
+    bundle = tmp_path / plotlyjs_name()
+    first = bundle.stat()
+    write_html(figure, tmp_path / "b.html")
+    assert bundle.stat().st_mtime_ns == first.st_mtime_ns and bundle.stat().st_ino == first.st_ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html", plotlyjs_name()]
+    # A copy cut short (a full disk, a killed export) is replaced, not trusted.
+    bundle.write_text("/* truncated */", encoding="utf-8")
+    write_html(figure, tmp_path / "c.html")
+    assert bundle.read_text(encoding="utf-8") == get_plotlyjs()
 
 
 def test_suffix_and_size_are_checked_before_any_work() -> None:
