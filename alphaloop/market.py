@@ -310,10 +310,11 @@ def _parse_dates(raw: pd.Series, date_format: str | None, origin: str) -> pd.Ser
       (``25/01/2005``), month first in the mirror case. A file where every row reads both ways
       is refused (there is no telling ``03/01/2005`` is 3 January rather than 1 March), and so is
       a file with some rows only day first and others only month first. One row settles the
-      order for all: a month-first file with a typo such as ``13/01/2005`` would be read day
-      first, so the sort warning (the rows would come out of order) is worth reading.
-    * Other text (``Jan 3, 2005``, ``3 January 2005``) carries its month as a name; it is parsed
-      as it is, but not mixed with the formats above.
+      order for all, so in a month-first file whose only day above 12 is a typo
+      (``13/01/2005``) the typo wins; the rows then come out of order and the sort warning
+      says so.
+    * Other text (``Jan 3, 2005``, ``3 January 2005``) names its month; it is parsed as it is,
+      but never in the same column as the formats above.
     """
     if pd.api.types.is_datetime64_any_dtype(raw):
         return raw
@@ -355,7 +356,7 @@ def _parse_dates(raw: pd.Series, date_format: str | None, origin: str) -> pd.Ser
     kinds = {
         "YYYY-MM-DD": is_iso,
         "day/month numbers": is_dm,
-        "dates with month names": other,
+        "other formats": other,
     }
     present = {k: m for k, m in kinds.items() if m.any()}
     if len(present) > 1:
