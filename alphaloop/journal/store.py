@@ -9,6 +9,7 @@ then writes can get ``SQLITE_BUSY`` at once in WAL mode, which no busy timeout c
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -36,6 +37,31 @@ _WITHOUT_SERIES = ", ".join(
     f"NULL AS {name}" if name in _SERIES else name for name in TrialRecord.model_fields
 )
 _NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this id exists (on this machine)."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _session(row: dict[str, Any]) -> SessionRecord:
+    """A session as it is: one left ``running`` or ``stopping`` by a process that is gone (a
+    kill -9, a power cut) reads as ``interrupted``, since nothing will ever move it on. The row
+    itself keeps what its owner last wrote (a resumed session honours a pending stop)."""
+    if row["status"] in ("running", "stopping") and not pid_alive(row["owner_pid"]):
+        gone = f"its process {row['owner_pid']} ended while it was {row['status']}"
+        row = {**row, "status": "interrupted", "error": row["error"] or gone}
+    return SessionRecord.from_row(row)
 
 
 class JournalReader:
@@ -198,7 +224,7 @@ class JournalReader:
     def list_sessions(self) -> list[SessionRecord]:
         """Every session, newest first."""
         rows = self._rows(f"SELECT * FROM sessions {_NEWEST_FIRST}")
-        return [SessionRecord.from_row(r) for r in rows]
+        return [_session(r) for r in rows]
 
     def get_session(self, session_id: str) -> SessionRecord:
         """One session.
@@ -209,7 +235,7 @@ class JournalReader:
         rows = self._rows("SELECT * FROM sessions WHERE id = ?", (session_id,))
         if not rows:
             raise self._session_not_found(session_id)
-        return SessionRecord.from_row(rows[0])
+        return _session(rows[0])
 
     def _session_not_found(self, session_id: str) -> SessionNotFound:
         recent = [r["id"] for r in self._rows(f"SELECT id FROM sessions {_NEWEST_FIRST} LIMIT 5")]

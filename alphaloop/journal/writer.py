@@ -27,6 +27,7 @@ from alphaloop.journal.models import (
     TrialStatus,
     is_interrupted,
 )
+from alphaloop.journal.store import pid_alive
 
 STOP_REQUESTED = "StopRequested"
 # Fields a caller may change with update_session: all but the identity and the timestamps the
@@ -37,21 +38,6 @@ SESSION_UPDATABLE = frozenset(SessionRecord.model_fields) - {"id", "created_at",
 def new_session_id() -> str:
     """A short, readable, sortable id: ``s-<yyyymmdd-hhmmss>-<4 hex>`` (UTC)."""
     return f"s-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether a process with this id exists (on this machine)."""
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    except OSError:
-        return False
-    return True
 
 
 class Journal(LogWriter):
