@@ -24,8 +24,19 @@ from alphaloop.settings import Settings
 if TYPE_CHECKING:
     from alphaloop.trials import TrialBudget
 
+
+class _ErrorConsole(Console):
+    """stderr, soft-wrapped when it is not a terminal: a log file or a calling program gets each
+    message on one line, with no path or session id split at column 80."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None:
+            soft_wrap = not self.is_terminal
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
 console = Console()
-err_console = Console(stderr=True)
+err_console = _ErrorConsole(stderr=True)
 T = TypeVar("T")
 
 PROPOSERS = ("auto", "tpe", "random", "llm")
@@ -78,13 +89,18 @@ def parse_sets(sets: list[str]) -> ConfigDelta:
         raise fail(str(err), 2) from None
 
 
-def parse_duration(text: str | None) -> float | None:
+def parse_duration(text: str | None, flag: str = "--time-budget") -> float | None:
+    """Seconds in ``text`` (``90s``, ``10m``, ``1h30m``), or exit 2. A unit is required: a bare
+    ``10`` reads as minutes to some and seconds to others."""
     if text is None:
         return None
     match = re.fullmatch(
-        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text
+        r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s)?\s*", text
     )
     if not match or not any(match.groups()):
+        if re.fullmatch(r"\s*\d+(?:\.\d+)?\s*", text):
+            n = text.strip()
+            raise fail(f"{flag} {text!r} has no unit; write {n}s, {n}m or {n}h", 2)
         raise fail(f"cannot read duration {text!r}; use forms like 90s, 10m, 1h30m", 2)
     h, m, s = (float(g) if g else 0.0 for g in match.groups())
     seconds = h * 3600 + m * 60 + s
@@ -94,7 +110,28 @@ def parse_duration(text: str | None) -> float | None:
 
 
 def parse_symbols(text: str | None) -> list[str] | None:
-    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+    """The names in a ``--symbols`` list, or None when the flag was not given (all columns).
+
+    A list with no names in it (``,,`` or ``""``) is refused rather than read as "all symbols".
+    """
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise fail(f"no symbols in --symbols {text!r}; give column names like AAPL,MSFT", 2)
+    return names
+
+
+# numpy's legacy seeding (``np.random.seed``, which SB3 and optuna's samplers call) takes
+# 0 .. 2**32 - 1; torch and ``default_rng`` take more, so this is the range every trial can use.
+SEED_MAX = 2**32 - 1
+
+
+def check_seed(seed: int, high: int = SEED_MAX, why: str = "") -> None:
+    """Exit 2 naming ``--seed`` when ``seed`` is outside ``0..high`` (``why`` explains a high
+    below :data:`SEED_MAX`)."""
+    if not 0 <= seed <= high:
+        raise fail(f"--seed must be in 0..{high}{why}, got {seed}", 2)
 
 
 def check_choice(value: str, choices: tuple[str, ...], what: str) -> None:
@@ -118,6 +155,18 @@ def read_journal(settings: Settings, fn: Callable[[Journal], T]) -> T:
         raise fail(str(err), 1) from None
 
 
+# Fields whose flag is not ``--`` plus the field name.
+_FLAGS = {"goal": "GOAL", "time_budget_s": "--time-budget"}
+
+
+def flag_error(err: ValidationError) -> typer.Exit:
+    """Exit 2 naming the flag of the first invalid field, what is wrong and the value given."""
+    first = err.errors()[0]
+    field = str(first["loc"][-1]) if first["loc"] else ""
+    where = _FLAGS.get(field, "--" + field.replace("_", "-"))
+    return fail(f"{where}: {first['msg']}, got {first.get('input')!r}", 2)
+
+
 def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> TrialBudget:
     """The session settings a command was given (defaults for what it was not), or exit 2
     naming the flag that is out of range."""
@@ -127,6 +176,4 @@ def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> Tria
     try:
         return TrialBudget(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as err:
-        first = err.errors()[0]
-        where = "--" + str(first["loc"][0]).replace("_", "-")
-        raise fail(f"{where}: {first['msg']}", 2) from None
+        raise flag_error(err) from None

@@ -17,6 +17,7 @@ from alphaloop.cli._app import (
     DATA_HELP,
     FILLS,
     check_choice,
+    check_seed,
     console,
     err_console,
     fail,
@@ -66,6 +67,7 @@ def train(
     """
     from alphaloop.meta_agent.manual import ManualRunSpec, train_manual
 
+    check_seed(seed)
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")
     delta = parse_sets(set_)

@@ -13,6 +13,7 @@ from alphaloop.cli._app import (
     DATA_HELP,
     FILLS,
     check_choice,
+    check_seed,
     console,
     guarded,
     parse_sets,
@@ -45,6 +46,7 @@ def trial(
     """
     from alphaloop.trials import run_trial
 
+    check_seed(seed)
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")
@@ -97,7 +99,10 @@ def trial(
 
 
 def knobs(as_json: bool = typer.Option(False, "--json")) -> None:
-    """List the 16 knobs with their bounds, scale, default and meaning."""
+    """List the 16 knobs with their bounds, scale, default and meaning.
+
+    Example: alphaloop knobs
+    """
     if as_json:
         typer.echo(json.dumps([k.__dict__ for k in KNOBS.values()]))
         return

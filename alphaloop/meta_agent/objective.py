@@ -11,13 +11,15 @@ class Objective(BaseModel):
     """A metric to maximise on validation, with optional hard limits.
 
     ``max_drawdown`` and ``max_turnover`` are fractions (0.15 = 15%; turnover is annual one-way).
+    Limits must be finite: ``nan`` would compare false and never discard anything, and an
+    infinite limit is no limit (leave it out instead).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     metric: ObjectiveMetric = "sharpe"
-    max_drawdown: float | None = Field(default=None, gt=0, le=1)
-    max_turnover: float | None = Field(default=None, gt=0)
+    max_drawdown: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
+    max_turnover: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
     def value(self, metrics: Metrics) -> float:
         return objective_value(metrics, self.metric)
