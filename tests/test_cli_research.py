@@ -244,9 +244,15 @@ def test_a_goal_that_looks_like_markup_is_shown_as_written(settings: Settings) -
         (["research", GOAL, "--metric", "alpha"], "unknown metric 'alpha'; choose one of"),
         (["research", GOAL, "--proposer", "gpt"], "unknown proposer 'gpt'"),
         (["research", GOAL, "--proposer", "llm"], "--proposer llm needs ALPHALOOP_LLM_BASE_URL"),
-        (["research", GOAL, "--noise-seeds", "0"], "noise_seeds: Input should be greater than"),
-        (["research", GOAL, "--max-drawdown", "1.5"], "max_drawdown: Input should be less than"),
+        (["research", GOAL, "--noise-seeds", "0"], "--noise-seeds: Input should be greater than"),
+        (["research", GOAL, "--max-drawdown", "1.5"], "--max-drawdown: Input should be less than"),
+        (["research", GOAL, "--max-drawdown", "nan"], "--max-drawdown: Input should be a finite"),
+        (["research", GOAL, "--max-turnover", "inf"], "--max-turnover: Input should be a finite"),
         (["research", GOAL, "--time-budget", "soon"], "cannot read duration 'soon'"),
+        (["research", GOAL, "--time-budget", "10"], "--time-budget '10' has no unit; write 10s"),
+        (["research", GOAL, "--symbols", ",,"], "no symbols in --symbols ',,'"),
+        (["research", GOAL, "--seed", "-1"], "--seed must be in 0..42947"),
+        (["research", GOAL, "--seed", "99999999999"], "--seed must be in 0..42947"),
         (["research", GOAL, "--data", "absent.csv"], "price file not found: absent.csv"),
     ],
 )
@@ -303,7 +309,7 @@ def test_a_file_that_is_not_a_journal_is_refused_untouched(
     assert (path.read_bytes(), sorted(p.name for p in path.parent.iterdir())) == before
 
 
-@pytest.mark.parametrize("args", [["sessions"], ["status"], ["research", "resume", "s-any"]])
+@pytest.mark.parametrize("args", [["research", "resume", "s-any"], ["status", "s-any"]])
 def test_commands_that_read_a_journal_say_when_there_is_none(
     settings: Settings, args: list[str]
 ) -> None:
@@ -432,7 +438,9 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
         proc.kill()
     [cut] = running
     s, rows = read(settings, sid)
-    assert s.status == "running" and s.owner_pid == proc.pid  # its owner is gone
+    # The row still says running, but its owner is gone: reads show it interrupted.
+    assert s.status == "interrupted" and s.owner_pid == proc.pid
+    assert s.error == f"its process {proc.pid} ended while it was running"
     assert next(t for t in rows if t.id == cut.id).status == "running"
 
     result = run_cli("research", "resume", sid, "--json")

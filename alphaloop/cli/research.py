@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from typing import Any
 
@@ -17,8 +18,11 @@ from alphaloop.cli._app import (
     FILLS,
     PROPOSERS,
     check_choice,
+    check_seed,
     console,
+    err_console,
     fail,
+    flag_error,
     guarded,
     parse_duration,
     parse_symbols,
@@ -26,7 +30,7 @@ from alphaloop.cli._app import (
     trial_budget,
 )
 from alphaloop.cli.review import review
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, SessionRecord
 from alphaloop.knobs import MODES
 from alphaloop.metrics import OBJECTIVE_METRICS
 from alphaloop.settings import Settings, get_settings
@@ -77,20 +81,28 @@ def _live_view(budget: int):
     return live, on_event, progress, task
 
 
-def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
-    from alphaloop.meta_agent.session import run_session
+def _run(session_id: str, settings: Settings, on_event: Any = None) -> None:
+    """Runs the session; another live process running it is bad usage (exit 2), not a failure."""
+    from alphaloop.meta_agent.session import SessionBusy, run_session
 
+    try:
+        run_session(session_id, settings, on_event)
+    except SessionBusy as err:
+        raise fail(str(err), 2) from None
+
+
+def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
     with Journal(settings.journal_path) as journal:
         session = journal.get_session(session_id)
         done = journal.counted_trials(session_id)
     if as_json:
-        guarded(run_session, session_id, settings)
+        guarded(_run, session_id, settings)
     else:
         console.print(f"session [bold]{session_id}[/bold]: {escape(session.goal)}")
         live, on_event, progress, task = _live_view(session.budget)
         progress.update(task, completed=done)
         with live:
-            guarded(run_session, session_id, settings, on_event)
+            guarded(_run, session_id, settings, on_event)
         # Off a terminal, Live leaves its last frame without a line break.
         console.line()
     review(session_id, settings, as_json)
@@ -107,7 +119,9 @@ def research_start(
     metric: str = typer.Option("sharpe", help="sharpe, sortino, calmar or return"),
     max_drawdown: float = typer.Option(None, help="discard trials with a larger drawdown (0.15)"),
     max_turnover: float = typer.Option(None, help="discard trials with more annual turnover"),
-    time_budget: str = typer.Option(None, help="stop after this much trial time (10m, 1h)"),
+    time_budget: str = typer.Option(
+        None, help="stop after this much trial time, with a unit (90s, 10m, 1h30m)"
+    ),
     max_tokens_total: int = typer.Option(None, help="stop when LLM usage reaches this many tokens"),
     data: str = typer.Option("sp500", help=DATA_HELP),
     fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
@@ -128,8 +142,9 @@ def research_start(
     from pydantic import ValidationError
 
     from alphaloop.meta_agent.objective import Objective
-    from alphaloop.meta_agent.session import SessionSpec, create_session
+    from alphaloop.meta_agent.session import SESSION_SEED_MAX, SessionSpec, create_session
 
+    check_seed(seed, SESSION_SEED_MAX, " (the search proposers derive their seeds from it)")
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(proposer, PROPOSERS, "proposer")
@@ -159,8 +174,7 @@ def research_start(
             trial_budget=trial_budget(total_timesteps),
         )
     except ValidationError as err:
-        first = err.errors()[0]
-        raise fail(f"{'.'.join(map(str, first['loc']))}: {first['msg']}", 2) from None
+        raise flag_error(err) from None
     session_id = guarded(create_session, spec, settings)
     _run_session_view(session_id, settings, as_json)
 
@@ -170,24 +184,57 @@ def research_resume(
     session: str = typer.Argument(..., help="session id"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Continue a session after a crash or a stop, from its next trial.
+    """Continue a session after a crash, a kill or a stop, from its next trial.
+
+    A session stopped before its budget was used up runs its remaining trials and is finalized
+    again on the best config by then; one that used up its budget only shows its review.
 
     Example: alphaloop research resume s-20260101-120000-ab12
     """
+    from alphaloop.meta_agent.session import continues_after_stop
+
     settings = get_settings()
-    read_journal(settings, lambda j: j.get_session(session))
+    s, counted = read_journal(
+        settings, lambda j: (j.get_session(session), j.counted_trials(session))
+    )
+    if s.status in ("running", "stopping"):
+        raise fail(
+            f"session {session} is {s.status} in process {s.owner_pid}; stop it with "
+            f"`alphaloop research stop {session}` or wait for it to end",
+            2,
+        )
+    if s.status == "finished" and not continues_after_stop(s, counted):
+        reason = (s.final or {}).get("stop_reason", "finished")
+        err_console.print(
+            f"session {session} already finished ({escape(reason)}); nothing to resume"
+        )
     _run_session_view(session, settings, as_json)
 
 
 @research_app.command("stop")
-def research_stop(session: str = typer.Argument(..., help="session id")) -> None:
+def research_stop(
+    session: str = typer.Argument(..., help="session id"),
+    as_json: bool = typer.Option(False, "--json", help='print {"session", "status"} as JSON'),
+) -> None:
     """Ask a running session to stop after its current trial (finalize still runs).
+
+    A session no live process runs (finished, failed, or interrupted by a crash or a kill) is
+    not running: the command says so, with how to resume it, and exits 2.
 
     Example: alphaloop research stop s-20260101-120000-ab12
     """
-    from alphaloop.meta_agent.session import request_stop
+    from alphaloop.meta_agent.session import SessionNotRunning, request_stop
+
+    def stop() -> SessionRecord:
+        try:
+            return request_stop(session, settings)
+        except SessionNotRunning as err:  # bad usage, not a failure
+            raise fail(str(err), 2) from None
 
     settings = get_settings()
     read_journal(settings, lambda j: j.get_session(session))
-    guarded(request_stop, session, settings)
+    stopped = guarded(stop)
+    if as_json:
+        typer.echo(json.dumps({"session": session, "status": stopped.status.value}))
+        return
     console.print(f"stop requested for {session}; it ends after its current trial")

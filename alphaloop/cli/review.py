@@ -6,15 +6,31 @@ import json
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from alphaloop.cli import views
 from alphaloop.cli._app import console, read_journal
-from alphaloop.journal import Journal, SessionNotFound, pid_alive
+from alphaloop.journal import Journal, SessionRecord, pid_alive
 from alphaloop.settings import Settings, get_settings
+
+# The proposer of manual training runs (``alphaloop.meta_agent.manual.MANUAL_PROPOSER``, not
+# imported here: that module loads torch, and reading the journal should not).
+_MANUAL = "manual"
+_START = 'start one with `alphaloop research "GOAL"`'
+
+
+def resume_command(s: SessionRecord) -> str | None:
+    """The command that continues an interrupted research session (a crash, a kill -9), or None
+    when there is nothing to resume (or, for a manual training run, no way to)."""
+    if s.status != "interrupted" or s.proposer == _MANUAL:
+        return None
+    return f"alphaloop research resume {s.id}"
 
 
 def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
     """List research sessions, newest first.
+
+    A session whose process died (a kill -9) is shown interrupted, with how to resume it.
 
     Example: alphaloop sessions
     """
@@ -24,15 +40,29 @@ def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
         rows = j.list_sessions()
         return rows, {s.id: j.counted_trials(s.id) for s in rows}
 
-    rows, counts = read_journal(settings, read)
+    # No journal yet (a first session still loading its data) is no sessions, not an error.
+    rows, counts = read_journal(settings, read) if settings.journal_path.exists() else ([], {})
     if as_json:
         typer.echo(
             json.dumps(
-                [{**s.model_dump(mode="json"), "counted_trials": counts[s.id]} for s in rows]
+                [
+                    {
+                        **s.model_dump(mode="json"),
+                        "counted_trials": counts[s.id],
+                        "resume": resume_command(s),
+                    }
+                    for s in rows
+                ]
             )
         )
         return
+    if not rows:
+        console.print(f"no sessions yet in {escape(str(settings.home))}; {_START}")
+        return
     console.print(views.sessions_table(rows, counts))
+    for s in rows:
+        if command := resume_command(s):
+            console.print(f"{s.id} was interrupted; resume it with `{command}`")
 
 
 def status(
@@ -41,7 +71,8 @@ def status(
 ) -> None:
     """Show where a session is: status, trials done, best so far, the last trials.
 
-    A trial still training shows its live curve: how many points, and the latest.
+    A trial still training shows its live curve: how many points, and the latest. A session
+    whose process died shows as interrupted, with the command that resumes it.
 
     Example: alphaloop status
     """
@@ -52,11 +83,22 @@ def status(
         if sid is None:
             rows = j.list_sessions()
             if not rows:
-                raise SessionNotFound("no sessions yet; start one with `alphaloop research`")
+                return None
             sid = rows[0].id
         return j.get_session(sid), j.trials(sid), j.counted_trials(sid), j.leaderboard(sid, 1)
 
-    s, trials, counted, top = read_journal(settings, read)
+    # Without an id, no journal or an empty one means no session has started yet (a first one
+    # may be loading its data): that is an answer, not an error.
+    exists = session is not None or settings.journal_path.exists()
+    found = read_journal(settings, read) if exists else None
+    if found is None:
+        if as_json:
+            none = {"session": None, "counted_trials": 0, "best": None, "running": []}
+            typer.echo(json.dumps({**none, "resume": None}))
+        else:
+            console.print(f"no sessions yet in {escape(str(settings.home))}; {_START}")
+        return
+    s, trials, counted, top = found
     running = [t for t in trials if t.status == "running"]
     if as_json:
         typer.echo(
@@ -66,6 +108,7 @@ def status(
                     "counted_trials": counted,
                     "best": top[0].model_dump(mode="json") if top else None,
                     "running": [_live(t) for t in running],
+                    "resume": resume_command(s),
                 }
             )
         )
@@ -75,6 +118,8 @@ def status(
     console.print(views.trials_table(trials[-10:], title="last trials"))
     for t in running:
         console.print(views.live_curve_text(t, alive=pid_alive(t.owner_pid)))
+    if command := resume_command(s):
+        console.print(f"{escape(s.error or 'interrupted')}; resume it with `{command}`")
 
 
 def _live(trial: Any) -> dict[str, Any]:

@@ -10,6 +10,12 @@ finished row alone, ``finalize`` reuses test rows already written). On resume, t
 ``running`` whose owner died become ``crash`` ("interrupted", not counted) — except the one
 whose finished outcome the checkpoint holds for ``record`` — and the graph continues from its
 checkpoint; with no checkpoint it starts over at ``baseline``, which skips what is done.
+
+A session finished by a stop request before its budget was used up can be resumed too: it is
+reopened (its previous ``final`` kept in a ``ResumedAfterStop`` event), the search goes on from
+the journal's history, and finalize runs again on the best config by then. The search only ever
+sees validation results, so the held-out test rows of the first finalize do not steer it; the
+best config's test row is reused when it is still the best, and a new best gets its own.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from alphaloop.exceptions import AlphaloopError, SessionNotResumable
-from alphaloop.journal import Journal, pid_alive
+from alphaloop.journal import Journal, SessionRecord
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import DataSpec
 from alphaloop.meta_agent.graph import compile_graph
@@ -37,6 +43,13 @@ from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
 ProposerName = Literal["auto", "tpe", "random", "llm"]
+# The TPE and random proposers seed optuna with ``seed * 100_003 + len(history)``, and optuna's
+# samplers (numpy's RandomState) take seeds below 2**32 only: the largest session seed that
+# leaves room for a history of the largest budget plus baselines and invalid proposals.
+# (A trial on its own takes 0 .. 2**32 - 1.)
+_HISTORY_ROOM = 120_000
+SESSION_SEED_MAX = (2**32 - 1 - _HISTORY_ROOM) // 100_003
+RESUMED_AFTER_STOP = "ResumedAfterStop"
 
 
 class SessionSpec(DataSpec):
@@ -49,13 +62,27 @@ class SessionSpec(DataSpec):
     objective: Objective = Objective()
     time_budget_s: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=SESSION_SEED_MAX)
     noise_seeds: int = Field(default=3, ge=1, le=20)
     trial_budget: TrialBudget = TrialBudget()
 
 
 class SessionBusy(AlphaloopError):
     """The session is being run by another live process."""
+
+
+class SessionNotRunning(AlphaloopError):
+    """A stop asked of a session no live process is running (finished, failed or interrupted)."""
+
+
+def continues_after_stop(session: SessionRecord, counted: int) -> bool:
+    """Whether a finished session ended on a stop request with budget left, so that resuming it
+    runs more trials (rather than only showing its result)."""
+    return (
+        session.status == "finished"
+        and (session.final or {}).get("stop_reason") == "stop requested"
+        and counted < session.budget
+    )
 
 
 def make_proposer(name: str, settings: Settings, journal: Journal, session_id: str) -> Proposer:
@@ -146,26 +173,40 @@ def run_session(
     """
     with Journal(settings.journal_path) as journal:
         session = journal.get_session(session_id)
-        if session.status == "finished":
+        reopen = continues_after_stop(session, journal.counted_trials(session_id))
+        if session.status == "finished" and not reopen:
             return dict(session.final or {})
         if session.proposer == MANUAL_PROPOSER:
             raise SessionNotResumable(
                 f"{session_id} is a manual training run ({session.status}), not a research "
                 "session: it cannot be resumed; start a new one with `alphaloop train`"
             )
-        if (
-            session.owner_pid != os.getpid()
-            and pid_alive(session.owner_pid)
-            and session.status in ("running", "stopping")
-        ):
+        # Reads give a session whose owner died as interrupted: running or stopping here means
+        # a live process has it.
+        if session.owner_pid != os.getpid() and session.status in ("running", "stopping"):
             raise SessionBusy(
                 f"session {session_id} is being run by process {session.owner_pid}; "
                 f"stop it with `alphaloop research stop {session_id}` or wait for it"
             )
-        spec = SessionSpec(**session.settings["spec"])
+        try:
+            spec = SessionSpec(**session.settings["spec"])
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise SessionNotResumable(
+                f"session {session_id} was started with a setting this alphaloop refuses "
+                f"({where}: {first['msg']}, got {first.get('input')!r}); start a new session"
+            ) from None
         ctx = _context(journal, session_id, spec, settings, on_event)
-        status = "stopping" if session.status == "stopping" else "running"
-        journal.update_session(session_id, owner_pid=os.getpid(), status=status)
+        if reopen:
+            journal.add_event(session_id, RESUMED_AFTER_STOP, {"previous_final": session.final})
+            journal.update_session(
+                session_id, owner_pid=os.getpid(), status="running", final=None, finished_at=None
+            )
+        else:
+            # A stop requested before the owner died still holds: finalize is what is left.
+            status = "stopping" if journal.stop_requested(session_id) else "running"
+            journal.update_session(session_id, owner_pid=os.getpid(), status=status)
         settings.home.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -202,8 +243,28 @@ def run_session(
         return dict(journal.get_session(session_id).final or {})
 
 
-def request_stop(session_id: str, settings: Settings) -> None:
-    """Asks a running session to stop after its current trial (safe from any process)."""
+def request_stop(session_id: str, settings: Settings) -> SessionRecord:
+    """Asks a running session to stop after its current trial (safe from any process); returns
+    the session as it now reads.
+
+    Raises:
+        SessionNotFound: no such session.
+        SessionNotRunning: no live process runs it (the message says how to resume it).
+    """
     with Journal(settings.journal_path) as journal:
-        journal.get_session(session_id)
+        session = journal.get_session(session_id)
+        if session.status not in ("running", "stopping"):
+            raise SessionNotRunning(_not_running(session, journal.counted_trials(session_id)))
         journal.request_stop(session_id)
+        return journal.get_session(session_id)
+
+
+def _not_running(session: SessionRecord, counted: int) -> str:
+    what = (
+        f"session {session.id} is not running ({session.status}, {counted}/{session.budget} trials)"
+    )
+    if session.proposer == MANUAL_PROPOSER:
+        return f"{what}; it is a manual training run, which cannot be resumed"
+    if session.status == "finished" and not continues_after_stop(session, counted):
+        return f"{what}; nothing to stop"
+    return f"{what}; resume it with `alphaloop research resume {session.id}`"
