@@ -186,8 +186,7 @@ def research_resume(
 ) -> None:
     """Continue a session after a crash, a kill or a stop, from its next trial.
 
-    A session stopped before its budget was used up runs its remaining trials and is finalized
-    again on the best config by then; one that used up its budget only shows its review.
+    A stopped session runs the rest of its budget, then is finalized again.
 
     Example: alphaloop research resume s-20260101-120000-ab12
     """
@@ -218,8 +217,7 @@ def research_stop(
 ) -> None:
     """Ask a running session to stop after its current trial (finalize still runs).
 
-    A session no live process runs (finished, failed, or interrupted by a crash or a kill) is
-    not running: the command says so, with how to resume it, and exits 2.
+    A session whose process is gone (finished, or killed) is not running: exit 2.
 
     Example: alphaloop research stop s-20260101-120000-ab12
     """

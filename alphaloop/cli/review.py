@@ -71,8 +71,9 @@ def status(
 ) -> None:
     """Show where a session is: status, trials done, best so far, the last trials.
 
-    A trial still training shows its live curve: how many points, and the latest. A session
-    whose process died shows as interrupted, with the command that resumes it.
+    A trial still training shows its live curve: how many points, and the latest.
+
+    A session whose process died shows as interrupted, with the command that resumes it.
 
     Example: alphaloop status
     """
