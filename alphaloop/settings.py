@@ -1,11 +1,12 @@
 """Configuration read from the environment, in exactly this one module.
 
 Every other module receives a :class:`Settings` (or the values it needs) as an argument; nothing
-else reads ``os.environ``.
+else reads ``os.environ``. The one place that writes it is :meth:`Settings.confine_scratch`.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,27 @@ class Settings(BaseSettings):
         return self.home / "charts"
 
     @property
+    def scratch_dir(self) -> Path:
+        """Where libraries and child processes keep their temporary and cache files."""
+        return self.home.absolute() / "scratch"
+
+    @property
     def llm_configured(self) -> bool:
         return bool(self.llm_base_url and self.llm_model)
+
+    def confine_scratch(self) -> None:
+        """Points the scratch files of this process and its children into :attr:`scratch_dir`.
+
+        Left alone, torch creates a ``torchinductor_<user>`` cache in the system temp folder
+        when an optimizer is first built, and Chromium (PNG export) writes crash-report and
+        dconf folders under ``~/.config`` and ``~/.cache``. Only environment variables are set,
+        nothing is created: each library makes its folder the first time it needs it, so a
+        command that does no such work leaves no trace. Call it before torch is imported.
+        """
+        scratch = self.scratch_dir
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "torchinductor")
+        os.environ["XDG_CACHE_HOME"] = str(scratch / "cache")
+        os.environ["XDG_CONFIG_HOME"] = str(scratch / "config")
 
 
 def get_settings() -> Settings:

@@ -4,8 +4,12 @@ Command modules define plain functions; they are registered here, in the order `
 lists them. Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flags...).
 """
 
+from pydantic import ValidationError
+
 from alphaloop.cli import charts, chat, research, review, trial
 from alphaloop.cli._app import app
+from alphaloop.cli._stdio import reserve_stdout
+from alphaloop.settings import get_settings
 
 app.add_typer(research.research_app, name="research")
 for command in (
@@ -24,4 +28,10 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
+    """The ``alphaloop`` command: stdout carries only what the command itself prints."""
+    reserve_stdout()
+    try:
+        get_settings().confine_scratch()
+    except ValidationError:
+        pass  # a bad setting: the command reports it when it reads the settings
     app()

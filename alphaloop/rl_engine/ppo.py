@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import DiagGaussianDistribution
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.utils import set_random_seed
@@ -89,7 +90,7 @@ def make_ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
 
 
 def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
-    return PPO(
+    model = PPO(
         "MlpPolicy",
         vec_env,
         learning_rate=config.learning_rate,
@@ -103,6 +104,10 @@ def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
         device="cpu",
         verbose=0,
     )
+    # SB3's default logger makes an empty ``SB3-<timestamp>`` folder in the system temp folder
+    # on every ``learn``; a logger with no outputs still records the losses we check.
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def _non_finite_parameters(policy: torch.nn.Module) -> list[str]:

@@ -1,0 +1,40 @@
+"""Standard output belongs to the command, not to the native libraries it loads.
+
+Solvers and other native code write to file descriptor 1 directly (HiGHS 1.16 prints its banner
+at the first solve even with its output switched off), past any Python-level ``sys.stdout``
+swap. A ``--json`` document with a banner in front of it is no longer JSON, and a banner in the
+middle of a table is noise. So, for the whole life of the ``alphaloop`` process, descriptor 1
+points at standard error, and Python's ``sys.stdout`` writes to a private copy of the original
+standard output: what the command prints reaches stdout, whatever anything else writes reaches
+stderr, where nothing is lost. Child processes (chromium for PNG export) inherit the same
+arrangement.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+
+
+def reserve_stdout() -> None:
+    """Sends descriptor 1 to standard error and keeps the real stdout for ``sys.stdout`` alone.
+
+    Call it once, first thing in the entry point. Does nothing when stdout or stderr is not a
+    real descriptor (an embedding host, a test runner's capture).
+    """
+    try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if out_fd != 1:
+        return
+    sys.stdout.flush()
+    private = os.dup(1)  # not inheritable: children see only descriptor 1, i.e. stderr
+    os.dup2(err_fd, 1)
+    sys.stdout = io.TextIOWrapper(
+        os.fdopen(private, "wb"),
+        encoding=sys.stdout.encoding,
+        errors=sys.stdout.errors,
+        line_buffering=sys.stdout.line_buffering,
+    )
