@@ -122,14 +122,8 @@ def parse_symbols(text: str | None) -> list[str] | None:
     return names
 
 
-# numpy's legacy seeding (``np.random.seed``, which SB3 and optuna's samplers call) takes
-# 0 .. 2**32 - 1; torch and ``default_rng`` take more, so this is the range every trial can use.
-SEED_MAX = 2**32 - 1
-
-
-def check_seed(seed: int, high: int = SEED_MAX, why: str = "") -> None:
-    """Exit 2 naming ``--seed`` when ``seed`` is outside ``0..high`` (``why`` explains a high
-    below :data:`SEED_MAX`)."""
+def check_seed(seed: int, high: int, why: str = "") -> None:
+    """Exit 2 naming ``--seed`` when ``seed`` is outside ``0..high`` (``why`` explains ``high``)."""
     if not 0 <= seed <= high:
         raise fail(f"--seed must be in 0..{high}{why}, got {seed}", 2)
 

@@ -27,6 +27,7 @@ from alphaloop.cli._app import (
     trial_budget,
 )
 from alphaloop.journal import Journal, JournalError, SessionNotFound, TrialNotFound
+from alphaloop.knobs import SEED_MAX
 from alphaloop.metrics import OBJECTIVE_METRICS
 from alphaloop.settings import get_settings
 
@@ -67,7 +68,7 @@ def train(
     """
     from alphaloop.meta_agent.manual import ManualRunSpec, train_manual
 
-    check_seed(seed)
+    check_seed(seed, SEED_MAX)
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")
     delta = parse_sets(set_)

@@ -144,7 +144,7 @@ def research_start(
     from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.session import SESSION_SEED_MAX, SessionSpec, create_session
 
-    check_seed(seed, SESSION_SEED_MAX, " (the search proposers derive their seeds from it)")
+    check_seed(seed, SESSION_SEED_MAX, " (the baselines use the seeds after it)")
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(proposer, PROPOSERS, "proposer")

@@ -20,7 +20,7 @@ from alphaloop.cli._app import (
     parse_symbols,
     trial_budget,
 )
-from alphaloop.knobs import KNOBS, MODES, TrialConfig, clip
+from alphaloop.knobs import KNOBS, MODES, SEED_MAX, TrialConfig, clip
 from alphaloop.market import load_market
 from alphaloop.metrics import OBJECTIVE_METRICS
 from alphaloop.settings import get_settings
@@ -46,7 +46,7 @@ def trial(
     """
     from alphaloop.trials import run_trial
 
-    check_seed(seed)
+    check_seed(seed, SEED_MAX)
     check_choice(mode, MODES, "mode")
     check_choice(metric, OBJECTIVE_METRICS, "metric")
     check_choice(fill, FILLS, "fill policy")

@@ -32,7 +32,7 @@ from pydantic import Field, ValidationError
 
 from alphaloop.exceptions import AlphaloopError, SessionNotResumable
 from alphaloop.journal import Journal, SessionRecord
-from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
 from alphaloop.meta_agent.graph import compile_graph
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
@@ -43,12 +43,10 @@ from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
 ProposerName = Literal["auto", "tpe", "random", "llm"]
-# The TPE and random proposers seed optuna with ``seed * 100_003 + len(history)``, and optuna's
-# samplers (numpy's RandomState) take seeds below 2**32 only: the largest session seed that
-# leaves room for a history of the largest budget plus baselines and invalid proposals.
-# (A trial on its own takes 0 .. 2**32 - 1.)
-_HISTORY_ROOM = 120_000
-SESSION_SEED_MAX = (2**32 - 1 - _HISTORY_ROOM) // 100_003
+# A session runs its baselines on ``seed .. seed + noise_seeds - 1``: its seed leaves room in
+# the trials' range for the most noise seeds.
+MAX_NOISE_SEEDS = 20
+SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = "ResumedAfterStop"
 
 
@@ -63,7 +61,7 @@ class SessionSpec(DataSpec):
     time_budget_s: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
     seed: int = Field(default=0, ge=0, le=SESSION_SEED_MAX)
-    noise_seeds: int = Field(default=3, ge=1, le=20)
+    noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
     trial_budget: TrialBudget = TrialBudget()
 
 

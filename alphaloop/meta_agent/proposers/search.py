@@ -41,10 +41,10 @@ class _StudyProposer:
 
     def propose(self, ctx: ProposalContext) -> ConfigDelta:
         dists = distributions(ctx.mode)
-        # Seeded by the history length too, so a resumed session draws what it would have drawn.
-        study = optuna.create_study(
-            direction="maximize", sampler=self._sampler(ctx.seed * 100_003 + len(ctx.history))
-        )
+        # Seeded by the history length too, so a resumed session draws what it would have drawn;
+        # folded into 0 .. 2**32 - 1, the range optuna's samplers (numpy RandomState) accept.
+        seed = (ctx.seed * 100_003 + len(ctx.history)) % 2**32
+        study = optuna.create_study(direction="maximize", sampler=self._sampler(seed))
         for view in ctx.history:
             if view.kind not in ("baseline", "search") or view.status == "running":
                 continue
