@@ -4,13 +4,18 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast lint bench bench-quick clean
+.PHONY: install lock demo test test-fast lint bench bench-quick clean
 
-$(STAMP): pyproject.toml scripts/install.sh
+$(STAMP): pyproject.toml requirements.lock scripts/install.sh
 	PY=$(PY) VENV=$(VENV) bash scripts/install.sh
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Re-resolves every dependency from pyproject.toml's ranges into requirements.lock (run it after
+# changing dependencies, then `make test`, and commit the lock with the change).
+lock:
+	PY=$(PY) bash scripts/lock.sh
 
 # A short Mean-CVaR session and a short unified (PPO + CVaR overlay) session on the embedded
 # S&P 500 data with the embedded TPE proposer, then the journal review of both.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything alphaloop needs on a fresh machine: a virtualenv, the CPU build of torch
 # (pinned first, so no other requirement pulls a multi-GB CUDA build), the package with its dev
-# extras, and chromium for PNG chart export when it is missing and we are root.
+# extras at the exact versions of requirements.lock (a new upstream release cannot break a
+# fresh clone), and chromium for PNG chart export when it is missing and we are root.
 set -euo pipefail
 PY=${PY:-python3}
 VENV=${VENV:-.venv}
@@ -21,4 +22,4 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$VENV/bin/python" -m pip install -q -e ".[dev]"
+"$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev]"
