@@ -12,6 +12,7 @@ from alphaloop.journal.models import (
     INTERRUPTED,
     ChartReadRecord,
     ClipRecord,
+    EventKind,
     EventRecord,
     LLMUsageRecord,
     SessionRecord,
@@ -19,6 +20,7 @@ from alphaloop.journal.models import (
     TrialKind,
     TrialRecord,
     TrialStatus,
+    best_kept,
     jsonable,
 )
 from alphaloop.journal.schema import SCHEMA_VERSION
@@ -33,6 +35,7 @@ __all__ = [
     "STOP_REQUESTED",
     "ChartReadRecord",
     "ClipRecord",
+    "EventKind",
     "EventRecord",
     "Journal",
     "JournalError",
@@ -45,6 +48,7 @@ __all__ = [
     "TrialNotRunning",
     "TrialRecord",
     "TrialStatus",
+    "best_kept",
     "downsample_curve",
     "jsonable",
     "pid_alive",

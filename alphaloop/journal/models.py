@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -46,6 +46,17 @@ class SessionStatus(StrEnum):
     finished = "finished"
     failed = "failed"
     interrupted = "interrupted"
+
+
+class EventKind(StrEnum):
+    """The kinds of journaled event alphaloop writes (the ``events`` table takes any kind)."""
+
+    stop_requested = "StopRequested"
+    resumed = "Resumed"
+    resumed_after_stop = "ResumedAfterStop"
+    policy_retrained = "PolicyRetrained"
+    proposer_fallback = "ProposerFallback"
+    tools_unsupported = "ToolsUnsupported"
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}
@@ -186,27 +197,16 @@ class TrialRecord(_Record):
         return dict(self.delta.get("changes") or {})
 
 
-class ClipRecord(_Record):
-    """One journaled :class:`~alphaloop.knobs.BoundsClip` of one trial."""
+class ClipRecord(_Record, BoundsClip):
+    """One journaled :class:`~alphaloop.knobs.BoundsClip` of one trial: the clip's fields plus
+    its row id and trial."""
 
     id: int
     trial_id: int
-    knob: str
-    proposed: float
-    applied: float
-    low: float
-    high: float
-    reason: str
 
     def to_bounds_clip(self) -> BoundsClip:
-        return BoundsClip(
-            knob=self.knob,
-            proposed=self.proposed,
-            applied=self.applied,
-            low=self.low,
-            high=self.high,
-            reason=self.reason,
-        )
+        """The clip alone, without its row identity."""
+        return BoundsClip(**self.model_dump(include=set(BoundsClip.model_fields)))
 
 
 class EventRecord(_Record):
@@ -257,3 +257,16 @@ class ChartReadRecord(_Record):
     raw_text: str | None = None
     context: dict[str, Any]
     created_at: str
+
+
+def best_kept(trials: Iterable[TrialRecord]) -> TrialRecord | None:
+    """The best kept search trial among ``trials``: the highest objective, ties to the earlier
+    index. The research loop's incumbent, finalize's best and :meth:`Journal.best_trial` all
+    rank this way (in SQL: ``ORDER BY objective DESC, idx ASC``; a kept search trial never
+    breaks a limit, so the leaderboard's limits-first order agrees)."""
+    kept = [
+        t
+        for t in trials
+        if t.kind == TrialKind.search and t.status == TrialStatus.keep and t.objective is not None
+    ]
+    return max(kept, key=lambda t: (t.objective, -t.idx)) if kept else None

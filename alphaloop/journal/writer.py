@@ -7,6 +7,7 @@ written: a row that could not be read back is never stored.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import sqlite3
@@ -20,6 +21,7 @@ from alphaloop.journal.logs import LogWriter
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
     INTERRUPTED,
+    EventKind,
     SessionRecord,
     SessionStatus,
     TrialKind,
@@ -29,7 +31,10 @@ from alphaloop.journal.models import (
 )
 from alphaloop.journal.store import pid_alive
 
-STOP_REQUESTED = "StopRequested"
+logger = logging.getLogger(__name__)
+
+STOP_REQUESTED = EventKind.stop_requested
+REAPED_REASON = "its process ended before the trial finished"
 # Fields a caller may change with update_session: all but the identity and the timestamps the
 # journal keeps itself.
 SESSION_UPDATABLE = frozenset(SessionRecord.model_fields) - {"id", "created_at", "updated_at"}
@@ -91,7 +96,12 @@ class Journal(LogWriter):
             },
         )
         stamp = now()
-        row.update(status="running", owner_pid=os.getpid(), created_at=stamp, updated_at=stamp)
+        row.update(
+            status=SessionStatus.running.value,
+            owner_pid=os.getpid(),
+            created_at=stamp,
+            updated_at=stamp,
+        )
         for _ in range(20):
             session_id = new_session_id()
             try:
@@ -120,7 +130,8 @@ class Journal(LogWriter):
                 f"expected some of {', '.join(sorted(SESSION_UPDATABLE))}"
             )
         values = columns(SessionRecord, fields)
-        if values.get("status") in ("finished", "failed") and "finished_at" not in values:
+        ended = values.get("status") in (SessionStatus.finished, SessionStatus.failed)
+        if ended and "finished_at" not in values:
             values["finished_at"] = now()
         values["updated_at"] = now()
         assignments = ", ".join(f"{name} = ?" for name in values)
@@ -148,8 +159,8 @@ class Journal(LogWriter):
             applied = row[0] == SessionStatus.running
             if applied:
                 conn.execute(
-                    "UPDATE sessions SET status = 'stopping', updated_at = ? WHERE id = ?",
-                    (now(), session_id),
+                    "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
+                    (SessionStatus.stopping.value, now(), session_id),
                 )
             self._insert_event(
                 session_id,
@@ -340,8 +351,8 @@ class Journal(LogWriter):
         me = os.getpid()
         with self._write() as conn:
             rows = conn.execute(
-                "SELECT id, owner_pid FROM trials WHERE session_id = ? AND status = 'running'",
-                (session_id,),
+                "SELECT id, owner_pid FROM trials WHERE session_id = ? AND status = ?",
+                (session_id, TrialStatus.running.value),
             ).fetchall()
             dead = [
                 trial_id
@@ -351,8 +362,17 @@ class Journal(LogWriter):
             stamp = now()
             for trial_id in dead:
                 conn.execute(
-                    "UPDATE trials SET status = 'crash', error = ?, counted = 0, finished_at = ?, "
+                    "UPDATE trials SET status = ?, error = ?, counted = 0, finished_at = ?, "
                     "reason = ? WHERE id = ?",
-                    (INTERRUPTED, stamp, "its process ended before the trial finished", trial_id),
+                    (TrialStatus.crash.value, INTERRUPTED, stamp, REAPED_REASON, trial_id),
                 )
+        if dead:
+            logger.warning(
+                "session %s: %d trial(s) left running by a process that ended marked %s "
+                "(ids %s); they will run again",
+                session_id,
+                len(dead),
+                INTERRUPTED,
+                dead,
+            )
         return [self.get_trial(t) for t in dead]

@@ -1,0 +1,217 @@
+"""Opening the journal file safely, its lifecycle and its transactions.
+
+Concurrency model: one SQLite file in WAL mode. Readers (the CLI, the web page, another
+process) never wait for the writer and always see the last committed state. Every write is
+one ``BEGIN IMMEDIATE`` transaction: it takes the write lock before reading anything, so two
+writers queue on the busy timeout instead of failing. (A deferred transaction that reads and
+then writes can get ``SQLITE_BUSY`` at once in WAL mode, which no busy timeout can cure.)
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+from sqlite_utils import Database
+
+from alphaloop.exceptions import JournalError
+from alphaloop.journal import schema
+
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this id exists (on this machine)."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class JournalFile:
+    """An open journal file: opening it safely, its lifecycle and its transactions.
+
+    Args:
+        path: the journal file. A missing (or empty) file becomes a new journal, parent
+            directories included, unless ``create`` is False.
+        create: refuse to create a new journal (a reader that only looks).
+        busy_timeout_s: how long a write waits for another writer before giving up.
+
+    Raises:
+        JournalError: the file is not an alphaloop journal (it is left untouched), it was written
+            by a newer alphaloop, or it does not exist and ``create`` is False.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    ) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        # One connection may be shared by threads (LangGraph, a web server); transactions must
+        # not interleave, so every use of it holds this lock.
+        self._lock = threading.RLock()
+        self._closed = False
+        fresh = self._is_fresh()
+        if fresh and not create:
+            raise JournalError(f"no journal at {self.path}")
+        if fresh:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            try:
+                why = schema.sniff(self.path)
+            except OSError as err:
+                raise JournalError(f"cannot read the journal at {self.path}: {err}") from None
+            if why:
+                raise self._not_a_journal(why)
+        conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
+        try:
+            self._prepare(conn, fresh)
+        except BaseException:
+            conn.close()
+            raise
+        self.db = Database(conn, recursive_triggers=False, execute_plugins=False)
+
+    # --- opening -----------------------------------------------------------------------------
+
+    def _is_fresh(self) -> bool:
+        wal = self.path.with_name(self.path.name + "-wal")
+        if not self.path.exists():
+            return True
+        return self.path.is_file() and self.path.stat().st_size == 0 and not wal.exists()
+
+    def _not_a_journal(self, why: str) -> JournalError:
+        return JournalError(f"{self.path} is not an alphaloop journal: {why}")
+
+    def _prepare(self, conn: sqlite3.Connection, fresh: bool) -> None:
+        """Checks (or creates) the schema, then switches to WAL. Writes nothing to a file that
+        turns out not to be a journal: every check before ``journal_mode`` only reads."""
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        with self._errors():
+            if fresh:
+                with _immediate(conn):
+                    # Another process may have created it between our check and our lock.
+                    if schema.version(conn) == 0 and not _has_tables(conn):
+                        schema.create(conn)
+            try:
+                why, found = schema.problem(conn), schema.version(conn)
+            except sqlite3.DatabaseError as err:
+                if _is_locked(err):
+                    raise
+                raise self._not_a_journal(str(err)) from None
+            if why:
+                raise self._not_a_journal(why)
+            if found > schema.SCHEMA_VERSION:
+                raise JournalError(
+                    f"the journal at {self.path} was written by a newer alphaloop "
+                    f"(schema {found} > {schema.SCHEMA_VERSION}); upgrade alphaloop"
+                )
+            if found < schema.SCHEMA_VERSION:
+                self._migrate(conn, found)
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+
+    def _migrate(self, conn: sqlite3.Connection, found: int) -> None:
+        try:
+            with _immediate(conn):
+                found = schema.version(conn)  # another process may have upgraded it meanwhile
+                if found < schema.SCHEMA_VERSION:
+                    schema.migrate(conn, found)
+        except sqlite3.DatabaseError as err:
+            if _is_locked(err):
+                raise
+            raise JournalError(
+                f"could not upgrade the journal at {self.path} from schema {found} to "
+                f"{schema.SCHEMA_VERSION}: {err}"
+            ) from err
+
+    def _locked(self) -> JournalError:
+        return JournalError(
+            f"the journal at {self.path} stayed locked by another writer for more than "
+            f"{self.busy_timeout_s:g} s; is another alphaloop process stuck?"
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the connection (idempotent). The last connection to close folds the WAL back
+        into the main file."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self.db.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise JournalError(f"the journal at {self.path} is closed")
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        self._ensure_open()
+        return self.db.conn
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as err:
+            if _is_locked(err):
+                raise self._locked() from err
+            raise
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it is committed, or (on any error, even a kill) none."""
+        with self._lock, self._errors(), _immediate(self._conn) as conn:
+            yield conn
+
+    def _rows(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[dict]:
+        with self._lock, self._errors():
+            self._ensure_open()
+            return list(self.db.query(sql, params))
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    conn.commit()
+
+
+def _has_tables(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] > 0
+
+
+def _is_locked(err: sqlite3.Error) -> bool:
+    text = str(err).lower()
+    return "locked" in text or "busy" in text
