@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 from statistics import NormalDist
 
@@ -10,22 +12,29 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from alphaloop.metrics import (
+    CALMAR_MIN_DRAWDOWN,
+    DeflatedSharpe,
     Metrics,
     annual_return,
     annual_turnover,
     calmar,
     compute_metrics,
     cvar,
+    deflated_sharpe,
     deflated_sharpe_ratio,
+    effective_trials,
     equity_curve,
     expected_max_sharpe,
     hit_rate,
     max_drawdown,
+    objective_value,
     probabilistic_sharpe_ratio,
     profit_factor,
+    psr_from_moments,
     sharpe,
     sortino,
     total_return,
+    trial_sharpes,
 )
 
 R = [0.01, -0.02, 0.03, -0.01, 0.005]
@@ -70,7 +79,9 @@ def test_annual_return_and_calmar_by_hand() -> None:
     annual = 1.0143455553 ** (252 / 5) - 1
     assert annual_return(R) == pytest.approx(annual, rel=1e-9)
     assert calmar(R) == pytest.approx(annual / 0.02, rel=1e-9)
-    assert calmar([0.01, 0.02]) == 0.0  # no drawdown
+    # No drawdown: the drawdown is floored at one basis point (it used to give 0).
+    rising = 1.01 * 1.02
+    assert calmar([0.01, 0.02]) == pytest.approx((rising ** (252 / 2) - 1) / 1e-4, rel=1e-9)
     assert annual_return([-1.0, 0.5]) == -1.0  # wiped out
 
 
@@ -287,3 +298,174 @@ def test_compute_metrics_rejects_empty_and_nan() -> None:
         compute_metrics(np.array([0.01, np.nan]), np.array([0.0, 0.0]))
     with pytest.raises(ValueError, match="NaN or inf"):
         compute_metrics(np.array([0.01, 0.02]), np.array([0.0, np.nan]))
+
+
+# --- calmar without a drawdown -------------------------------------------------------------------
+
+
+def test_calmar_ranks_a_strategy_that_never_drew_down_above_losing_ones() -> None:
+    always_up = [0.001] * 50
+    with_dip = [0.002, -0.001] * 25
+    losing = [-0.001] * 50
+    assert max_drawdown(always_up) == 0.0
+    assert calmar(always_up) > calmar(with_dip) > 0 > calmar(losing)
+    # Among strategies that never drew down, the higher return ranks higher.
+    assert calmar([0.002] * 50) > calmar(always_up) > calmar([0.0001] * 50) > 0
+    # A flat book earns nothing whatever the floor.
+    assert calmar([0.0] * 10) == 0.0
+
+
+def test_calmar_is_continuous_as_the_drawdown_vanishes() -> None:
+    # A drawdown smaller than the floor scores as the floor, so there is no jump at zero.
+    base = [0.001] * 20
+    tiny_dip = [*base[:10], -1e-6, *base[11:]]
+    assert 0 < max_drawdown(tiny_dip) < CALMAR_MIN_DRAWDOWN
+    assert calmar(tiny_dip) == pytest.approx(annual_return(tiny_dip) / CALMAR_MIN_DRAWDOWN)
+    assert calmar(tiny_dip) < calmar(base)
+    # Above the floor the textbook ratio is untouched.
+    assert calmar(R) == pytest.approx(annual_return(R) / max_drawdown(R), rel=1e-12)
+
+
+def test_calmar_without_drawdown_journals_as_strict_json_and_wins_the_objective() -> None:
+
+    rising = compute_metrics(np.full(30, 0.001), np.zeros(30))
+    dipping = compute_metrics(np.array([0.002, -0.001] * 15), np.zeros(30))
+    json.dumps(rising.model_dump(), allow_nan=False)  # no inf, no NaN
+    assert objective_value(rising, "calmar") > objective_value(dipping, "calmar")
+
+
+# --- deflated Sharpe: one set of trials, N effective -------------------------------------------
+
+
+def test_deflated_sharpe_bailey_lopez_de_prado_2014_example() -> None:
+    # Bailey & Lopez de Prado (2014), section 4: N = 100 trials, variance of annualised Sharpe
+    # ratios 1/2, the best at an annualised 2.5 over T = 1,250 daily returns (250 a year) with
+    # skewness -3 and kurtosis 10. The paper gets a hurdle of 0.1132 per day and DSR 0.9004.
+    per_year = 250
+    hurdle = expected_max_sharpe(100, 0.5 / per_year)
+    assert hurdle == pytest.approx(0.1132, abs=5e-5)
+    sr = 2.5 / math.sqrt(per_year)
+    assert psr_from_moments(sr, 1250, -3.0, 10.0, hurdle) == pytest.approx(0.9004, abs=5e-5)
+
+
+def test_psr_from_moments_undefined() -> None:
+    assert math.isnan(psr_from_moments(0.1, 1, 0.0, 3.0))
+    # A variance term 1 - skew * sr + (kurtosis - 1) / 4 * sr^2 = 1 - 5 + 0.5 that is negative.
+    assert math.isnan(psr_from_moments(1.0, 100, 5.0, 3.0))
+
+
+def test_expected_max_sharpe_grows_continuously_through_fractional_trials() -> None:
+    var = 0.01
+    values = [expected_max_sharpe(n, var) for n in (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0)]
+    assert values[0] == 0.0
+    assert all(a < b for a, b in itertools.pairwise(values))
+    assert values[2] == pytest.approx(0.5 * expected_max_sharpe(2, var))
+
+
+def _trial_returns(seed: int, n_days: int = 500, n_trials: int = 20) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.0003, 0.01, (n_days, n_trials))
+
+
+def test_deflated_sharpe_against_closed_form() -> None:
+    x = _trial_returns(1)
+    srs = trial_sharpes(x)
+    manual = [r.mean() / r.std(ddof=1) for r in x.T]
+    np.testing.assert_allclose(srs, manual, rtol=1e-12)
+    best = x[:, int(np.argmax(srs))]
+    out = deflated_sharpe(best, srs)
+    assert isinstance(out, DeflatedSharpe)
+    variance = float(np.var(manual, ddof=1))
+    hurdle = expected_max_sharpe(20, variance)
+    assert out.n_trials == 20 and out.sr_variance == pytest.approx(variance, rel=1e-12)
+    assert out.hurdle == pytest.approx(hurdle, rel=1e-12)
+    assert out.dsr == pytest.approx(_psr_closed_form(best, hurdle), rel=1e-10)
+    assert out.psr == pytest.approx(_psr_closed_form(best, 0.0), rel=1e-10)
+    assert out.dsr == pytest.approx(deflated_sharpe_ratio(best, 20, variance), rel=1e-12)
+    assert out.n_effective is None and out.dsr_effective is None
+
+
+def test_deflated_sharpe_under_fewer_effective_trials_is_higher() -> None:
+    x = _trial_returns(2)
+    srs = trial_sharpes(x)
+    best = x[:, int(np.argmax(srs))]
+    out = deflated_sharpe(best, srs, n_trials=25, n_effective=4.5)
+    assert out.n_trials == 25
+    assert out.hurdle_effective == pytest.approx(expected_max_sharpe(4.5, out.sr_variance))
+    assert out.hurdle_effective < out.hurdle
+    assert out.dsr_effective > out.dsr
+    assert out.dsr_effective == pytest.approx(_psr_closed_form(best, out.hurdle_effective))
+
+
+def test_deflated_sharpe_rejects_inconsistent_sets() -> None:
+    with pytest.raises(ValueError, match="below the 3 trial Sharpe ratios"):
+        deflated_sharpe(R, [0.1, 0.2, 0.3], n_trials=2)
+    with pytest.raises(ValueError, match="non-empty list of finite numbers"):
+        deflated_sharpe(R, [])
+    with pytest.raises(ValueError, match="non-empty list of finite numbers"):
+        deflated_sharpe(R, [0.1, float("nan")])
+    with pytest.raises(ValueError, match="n_effective must be in"):
+        deflated_sharpe(R, [0.1, 0.2], n_effective=3)
+
+
+def test_deflated_sharpe_undefined_ratios_are_none_not_nan() -> None:
+    out = deflated_sharpe([0.001] * 10, [0.1, 0.2, 0.05])
+    assert out.sharpe is None and out.psr is None and out.dsr is None
+
+    json.dumps(out.model_dump(), allow_nan=False)
+
+
+def _exact_correlation(corr: np.ndarray, n_days: int, seed: int) -> np.ndarray:
+    """Returns whose *sample* correlation matrix is exactly ``corr``: orthonormal centred
+    columns (QR of centred noise) mixed by the Cholesky factor of ``corr``."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n_days, corr.shape[0]))
+    q, _ = np.linalg.qr(z - z.mean(axis=0))
+    return 0.0003 + 0.01 * q @ np.linalg.cholesky(corr).T
+
+
+def test_effective_trials_of_uncorrelated_and_identical_trials() -> None:
+    independent = _exact_correlation(np.eye(8), 300, 0)
+    np.testing.assert_allclose(np.corrcoef(independent, rowvar=False), np.eye(8), atol=1e-12)
+    assert effective_trials(independent) == pytest.approx(8.0)
+    assert effective_trials(independent, "nyholt") == pytest.approx(8.0)
+    one = np.random.default_rng(1).normal(0, 0.01, (300, 1))
+    clones = np.hstack([one, 2 * one, one + 0.001, 0.5 * one])
+    assert effective_trials(clones) == pytest.approx(1.0)
+    assert effective_trials(clones, "nyholt") == pytest.approx(1.0)
+
+
+def test_effective_trials_of_two_groups_of_three_clones_by_hand() -> None:
+    # Eigenvalues 3, 3, 0, 0, 0, 0. Li & Ji: 1 + 1 = 2. Nyholt: var(ddof 1) = (2*2^2 + 4*1^2)/5
+    # = 2.4, so 1 + 5 * (1 - 2.4 / 6) = 4.
+    base = _exact_correlation(np.eye(2), 250, 3)
+    groups = np.hstack([base[:, [0]]] * 3 + [base[:, [1]]] * 3)
+    assert effective_trials(groups) == pytest.approx(2.0)
+    assert effective_trials(groups, "nyholt") == pytest.approx(4.0)
+
+
+def test_effective_trials_of_equicorrelated_trials_by_hand() -> None:
+    # 10 trials, pairwise correlation 0.5: eigenvalues 1 + 9 * 0.5 = 5.5 once and 0.5 nine
+    # times. Li & Ji: (1 + 0.5) + 9 * 0.5 = 6. Nyholt: var = (4.5^2 + 9 * 0.5^2) / 9 = 2.5,
+    # so 1 + 9 * (1 - 2.5 / 10) = 7.75.
+    corr = np.full((10, 10), 0.5) + 0.5 * np.eye(10)
+    x = _exact_correlation(corr, 400, 4)
+    assert effective_trials(x) == pytest.approx(6.0)
+    assert effective_trials(x, "nyholt") == pytest.approx(7.75)
+
+
+def test_effective_trials_of_sampling_noise() -> None:
+    # Independent noise: sample eigenvalues spread around 1 (Marchenko-Pastur) but stay below 2,
+    # where Li & Ji counts each as itself, so the count is N exactly; Nyholt is pulled down.
+    x = np.random.default_rng(7).normal(0, 0.01, (750, 50))
+    assert effective_trials(x) == pytest.approx(50.0)
+    assert 40 < effective_trials(x, "nyholt") < 50
+
+
+def test_effective_trials_validation() -> None:
+    with pytest.raises(ValueError, match=r"\(T days, N trials\) matrix"):
+        effective_trials(np.zeros(10))
+    with pytest.raises(ValueError, match="unknown method"):
+        effective_trials(_trial_returns(0), "pca")  # type: ignore[arg-type]
+    flat = np.hstack([np.zeros((20, 1)), _trial_returns(0, 20, 1)])
+    assert effective_trials(flat) == 1.0  # the flat trial carries no correlation
