@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from alphaloop import trials
 from alphaloop.cli import app
 from alphaloop.knobs import KNOB_NAMES
 from alphaloop.market import load_market
 from alphaloop.metrics import Metrics
 from alphaloop.portfolio_opt import _lp
+from alphaloop.trials import reference as trial_reference
 
 # Small PPO: one rollout of 64 steps x 4 envs, three passes over it.
 TINY_PPO = ["--total-timesteps", "256", "--set", "n_steps=64", "--set", "n_epochs=3"]
@@ -101,7 +101,7 @@ def test_trial_output_is_seeded(monkeypatch: pytest.MonkeyPatch) -> None:
         # HiGHS warm-starts cached LPs from their last solve, which can move the last bits
         # within one process; each command here starts as a new process would.
         _lp.mean_cvar_lp.cache_clear()
-        monkeypatch.setattr(trials, "_BASELINES", {})
+        monkeypatch.setattr(trial_reference, "_BASELINES", {})
         return trial_json(*args)
 
     args = ["--mode", "cufolio_only", "--set", "n_scenarios=2000"]

@@ -13,13 +13,12 @@ import pytest
 import torch
 from stable_baselines3 import PPO
 
-from alphaloop import trials
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, load_market
 from alphaloop.metrics import TRADING_DAYS
 from alphaloop.rl_engine import load_policy, policy_weights
-from alphaloop.trials import TrialBudget, TrialResult, run_trial, simulate
+from alphaloop.trials import TrialBudget, TrialResult, reference, run_trial, simulate, strategies
 
 # PPO small enough to train in well under a second: 2 envs x 64 steps per rollout, 2 rollouts.
 TINY_PPO = TrialConfig(
@@ -36,7 +35,7 @@ def data() -> MarketData:
 def dollar_book(
     returns: np.ndarray, targets: np.ndarray, rebalance: np.ndarray, cost_bps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The accounting of trials.py's docstring, kept in dollars rather than weights.
+    """The accounting of the alphaloop.trials docstring, kept in dollars rather than weights.
 
     The book starts holding ``targets[0]``; at the open of a rebalance day (never day 0) it
     sells and buys to the target and pays ``cost_bps`` on the one-way turnover of its weights.
@@ -75,7 +74,7 @@ def forget_baselines(monkeypatch: pytest.MonkeyPatch):
     """Returns a function that drops the per-window baseline cache, as a new process starts."""
 
     def reset() -> None:
-        monkeypatch.setattr(trials, "_BASELINES", {})
+        monkeypatch.setattr(reference, "_BASELINES", {})
 
     return reset
 
@@ -327,7 +326,7 @@ def test_unified_moves_only_targets_that_break_the_cap_or_the_cvar_budget(
 
     results = {}
     for name, weights in (("equal", np.full(6, 1 / 6)), ("all_in", np.eye(6)[2])):
-        monkeypatch.setattr(trials, "policy_weights", fixed_policy(weights))
+        monkeypatch.setattr(strategies, "policy_weights", fixed_policy(weights))
         for mode in ("ppo_only", "unified"):
             results[name, mode] = run_trial(mode, config, data, TINY_BUDGET, seed=0)
     # Equal weight is within the cap and is the CVaR budget itself: the overlay leaves it.
@@ -414,7 +413,7 @@ def test_nan_weights_from_the_policy_are_a_crash(
     def nan_weights(model: PPO, returns: np.ndarray, start: int, end: int, *args: int):
         return np.full((end - start, returns.shape[1]), np.nan)
 
-    monkeypatch.setattr(trials, "policy_weights", nan_weights)
+    monkeypatch.setattr(strategies, "policy_weights", nan_weights)
     for mode in ("ppo_only", "unified"):
         with pytest.raises(TrialCrashed, match="non-finite weights on the evaluation window"):
             run_trial(mode, TINY_PPO, data, TINY_BUDGET, seed=0)

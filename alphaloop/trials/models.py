@@ -1,0 +1,55 @@
+"""What a trial is given beyond its knobs (the session's ``TrialBudget``) and what it returns
+(``TrialResult``).
+
+Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.metrics import Metrics
+from alphaloop.rl_engine import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
+
+# The evaluation windows: search trials score on validation, finalize once on test.
+Window = Literal["validation", "test"]
+
+
+class TrialBudget(BaseModel):
+    """Session settings every trial of a session shares. Not knobs: a proposer cannot touch them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    total_timesteps: int = Field(default=DEFAULT_TOTAL_TIMESTEPS, ge=64, le=50_000_000)
+    n_envs: int = Field(default=DEFAULT_N_ENVS, ge=1, le=256)
+    eval_cost_bps: float = Field(default=10.0, ge=0, le=500)
+    scenario_window: int = Field(
+        default=504, ge=60, le=5000, description="trailing days the scenarios are drawn from"
+    )
+    time_limit_s: float | None = Field(default=None, gt=0)
+
+
+class TrialResult(BaseModel):
+    """What one trial produced on one evaluation window."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: str
+    window: str
+    metric: str
+    objective: float
+    metrics: Metrics
+    baselines: dict[str, Metrics]
+    daily_returns: list[float]
+    final_weights: list[float]
+    elapsed_s: float
+    seed: int
+    config_hash: str
+    data_fingerprint: str
+    start_date: str
+    end_date: str
+    policy_path: str | None = None
+    timesteps: int | None = None
+    curve: list[tuple[int, float]] = Field(default_factory=list)

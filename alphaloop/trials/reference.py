@@ -1,0 +1,73 @@
+"""The reference strategies every trial is compared against: equal weight and minimum CVaR.
+
+Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from alphaloop.market import MarketData
+from alphaloop.metrics import Metrics, compute_metrics
+from alphaloop.portfolio_opt import start_sequence
+from alphaloop.trials.backtest import Backtest, simulate, window_slice
+from alphaloop.trials.models import TrialBudget, Window
+from alphaloop.trials.strategies import rolling_cvar
+
+# The baselines are fixed strategies: they do not move with the knobs, so every trial of a
+# session is compared against the same numbers (and they are computed once per window).
+BASELINE_HOLD_DAYS = 21
+BASELINE_CVAR_ALPHA = 0.95
+BASELINE_N_SCENARIOS = 5000
+BASELINE_MAX_WEIGHT = 0.25
+BASELINE_SEED = 0
+
+
+def baseline_backtests(
+    data: MarketData, window: Window, budget: TrialBudget
+) -> dict[str, Backtest]:
+    """The backtests of the two baselines on ``window``: equal weight (rebalanced monthly) and
+    rolling minimum CVaR. Not cached; :func:`baselines` caches their metrics."""
+    start_sequence()
+    win = window_slice(data, window)
+    rets = data.returns[win]
+    n_days, n = rets.shape
+    monthly = np.zeros(n_days, dtype=bool)
+    monthly[::BASELINE_HOLD_DAYS] = True
+    targets, rebalance = rolling_cvar(
+        data,
+        win,
+        hold_days=BASELINE_HOLD_DAYS,
+        alpha=BASELINE_CVAR_ALPHA,
+        max_weight=max(BASELINE_MAX_WEIGHT, 1.0 / n),
+        n_scenarios=BASELINE_N_SCENARIOS,
+        scenario_window=budget.scenario_window,
+        cost_bps=budget.eval_cost_bps,
+        risk_aversion=None,
+        seed=BASELINE_SEED,
+    )
+    return {
+        "equal_weight": simulate(
+            rets, np.full((n_days, n), 1.0 / n), monthly, budget.eval_cost_bps
+        ),
+        "min_cvar": simulate(rets, targets, rebalance, budget.eval_cost_bps),
+    }
+
+
+_BASELINES: dict[tuple, dict[str, Metrics]] = {}
+
+
+def baselines(data: MarketData, window: Window, budget: TrialBudget) -> dict[str, Metrics]:
+    """Metrics of :func:`baseline_backtests` on ``window``.
+
+    They depend on neither the knobs nor the trial seed, so they are computed once per window and
+    data set and reused by every trial of a session.
+    """
+    win = window_slice(data, window)
+    key = (data.fingerprint, win.start, win.stop, budget.eval_cost_bps, budget.scenario_window)
+    if key not in _BASELINES:
+        _BASELINES[key] = {
+            name: compute_metrics(bt.net, bt.turnover)
+            for name, bt in baseline_backtests(data, window, budget).items()
+        }
+    return _BASELINES[key]
