@@ -123,7 +123,7 @@ JSON_COMMANDS = [
     ["research", "resume", "{sid}"],
     ["trial", "--mode", "cufolio_only"],
     ["chart", "research_progress", "--session", "{sid}", "--out", "{home}/p.png"],
-    ["chart", "training_curve", "--out", "{home}/c.html"],
+    ["chart", "ratio_curve", "--out", "{home}/c.html"],
 ]
 
 
