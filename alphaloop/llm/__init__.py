@@ -1,0 +1,36 @@
+"""The one place alphaloop talks to an OpenAI-compatible LLM endpoint.
+
+Any server speaking ``/v1/chat/completions`` works: vLLM, NVIDIA NIM, Ollama, llama.cpp's
+server, serving Nemotron, Llama, Qwen and others. :class:`LLMClient` wraps the official
+``openai`` client with the habits an unattended research loop needs:
+
+* **Our own retries.** The ``openai`` client is built with ``max_retries=0`` so every attempt
+  (failed ones too) is reported through ``on_call`` and can be journaled. Timeouts, refused
+  connections, 408/409/429 and 5xx are retried with exponential backoff and a little jitter,
+  honouring ``Retry-After`` (capped by ``llm_backoff_max_s``); 400/401/403/404/422 are not,
+  and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to check.
+* **Reasoning stripped.** ``<think>`` blocks are removed from ``content``; ``reasoning_content``
+  (vLLM/NIM reasoning parsers) is ignored.
+* **Usage accounted.** Token counts of every call add up in :attr:`LLMClient.total_tokens`, for
+  a session's token budget. A server that reports no usage gets an estimate (characters / 4)
+  rather than zero, so a budget still bites; the reply says so in ``usage_estimated``.
+
+This package imports nothing from the journal: callers pass ``on_call`` and write the rows.
+Retry policy lives in :mod:`.retry`, token accounting in :mod:`.usage`, the reply models in
+:mod:`.models`.
+"""
+
+from alphaloop.llm.client import LLMClient, image_part, nemotron_system_prompt
+from alphaloop.llm.models import LLMCallRecord, LLMReply, ToolCall
+from alphaloop.llm_json import openai_tool, strip_think
+
+__all__ = [
+    "LLMCallRecord",
+    "LLMClient",
+    "LLMReply",
+    "ToolCall",
+    "image_part",
+    "nemotron_system_prompt",
+    "openai_tool",
+    "strip_think",
+]

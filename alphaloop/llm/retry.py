@@ -1,0 +1,128 @@
+"""Which failures of an OpenAI-compatible endpoint are worth another attempt, how long to wait,
+and the error each one becomes when it is the last.
+
+Timeouts, refused connections, 408/409/429 and 5xx are retried with exponential backoff and a
+little jitter, honouring ``Retry-After`` (capped by ``llm_backoff_max_s``); 400/401/403/404/422
+are not, and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to check.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import re
+import time
+from collections.abc import Mapping
+
+import openai
+
+from alphaloop.exceptions import (
+    LLMAuthError,
+    LLMBadRequest,
+    LLMBadResponse,
+    LLMError,
+    LLMNotFound,
+    LLMUnavailable,
+    ToolsUnsupported,
+)
+
+RETRYABLE_STATUS = {408, 409, 429}
+# Wording of "no tool calling here" across servers: vLLM without --enable-auto-tool-choice,
+# llama.cpp without --jinja (a 500), Ollama models without tool support, NIM and others.
+TOOLS_UNSUPPORTED = re.compile(
+    r"tool.{0,40}(not supported|unsupported|requires|not enabled|not available)"
+    r"|(unsupported param|does not support|doesn't support|not support).{0,40}tool",
+    re.IGNORECASE,
+)
+JITTER = 0.1  # fraction of the backoff added at random, so clients desync
+
+
+class Failure(Exception):
+    """One failed attempt: which error to raise if it is the last, and whether to retry."""
+
+    def __init__(
+        self,
+        kind: type[LLMError],
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.retryable = kind, message, retryable
+        self.status, self.retry_after = status, retry_after
+
+
+def backoff_s(attempt: int, retry_after: float | None, *, base_s: float, max_s: float) -> float:
+    """Seconds to wait before attempt ``attempt + 1``: the server's ``Retry-After`` when it gave
+    one, else ``base_s * 2 ** (attempt - 1)`` plus jitter; never more than ``max_s``."""
+    if retry_after is not None:
+        return min(max_s, retry_after)
+    delay = base_s * 2 ** (attempt - 1)
+    return min(max_s, delay * (1 + JITTER * random.random()))
+
+
+def server_message(err: openai.APIStatusError) -> str:
+    body = err.body
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str):
+        return body["message"]
+    if body is not None and not isinstance(body, Mapping):
+        return str(body)[:300]
+    return err.message
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            pass
+        try:  # Retry-After may also be an HTTP date
+            return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def status_failure(
+    err: openai.APIStatusError, *, sent_tools: bool, base_url: str, model: str
+) -> Failure:
+    """What an HTTP error status means for the caller: which error, and whether to retry."""
+    status, detail = err.status_code, server_message(err)
+    said = f"HTTP {status} from {base_url}: {detail}"
+    kind: type[LLMError] = LLMBadRequest
+    message = f"the endpoint refused the request ({said})"
+    retryable, retry_after = False, None
+    if status in (401, 403):
+        kind = LLMAuthError
+        message = f"the endpoint rejected the API key (set ALPHALOOP_LLM_API_KEY); {said}"
+    elif sent_tools and status in (400, 404, 422, 500, 501) and TOOLS_UNSUPPORTED.search(detail):
+        kind = ToolsUnsupported
+        message = f"the endpoint does not support tool calling for '{model}' ({said})"
+    elif status == 404:
+        kind = LLMNotFound
+        message = (
+            f"unknown model '{model}' or wrong base URL '{base_url}' (check "
+            "ALPHALOOP_LLM_MODEL / ALPHALOOP_LLM_BASE_URL; GET /v1/models lists what the "
+            f"server serves): {detail}"
+        )
+    elif status >= 500 or status in RETRYABLE_STATUS:
+        kind, retryable = LLMUnavailable, True
+        what = "rate limited" if status == 429 else "server error"
+        message = f"{what} ({said})"
+        retry_after = retry_after_s(err.response.headers)
+    return Failure(kind, message, retryable=retryable, status=status, retry_after=retry_after)
+
+
+def bad_response(base_url: str, detail: str) -> Failure:
+    """A reply that is not a chat completion. A truncated or garbled body is usually a proxy or
+    server hiccup: worth a retry."""
+    message = (
+        f"the LLM endpoint at {base_url} answered with something that is not a chat "
+        f"completion ({detail[:300]})"
+    )
+    return Failure(LLMBadResponse, message, retryable=True, status=200)
