@@ -1,7 +1,9 @@
 """PPO on the batched portfolio env: build, train with a live curve, walk forward, save and load.
 
 Knob names are passed straight to ``stable_baselines3.PPO``. A trial trains for a fixed env-step
-budget (a session setting, not a knob), so a proposer cannot buy a better score with more compute.
+budget (a session setting, not a knob), so a proposer cannot buy a better score with more compute:
+SB3 only stops at whole rollouts, so :func:`rollout_plan` fits the rollouts to the budget instead
+of letting ``n_steps`` decide how far past it a run goes.
 """
 
 from __future__ import annotations
@@ -60,9 +62,11 @@ class TrainResult(BaseModel):
 
     Attributes:
         model: the trained SB3 ``PPO`` (its ``policy`` gives weights via :func:`policy_weights`).
-        timesteps: env steps actually collected (a whole number of rollouts).
+        timesteps: env steps actually trained on: the budget, or the largest multiple of
+            ``n_envs`` within it (see :func:`rollout_plan`).
         seconds: wall-clock training time.
         curve: ``(timestep, mean episode reward)`` after each rollout, in order.
+        rollouts: the rollouts collected, as ``(steps per env, how many)`` groups in order.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -71,6 +75,47 @@ class TrainResult(BaseModel):
     timesteps: int = Field(ge=0)
     seconds: float = Field(ge=0)
     curve: list[tuple[int, float]]
+    rollouts: list[tuple[int, int]] = Field(default_factory=list)
+
+
+def rollout_plan(total_timesteps: int, n_steps: int, n_envs: int) -> list[tuple[int, int]]:
+    """How many rollouts of how many steps per env fill an env-step budget exactly.
+
+    SB3 collects whole rollouts of ``n_steps * n_envs`` steps and stops at the first boundary at
+    or past its budget, so left alone ``n_steps`` decides the compute: at a 256-step budget
+    with one env, ``n_steps=255`` trains 510 steps and ``n_steps=256`` trains 256. Instead each
+    env copy takes ``total_timesteps // n_envs`` steps, split into ``k = round(per_env /
+    n_steps)`` rollouts (at least one) whose lengths differ by at most one step. Every rollout
+    is trained on; none is cut short or dropped. So the budget is a hard cap (exact when
+    ``n_envs`` divides it), ``n_steps`` keeps its meaning up to that rounding (a rollout is
+    within a factor 1.5 of it, or the whole budget when ``n_steps`` exceeds it), and knobs
+    that round to the same plan (``n_steps`` 4,095 and 4,096 at the default budget) train the
+    same way.
+
+    Args:
+        total_timesteps: env-step budget.
+        n_steps: the knob, steps per env per rollout.
+        n_envs: parallel env copies.
+
+    Returns:
+        ``[(steps per env, number of rollouts), ...]``: one group, or two when the lengths
+        differ (the longer rollouts first).
+
+    Raises:
+        ValueError: a budget too small for two env steps, or non-positive sizes.
+    """
+    if n_steps < 1 or n_envs < 1:
+        raise ValueError(f"n_steps and n_envs must be >= 1, got {n_steps} and {n_envs}")
+    per_env = int(total_timesteps) // n_envs
+    if per_env * n_envs < 2:
+        raise ValueError(
+            f"total_timesteps={total_timesteps} with n_envs={n_envs} leaves fewer than 2 env "
+            "steps to train on; PPO needs at least 2 (at least one step per env copy)"
+        )
+    k = max(1, math.floor(per_env / n_steps + 0.5))
+    short, longer = divmod(per_env, k)
+    plan = [(short + 1, longer), (short, k - longer)]
+    return [(length, count) for length, count in plan if count > 0]
 
 
 def make_ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
@@ -189,19 +234,23 @@ def train_ppo(
 ) -> TrainResult:
     """Trains PPO on episodes drawn from ``returns_train`` for ``total_timesteps`` env steps.
 
-    SB3 collects whole rollouts of ``n_steps * n_envs`` steps, so the run stops at the first
-    rollout boundary at or past ``total_timesteps``. Same inputs and seed give the same policy.
+    The rollouts follow :func:`rollout_plan`: exactly ``total_timesteps`` env steps when
+    ``n_envs`` divides it (else the largest multiple of ``n_envs`` below it), whatever
+    ``n_steps`` is, every one of them trained on. Rollouts of two lengths run as two
+    consecutive ``learn`` calls on the same model and env (the second resizes the rollout
+    buffer); the knobs' learning rate and clip range are constants, so splitting the run does
+    not move any schedule. Same inputs and seed give the same policy.
 
     Args:
         returns_train: (T, N) simple daily returns of the training window.
         config: the trial's knobs (env and ppo groups are used).
-        total_timesteps: env-step budget.
+        total_timesteps: env-step budget, a hard cap.
         n_envs: parallel env copies in the batched VecEnv.
         seed: seeds python, numpy, torch and the env copies.
         on_update: called as ``on_update(timestep, mean_episode_reward)`` after each rollout.
 
     Returns:
-        The trained model, steps collected, seconds taken and the reward curve.
+        The trained model, env steps trained, seconds taken, the reward curve and the rollouts.
 
     Raises:
         TrialCrashed: non-finite policy parameters or losses ("policy diverged: ...").
@@ -209,6 +258,7 @@ def train_ppo(
     """
     if isinstance(total_timesteps, bool) or int(total_timesteps) < 1:
         raise ValueError(f"total_timesteps must be a positive integer, got {total_timesteps!r}")
+    plan = rollout_plan(int(total_timesteps), config.n_steps, n_envs)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(TRAIN_THREADS)
     try:
@@ -222,11 +272,12 @@ def train_ppo(
             turnover_cost_bps=config.turnover_cost_bps,
             vol_penalty=config.vol_penalty,
         )
-        model = make_ppo(config, env, seed)
+        # model_copy skips validation on purpose: a rollout may be shorter than the knob's bound.
+        model = make_ppo(config.model_copy(update={"n_steps": plan[0][0]}), env, seed)
         monitor = _TrainingMonitor(on_update, math.ceil(config.episode_len / config.rebal_freq))
         began = time.perf_counter()
         try:
-            model.learn(total_timesteps=int(total_timesteps), callback=monitor)
+            _learn(model, plan, monitor)
         except TrialCrashed:
             raise
         except (ValueError, RuntimeError) as err:
@@ -250,8 +301,34 @@ def train_ppo(
     finally:
         torch.set_num_threads(previous_threads)
     return TrainResult(
-        model=model, timesteps=int(model.num_timesteps), seconds=seconds, curve=monitor.curve
+        model=model,
+        timesteps=int(model.num_timesteps),
+        seconds=seconds,
+        curve=monitor.curve,
+        rollouts=plan,
     )
+
+
+def _learn(model: PPO, plan: list[tuple[int, int]], monitor: _TrainingMonitor) -> None:
+    """Runs ``plan``'s rollouts: one ``learn`` per rollout length, continuing the same episodes."""
+    for group, (length, count) in enumerate(plan):
+        if model.n_steps != length:
+            model.n_steps = length
+            model.rollout_buffer = model.rollout_buffer_class(
+                length,
+                model.observation_space,
+                model.action_space,
+                device=model.device,
+                gamma=model.gamma,
+                gae_lambda=model.gae_lambda,
+                n_envs=model.n_envs,
+                **model.rollout_buffer_kwargs,
+            )
+        model.learn(
+            total_timesteps=length * model.n_envs * count,
+            callback=monitor,
+            reset_num_timesteps=group == 0,
+        )
 
 
 def _actor_mean(policy: ActorCriticPolicy, obs: torch.Tensor) -> torch.Tensor:
