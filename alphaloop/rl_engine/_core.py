@@ -1,14 +1,20 @@
-"""Array kernels shared by the single env, the batched VecEnv and the walk-forward.
+"""What the single env, the batched VecEnv and the walk-forward share: data, spaces and steps.
 
 Everything here works on a leading batch axis ``B`` and reduces only along trailing axes, so a
 batch of one gives bit-for-bit the same numbers as row ``i`` of a batch of many. That is what
 lets :class:`~alphaloop.rl_engine.vec_env.BatchedPortfolioVecEnv` be tested for exact equality
-against independent :class:`~alphaloop.rl_engine.env.PortfolioEnv` copies.
+against independent :class:`~alphaloop.rl_engine.env.PortfolioEnv` copies: both are a
+:class:`PortfolioCore` (the data, the parameters, one step and one observation for a batch of
+rows) and differ only in how they hold their state and draw start days.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import numpy as np
+from gymnasium import spaces
 
 from alphaloop.knobs import KNOBS
 
@@ -25,6 +31,37 @@ def knob_default(name: str) -> float:
     """The default of knob ``name``, as an int for integer knobs."""
     knob = KNOBS[name]
     return int(knob.default) if knob.is_int else float(knob.default)
+
+
+@functools.cache
+def default_returns() -> np.ndarray:
+    """The data ``gymnasium.make(ENV_ID)`` runs on when none is given: 500 days x 4 assets.
+
+    Seeded Gaussian returns with distinct drifts and volatilities (a bond-like, two equity-like
+    and one high-volatility asset), so there is something to learn and results are repeatable.
+    """
+    rng = np.random.default_rng(20240607)
+    mean = np.array([0.0002, 0.0004, 0.0005, 0.0003])
+    vol = np.array([0.003, 0.010, 0.014, 0.025])
+    returns = mean + vol * rng.standard_normal((500, 4))
+    returns.setflags(write=False)
+    return returns
+
+
+def observation_space_for(lookback: int, n_assets: int) -> spaces.Box:
+    """Box of ``lookback * n_assets`` clipped log returns (day-major) then ``n_assets`` weights."""
+    low = np.concatenate(
+        [np.full(lookback * n_assets, -LOG_RETURN_CLIP), np.zeros(n_assets)]
+    ).astype(np.float32)
+    high = np.concatenate(
+        [np.full(lookback * n_assets, LOG_RETURN_CLIP), np.ones(n_assets)]
+    ).astype(np.float32)
+    return spaces.Box(low=low, high=high, dtype=np.float32)
+
+
+def action_space_for(n_assets: int) -> spaces.Box:
+    """Box of one logit per asset in ``[-LOGIT_CLIP, LOGIT_CLIP]``."""
+    return spaces.Box(low=-LOGIT_CLIP, high=LOGIT_CLIP, shape=(n_assets,), dtype=np.float32)
 
 
 def validate_returns(returns: object, min_rows: int, what: str = "returns") -> np.ndarray:
@@ -62,26 +99,6 @@ def validate_returns(returns: object, min_rows: int, what: str = "returns") -> n
         )
     arr.setflags(write=False)
     return arr
-
-
-def check_params(
-    lookback: int,
-    episode_len: int,
-    rebal_freq: int,
-    turnover_cost_bps: float,
-    vol_penalty: float,
-) -> None:
-    """Rejects env parameters no episode can be built from (knob bounds are enforced upstream)."""
-    for name, value in (
-        ("lookback", lookback),
-        ("episode_len", episode_len),
-        ("rebal_freq", rebal_freq),
-    ):
-        if isinstance(value, bool) or int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    for name, value in (("turnover_cost_bps", turnover_cost_bps), ("vol_penalty", vol_penalty)):
-        if not np.isfinite(value) or value < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 def observable_log_returns(returns: np.ndarray) -> np.ndarray:
@@ -141,3 +158,128 @@ def step_reward(
     downside = np.square(np.minimum(daily, 0.0)).sum(axis=-1)
     reward = np.log(gross) - cost_rate * turnover - vol_penalty * downside
     return reward, turnover, gross - 1.0, drifted
+
+
+class Step(NamedTuple):
+    """One rebalance-and-hold step of a batch of rows (every array has the batch axis first)."""
+
+    target: np.ndarray
+    reward: np.ndarray
+    turnover: np.ndarray
+    gross_return: np.ndarray
+    drifted: np.ndarray
+    day: np.ndarray
+
+
+class PortfolioCore:
+    """The data and parameters of the portfolio env, and its step and observation for a batch.
+
+    Subclasses call :meth:`_setup` before anything else and keep the per-row state (current
+    day, episode end, drifted weights) themselves, passing it in with a leading batch axis.
+    """
+
+    returns: np.ndarray
+    n_days: int
+    n_assets: int
+    lookback: int
+    episode_len: int
+    rebal_freq: int
+    turnover_cost_bps: float
+    vol_penalty: float
+
+    def _setup(
+        self,
+        returns: np.ndarray | None,
+        lookback: int,
+        episode_len: int,
+        rebal_freq: int,
+        turnover_cost_bps: float,
+        vol_penalty: float,
+    ) -> None:
+        # Knob bounds are enforced upstream; these are the values no episode can be built from.
+        for name, value in (
+            ("lookback", lookback),
+            ("episode_len", episode_len),
+            ("rebal_freq", rebal_freq),
+        ):
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name, value in (("turnover_cost_bps", turnover_cost_bps), ("vol_penalty", vol_penalty)):
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        data = default_returns() if returns is None else returns
+        self.returns = validate_returns(data, min_rows=int(lookback) + int(episode_len))
+        self.n_days, self.n_assets = self.returns.shape
+        self.lookback = int(lookback)
+        self.episode_len = int(episode_len)
+        self.rebal_freq = int(rebal_freq)
+        self.turnover_cost_bps = float(turnover_cost_bps)
+        self.vol_penalty = float(vol_penalty)
+        # Row t - lookback of this zero-copy view is the flattened lookback window ending before
+        # day t (the days are contiguous in the C-ordered array), so an observation is a row
+        # gather instead of a 3-D fancy index: ~3x faster at 64 envs x 20 assets.
+        n_past = self.lookback * self.n_assets
+        self._past_windows = np.lib.stride_tricks.sliding_window_view(
+            observable_log_returns(self.returns).ravel(), n_past
+        )[:: self.n_assets]
+        # The same trick for the rebal_freq days a step holds, over the returns padded with
+        # rebal_freq rows of zeros so that a window may run past the data (masked days are
+        # zeroed anyway): a row gather, ~2x faster than fancy indexing by day offsets.
+        padded = np.concatenate([self.returns, np.zeros((self.rebal_freq, self.n_assets))])
+        self._hold_windows = np.lib.stride_tricks.sliding_window_view(
+            padded.ravel(), self.rebal_freq * self.n_assets
+        )[:: self.n_assets]
+        self._hold_offsets = np.arange(self.rebal_freq)
+
+    def _spaces(self) -> tuple[spaces.Box, spaces.Box]:
+        """The observation and action spaces of one copy."""
+        return observation_space_for(self.lookback, self.n_assets), action_space_for(self.n_assets)
+
+    @property
+    def first_start_day(self) -> int:
+        """Earliest episode start: the first day with a full lookback window behind it."""
+        return self.lookback
+
+    @property
+    def last_start_day(self) -> int:
+        """Latest episode start that still fits a whole episode in the data."""
+        return self.n_days - self.episode_len
+
+    def _checked_start(self, start: object, where: str = "") -> int:
+        """``start`` as a start day, or a ``ValueError`` when no episode fits there."""
+        day = int(start)  # type: ignore[call-overload]
+        if not self.first_start_day <= day <= self.last_start_day:
+            raise ValueError(
+                f"start_day must be in [{self.first_start_day}, {self.last_start_day}], "
+                f"got {day}{where}"
+            )
+        return day
+
+    def _step(
+        self, logits: np.ndarray, weights: np.ndarray, day: np.ndarray, end: np.ndarray
+    ) -> Step:
+        """Rebalances rows with drifted ``weights`` (B, N) to ``softmax(logits)`` at ``day``
+        (B,) and holds them for up to ``rebal_freq`` days, never past ``end`` (B,)."""
+        window = self._hold_windows[day].reshape(len(day), self.rebal_freq, self.n_assets)
+        left = end - day
+        if left.min() < self.rebal_freq:
+            # A short last step holds fewer days; zero returns leave the value unchanged.
+            held = np.minimum(self.rebal_freq, left)
+            inside = self._hold_offsets[None, :] < held[:, None]
+            window = np.where(inside[:, :, None], window, 0.0)
+            next_day = day + held
+        else:
+            next_day = day + self.rebal_freq
+        target = softmax_weights(logits)
+        reward, turnover, gross_return, drifted = step_reward(
+            target, weights, window, self.turnover_cost_bps / 1e4, self.vol_penalty
+        )
+        return Step(target, reward, turnover, gross_return, drifted, next_day)
+
+    def _observe(self, day: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """Float32 observations (B, lookback * N + N) of rows at ``day`` holding ``weights``."""
+        n_past = self._past_windows.shape[1]
+        obs = np.empty((len(day), n_past + self.n_assets), dtype=np.float32)
+        obs[:, :n_past] = self._past_windows[day - self.lookback]
+        obs[:, n_past:] = weights
+        return obs

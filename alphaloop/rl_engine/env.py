@@ -8,60 +8,32 @@ of the knobs a proposer may tune, while the evaluator charges its own costs on v
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from alphaloop.rl_engine._core import (
-    LOG_RETURN_CLIP,
-    LOGIT_CLIP,
-    check_params,
+    PortfolioCore,
+    action_space_for,
+    default_returns,
     knob_default,
-    observable_log_returns,
-    softmax_weights,
-    step_reward,
-    validate_returns,
+    observation_space_for,
 )
+
+__all__ = [
+    "ENV_ID",
+    "PortfolioEnv",
+    "action_space_for",
+    "default_returns",
+    "observation_space_for",
+]
 
 ENV_ID = "alphaloop/PortfolioCVaR-v0"
 
 
-@functools.cache
-def default_returns() -> np.ndarray:
-    """The data ``gymnasium.make(ENV_ID)`` runs on when none is given: 500 days x 4 assets.
-
-    Seeded Gaussian returns with distinct drifts and volatilities (a bond-like, two equity-like
-    and one high-volatility asset), so there is something to learn and results are repeatable.
-    """
-    rng = np.random.default_rng(20240607)
-    mean = np.array([0.0002, 0.0004, 0.0005, 0.0003])
-    vol = np.array([0.003, 0.010, 0.014, 0.025])
-    returns = mean + vol * rng.standard_normal((500, 4))
-    returns.setflags(write=False)
-    return returns
-
-
-def observation_space_for(lookback: int, n_assets: int) -> spaces.Box:
-    """Box of ``lookback * n_assets`` clipped log returns (day-major) then ``n_assets`` weights."""
-    low = np.concatenate(
-        [np.full(lookback * n_assets, -LOG_RETURN_CLIP), np.zeros(n_assets)]
-    ).astype(np.float32)
-    high = np.concatenate(
-        [np.full(lookback * n_assets, LOG_RETURN_CLIP), np.ones(n_assets)]
-    ).astype(np.float32)
-    return spaces.Box(low=low, high=high, dtype=np.float32)
-
-
-def action_space_for(n_assets: int) -> spaces.Box:
-    """Box of one logit per asset in ``[-LOGIT_CLIP, LOGIT_CLIP]``."""
-    return spaces.Box(low=-LOGIT_CLIP, high=LOGIT_CLIP, shape=(n_assets,), dtype=np.float32)
-
-
-class PortfolioEnv(gym.Env[np.ndarray, np.ndarray]):
+class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
     """Long-only, fully invested portfolio over ``returns`` with periodic rebalancing.
 
     **Observation** (float32, ``lookback * N + N``): the log returns ``log(1 + r)`` of the last
@@ -116,32 +88,13 @@ class PortfolioEnv(gym.Env[np.ndarray, np.ndarray]):
         vol_penalty: float = knob_default("vol_penalty"),
         render_mode: str | None = None,
     ) -> None:
-        check_params(lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty)
-        data = default_returns() if returns is None else returns
-        self.returns = validate_returns(data, min_rows=int(lookback) + int(episode_len))
-        self.n_days, self.n_assets = self.returns.shape
-        self.lookback = int(lookback)
-        self.episode_len = int(episode_len)
-        self.rebal_freq = int(rebal_freq)
-        self.turnover_cost_bps = float(turnover_cost_bps)
-        self.vol_penalty = float(vol_penalty)
+        self._setup(returns, lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty)
         self.render_mode = render_mode
-        self.observation_space = observation_space_for(self.lookback, self.n_assets)
-        self.action_space = action_space_for(self.n_assets)
-        self._log_returns = observable_log_returns(self.returns)
-        self._day: int | None = None
-        self._end = 0
-        self._weights = np.full(self.n_assets, 1.0 / self.n_assets)
-
-    @property
-    def first_start_day(self) -> int:
-        """Earliest episode start: the first day with a full lookback window behind it."""
-        return self.lookback
-
-    @property
-    def last_start_day(self) -> int:
-        """Latest episode start that still fits a whole episode in the data."""
-        return self.n_days - self.episode_len
+        self.observation_space, self.action_space = self._spaces()
+        # The state of a batch of one, the shape the shared step and observation work on.
+        self._days: np.ndarray | None = None
+        self._ends = np.zeros(1, dtype=np.int64)
+        self._weights = np.full((1, self.n_assets), 1.0 / self.n_assets)
 
     @property
     def steps_per_episode(self) -> int:
@@ -151,7 +104,7 @@ class PortfolioEnv(gym.Env[np.ndarray, np.ndarray]):
     @property
     def day(self) -> int | None:
         """Index of the next day to be held (``None`` before the first reset)."""
-        return self._day
+        return None if self._days is None else int(self._days[0])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -159,50 +112,31 @@ class PortfolioEnv(gym.Env[np.ndarray, np.ndarray]):
         """Starts an episode at a random (or ``options["start_day"]``) day with equal weights."""
         super().reset(seed=seed)
         if options and options.get("start_day") is not None:
-            start = int(options["start_day"])
-            if not self.first_start_day <= start <= self.last_start_day:
-                raise ValueError(
-                    f"start_day must be in [{self.first_start_day}, {self.last_start_day}], "
-                    f"got {start}"
-                )
+            start = self._checked_start(options["start_day"])
         else:
             start = int(self.np_random.integers(self.first_start_day, self.last_start_day + 1))
-        self._day = start
-        self._end = start + self.episode_len
-        self._weights = np.full(self.n_assets, 1.0 / self.n_assets)
-        return self._observation(start), {"start_day": start}
+        self._days = np.array([start], dtype=np.int64)
+        self._ends = self._days + self.episode_len
+        self._weights = np.full((1, self.n_assets), 1.0 / self.n_assets)
+        return self._observation(), {"start_day": start}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Rebalances to ``softmax(action)`` and holds for up to ``rebal_freq`` days."""
-        if self._day is None or self._day >= self._end:
+        if self._days is None or self._days[0] >= self._ends[0]:
             raise RuntimeError("the episode is over or not started: call reset() first")
         logits = np.asarray(action, dtype=np.float64).reshape(1, self.n_assets)
         if not np.isfinite(logits).all():
             raise ValueError(f"action must be finite logits, got {action!r}")
-        day = self._day
-        held = min(self.rebal_freq, self._end - day)
-        # Padded to rebal_freq with zero returns, the shape the batched env uses, so both run
-        # the very same arithmetic.
-        window = np.zeros((1, self.rebal_freq, self.n_assets))
-        window[0, :held] = self.returns[day : day + held]
-        target = softmax_weights(logits)
-        reward, turnover, gross_return, drifted = step_reward(
-            target,
-            self._weights[None, :],
-            window,
-            self.turnover_cost_bps / 1e4,
-            self.vol_penalty,
-        )
-        self._weights = drifted[0]
-        self._day = day + held
-        truncated = self._day >= self._end
+        step = self._step(logits, self._weights, self._days, self._ends)
+        self._weights = step.drifted
+        self._days = step.day
+        truncated = bool(step.day[0] >= self._ends[0])
         info = {
-            "weights": target[0],
-            "turnover": float(turnover[0]),
-            "gross_return": float(gross_return[0]),
+            "weights": step.target[0],
+            "turnover": float(step.turnover[0]),
+            "gross_return": float(step.gross_return[0]),
         }
-        return self._observation(self._day), float(reward[0]), False, truncated, info
+        return self._observation(), float(step.reward[0]), False, truncated, info
 
-    def _observation(self, day: int) -> np.ndarray:
-        past = self._log_returns[day - self.lookback : day]
-        return np.concatenate([past.ravel(), self._weights.astype(np.float32)])
+    def _observation(self) -> np.ndarray:
+        return self._observe(self._days, self._weights)[0]
