@@ -1,6 +1,9 @@
-"""alphaloop: goal-driven autoresearch on portfolio strategies."""
+"""alphaloop: goal-driven autoresearch on portfolio strategies.
 
-import alphaloop.rl_engine  # noqa: F401  (registers alphaloop/PortfolioCVaR-v0 with gymnasium)
+Importing the package loads only the knobs: the Gymnasium env registers itself when
+``alphaloop.rl_engine`` is imported (the evaluator and the tests that ``gymnasium.make`` it do).
+"""
+
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import KNOBS, BoundsClip, ConfigDelta, TrialConfig, clip, config_hash
 
