@@ -1,19 +1,14 @@
 """Charts: plotly figures of runs, sessions and trials; HTML and PNG export; chart reading.
 
 Every figure function returns a ``go.Figure`` built from journal records (and, for a trial's
-equity and weights, series replayed with the evaluator). :func:`build_chart` goes from a kind and
-ids to a :class:`Chart`; :func:`export_figure` writes HTML or PNG (PNG through kaleido and a
-system Chromium); :func:`interpret_chart` reads a chart in 4-6 bullets with a vision model or
-the embedded data-grounded reader, and journals the read.
-
-The replay names (:func:`allocation`, :func:`window_returns`...) load on first use: they import
-the evaluator and torch, which drawing a session's progress or exporting HTML does not need.
+equity and weights, series replayed with the evaluator and handed over as a
+:class:`SeriesSource`). :func:`build_chart` goes from a kind and ids to a :class:`Chart`;
+:func:`export_figure` writes HTML or PNG (PNG through kaleido and a system Chromium);
+:func:`interpret_chart` reads a chart in 4-6 bullets with a vision model or the embedded
+data-grounded reader, and journals the read.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from alphaloop.charts.build import CHART_KINDS, Chart, build_chart, chart_kind
 from alphaloop.charts.export import (
@@ -41,6 +36,7 @@ from alphaloop.charts.interpret import (
 )
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.reader import read_figure
+from alphaloop.charts.series import Allocation, SeriesSource, WindowReturns
 from alphaloop.exceptions import (
     ChartDataError,
     ChartError,
@@ -49,16 +45,6 @@ from alphaloop.exceptions import (
     ReplayError,
     UnknownChartKind,
 )
-
-if TYPE_CHECKING:
-    from alphaloop.charts.replay import (
-        Allocation,
-        WindowReturns,
-        allocation,
-        baseline_returns,
-        session_market,
-        window_returns,
-    )
 
 __all__ = [
     "CHART_KINDS",
@@ -73,10 +59,9 @@ __all__ = [
     "ChartRead",
     "ChromiumNotFound",
     "ReplayError",
+    "SeriesSource",
     "UnknownChartKind",
     "WindowReturns",
-    "allocation",
-    "baseline_returns",
     "build_chart",
     "capped_png",
     "chart_kind",
@@ -95,33 +80,8 @@ __all__ = [
     "read_with_vlm",
     "render_png",
     "research_progress",
-    "session_market",
     "training_curve",
     "weights",
-    "window_returns",
     "write_html",
     "write_plotlyjs",
 ]
-
-_LAZY = frozenset(
-    {
-        "Allocation",
-        "WindowReturns",
-        "allocation",
-        "baseline_returns",
-        "session_market",
-        "window_returns",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("alphaloop.charts.replay"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

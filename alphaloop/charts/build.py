@@ -1,7 +1,8 @@
-"""From a chart kind and ids to a :class:`Chart`: reads the journal, replays what it must, draws.
+"""From a chart kind and ids to a :class:`Chart`: reads the journal, takes the replayed series it
+must from a :class:`SeriesSource`, draws.
 
-This is what the CLI (and later the web page) calls; the figure functions themselves take
-records and series and touch nothing.
+This is what the operations layer calls; the figure functions themselves take records and
+series and touch nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
 from alphaloop.charts.portfolio import equity_curves, weights
+from alphaloop.charts.series import SeriesSource
 from alphaloop.exceptions import ChartDataError, UnknownChartKind
 from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.journal.store import JournalReader
@@ -97,6 +99,7 @@ def build_chart(
     *,
     session_id: str | None = None,
     trial_idx: int | None = None,
+    series: SeriesSource | None = None,
 ) -> Chart:
     """Draws chart ``kind`` from the journal.
 
@@ -107,6 +110,8 @@ def build_chart(
         trial_idx: the trial's index within the session (default: the session's best trial
             for ``equity_curves`` and ``weights``, its trial with a curve for
             ``training_curve``).
+        series: the replayed series of ``equity_curves`` and ``weights`` (the evaluator's
+            replay, :class:`alphaloop.ops.replay.SessionReplay`); the other kinds need none.
 
     Raises:
         UnknownChartKind: not a chart kind.
@@ -142,14 +147,12 @@ def build_chart(
             f"trial #{trial.idx} of session {session.id} has no results to draw "
             f"(status {trial.status}{': ' + trial.error if trial.error else ''})"
         )
-    from alphaloop.charts import replay  # imports the evaluator (torch): only when needed
-
-    data = replay.session_market(session)
-    budget = replay.session_budget(session)
+    if series is None:
+        raise ChartDataError(f"{name} draws replayed series; build it with a series source")
     if name == "weights":
-        alloc = replay.allocation(trial, session.mode, data, budget)
+        alloc = series.allocation(session, trial)
         return Chart(kind=name, figure=weights(trial, alloc), **ids)
-    windows = [replay.window_returns(trial, data, budget)]
+    windows = [series.window_returns(session, trial)]
     if trial.kind != "test":
         tests = [
             t
@@ -157,5 +160,5 @@ def build_chart(
             if t.parent_id == trial.id and t.val_returns
         ]
         if tests:
-            windows.append(replay.window_returns(tests[-1], data, budget))
+            windows.append(series.window_returns(session, tests[-1]))
     return Chart(kind=name, figure=equity_curves(trial, windows), **ids)

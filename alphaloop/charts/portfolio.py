@@ -1,6 +1,6 @@
 """Figures of one trial's portfolio: its equity against the baselines, and its weights over time.
 
-They draw series from :mod:`alphaloop.charts.replay` (journaled returns, replayed baselines and
+They draw series from :mod:`alphaloop.charts.series` (journaled returns, replayed baselines and
 allocations); trace names follow :func:`equity_trace_name` and the symbols.
 """
 
@@ -18,7 +18,7 @@ from alphaloop.journal import TrialRecord
 from alphaloop.metrics import equity_curve
 
 if TYPE_CHECKING:  # the replay imports the evaluator (torch): only when a replay is drawn
-    from alphaloop.charts.replay import Allocation, WindowReturns
+    from alphaloop.charts.series import Allocation, WindowReturns
 
 
 def equity_trace_name(label: str, window: str) -> str:

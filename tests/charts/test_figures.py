@@ -12,11 +12,9 @@ from alphaloop.charts import (
     ChartDataError,
     ReplayError,
     UnknownChartKind,
-    allocation,
     build_chart,
     chart_kind,
     research_progress,
-    session_market,
     training_curve,
 )
 from alphaloop.charts.figures import (
@@ -31,9 +29,9 @@ from alphaloop.charts.figures import (
     REWARD_TRACE,
     SHARPE_TRACE,
 )
-from alphaloop.charts.replay import session_budget
 from alphaloop.journal import Journal, TrialNotFound, downsample_curve
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+from alphaloop.ops.replay import SessionReplay, allocation, session_budget, session_market
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
@@ -151,7 +149,7 @@ def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
 def test_equity_curves_end_where_the_journal_says(lab: Lab) -> None:
     with lab.journal() as j:
         session = j.get_session(lab.research_id)
-        chart = build_chart("equity_curves", j, session_id=lab.research_id)
+        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
         best = j.get_trial(session.best_trial_id)
         [test_row] = [t for t in j.trials(lab.research_id, "test") if t.parent_id == best.id]
     data = session_market(session)
@@ -216,7 +214,7 @@ def test_weights_replay_the_trial(lab: Lab, which: str) -> None:
     with lab.journal() as j:
         session = j.get_session(sid)
         trial = j.get_trial(session.best_trial_id)
-        chart = build_chart("weights", j, session_id=sid)
+        chart = build_chart("weights", j, session_id=sid, series=SessionReplay())
     check_allocation(chart, trial, session)
 
 
@@ -238,9 +236,10 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
         session = j.get_session(sid)
         for trial in j.trials(sid):
             if trial.val_returns:
-                check_allocation(
-                    build_chart("weights", j, session_id=sid, trial_idx=trial.idx), trial, session
+                chart = build_chart(
+                    "weights", j, session_id=sid, trial_idx=trial.idx, series=SessionReplay()
                 )
+                check_allocation(chart, trial, session)
 
 
 def test_weights_of_a_policy_that_is_gone(lab: Lab, tmp_path) -> None:
@@ -266,15 +265,21 @@ def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
         chart_kind("pie")
     with lab.journal() as j:
         with pytest.raises(TrialNotFound, match=r"no trial #42; its trials are #0\.\.#7"):
-            build_chart("weights", j, session_id=lab.research_id, trial_idx=42)
+            build_chart(
+                "weights", j, session_id=lab.research_id, trial_idx=42, series=SessionReplay()
+            )
         # An invalid row has no results to draw.
         with pytest.raises(ChartDataError, match=r"no results to draw .*invalid"):
-            build_chart("equity_curves", j, session_id=lab.research_id, trial_idx=3)
+            build_chart(
+                "equity_curves", j, session_id=lab.research_id, trial_idx=3, series=SessionReplay()
+            )
         with pytest.raises(ChartDataError, match="a trial index does not apply"):
             build_chart("research_progress", j, session_id=lab.research_id, trial_idx=2)
         with pytest.raises(ChartDataError, match="a session does not apply"):
             build_chart("ratio_curve", j, session_id=lab.research_id)
         # A test-window row draws its own window.
-        test_chart = build_chart("weights", j, session_id=lab.research_id, trial_idx=6)
+        test_chart = build_chart(
+            "weights", j, session_id=lab.research_id, trial_idx=6, series=SessionReplay()
+        )
         assert test_chart.figure.layout.meta["window"] == "test"
         assert not math.isnan(test_chart.figure.data[0].y[0])

@@ -9,6 +9,7 @@ import pytest
 
 from alphaloop.charts import CHART_KINDS, build_chart, read_embedded, read_figure, training_curve
 from alphaloop.journal import TrialRecord
+from alphaloop.ops.replay import SessionReplay
 
 from .conftest import Lab
 
@@ -32,7 +33,7 @@ def curve_trial(rewards: list[float], status: str = "keep") -> TrialRecord:
 def test_every_chart_reads_in_four_to_six_bullets(lab: Lab, kind: str) -> None:
     sid = {"training_curve": lab.manual.session.id, "ratio_curve": None}.get(kind, lab.research_id)
     with lab.journal() as j:
-        chart = build_chart(kind, j, session_id=sid)
+        chart = build_chart(kind, j, session_id=sid, series=SessionReplay())
     read = read_embedded(chart)
     assert 4 <= len(read.bullets) <= 6, read.bullets
     assert read.model == "embedded-reader" and read.embedded
@@ -68,7 +69,7 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
 def test_equity_read_states_the_evaluator_numbers(lab: Lab) -> None:
     with lab.journal() as j:
         best = j.best_trial(lab.research_id)
-        chart = build_chart("equity_curves", j, session_id=lab.research_id)
+        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
     facts, bullets = read_figure(chart.figure)
     val = facts["validation"]
     assert val["max_drawdown"] == pytest.approx(best.metrics["max_drawdown"])

@@ -5,19 +5,19 @@ baselines. Equity curves of the baselines and a trial's weights day by day are r
 by the frozen evaluator's public functions (the very code its trials ran), on the session's data
 (refused if its fingerprint changed). A replay is checked against the journal before it is
 drawn: baselines must give the journaled metrics, and a trial's replayed allocation must give its
-journaled daily returns.
+journaled daily returns. :class:`SessionReplay` hands the series to the charts
+(:class:`alphaloop.charts.series.SeriesSource`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from alphaloop import trials as evaluator
-from alphaloop.charts._style import BASELINE_NAMES
+from alphaloop.charts.series import BASELINE_NAMES, Allocation, Window, WindowReturns
 from alphaloop.exceptions import ChartDataError, ReplayError
 from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.knobs import Mode, TrialConfig
@@ -25,36 +25,9 @@ from alphaloop.market import DataSpec, MarketData
 from alphaloop.metrics import compute_metrics
 from alphaloop.trials import TrialBudget
 
-Window = Literal["validation", "test"]
 # Replayed returns must match journaled ones to this (they are the same float operations).
 RETURNS_TOLERANCE = 1e-9
 METRICS_TOLERANCE = 1e-6
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-class WindowReturns(BaseModel):
-    """Daily returns of a trial and of the baselines on one evaluation window."""
-
-    model_config = _FROZEN
-
-    window: Window
-    start_date: str  # the close before the first return: where every equity curve is 1.0
-    dates: list[str]
-    strategy: list[float]
-    baselines: dict[str, list[float]]
-
-
-class Allocation(BaseModel):
-    """A trial's weights held during each day of its window (after that day's rebalance)."""
-
-    model_config = _FROZEN
-
-    window: Window
-    dates: list[str]
-    symbols: list[str]
-    weights: list[list[float]]  # one row per day, one column per symbol; rows sum to 1
-    final_weights: list[float]  # after the last day's drift, as the evaluator reports them
 
 
 def _spec(session: SessionRecord) -> dict[str, Any]:
@@ -198,3 +171,21 @@ def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBu
         weights=book.holdings.tolist(),
         final_weights=book.final.tolist(),
     )
+
+
+class SessionReplay:
+    """The replayed series of one session's trials, its data loaded once on first use."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, tuple[MarketData, TrialBudget]] = {}
+
+    def _inputs(self, session: SessionRecord) -> tuple[MarketData, TrialBudget]:
+        if session.id not in self._loaded:
+            self._loaded[session.id] = (session_market(session), session_budget(session))
+        return self._loaded[session.id]
+
+    def window_returns(self, session: SessionRecord, trial: TrialRecord) -> WindowReturns:
+        return window_returns(trial, *self._inputs(session))
+
+    def allocation(self, session: SessionRecord, trial: TrialRecord) -> Allocation:
+        return allocation(trial, session.mode, *self._inputs(session))

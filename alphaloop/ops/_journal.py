@@ -1,0 +1,35 @@
+"""Opening the journal for one operation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal
+from alphaloop.settings import Settings
+
+
+class NoJournal(AlphaloopError):
+    """No journal exists yet in the alphaloop home: no session or run has been started there.
+
+    Front ends word it for their users (``path`` says where it was looked for).
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"no journal yet at {path}: no research session has been run in this home")
+        self.path = path
+
+
+@contextmanager
+def open_journal(settings: Settings) -> Iterator[Journal]:
+    """The journal at ``settings.journal_path``, open for the ``with`` block.
+
+    Raises:
+        NoJournal: there is no journal file yet (it is never created by a read).
+    """
+    if not settings.journal_path.exists():
+        raise NoJournal(settings.journal_path)
+    with Journal(settings.journal_path) as journal:
+        yield journal

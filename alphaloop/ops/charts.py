@@ -1,0 +1,140 @@
+"""Charts of the journal: draw one (replaying the series it needs), export it, read it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from alphaloop.charts import Chart, ChartRead
+
+
+class ExportedChart(BaseModel):
+    """Where a chart was written, and its PNG bytes when it was rendered to PNG."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: Path
+    format: str
+    png: bytes | None = None
+
+
+def build_chart(
+    kind: str, settings: Settings, *, session_id: str | None = None, trial_idx: int | None = None
+) -> Chart:
+    """Draws chart ``kind`` from the journal; a trial's equity or weights are replayed with the
+    frozen evaluator (checked against the journal) before they are drawn.
+
+    Args:
+        kind: one of ``alphaloop.charts.CHART_KINDS`` (hyphens allowed).
+        settings: where the journal is.
+        session_id: the session (default: the newest).
+        trial_idx: the trial's index within the session (default: the session's best trial,
+            or its trial with a curve).
+
+    Raises:
+        NoJournal: there is no journal.
+        UnknownChartKind, ChartDataError, SessionNotFound, TrialNotFound, ReplayError: see
+            :func:`alphaloop.charts.build_chart`.
+    """
+    from alphaloop.charts import build_chart as draw
+    from alphaloop.ops.replay import SessionReplay
+
+    with open_journal(settings) as journal:
+        return draw(
+            kind, journal, session_id=session_id, trial_idx=trial_idx, series=SessionReplay()
+        )
+
+
+def export_chart(
+    chart: Chart,
+    settings: Settings,
+    *,
+    out: Path | None = None,
+    size: tuple[int, int] | None = None,
+) -> ExportedChart:
+    """Writes ``chart`` as HTML, or as PNG when ``out`` ends in ``.png``.
+
+    Args:
+        chart: a drawn chart.
+        settings: the alphaloop home (default folder, Chromium for PNG).
+        out: the file (default: ``<home>/charts/<chart name>.html``).
+        size: PNG width and height in pixels (default 1100 x 620).
+
+    Raises:
+        ChartExportError: a suffix that is neither .html nor .png, a size out of range.
+        ChromiumNotFound: PNG asked for and no Chromium found.
+    """
+    from alphaloop.charts import (
+        DEFAULT_HEIGHT,
+        DEFAULT_WIDTH,
+        check_suffix,
+        export_figure,
+        find_chromium,
+        render_png,
+    )
+
+    fmt = check_suffix(out) if out is not None else "html"
+    target = out or settings.charts_dir / f"{chart.name}.html"
+    png = None
+    if fmt == "png":
+        width, height = size or (DEFAULT_WIDTH, DEFAULT_HEIGHT)
+        png = render_png(
+            chart.figure, width=width, height=height, chromium=find_chromium(settings.chromium)
+        )
+    written = export_figure(chart.figure, target, png=png)
+    return ExportedChart(path=written, format=fmt, png=png)
+
+
+def interpret_chart(
+    chart: Chart,
+    settings: Settings,
+    *,
+    png: bytes | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> ChartRead:
+    """Reads ``chart`` in 4-6 bullets (the vision model when configured, else the embedded
+    data-grounded reader) and journals the read.
+
+    Raises:
+        NoJournal: there is no journal.
+    """
+    from alphaloop.charts import interpret_chart as read
+
+    with open_journal(settings) as journal:
+        return read(chart, settings, journal, png=png, on_warning=on_warning)
+
+
+def chart_kind(kind: str) -> str:
+    """``kind`` as a known chart kind (``training-curve`` is ``training_curve``).
+
+    Raises:
+        UnknownChartKind: not a chart kind (the message lists them).
+    """
+    from alphaloop.charts import chart_kind as known
+
+    return known(kind)
+
+
+def check_export(
+    out: Path | None, width: int | None = None, height: int | None = None
+) -> tuple[str, tuple[int, int]]:
+    """The format (``html`` or ``png``) and PNG size an export will use, checked before any
+    chart is drawn.
+
+    Raises:
+        ChartExportError: a suffix that is neither .html nor .png, a size out of range.
+    """
+    from alphaloop.charts import DEFAULT_HEIGHT, DEFAULT_WIDTH, check_size, check_suffix
+
+    fmt = check_suffix(out) if out is not None else "html"
+    size = (width or DEFAULT_WIDTH, height or DEFAULT_HEIGHT)
+    if fmt == "png" or width or height:
+        check_size(*size)
+    return fmt, size

@@ -1,0 +1,115 @@
+"""Research sessions: start, run, resume and stop one.
+
+The loop itself lives in :mod:`alphaloop.meta_agent`; these are the user-level actions over it.
+It is imported on first use (LangGraph, the proposers), so reading the journal stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import SessionRecord
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from alphaloop.meta_agent.session import SessionSpec
+
+OnEvent = Callable[[str, dict[str, Any]], None]
+
+
+class SessionRunning(AlphaloopError):
+    """A resume asked of a session a live process is still running."""
+
+
+def start_session(spec: SessionSpec, settings: Settings) -> str:
+    """Creates a session (its baseline runs first when it is run) and returns its id.
+
+    Raises:
+        DataError: the data cannot be loaded.
+        LLMNotConfigured: the spec asks for the LLM proposer and no endpoint is configured.
+    """
+    from alphaloop.meta_agent.session import create_session
+
+    return create_session(spec, settings)
+
+
+def run_session(session_id: str, settings: Settings, on_event: OnEvent | None = None) -> dict:
+    """Runs (or continues) a session to its end and returns its final result.
+
+    Args:
+        session_id: a created session.
+        settings: the alphaloop home and the endpoint.
+        on_event: told ``("trial_started" | "trial_finished" | "finalized", payload)``.
+
+    Raises:
+        SessionBusy: another live process is running it.
+    """
+    from alphaloop.meta_agent.session import run_session as run
+
+    return run(session_id, settings, on_event)
+
+
+def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None = None) -> str:
+    """Starts a session and runs it to its end; returns its id.
+
+    ``on_event`` is also told ``("session_created", {"session_id": ...})`` before the first
+    trial.
+
+    Raises:
+        SessionFailed: the session stopped with an error (it can be resumed).
+    """
+    session_id = start_session(spec, settings)
+    if on_event is not None:
+        on_event("session_created", {"session_id": session_id})
+    try:
+        run_session(session_id, settings, on_event)
+    except AlphaloopError as err:
+        raise SessionFailed(
+            f"session {session_id} stopped with an error: {err}; resume it "
+            f"with `alphaloop research resume {session_id}`"
+        ) from err
+    return session_id
+
+
+class SessionFailed(AlphaloopError):
+    """A session started by :func:`run_research` stopped with an error."""
+
+
+def check_resume(session_id: str, settings: Settings) -> str | None:
+    """Checks a session can be resumed; returns a note when resuming will run no trial.
+
+    Raises:
+        NoJournal, SessionNotFound: nothing to resume.
+        SessionRunning: a live process runs it (stop it or wait).
+    """
+    from alphaloop.meta_agent.session import continues_after_stop
+
+    with open_journal(settings) as j:
+        s, counted = j.get_session(session_id), j.counted_trials(session_id)
+    if s.status in ("running", "stopping"):
+        raise SessionRunning(
+            f"session {session_id} is {s.status} in process {s.owner_pid}; stop it with "
+            f"`alphaloop research stop {session_id}` or wait for it to end"
+        )
+    if s.status == "finished" and not continues_after_stop(s, counted):
+        reason = (s.final or {}).get("stop_reason", "finished")
+        return f"session {session_id} already finished ({reason}); nothing to resume"
+    return None
+
+
+def stop_session(session_id: str, settings: Settings) -> SessionRecord:
+    """Asks a running session to stop after its current trial (finalize still runs); returns
+    the session as it now reads.
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+        SessionNotRunning: no live process runs it.
+    """
+    from alphaloop.meta_agent.session import request_stop
+
+    with open_journal(settings) as j:
+        j.get_session(session_id)
+    return request_stop(session_id, settings)

@@ -1,0 +1,197 @@
+"""Reading research sessions: the list, where one is (with its live trials), its full review."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.journal import (
+    ChartReadRecord,
+    ClipRecord,
+    Journal,
+    SessionRecord,
+    TrialRecord,
+    pid_alive,
+)
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# The proposer of manual training runs (``alphaloop.meta_agent.manual.MANUAL_PROPOSER``, not
+# imported here: that module loads torch, and reading the journal should not).
+_MANUAL = "manual"
+
+
+def resume_command(session: SessionRecord) -> str | None:
+    """The command that continues an interrupted research session (a crash, a kill -9), or None
+    when there is nothing to resume (or, for a manual training run, no way to)."""
+    if session.status != "interrupted" or session.proposer == _MANUAL:
+        return None
+    return f"alphaloop research resume {session.id}"
+
+
+def get_session(settings: Settings, session_id: str) -> SessionRecord:
+    """One session as it reads now.
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+    """
+    with open_journal(settings) as j:
+        return j.get_session(session_id)
+
+
+class SessionSummary(BaseModel):
+    """One session of the list, with what a reader needs next to it."""
+
+    model_config = _FROZEN
+
+    session: SessionRecord
+    counted_trials: int
+    resume: str | None
+    best: TrialRecord | None = None  # only when asked for (one more query per session)
+
+
+def list_sessions(
+    settings: Settings,
+    *,
+    limit: int | None = None,
+    with_best: bool = False,
+    missing_ok: bool = True,
+) -> list[SessionSummary]:
+    """Sessions, newest first.
+
+    Args:
+        settings: where the journal is.
+        limit: at most this many (default: all).
+        with_best: also read each session's best trial.
+        missing_ok: no journal yet reads as no sessions (a first session may still be loading
+            its data); with False it raises :class:`NoJournal`.
+    """
+    if missing_ok and not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as j:
+        rows = j.list_sessions()[:limit]
+        return [
+            SessionSummary(
+                session=s,
+                counted_trials=j.counted_trials(s.id),
+                resume=resume_command(s),
+                best=j.best_trial(s.id) if with_best else None,
+            )
+            for s in rows
+        ]
+
+
+class LiveTrial(BaseModel):
+    """A trial still running, and where its training curve is."""
+
+    model_config = _FROZEN
+
+    id: int
+    idx: int
+    kind: str
+    started_at: Any
+    curve_points: int
+    latest: Any
+    # A run killed hard leaves its row running; say so rather than show it as live.
+    process_alive: bool
+    trial: TrialRecord = Field(exclude=True)
+
+    @classmethod
+    def of(cls, trial: TrialRecord) -> LiveTrial:
+        curve = trial.curve or []
+        return cls(
+            id=trial.id,
+            idx=trial.idx,
+            kind=trial.kind,
+            started_at=trial.started_at,
+            curve_points=len(curve),
+            latest=curve[-1] if curve else None,
+            process_alive=pid_alive(trial.owner_pid),
+            trial=trial,
+        )
+
+
+class SessionStatus(BaseModel):
+    """Where a session is: its row, its trials, the best so far, the trials running now."""
+
+    model_config = _FROZEN
+
+    session: SessionRecord
+    trials: list[TrialRecord]
+    counted_trials: int
+    best: TrialRecord | None
+    running: list[LiveTrial]
+    resume: str | None
+
+
+def session_status(settings: Settings, session_id: str | None = None) -> SessionStatus | None:
+    """The status of ``session_id``, or of the newest session.
+
+    Returns None when no session id is given and there is no session yet (no journal, or an
+    empty one): that is an answer, not an error.
+
+    Raises:
+        NoJournal: a session id is given and there is no journal.
+        SessionNotFound: no such session.
+    """
+    if session_id is None and not settings.journal_path.exists():
+        return None
+    with open_journal(settings) as j:
+        if session_id is None:
+            rows = j.list_sessions()
+            if not rows:
+                return None
+            session_id = rows[0].id
+        s, trials = j.get_session(session_id), j.trials(session_id)
+        top = j.leaderboard(session_id, 1)
+        counted = j.counted_trials(session_id)
+    return SessionStatus(
+        session=s,
+        trials=trials,
+        counted_trials=counted,
+        best=top[0] if top else None,
+        running=[LiveTrial.of(t) for t in trials if t.status == "running"],
+        resume=resume_command(s),
+    )
+
+
+class SessionReview(BaseModel):
+    """Everything journaled about a session: leaderboard, every trial with its clips, the
+    test-window result (in ``session.final``) and the readings of its charts."""
+
+    model_config = _FROZEN
+
+    session: SessionRecord
+    counted_trials: int
+    leaderboard: list[TrialRecord]
+    trials: list[TrialRecord]
+    clips: dict[int, list[ClipRecord]]  # trial id -> its clips
+    chart_reads: list[ChartReadRecord]
+
+
+def _review(j: Journal, session_id: str, top: int) -> SessionReview:
+    s = j.get_session(session_id)
+    clips: dict[int, list[ClipRecord]] = {}
+    for c in j.session_clips(session_id):
+        clips.setdefault(c.trial_id, []).append(c)
+    return SessionReview(
+        session=s,
+        counted_trials=j.counted_trials(session_id),
+        leaderboard=j.leaderboard(session_id, top),
+        trials=j.trials(session_id),
+        clips=clips,
+        chart_reads=j.chart_reads(session_id),
+    )
+
+
+def session_review(settings: Settings, session_id: str, *, top: int = 10) -> SessionReview:
+    """The review of a session (its ``top`` best trials first).
+
+    Raises:
+        NoJournal: there is no journal.
+        SessionNotFound: no such session.
+    """
+    with open_journal(settings) as j:
+        return _review(j, session_id, top)
