@@ -31,7 +31,7 @@ def _chat_loop(settings, max_steps: int, yes: bool) -> None:
     from rich.prompt import Confirm
 
     from alphaloop.exceptions import LLMError
-    from alphaloop.meta_agent.chat import Chat
+    from alphaloop.chat import Chat
 
     def confirm(action: str) -> bool:
         return Confirm.ask(f"[yellow]run[/yellow] {action}?", console=console, default=False)
@@ -93,7 +93,7 @@ def chat(
             raise fail("--json needs --ask", 2)
         _chat_loop(settings, max_steps, yes)
         return
-    from alphaloop.meta_agent.chat import Chat
+    from alphaloop.chat import Chat
 
     agent = Chat(settings, on_tool=None if as_json else _chat_trace, max_steps=max_steps)
     answer = guarded(agent.ask, ask)

@@ -1,7 +1,7 @@
-"""The meta-agent: the research loop (a LangGraph graph), its proposers and the chat agent.
+"""The meta-agent: the research loop (a LangGraph graph) and its proposers.
 
-Importing this package does not import the chat agent or the LLM proposer; they load with
-``alphaloop.meta_agent.chat`` and ``alphaloop.meta_agent.proposers.llm``.
+Importing this package does not import the LLM proposer; it loads with
+``alphaloop.meta_agent.proposers.llm``. The chat agent is a front end: ``alphaloop.chat``.
 """
 
 from alphaloop.meta_agent.graph import compile_graph, graph

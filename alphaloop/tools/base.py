@@ -9,15 +9,14 @@ validation, unknown sessions or trials and anything else a tool trips over come 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from alphaloop.exceptions import AlphaloopError, ReplyParseError
-from alphaloop.journal import Journal, jsonable
+from alphaloop.journal import jsonable
 from alphaloop.llm import ToolCall, openai_tool
 from alphaloop.settings import Settings
 
@@ -47,7 +46,8 @@ class ToolContext:
     """What tools run with.
 
     Attributes:
-        settings: where the journal lives, and the endpoint a started session would use.
+        settings: where the journal lives, and the endpoint a started session would use (every
+            tool goes through :mod:`alphaloop.ops` with them).
         confirm: asked before a tool that runs or stops work; None means nobody is there to
             ask (one-shot use), and the call goes ahead.
         on_progress: told what a long tool is doing (trials of a session being run).
@@ -56,21 +56,6 @@ class ToolContext:
     settings: Settings
     confirm: Callable[[str], bool] | None = None
     on_progress: Callable[[str], None] | None = None
-
-    @contextmanager
-    def journal(self) -> Iterator[Journal]:
-        """The journal, opened for one tool call.
-
-        Raises:
-            ToolError: there is no journal yet.
-        """
-        path = self.settings.journal_path
-        if not path.exists():
-            raise ToolError(
-                f"no journal yet at {path}: no research session has been run in this home"
-            )
-        with Journal(path) as journal:
-            yield journal
 
     def progress(self, text: str) -> None:
         if self.on_progress is not None:

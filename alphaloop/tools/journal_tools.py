@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.tools.base import Tool, ToolContext, ToolError
+from alphaloop import ops
+from alphaloop.tools.base import Tool, ToolContext
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")
 
@@ -40,38 +41,29 @@ def trial_summary(t: Any) -> dict[str, Any]:
     }
 
 
-def _trial_detail(t: Any, clips: list[Any]) -> dict[str, Any]:
-    data = {k: v for k, v in t.model_dump(mode="json").items() if k not in _HEAVY}
-    data["baselines"] = t.baselines
-    data["clips"] = [c.model_dump(mode="json") for c in clips]
-    return data
-
-
 class ListSessionsArgs(BaseModel):
     model_config = _ARGS
     limit: int = Field(default=20, ge=1, le=200, description="newest sessions first")
 
 
 def list_sessions(args: ListSessionsArgs, ctx: ToolContext) -> dict[str, Any]:
-    with ctx.journal() as j:
-        rows = j.list_sessions()[: args.limit]
-        sessions = []
-        for s in rows:
-            best = j.best_trial(s.id)
-            sessions.append(
-                {
-                    "id": s.id,
-                    "goal": s.goal,
-                    "mode": s.mode,
-                    "status": s.status,
-                    "proposer": s.proposer,
-                    "budget": s.budget,
-                    "counted_trials": j.counted_trials(s.id),
-                    "best_validation_objective": best.objective if best else None,
-                    "created_at": s.created_at,
-                }
-            )
-    return {"sessions": sessions}
+    rows = ops.list_sessions(ctx.settings, limit=args.limit, with_best=True, missing_ok=False)
+    return {
+        "sessions": [
+            {
+                "id": r.session.id,
+                "goal": r.session.goal,
+                "mode": r.session.mode,
+                "status": r.session.status,
+                "proposer": r.session.proposer,
+                "budget": r.session.budget,
+                "counted_trials": r.counted_trials,
+                "best_validation_objective": r.best.objective if r.best else None,
+                "created_at": r.session.created_at,
+            }
+            for r in rows
+        ]
+    }
 
 
 class SessionArgs(BaseModel):
@@ -80,13 +72,8 @@ class SessionArgs(BaseModel):
 
 
 def summarize_session(args: SessionArgs, ctx: ToolContext) -> dict[str, Any]:
-    with ctx.journal() as j:
-        s = j.get_session(args.session_id)
-        trials = j.trials(s.id)
-        best = j.best_trial(s.id)
-        calls = j.llm_calls(s.id)
-        events = j.events(s.id)
-        counted = j.counted_trials(s.id)
+    d = ops.session_digest(ctx.settings, args.session_id)
+    s, trials, calls = d.session, d.trials, d.llm_calls
     baseline = [t.objective for t in trials if t.kind == "baseline" and t.objective is not None]
     return {
         "session": {
@@ -97,18 +84,18 @@ def summarize_session(args: SessionArgs, ctx: ToolContext) -> dict[str, Any]:
             "objective": s.objective,
             "proposer": s.proposer,
             "budget": s.budget,
-            "counted_trials": counted,
+            "counted_trials": d.counted_trials,
             "noise_floor": s.noise_floor,
             "created_at": s.created_at,
             "error": getattr(s, "error", None),
         },
         "status_counts": dict(Counter(t.status for t in trials if t.kind == "search")),
         "baseline_mean_objective": sum(baseline) / len(baseline) if baseline else None,
-        "best_trial": trial_summary(best) if best else None,
+        "best_trial": trial_summary(d.best) if d.best else None,
         "proposers": dict(
             Counter(getattr(t, "proposer", None) for t in trials if t.kind == "search")
         ),
-        "events": dict(Counter(e.kind for e in events)),
+        "events": dict(Counter(e.kind for e in d.events)),
         "llm": {
             "calls": len(calls),
             "failed_calls": sum(not c.ok for c in calls),
@@ -126,13 +113,11 @@ class LeaderboardArgs(BaseModel):
 
 
 def leaderboard(args: LeaderboardArgs, ctx: ToolContext) -> dict[str, Any]:
-    with ctx.journal() as j:
-        s = j.get_session(args.session_id)
-        board = j.leaderboard(s.id, args.k)
+    board = ops.leaderboard(ctx.settings, args.session_id, args.k)
     return {
-        "session_id": s.id,
-        "objective": s.objective,
-        "trials": [trial_summary(t) for t in board],
+        "session_id": board.session.id,
+        "objective": board.session.objective,
+        "trials": [trial_summary(t) for t in board.trials],
     }
 
 
@@ -142,13 +127,12 @@ class TrialArgs(BaseModel):
 
 
 def explain_trial(args: TrialArgs, ctx: ToolContext) -> dict[str, Any]:
-    with ctx.journal() as j:
-        t = j.get_trial(args.trial_id)
-        clips = j.clips(t.id)
-        parent = j.get_trial(t.parent_id) if t.parent_id else None
-    data = _trial_detail(t, clips)
-    if parent is not None:
-        data["parent"] = trial_summary(parent)
+    d = ops.trial_detail(ctx.settings, args.trial_id)
+    data = {k: v for k, v in d.trial.model_dump(mode="json").items() if k not in _HEAVY}
+    data["baselines"] = d.trial.baselines
+    data["clips"] = [c.model_dump(mode="json") for c in d.clips]
+    if d.parent is not None:
+        data["parent"] = trial_summary(d.parent)
     return {"trial": data}
 
 
@@ -159,35 +143,14 @@ class CompareArgs(BaseModel):
 
 
 def compare_trials(args: CompareArgs, ctx: ToolContext) -> dict[str, Any]:
-    if args.trial_a == args.trial_b:
-        raise ToolError("compare_trials needs two different trial ids")
-    with ctx.journal() as j:
-        a, b = j.get_trial(args.trial_a), j.get_trial(args.trial_b)
-    config_diff = {
-        k: {"a": a.config[k], "b": b.config[k]}
-        for k in a.config
-        if a.config.get(k) != b.config.get(k)
-    }
-    ma, mb = a.metrics or {}, b.metrics or {}
-    metrics = {
-        k: {
-            "a": ma.get(k),
-            "b": mb.get(k),
-            "b_minus_a": (mb[k] - ma[k])
-            if ma.get(k) is not None and mb.get(k) is not None
-            else None,
-        }
-        for k in sorted(set(ma) | set(mb))
-    }
+    c = ops.compare_trials(ctx.settings, args.trial_a, args.trial_b)
     return {
-        "a": trial_summary(a),
-        "b": trial_summary(b),
-        "same_session": a.session_id == b.session_id,
-        "config_differences": config_diff,
-        "metrics": metrics,
-        "objective_b_minus_a": (b.objective - a.objective)
-        if a.objective is not None and b.objective is not None
-        else None,
+        "a": trial_summary(c.a),
+        "b": trial_summary(c.b),
+        "same_session": c.same_session,
+        "config_differences": c.config_differences,
+        "metrics": {k: m.model_dump() for k, m in c.metrics.items()},
+        "objective_b_minus_a": c.objective_b_minus_a,
     }
 
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.knobs import KNOBS, MODE_GROUPS, Mode
-from alphaloop.tools.base import Tool, ToolContext, ToolError
+from alphaloop import ops
+from alphaloop.knobs import Mode
+from alphaloop.tools.base import Tool, ToolContext
 
 
 class KnobInfoArgs(BaseModel):
@@ -18,12 +19,6 @@ class KnobInfoArgs(BaseModel):
 
 
 def knob_info(args: KnobInfoArgs, ctx: ToolContext) -> dict[str, Any]:
-    unknown = [n for n in args.names or [] if n not in KNOBS]
-    if unknown:
-        raise ToolError(f"unknown knobs {', '.join(unknown)}; known: {', '.join(KNOBS)}")
-    chosen = [KNOBS[n] for n in args.names] if args.names else list(KNOBS.values())
-    if args.mode:
-        chosen = [k for k in chosen if k.group in MODE_GROUPS[args.mode]]
     return {
         "knobs": [
             {
@@ -34,16 +29,11 @@ def knob_info(args: KnobInfoArgs, ctx: ToolContext) -> dict[str, Any]:
                 "scale": k.scale,
                 "default": k.default,
                 "meaning": k.doc,
-                "used_in_modes": [m for m, groups in MODE_GROUPS.items() if k.group in groups],
+                "used_in_modes": k.used_in_modes,
             }
-            for k in chosen
+            for k in ops.list_knobs(args.names, args.mode)
         ],
-        "rules": [
-            "out-of-bounds values are clipped to the nearest bound; integer knobs are rounded",
-            "max_position_pct x n_assets >= 1 (else the cap is raised to 1/n_assets)",
-            "(1 - cvar_alpha) x n_scenarios >= 50 tail scenarios (else n_scenarios is raised)",
-            "batch_size <= n_steps x n_envs (else batch_size is lowered)",
-        ],
+        "rules": list(ops.CLIP_RULES),
     }
 
 

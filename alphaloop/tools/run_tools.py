@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import AlphaloopError
-from alphaloop.knobs import ConfigDelta, Mode, TrialConfig, clip
+from alphaloop import ops
+from alphaloop.knobs import Mode
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.tools.base import Tool, ToolContext, ToolError
 from alphaloop.tools.journal_tools import trial_summary
@@ -39,43 +39,33 @@ class RunTrialArgs(BaseModel):
 
 
 def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
-    from alphaloop.market import load_market
-    from alphaloop.trials import TrialBudget
-    from alphaloop.trials import run_trial as evaluate
-
-    delta = ConfigDelta(changes=args.changes, rationale="run from chat")
-    base = TrialConfig()
-    if args.from_session:
-        with ctx.journal() as j:
-            best = j.best_trial(j.get_session(args.from_session).id)
-        if best is None:
-            raise ToolError(f"session {args.from_session} has no finished trial to start from")
-        base = TrialConfig(**best.config)
+    request = ops.TrialRequest(
+        mode=args.mode,
+        changes=args.changes,
+        rationale="run from chat",
+        from_session=args.from_session,
+        data=args.data,
+        seed=args.seed,
+        metric=args.metric,
+        total_timesteps=args.total_timesteps,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # data warnings are the CLI's to show
-        market = load_market(args.data)
-    budget = TrialBudget(
-        **({"total_timesteps": args.total_timesteps} if args.total_timesteps else {})
-    )
-    config, clips = clip(base, delta, market.n_assets, budget.n_envs)
-    ctx.progress(f"running a {args.mode} trial on {market.source}")
-    result = evaluate(
-        args.mode,
-        config,
-        market,
-        budget,
-        args.seed,
-        metric=args.metric,
-        policy_dir=ctx.settings.policies_dir / "chat",
-    )
+        run = ops.run_trial(
+            request,
+            ctx.settings,
+            policy_dir=ctx.settings.policies_dir / "chat",
+            on_start=ctx.progress,
+        )
+    result = run.result
     return {
         "window": f"validation {result.start_date}..{result.end_date}",
         "objective": result.objective,
         "metric": args.metric,
         "metrics": result.metrics,
         "baselines": result.baselines,
-        "config": config,
-        "clips": clips,
+        "config": run.config,
+        "clips": run.clips,
         "elapsed_s": result.elapsed_s,
         "journaled": False,
     }
@@ -97,50 +87,39 @@ class StartResearchArgs(BaseModel):
 
 
 def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
-    from alphaloop.meta_agent.objective import Objective
-    from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
-    from alphaloop.trials import TrialBudget
-
-    spec = SessionSpec(
+    spec = ops.SessionSpec(
         goal=args.goal,
         mode=args.mode,
         budget=args.budget,
         proposer=args.proposer,
-        objective=Objective(
+        objective=ops.Objective(
             metric=args.metric, max_drawdown=args.max_drawdown, max_turnover=args.max_turnover
         ),
         data=args.data,
         noise_seeds=args.noise_seeds,
-        trial_budget=TrialBudget(
-            **({"total_timesteps": args.total_timesteps} if args.total_timesteps else {})
-        ),
+        trial_budget=ops.trial_budget(args.total_timesteps),
     )
+
+    def on_event(kind: str, payload: dict[str, Any]) -> None:
+        if kind == "session_created":
+            ctx.progress(f"session {payload['session_id']} started ({args.budget} trials)")
+        elif kind == "trial_finished":
+            t = payload["trial"]
+            objective = "-" if t.objective is None else f"{t.objective:.4f}"
+            ctx.progress(f"trial {t.idx} ({t.kind}) {t.status}, objective {objective}")
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        session_id = create_session(spec, ctx.settings)
-        ctx.progress(f"session {session_id} started ({args.budget} trials)")
-
-        def on_event(kind: str, payload: dict[str, Any]) -> None:
-            if kind == "trial_finished":
-                t = payload["trial"]
-                objective = "-" if t.objective is None else f"{t.objective:.4f}"
-                ctx.progress(f"trial {t.idx} ({t.kind}) {t.status}, objective {objective}")
-
         try:
-            final = run_session(session_id, ctx.settings, on_event)
-        except AlphaloopError as err:
-            raise ToolError(
-                f"session {session_id} stopped with an error: {err}; resume it "
-                f"with `alphaloop research resume {session_id}`"
-            ) from err
-    with ctx.journal() as j:
-        board = j.leaderboard(session_id, 5)
-        counted = j.counted_trials(session_id)
+            session_id = ops.run_research(spec, ctx.settings, on_event)
+        except ops.SessionFailed as err:
+            raise ToolError(str(err)) from err
+    review = ops.session_review(ctx.settings, session_id, top=5)
     return {
         "session_id": session_id,
-        "counted_trials": counted,
-        "final": final,
-        "leaderboard": [trial_summary(t) for t in board],
+        "counted_trials": review.counted_trials,
+        "final": review.session.final,
+        "leaderboard": [trial_summary(t) for t in review.leaderboard],
     }
 
 
@@ -151,17 +130,14 @@ class StopResearchArgs(BaseModel):
 
 
 def stop_research(args: StopResearchArgs, ctx: ToolContext) -> dict[str, Any]:
-    from alphaloop.meta_agent.session import request_stop
-
-    with ctx.journal() as j:
-        s = j.get_session(args.session_id)
+    s = ops.get_session(ctx.settings, args.session_id)
     if s.status in ("finished",):
         return {
             "session_id": s.id,
             "stop_requested": False,
             "note": "the session has already finished",
         }
-    request_stop(s.id, ctx.settings)
+    ops.stop_session(s.id, ctx.settings)
     return {
         "session_id": s.id,
         "stop_requested": True,

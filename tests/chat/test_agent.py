@@ -10,7 +10,7 @@ import pytest
 
 from alphaloop.exceptions import LLMUnavailable
 from alphaloop.journal import Journal
-from alphaloop.meta_agent.chat import LAST_STEP_NOTE, Chat, chat_graph
+from alphaloop.chat import LAST_STEP_NOTE, Chat, chat_graph
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 

@@ -1,5 +1,8 @@
 """Chat with the research agent: an LLM answering through tool calls into the library.
 
+The agent is a front end, like the command line: it offers the model :mod:`alphaloop.tools`,
+which do their work through :mod:`alphaloop.ops`; nothing below the operations layer knows it.
+
 The tool loop is a small LangGraph graph::
 
     START -> call_model -> (route_after_model) -> call_tools -> call_model ... -> END
@@ -23,7 +26,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import prompts
-from alphaloop.journal import Journal
+from alphaloop import ops
 from alphaloop.llm import LLMCallRecord, LLMClient
 from alphaloop.settings import Settings
 from alphaloop.tools import TOOLS, Tool, ToolContext, call_tool
@@ -182,8 +185,7 @@ class Chat:
         )
 
     def _journal_call(self, record: LLMCallRecord) -> None:
-        with Journal(self.settings.journal_path) as journal:
-            journal.log_llm_call(**record.model_dump())
+        ops.log_llm_call(self.settings, **record.model_dump())
 
     @property
     def tokens_used(self) -> int:
