@@ -1,0 +1,45 @@
+"""Validation a strategy has to survive before anyone trusts it: probability of backtest
+overfitting (CSCV), go/no-go gates and stress tests.
+
+Pure functions over return series and metrics. This package reads journaled numbers handed to
+it; it never imports the journal, the meta-agent or the CLI, so the evaluator, the loop and any
+front end can call it alike.
+"""
+
+from __future__ import annotations
+
+from alphaloop.validation.gates import GateReport, GateResult, Gates, evaluate_gates
+from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
+from alphaloop.validation.stress import (
+    CRISIS_WINDOWS,
+    DEFAULT_COST_MULTIPLIER,
+    Backtested,
+    CrisisWindow,
+    Rerun,
+    StressCase,
+    StressReport,
+    crisis_windows_in,
+    recosted,
+    stress_test,
+)
+
+__all__ = [
+    "CRISIS_WINDOWS",
+    "DEFAULT_BLOCKS",
+    "DEFAULT_COST_MULTIPLIER",
+    "Backtested",
+    "CSCVResult",
+    "CrisisWindow",
+    "GateReport",
+    "GateResult",
+    "Gates",
+    "Rerun",
+    "StressCase",
+    "StressReport",
+    "crisis_windows_in",
+    "cscv_pbo",
+    "evaluate_gates",
+    "n_combinations",
+    "recosted",
+    "stress_test",
+]

@@ -1,0 +1,146 @@
+"""Go/no-go gates a strategy must pass on its held-out evidence before anyone deploys it.
+
+The defaults are common practice for a deployable daily strategy: an out-of-sample Sharpe above
+0.8, a maximum drawdown below 30%, a hit rate above 48%, a profit factor above 1.1, a deflated
+Sharpe ratio above 0.95 (Bailey & Lopez de Prado, 2014: 95% confidence the Sharpe is not the
+luck of the best of N) and a probability of backtest overfitting below 0.5 (Bailey, Borwein,
+Lopez de Prado & Zhu, 2017: the search's pick beats the out-of-sample median more often than
+not). Every threshold is strict, and evidence that is missing or not a number fails its gate:
+a gate that cannot be checked has not been passed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.metrics import Metrics
+
+
+class Gates(BaseModel):
+    """Thresholds of the go/no-go gates; ``None`` turns a gate off.
+
+    Attributes:
+        min_sharpe: annualised out-of-sample Sharpe must be above this.
+        max_drawdown: out-of-sample maximum drawdown (a fraction) must be below this.
+        min_hit_rate: share of positive days must be above this.
+        min_profit_factor: gains over losses must be above this.
+        min_deflated_sharpe: the deflated Sharpe ratio must be above this.
+        max_pbo: the probability of backtest overfitting must be below this.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_sharpe: float | None = Field(default=0.8, allow_inf_nan=False)
+    max_drawdown: float | None = Field(default=0.30, gt=0, le=1)
+    min_hit_rate: float | None = Field(default=0.48, ge=0, le=1)
+    min_profit_factor: float | None = Field(default=1.1, ge=0, allow_inf_nan=False)
+    min_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
+    max_pbo: float | None = Field(default=0.5, gt=0, le=1)
+
+
+class GateResult(BaseModel):
+    """One gate's verdict and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gate: str
+    passed: bool
+    value: float | None
+    threshold: float
+    comparison: Literal[">", "<"]
+    reason: str
+
+
+class GateReport(BaseModel):
+    """Every enabled gate's verdict; ``passed`` only when all of them pass."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passed: bool
+    results: tuple[GateResult, ...]
+
+    @property
+    def failed(self) -> tuple[GateResult, ...]:
+        return tuple(r for r in self.results if not r.passed)
+
+    def summary(self) -> str:
+        """``GO: 6 of 6 gates passed`` or ``NO-GO: ...`` naming each failed gate's reason."""
+        n = len(self.results)
+        if self.passed:
+            return f"GO: {n} of {n} gates passed"
+        reasons = "; ".join(r.reason for r in self.failed)
+        return f"NO-GO: {n - len(self.failed)} of {n} gates passed ({reasons})"
+
+
+# gate name -> (Gates field, comparison, what the value is, how to show it)
+_GATES: tuple[tuple[str, str, Literal[">", "<"], str, str], ...] = (
+    ("sharpe", "min_sharpe", ">", "out-of-sample Sharpe", "{:.3f}"),
+    ("max_drawdown", "max_drawdown", "<", "max drawdown", "{:.1%}"),
+    ("hit_rate", "min_hit_rate", ">", "hit rate", "{:.1%}"),
+    ("profit_factor", "min_profit_factor", ">", "profit factor", "{:.3f}"),
+    ("deflated_sharpe", "min_deflated_sharpe", ">", "deflated Sharpe", "{:.3f}"),
+    ("pbo", "max_pbo", "<", "probability of backtest overfitting", "{:.3f}"),
+)
+
+
+def _judge(
+    gate: str, label: str, fmt: str, value: float | None, threshold: float, op: Literal[">", "<"]
+) -> GateResult:
+    shown = fmt.format(threshold)
+    if value is None or not math.isfinite(value):
+        why = "not computed" if value is None else f"not a finite number ({value})"
+        return GateResult(
+            gate=gate,
+            passed=False,
+            value=None,
+            threshold=threshold,
+            comparison=op,
+            reason=f"{label} {why}; needs {op} {shown}",
+        )
+    passed = value > threshold if op == ">" else value < threshold
+    verdict = "passes" if passed else "fails"
+    return GateResult(
+        gate=gate,
+        passed=passed,
+        value=float(value),
+        threshold=threshold,
+        comparison=op,
+        reason=f"{label} {fmt.format(value)} {verdict} {op} {shown}",
+    )
+
+
+def evaluate_gates(
+    metrics: Metrics,
+    dsr: float | None,
+    pbo: float | None,
+    gates: Gates | None = None,
+) -> GateReport:
+    """Checks a strategy's out-of-sample metrics, deflated Sharpe and PBO against ``gates``.
+
+    Args:
+        metrics: the strategy's metrics on the held-out (test) window.
+        dsr: its deflated Sharpe ratio (``DeflatedSharpe.dsr``), None when not computed.
+        pbo: the session's PBO (``CSCVResult.pbo``), None when not computed.
+        gates: thresholds; the defaults of :class:`Gates` when None.
+
+    Returns:
+        A verdict per enabled gate, in a fixed order, and whether all passed.
+    """
+    gates = gates or Gates()
+    values = {
+        "sharpe": metrics.sharpe,
+        "max_drawdown": metrics.max_drawdown,
+        "hit_rate": metrics.hit_rate,
+        "profit_factor": metrics.profit_factor,
+        "deflated_sharpe": dsr,
+        "pbo": pbo,
+    }
+    results = []
+    for gate, field, op, label, fmt in _GATES:
+        threshold = getattr(gates, field)
+        if threshold is not None:
+            results.append(_judge(gate, label, fmt, values[gate], threshold, op))
+    return GateReport(passed=all(r.passed for r in results), results=tuple(results))

@@ -1,0 +1,134 @@
+"""CSCV and PBO against hand-built cases, a brute-force loop and known noise/edge behaviour."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from alphaloop.metrics import sharpe
+from alphaloop.validation import CSCVResult, cscv_pbo, n_combinations
+
+GOOD = [0.02, 0.01, 0.02, 0.01]
+BAD = [-0.01, 0.0, -0.01, 0.0]
+
+
+def test_strategies_that_swap_places_overfit_every_time() -> None:
+    # Block 0: A good, B bad; block 1 the other way. Picking on either half selects the
+    # strategy that is worst on the other: OOS rank 1 of 2, w = 1/3, logit log(1/2).
+    a = np.array(GOOD + BAD)
+    b = np.array(BAD + GOOD)
+    out = cscv_pbo(np.column_stack([a, b]), n_blocks=2, labels=["A", "B"])
+    assert out.pbo == 1.0 and out.n_combinations == 2
+    assert out.is_blocks == ((0,), (1,))
+    assert out.selected == (0, 1) and out.labels == ("A", "B")
+    np.testing.assert_allclose(out.oos_rank, [1 / 3, 1 / 3])
+    np.testing.assert_allclose(out.logits, [math.log(0.5)] * 2)
+    assert out.prob_oos_loss == 1.0
+
+
+def test_a_strategy_better_everywhere_never_overfits() -> None:
+    a = np.array(GOOD + GOOD)
+    b = np.array(BAD + BAD[::-1])
+    out = cscv_pbo(np.column_stack([b, a]), n_blocks=2)
+    assert out.pbo == 0.0
+    assert out.selected == (1, 1)
+    np.testing.assert_allclose(out.logits, [math.log(2.0)] * 2)  # rank 2 of 2: w = 2/3
+    assert out.prob_oos_loss == 0.0
+
+
+def _brute_force(x: np.ndarray, n_blocks: int) -> list[tuple[int, float, float, float]]:
+    """The paper's procedure written as a plain loop over combinations, with metrics.sharpe."""
+    x = x[x.shape[0] % n_blocks :]
+    blocks = np.split(x, n_blocks)
+    out = []
+    for combo in itertools.combinations(range(n_blocks), n_blocks // 2):
+        rest = [i for i in range(n_blocks) if i not in combo]
+        train = np.vstack([blocks[i] for i in combo])
+        test = np.vstack([blocks[i] for i in rest])
+        is_sr = [sharpe(col, periods=1) for col in train.T]
+        oos_sr = [sharpe(col, periods=1) for col in test.T]
+        best = int(np.argmax(is_sr))
+        w = rankdata(oos_sr)[best] / (len(oos_sr) + 1)
+        out.append((best, is_sr[best], oos_sr[best], math.log(w / (1 - w))))
+    return out
+
+
+@pytest.mark.parametrize(("n_days", "n_trials", "n_blocks"), [(60, 5, 6), (83, 7, 4), (64, 3, 8)])
+def test_vectorised_cscv_matches_a_brute_force_loop(
+    n_days: int, n_trials: int, n_blocks: int
+) -> None:
+    rng = np.random.default_rng(n_days)
+    x = rng.normal(0.0005, 0.01, (n_days, n_trials))
+    out = cscv_pbo(x, n_blocks=n_blocks)
+    expected = _brute_force(x, n_blocks)
+    assert out.n_days_dropped == n_days % n_blocks
+    assert out.n_days == n_days - n_days % n_blocks
+    assert out.n_combinations == n_combinations(n_blocks) == len(expected)
+    assert list(out.selected) == [e[0] for e in expected]
+    np.testing.assert_allclose(out.is_sharpe, [e[1] for e in expected], rtol=1e-9)
+    np.testing.assert_allclose(out.oos_sharpe, [e[2] for e in expected], rtol=1e-9)
+    np.testing.assert_allclose(out.logits, [e[3] for e in expected], rtol=1e-12)
+    assert out.pbo == pytest.approx(np.mean([e[3] <= 0 for e in expected]))
+
+
+def test_identical_trials_tie_at_the_median() -> None:
+    # Three clones: every OOS Sharpe ties, the average rank is 2 of 3, w = 1/2, logit 0,
+    # which counts as overfit (the pick did no better than the median).
+    col = np.random.default_rng(1).normal(0.001, 0.01, 40)
+    out = cscv_pbo(np.column_stack([col, col, col]), n_blocks=4)
+    np.testing.assert_allclose(out.logits, 0.0, atol=1e-12)
+    assert out.pbo == 1.0
+
+
+def test_pure_noise_gives_pbo_near_one_half() -> None:
+    pbos = [
+        cscv_pbo(np.random.default_rng(seed).normal(0.0, 0.01, (800, 20))).pbo for seed in range(6)
+    ]
+    assert 0.35 < float(np.mean(pbos)) < 0.65
+    assert all(0.1 < p < 0.9 for p in pbos)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_genuinely_better_strategy_gives_pbo_near_zero(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 0.01, (800, 20))
+    x[:, 7] += 0.002  # a daily Sharpe of 0.2 (about 3.2 a year) on top of the same noise
+    out = cscv_pbo(x)
+    assert out.pbo < 0.05
+    assert np.mean(np.array(out.selected) == 7) > 0.95
+    assert out.prob_oos_loss < 0.05
+
+
+def test_s16_has_12870_combinations_and_journals_as_json() -> None:
+    x = np.random.default_rng(3).normal(0.0003, 0.01, (750, 10))
+    out = cscv_pbo(x, labels=[f"t{i}" for i in range(10)])
+    assert out.n_blocks == 16 and out.n_combinations == 12_870 == math.comb(16, 8)
+    assert out.n_days_dropped == 750 % 16
+    assert all(len(c) == 8 for c in out.is_blocks)
+    text = json.dumps(out.model_dump(), allow_nan=False)
+    assert CSCVResult.model_validate_json(text) == out
+    with pytest.raises(ValueError):
+        out.pbo = 0.0  # frozen
+
+
+def test_cscv_rejects_bad_input() -> None:
+    x = np.random.default_rng(0).normal(0, 0.01, (64, 4))
+    with pytest.raises(ValueError, match="even integer"):
+        cscv_pbo(x, n_blocks=5)
+    with pytest.raises(ValueError, match="2 days per block"):
+        cscv_pbo(x[:20], n_blocks=16)
+    with pytest.raises(ValueError, match="at least 2 trials"):
+        cscv_pbo(x[:, :1])
+    with pytest.raises(ValueError, match="matrix"):
+        cscv_pbo(x[:, 0])
+    with pytest.raises(ValueError, match="3 labels for 4 trials"):
+        cscv_pbo(x, n_blocks=4, labels=["a", "b", "c"])
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or inf"):
+        cscv_pbo(bad, n_blocks=4)
