@@ -1,0 +1,64 @@
+"""Price data: the embedded S&P 500 set, CSV/Parquet files, a synthetic generator, date splits.
+
+One module a concern: :mod:`.files` reads CSV and Parquet, :mod:`.dates` parses date columns,
+:mod:`.validate` checks a price table, :mod:`.synthetic` generates prices, :mod:`.splits` cuts
+returns into windows and :mod:`.load` puts them together. Every public name is importable from
+``alphaloop.market``.
+
+Decisions a user should know about:
+
+* Dates that are not sorted are sorted, with a warning naming how many rows moved (exports from
+  some sites run newest-first; refusing them helps nobody). Duplicated dates are refused.
+* A date column is read one way for the whole file, never row by row: dates that could be day
+  first or month first (``03/01/2005``) are refused unless the data or ``date_format`` settles
+  the order (see :func:`~alphaloop.market.dates.parse_dates`). Reading each row the way it
+  happens to fit put 3 January on 1 March, silently.
+* CSV files may use ``,``, ``;``, tab or ``|`` (Excel in many locales writes ``;`` with decimal
+  commas); a file that is not text (a workbook, a Parquet file named .csv) is refused by name.
+* Windows: the embedded set keeps TRAIN to 2016, VALIDATION 2017-2019, TEST 2020-2022; other
+  data is split 60% / 20% / 20% of its trading days (see :func:`split`).
+* Missing prices (NaN) are refused unless ``fill="ffill"`` is asked for; then they are carried
+  forward and leading rows without a price for every asset are dropped, with a warning.
+  Non-positive and infinite prices are always refused: carrying them forward would hide a bug
+  in the data.
+* Everything downstream works on simple daily returns ``prices[t] / prices[t-1] - 1``; the date of
+  a return is the date of its closing price.
+"""
+
+from alphaloop.market._common import DataWarning, Fill
+from alphaloop.market.dates import DATE_COLUMNS
+from alphaloop.market.files import DELIMITERS
+from alphaloop.market.load import DataSpec, load_market, load_prices, select_symbols
+from alphaloop.market.splits import (
+    MIN_EVAL_ROWS,
+    MIN_TRAIN_ROWS,
+    SP500_TRAIN_END,
+    SP500_VAL_END,
+    TRAIN_FRACTION,
+    VAL_FRACTION,
+    MarketData,
+    split,
+)
+from alphaloop.market.synthetic import synthetic_prices
+from alphaloop.market.validate import validate_prices
+
+__all__ = [
+    "DATE_COLUMNS",
+    "DELIMITERS",
+    "MIN_EVAL_ROWS",
+    "MIN_TRAIN_ROWS",
+    "SP500_TRAIN_END",
+    "SP500_VAL_END",
+    "TRAIN_FRACTION",
+    "VAL_FRACTION",
+    "DataSpec",
+    "DataWarning",
+    "Fill",
+    "MarketData",
+    "load_market",
+    "load_prices",
+    "select_symbols",
+    "split",
+    "synthetic_prices",
+    "validate_prices",
+]

@@ -1,0 +1,99 @@
+"""Loading prices by name or path, picking symbols, and the stored recipe (:class:`DataSpec`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.exceptions import DataError
+from alphaloop.market._common import Fill
+from alphaloop.market.files import read_file
+from alphaloop.market.splits import MarketData, split
+from alphaloop.market.synthetic import synthetic_prices
+from alphaloop.market.validate import validate_prices
+
+
+def load_prices(
+    source: str | Path = "sp500", fill: Fill = "none", date_format: str | None = None
+) -> pd.DataFrame:
+    """Loads a daily price table (rows dates, columns assets).
+
+    Args:
+        source: ``"sp500"`` (the 20-stock daily set bundled with skfolio, 1990-2022),
+            ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), or a path to a
+            CSV/Parquet file with a date column (or a datetime index) and one column per asset.
+        fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
+        date_format: strptime format of a file's date column (``%d/%m/%Y``); needed only when
+            the dates can be read two ways. Ignored by the embedded and synthetic sets.
+    """
+    text = str(source)
+    if text == "sp500":
+        from skfolio.datasets import load_sp500_dataset
+
+        return validate_prices(load_sp500_dataset(), "sp500", fill)
+    if text == "synthetic" or text.startswith("synthetic:"):
+        seed_text = text.partition(":")[2] or "0"
+        try:
+            seed = int(seed_text)
+        except ValueError:
+            raise DataError(f"synthetic data seed must be an integer, got {seed_text!r}") from None
+        return synthetic_prices(seed=seed)
+    path = Path(text)
+    return validate_prices(read_file(path), str(path), fill, date_format)
+
+
+def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFrame:
+    """Keeps the named columns; an unknown symbol is an error listing the available ones."""
+    if not symbols:
+        return prices
+    unknown = [s for s in symbols if s not in prices.columns]
+    if unknown:
+        raise DataError(
+            f"unknown symbol(s) {', '.join(unknown)}; available: {', '.join(prices.columns)}"
+        )
+    if len(set(symbols)) < 2:
+        raise DataError("need at least two distinct symbols")
+    return prices[list(dict.fromkeys(symbols))]
+
+
+def load_market(
+    source: str | Path = "sp500",
+    *,
+    fill: Fill = "none",
+    symbols: list[str] | None = None,
+    train_end: str | None = None,
+    val_end: str | None = None,
+    date_format: str | None = None,
+) -> MarketData:
+    """``load_prices`` + ``select_symbols`` + ``split`` in one call (what the CLI uses)."""
+    prices = select_symbols(load_prices(source, fill, date_format), symbols)
+    return split(prices, train_end, val_end, source=str(source))
+
+
+class DataSpec(BaseModel):
+    """Where prices come from and how they are split: what a session (or a manual run) stores so
+    that resuming it, or replaying one of its trials, loads exactly the same data."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    data: str = "sp500"
+    fill: Fill = "none"
+    symbols: list[str] | None = None
+    train_end: str | None = None
+    val_end: str | None = None
+    date_format: str | None = Field(
+        default=None, description="strptime format of a file's date column, e.g. %d/%m/%Y"
+    )
+
+    def load(self) -> MarketData:
+        """:func:`load_market` with these settings."""
+        return load_market(
+            self.data,
+            fill=self.fill,
+            symbols=self.symbols,
+            train_end=self.train_end,
+            val_end=self.val_end,
+            date_format=self.date_format,
+        )
