@@ -11,7 +11,14 @@ import os
 import platform
 import time
 
-from benchmarks import bench_cvar, bench_env, bench_journal, bench_research, bench_trials
+from benchmarks import (
+    bench_cvar,
+    bench_env,
+    bench_journal,
+    bench_research,
+    bench_trials,
+    bench_validation,
+)
 from benchmarks._report import SummaryRow, parse_quick
 
 BENCHMARKS = (
@@ -20,6 +27,7 @@ BENCHMARKS = (
     ("one trial per mode", bench_trials),
     ("the loop reading its history", bench_journal),
     ("research efficiency, TPE against random", bench_research),
+    ("PBO on noise and on a real edge, CSCV time", bench_validation),
 )
 
 
