@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -19,6 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from alphaloop.exceptions import InvalidDelta
+
+logger = logging.getLogger(__name__)
 
 Group = Literal["env", "ppo", "cvar"]
 Scale = Literal["int", "float", "log", "int-log"]
@@ -248,77 +251,92 @@ def clip(
     if n_envs < 1:
         raise ValueError(f"n_envs must be at least 1, got {n_envs}")
     values: dict[str, float] = config.model_dump()
-    clips: list[BoundsClip] = []
+    clips = [_apply(name, proposed, values) for name, proposed in delta.changes.items()]
+    clips += [_raise_cap(values, n_assets), _raise_scenarios(values), _lower_batch(values, n_envs)]
+    made = [c for c in clips if c is not None]
+    for c in made:
+        logger.debug("clip %s: %g -> %g (%s)", c.knob, c.proposed, c.applied, c.reason)
+    return TrialConfig(**values), made
 
-    def note(name: str, proposed: float, applied: float, reason: str) -> None:
-        k = KNOBS[name]
-        clips.append(
-            BoundsClip(
-                knob=name,
-                proposed=proposed,
-                applied=applied,
-                low=k.low,
-                high=k.high,
-                reason=reason,
-            )
-        )
 
-    for name, proposed in delta.changes.items():
-        k = KNOBS[name]
-        applied: float = min(max(proposed, k.low), k.high)
+def _clipped(name: str, proposed: float, applied: float, reason: str) -> BoundsClip:
+    k = KNOBS[name]
+    return BoundsClip(
+        knob=name, proposed=proposed, applied=applied, low=k.low, high=k.high, reason=reason
+    )
+
+
+def _apply(name: str, proposed: float, values: dict[str, float]) -> BoundsClip | None:
+    """Sets ``values[name]`` to ``proposed`` clipped to its bounds (and rounded if an integer)."""
+    k = KNOBS[name]
+    applied: float = min(max(proposed, k.low), k.high)
+    clipped = None
+    if applied != proposed:
+        side = "below the lower" if proposed < k.low else "above the upper"
+        if k.is_int:
+            applied = int(applied)
+        reason = f"{proposed:g} is {side} bound [{k.low:g}, {k.high:g}]"
+        clipped = _clipped(name, proposed, applied, reason)
+    elif k.is_int:
+        applied = _round_int(k, proposed)
         if applied != proposed:
-            side = "below the lower" if proposed < k.low else "above the upper"
-            reason = f"{proposed:g} is {side} bound [{k.low:g}, {k.high:g}]"
-            if k.is_int:
-                applied = int(applied)
-            note(name, proposed, applied, reason)
-        elif k.is_int:
-            applied = _round_int(k, proposed)
-            if applied != proposed:
-                note(name, proposed, applied, f"{name} is an integer knob; rounded")
-        values[name] = applied
+            clipped = _clipped(name, proposed, applied, f"{name} is an integer knob; rounded")
+    values[name] = applied
+    return clipped
 
-    if values["max_position_pct"] * n_assets < 1.0 - 1e-12:
-        before = values["max_position_pct"]
-        cap_high = KNOBS["max_position_pct"].high
-        values["max_position_pct"] = min(math.ceil(1e6 / n_assets) / 1e6, cap_high)
-        # With fewer than 1/high assets even the upper bound is infeasible; the evaluator then
-        # uses effective_max_weight() = 1/n_assets, i.e. equal weight.
-        note(
-            "max_position_pct",
-            before,
-            values["max_position_pct"],
-            f"infeasible: {n_assets} assets x cap {before:g} < 1 (fully invested); "
-            + (
-                f"cap raised to 1/{n_assets}"
-                if values["max_position_pct"] < cap_high
-                else f"cap set to its upper bound and the solver uses 1/{n_assets}"
-            ),
-        )
+
+def _raise_cap(values: dict[str, float], n_assets: int) -> BoundsClip | None:
+    """``max_position_pct * n_assets >= 1``: a fully invested portfolio must fit under the cap."""
+    before = values["max_position_pct"]
+    if before * n_assets >= 1.0 - 1e-12:
+        return None
+    cap_high = KNOBS["max_position_pct"].high
+    values["max_position_pct"] = min(math.ceil(1e6 / n_assets) / 1e6, cap_high)
+    # With fewer than 1/high assets even the upper bound is infeasible; the evaluator then
+    # uses effective_max_weight() = 1/n_assets, i.e. equal weight.
+    raised = (
+        f"cap raised to 1/{n_assets}"
+        if values["max_position_pct"] < cap_high
+        else f"cap set to its upper bound and the solver uses 1/{n_assets}"
+    )
+    return _clipped(
+        "max_position_pct",
+        before,
+        values["max_position_pct"],
+        f"infeasible: {n_assets} assets x cap {before:g} < 1 (fully invested); {raised}",
+    )
+
+
+def _raise_scenarios(values: dict[str, float]) -> BoundsClip | None:
+    """``(1 - cvar_alpha) * n_scenarios >= MIN_TAIL_SCENARIOS``: enough tail to average."""
     tail = (1.0 - values["cvar_alpha"]) * values["n_scenarios"]
-    if tail < MIN_TAIL_SCENARIOS - 1e-9:
-        before = values["n_scenarios"]
-        needed = math.ceil(MIN_TAIL_SCENARIOS / (1.0 - values["cvar_alpha"]) - 1e-9)
-        values["n_scenarios"] = min(needed, int(KNOBS["n_scenarios"].high))
-        note(
-            "n_scenarios",
-            before,
-            values["n_scenarios"],
-            f"infeasible: (1 - cvar_alpha={values['cvar_alpha']:g}) x n_scenarios={before:g} "
-            f"leaves {tail:.1f} tail scenarios < {MIN_TAIL_SCENARIOS}",
-        )
-        # cvar_alpha <= 0.99 and n_scenarios <= 10,000 always leave >= 100 tail scenarios.
-    if values["batch_size"] > values["n_steps"] * n_envs:
-        before = values["batch_size"]
-        values["batch_size"] = int(values["n_steps"] * n_envs)
-        note(
-            "batch_size",
-            before,
-            values["batch_size"],
-            f"infeasible: batch_size {before:g} > n_steps x n_envs = "
-            f"{values['n_steps']} x {n_envs}",
-        )
-    return TrialConfig(**values), clips
+    if tail >= MIN_TAIL_SCENARIOS - 1e-9:
+        return None
+    before = values["n_scenarios"]
+    needed = math.ceil(MIN_TAIL_SCENARIOS / (1.0 - values["cvar_alpha"]) - 1e-9)
+    # cvar_alpha <= 0.99 and n_scenarios <= 10,000 always leave >= 100 tail scenarios.
+    values["n_scenarios"] = min(needed, int(KNOBS["n_scenarios"].high))
+    return _clipped(
+        "n_scenarios",
+        before,
+        values["n_scenarios"],
+        f"infeasible: (1 - cvar_alpha={values['cvar_alpha']:g}) x n_scenarios={before:g} "
+        f"leaves {tail:.1f} tail scenarios < {MIN_TAIL_SCENARIOS}",
+    )
+
+
+def _lower_batch(values: dict[str, float], n_envs: int) -> BoundsClip | None:
+    """``batch_size <= n_steps * n_envs``: a minibatch cannot be larger than the rollout."""
+    before = values["batch_size"]
+    if before <= values["n_steps"] * n_envs:
+        return None
+    values["batch_size"] = int(values["n_steps"] * n_envs)
+    return _clipped(
+        "batch_size",
+        before,
+        values["batch_size"],
+        f"infeasible: batch_size {before:g} > n_steps x n_envs = {values['n_steps']} x {n_envs}",
+    )
 
 
 def config_hash(config: TrialConfig) -> str:
