@@ -69,3 +69,11 @@ def check_weights(name: str, weights: object, n_assets: int) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contain NaN or infinite values")
     return arr
+
+
+def check_problem(
+    scenarios: object, alpha: float, max_weight: float
+) -> tuple[np.ndarray, float, float]:
+    """The checked ``(scenarios, alpha, cap)`` every CVaR problem starts from."""
+    r = check_scenarios(scenarios)
+    return r, check_alpha(alpha), check_cap(max_weight, r.shape[1])

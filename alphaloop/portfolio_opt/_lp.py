@@ -33,6 +33,7 @@ budget's multiplier scales every scenario bound) and measured ~4x slower than th
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ import cvxpy as cp
 import numpy as np
 
 from alphaloop.exceptions import SolverError
+
+logger = logging.getLogger(__name__)
 
 # Compressed sizes are padded up to a multiple of this; small enough that padding costs little,
 # large enough that the sizes one trial produces share one or two cached problems.
@@ -215,16 +218,18 @@ def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
             problem.solve(solver=name, warm_start=warm, **options)
         except cp.error.SolverError as err:
             failures.append(f"{name}: {err}")
+            logger.warning("%s failed (%s); trying the next solver", name, err)
             continue
         status = problem.status
         if status == cp.OPTIMAL or status in accept:
+            if failures:
+                logger.info("%s solved after %s", name, "; ".join(failures))
             return status
         if status == cp.OPTIMAL_INACCURATE:
-            warnings.warn(
-                f"{name} returned an inaccurate solution; recorded as {status!r}",
-                RuntimeWarning,
-                stacklevel=3,
-            )
+            message = f"{name} returned an inaccurate solution; recorded as {status!r}"
+            logger.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
             return status
         failures.append(f"{name}: status {status!r}")
+        logger.warning("%s returned status %r; trying the next solver", name, status)
     raise SolverError("no solver returned a solution (" + "; ".join(failures) + ")")

@@ -12,6 +12,7 @@ exactly (it is a linear program). How it is solved fast is explained in :mod:`._
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from typing import Any
@@ -25,11 +26,13 @@ from alphaloop.exceptions import SolverError
 from alphaloop.portfolio_opt import _lp
 from alphaloop.portfolio_opt._checks import (
     check_alpha,
-    check_cap,
     check_nonneg,
+    check_problem,
     check_scenarios,
     check_weights,
 )
+
+logger = logging.getLogger(__name__)
 
 # Returned weights may miss the constraints by this much before they count as a failed solve;
 # smaller misses (solver tolerance) are clipped away and the weights renormalised.
@@ -139,13 +142,10 @@ def solve_mean_cvar(
         SolverError: no solver returned a solution.
     """
     start = time.perf_counter()
-    r = check_scenarios(scenarios)
-    n_assets = r.shape[1]
-    a = check_alpha(alpha)
-    cap = check_cap(max_weight, n_assets)
+    r, a, cap = check_problem(scenarios, alpha, max_weight)
     lam = check_nonneg("risk_aversion", risk_aversion)
     cost = check_nonneg("turnover_cost", turnover_cost)
-    prev = None if prev_weights is None else check_weights("prev_weights", prev_weights, n_assets)
+    prev = None if prev_weights is None else check_weights("prev_weights", prev_weights, r.shape[1])
     mean = r.mean(axis=0)
     with_turnover = prev is not None and cost > 0.0
     weights, lp_value, status = _solve_dual(
@@ -173,11 +173,8 @@ def solve_min_cvar(scenarios: np.ndarray, alpha: float, max_weight: float) -> Cv
     Args and errors as in :func:`solve_mean_cvar`.
     """
     start = time.perf_counter()
-    r = check_scenarios(scenarios)
-    n_assets = r.shape[1]
-    a = check_alpha(alpha)
-    cap = check_cap(max_weight, n_assets)
-    weights, lp_value, status = _solve_dual(r, a, cap, 1.0, np.zeros(n_assets), None, 0.0)
+    r, a, cap = check_problem(scenarios, alpha, max_weight)
+    weights, lp_value, status = _solve_dual(r, a, cap, 1.0, np.zeros(r.shape[1]), None, 0.0)
     cvar = empirical_cvar(-(r @ weights), a)
     status = _check_objective(cvar, lp_value, status, "solve_min_cvar")
     return CvarSolution(
@@ -241,11 +238,11 @@ def clean_weights(raw: np.ndarray, cap: float) -> np.ndarray:
 def _check_objective(exact: float, lp_value: float, status: str, what: str) -> str:
     """Records (and warns) when the LP optimum and the returned weights disagree."""
     if abs(exact - lp_value) > _OBJECTIVE_RTOL * max(1.0, abs(exact)):
-        warnings.warn(
+        message = (
             f"{what}: objective of the returned weights {exact:.10g} differs from the LP "
-            f"optimum {lp_value:.10g}; solution recorded as inaccurate",
-            RuntimeWarning,
-            stacklevel=3,
+            f"optimum {lp_value:.10g}; solution recorded as inaccurate"
         )
+        logger.warning(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
         return cp.OPTIMAL_INACCURATE
     return status

@@ -7,6 +7,7 @@ is long-only, fully invested, capped, and whose CVaR over the scenarios is withi
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -14,18 +15,15 @@ import cvxpy as cp
 import numpy as np
 
 from alphaloop.portfolio_opt import _lp
-from alphaloop.portfolio_opt._checks import (
-    check_alpha,
-    check_cap,
-    check_scenarios,
-    check_weights,
-)
+from alphaloop.portfolio_opt._checks import check_problem, check_weights
 from alphaloop.portfolio_opt.cvar import (
     CvarSolution,
     clean_weights,
     empirical_cvar,
     solve_min_cvar,
 )
+
+logger = logging.getLogger(__name__)
 
 TARGET_FEASIBLE = "target_feasible"
 BUDGET_BELOW_MIN_CVAR = "budget_below_min_cvar"
@@ -78,47 +76,65 @@ def risk_overlay(
         SolverError: no solver returned a solution.
     """
     start = time.perf_counter()
-    r = check_scenarios(scenarios)
-    n_assets = r.shape[1]
-    a = check_alpha(alpha)
-    cap = check_cap(max_weight, n_assets)
-    target = check_weights("target_weights", target_weights, n_assets)
-    if cvar_budget is None:
-        budget = empirical_cvar(-(r @ np.full(n_assets, 1.0 / n_assets)), a)
+    r, a, cap = check_problem(scenarios, alpha, max_weight)
+    target = check_weights("target_weights", target_weights, r.shape[1])
+    budget = _budget(r, a, cvar_budget)
+    if _within(target, cap) and empirical_cvar(-(r @ target), a) <= budget:
+        weights, status = target, TARGET_FEASIBLE
     else:
-        budget = float(cvar_budget)
-        if not math.isfinite(budget):
-            raise ValueError(f"cvar_budget must be a finite number, got {cvar_budget!r}")
-    mean = r.mean(axis=0)
+        weights, status = _project(r, a, cap, target, budget)
+    return CvarSolution(
+        weights=weights,
+        cvar=empirical_cvar(-(r @ weights), a),
+        expected_return=float(r.mean(axis=0) @ weights),
+        objective=float(np.abs(weights - target).sum()),
+        status=status,
+        solve_seconds=time.perf_counter() - start,
+    )
 
-    def result(weights: np.ndarray, status: str) -> CvarSolution:
-        return CvarSolution(
-            weights=weights,
-            cvar=empirical_cvar(-(r @ weights), a),
-            expected_return=float(mean @ weights),
-            objective=float(np.abs(weights - target).sum()),
-            status=status,
-            solve_seconds=time.perf_counter() - start,
-        )
 
-    in_simplex = (
+def _budget(r: np.ndarray, alpha: float, cvar_budget: float | None) -> float:
+    """The CVaR budget asked for, or the equal-weight portfolio's CVaR when none is."""
+    if cvar_budget is None:
+        n_assets = r.shape[1]
+        return empirical_cvar(-(r @ np.full(n_assets, 1.0 / n_assets)), alpha)
+    budget = float(cvar_budget)
+    if not math.isfinite(budget):
+        raise ValueError(f"cvar_budget must be a finite number, got {cvar_budget!r}")
+    return budget
+
+
+def _within(target: np.ndarray, cap: float) -> bool:
+    """Whether ``target`` is long-only, fully invested and under the cap (to float32 noise)."""
+    return bool(
         target.min() >= -_TARGET_TOL
         and target.max() <= cap + _TARGET_TOL
         and abs(target.sum() - 1.0) <= _TARGET_TOL
     )
-    if in_simplex and empirical_cvar(-(r @ target), a) <= budget:
-        return result(target, TARGET_FEASIBLE)
 
+
+def _project(
+    r: np.ndarray, alpha: float, cap: float, target: np.ndarray, budget: float
+) -> tuple[np.ndarray, str]:
+    """The weights nearest ``target`` within the budget, or within the minimum CVaR when the
+    budget is below it."""
     atoms = _lp.compress(r)
-    weights, status = _solve_overlay(atoms, a, cap, target, budget)
-    if status in _INFEASIBLE:
-        floor = solve_min_cvar(r, a, cap)
-        reachable = floor.cvar + _MIN_CVAR_SLACK_ABS + _MIN_CVAR_SLACK_REL * abs(floor.cvar)
-        weights, status = _solve_overlay(atoms, a, cap, target, reachable)
-        if status in _INFEASIBLE:  # round-off at the very edge; any min-CVaR portfolio will do
-            weights = floor.weights
-        status = BUDGET_BELOW_MIN_CVAR
-    return result(weights, status)
+    weights, status = _solve_overlay(atoms, alpha, cap, target, budget)
+    if status not in _INFEASIBLE:
+        return weights, status
+    floor = solve_min_cvar(r, alpha, cap)
+    logger.info(
+        "risk overlay: CVaR budget %.6g is below the minimum CVaR %.6g; "
+        "projecting onto the minimum instead",
+        budget,
+        floor.cvar,
+    )
+    reachable = floor.cvar + _MIN_CVAR_SLACK_ABS + _MIN_CVAR_SLACK_REL * abs(floor.cvar)
+    weights, status = _solve_overlay(atoms, alpha, cap, target, reachable)
+    if status in _INFEASIBLE:  # round-off at the very edge; any min-CVaR portfolio will do
+        logger.debug("risk overlay: minimum CVaR unreachable by round-off; min-CVaR weights used")
+        weights = floor.weights
+    return weights, BUDGET_BELOW_MIN_CVAR
 
 
 def _solve_overlay(
