@@ -100,24 +100,18 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
         ChartDataError: the session has no finished trial yet.
     """
     metric = (session.objective or {}).get("metric", "sharpe")
-    rows = [
-        t
-        for t in trials
-        if t.kind in ("baseline", "search") and t.status != "running" and not t.interrupted
-    ]
+    rows = sorted(
+        (
+            t
+            for t in trials
+            if t.kind in ("baseline", "search") and t.status != "running" and not t.interrupted
+        ),
+        key=lambda t: t.idx,
+    )
     if not rows:
         raise ChartDataError(f"session {session.id} has no finished trial yet")
-    rows.sort(key=lambda t: t.idx)
     base = [t for t in rows if t.kind == "baseline" and t.objective is not None]
-    kept = [
-        t for t in rows if t.kind == "search" and t.status == "keep" and t.objective is not None
-    ]
-    dropped = [
-        t for t in rows if t.kind == "search" and t.status == "discard" and t.objective is not None
-    ]
-    failed = [t for t in rows if t.status in FAILED_STATUSES]
     base_mean = statistics.fmean(t.objective for t in base) if base else None
-    floor = session.noise_floor
     fig = new_figure(
         "research_progress",
         f"Research progress: {session.goal}",
@@ -128,12 +122,45 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
             "metric": metric,
             "goal": session.goal,
             "baseline_mean": base_mean,
-            "noise_floor": floor,
+            "noise_floor": session.noise_floor,
             "budget": session.budget,
         },
     )
-    lo, hi = rows[0].idx - 0.5, rows[-1].idx + 0.5
-    if base_mean is not None and floor is not None:
+    if base_mean is not None:
+        span = (rows[0].idx - 0.5, rows[-1].idx + 0.5)
+        _baseline_lines(fig, span, base_mean, session.noise_floor)
+    _markers(fig, base, BASELINE_TRACE, COLORS["baseline"], "diamond")
+    _markers(fig, _search(rows, "discard"), DISCARDED_TRACE, COLORS["discarded"], "circle", 8)
+    _markers(fig, _search(rows, "keep"), KEPT_TRACE, COLORS["kept"], "star", 14)
+    best_x, best_y = _incumbent(rows, base, base_mean)
+    if best_x:
+        fig.add_trace(
+            go.Scatter(
+                x=best_x,
+                y=best_y,
+                name=BEST_TRACE,
+                mode="lines",
+                line={"color": COLORS["best"], "shape": "hv", "width": 2},
+                hovertemplate="best after #%{x}: %{y:.4f}<extra></extra>",
+            )
+        )
+    _failed_markers(fig, rows)
+    return fig
+
+
+def _search(rows: list[TrialRecord], status: str) -> list[TrialRecord]:
+    """The scored search trials of one status."""
+    return [
+        t for t in rows if t.kind == "search" and t.status == status and t.objective is not None
+    ]
+
+
+def _baseline_lines(
+    fig: go.Figure, span: tuple[float, float], base_mean: float, floor: float | None
+) -> None:
+    """The noise band (the margin a keep must clear) and the baseline mean, across ``span``."""
+    lo, hi = span
+    if floor is not None:
         fig.add_trace(
             go.Scatter(
                 x=[lo, hi, hi, lo, lo],
@@ -148,49 +175,36 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
                 hoverinfo="skip",
             )
         )
-    if base_mean is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[base_mean, base_mean],
-                name=BASELINE_MEAN_TRACE,
-                mode="lines",
-                line={"color": COLORS["baseline"], "dash": "dot", "width": 1},
-                hovertemplate="baseline mean %{y:.4f}<extra></extra>",
-            )
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[base_mean, base_mean],
+            name=BASELINE_MEAN_TRACE,
+            mode="lines",
+            line={"color": COLORS["baseline"], "dash": "dot", "width": 1},
+            hovertemplate="baseline mean %{y:.4f}<extra></extra>",
         )
-    _markers(fig, base, BASELINE_TRACE, COLORS["baseline"], "diamond")
-    _markers(fig, dropped, DISCARDED_TRACE, COLORS["discarded"], "circle", 8)
-    _markers(fig, kept, KEPT_TRACE, COLORS["kept"], "star", 14)
-    best_x, best_y = _incumbent(rows, base, base_mean)
-    if best_x:
-        fig.add_trace(
-            go.Scatter(
-                x=best_x,
-                y=best_y,
-                name=BEST_TRACE,
-                mode="lines",
-                line={"color": COLORS["best"], "shape": "hv", "width": 2},
-                hovertemplate="best after #%{x}: %{y:.4f}<extra></extra>",
-            )
+    )
+
+
+def _failed_markers(fig: go.Figure, rows: list[TrialRecord]) -> None:
+    """Crashed, timed-out and invalid trials as crosses just below the lowest objective."""
+    failed = [t for t in rows if t.status in FAILED_STATUSES]
+    if not failed:
+        return
+    scored = [t.objective for t in rows if t.objective is not None]
+    bottom = min(scored) - 0.08 * ((max(scored) - min(scored)) or 1.0) if scored else 0.0
+    fig.add_trace(
+        go.Scatter(
+            x=[t.idx for t in failed],
+            y=[bottom] * len(failed),
+            name=FAILED_TRACE,
+            mode="markers",
+            marker={"color": COLORS["failed"], "symbol": "x", "size": 10},
+            customdata=[[t.id, str(t.status), (t.error or "")[:160], str(t.kind)] for t in failed],
+            hovertemplate="trial #%{x} %{customdata[1]}<br>%{customdata[2]}<extra></extra>",
         )
-    if failed:
-        scored = [t.objective for t in rows if t.objective is not None]
-        bottom = min(scored) - 0.08 * ((max(scored) - min(scored)) or 1.0) if scored else 0.0
-        fig.add_trace(
-            go.Scatter(
-                x=[t.idx for t in failed],
-                y=[bottom] * len(failed),
-                name=FAILED_TRACE,
-                mode="markers",
-                marker={"color": COLORS["failed"], "symbol": "x", "size": 10},
-                customdata=[
-                    [t.id, str(t.status), (t.error or "")[:160], str(t.kind)] for t in failed
-                ],
-                hovertemplate="trial #%{x} %{customdata[1]}<br>%{customdata[2]}<extra></extra>",
-            )
-        )
-    return fig
+    )
 
 
 def _incumbent(

@@ -50,6 +50,8 @@ reader can check on the chart or in the context: the trend, the best point and w
 reached, plateaus, drawdowns, outliers, and how the strategy compares with the baseline. Quote \
 numbers from the context where they help. No title, no preamble, no advice."""
 
+# The fields of a ChartRead that its chart_reads row keeps.
+_JOURNALED = {"kind", "model", "bullets", "elapsed_s", "raw_text", "context"}
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022\u2023\u25aa\u2013]|\d{1,2}[.)])\s+(.*\S)\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
 
@@ -282,12 +284,7 @@ def interpret_chart(
         if fallback:
             read = read.model_copy(update={"context": {**read.context, "fallback": fallback}})
     row = journal.add_chart_read(
-        kind=read.kind,
-        model=read.model,
-        bullets=read.bullets,
-        elapsed_s=read.elapsed_s,
-        raw_text=read.raw_text,
-        context=read.context,
+        **read.model_dump(include=_JOURNALED),
         session_id=chart.session_id,
         trial_id=chart.trial_id,
     )
