@@ -121,6 +121,7 @@ def split(
             f"{source}: too few rows for the windows ({'; '.join(short)}); "
             f"{n} daily returns" + (f" from {dates[0].date()} to {dates[-1].date()}" if n else "")
         )
+    logger.debug("%s: %d daily returns split %s", source, n, sizes)
     return MarketData(
         returns=np.ascontiguousarray(rets.to_numpy(dtype=np.float64)),
         dates=dates,
