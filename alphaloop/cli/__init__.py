@@ -4,12 +4,33 @@ Command modules define plain functions; they are registered here, in the order `
 lists them. Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flags...).
 """
 
+from typing import Annotated
+
+import typer
 from pydantic import ValidationError
 
-from alphaloop.cli import charts, chat, research, review, trial
+from alphaloop.cli import charts, chat, research, review, train, trial
 from alphaloop.cli._app import app
+from alphaloop.cli._logging import configure_logging
 from alphaloop.cli._stdio import reserve_stdout
 from alphaloop.settings import get_settings
+
+
+@app.callback()
+def root(
+    verbose: Annotated[
+        int,
+        typer.Option(
+            "--verbose",
+            "-v",
+            count=True,
+            help="log to stderr: -v what the work is doing, -vv debugging detail",
+        ),
+    ] = 0,
+) -> None:
+    """Goal-driven autoresearch on portfolio strategies."""
+    configure_logging(verbose)
+
 
 app.add_typer(research.research_app, name="research")
 for command in (
@@ -17,7 +38,7 @@ for command in (
     review.status,
     review.journal,
     trial.trial,
-    charts.train,
+    train.train,
     charts.chart,
     trial.knobs,
     chat.chat,

@@ -8,21 +8,26 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from alphaloop.exceptions import AlphaloopError, DataError, InvalidDelta, SessionNotResumable
-from alphaloop.journal import Journal, JournalError, SessionNotFound
-from alphaloop.knobs import ConfigDelta
-from alphaloop.market import DataWarning
-from alphaloop.settings import Settings
+from alphaloop import ops
+from alphaloop.exceptions import (
+    AlphaloopError,
+    DataError,
+    InvalidDelta,
+    SessionNotFound,
+    SessionNotResumable,
+)
+from alphaloop.knobs import MODES, ConfigDelta
+from alphaloop.metrics import OBJECTIVE_METRICS
 
 if TYPE_CHECKING:
-    from alphaloop.trials import TrialBudget
+    from alphaloop.ops import TrialBudget
 
 
 class _ErrorConsole(Console):
@@ -42,6 +47,7 @@ T = TypeVar("T")
 PROPOSERS = ("auto", "tpe", "random", "llm")
 FILLS = ("none", "ffill")
 DATA_HELP = "sp500, synthetic[:SEED] or a CSV/Parquet path"
+NO_JOURNAL_HINT = 'start a session with `alphaloop research "GOAL"` (or set ALPHALOOP_HOME)'
 
 
 app = typer.Typer(
@@ -62,16 +68,26 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Runs library code, turning our errors into a message and an exit code."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", category=DataWarning)
+        warnings.simplefilter("always", category=ops.DataWarning)
         try:
             result = fn(*args, **kwargs)
-        except (SessionNotFound, SessionNotResumable, InvalidDelta, DataError) as err:
+        except ops.NoJournal as err:
+            raise fail(f"no journal at {err.path}; {NO_JOURNAL_HINT}", 2) from None
+        except ValidationError as err:  # a budget or spec field out of range
+            raise flag_error(err) from None
+        except (
+            SessionNotFound,
+            SessionNotResumable,
+            InvalidDelta,
+            DataError,
+            ops.SessionRunning,
+        ) as err:
             raise fail(str(err), 2) from None
         except AlphaloopError as err:
             raise fail(str(err), 1) from None
         finally:
             for w in caught:
-                if issubclass(w.category, DataWarning):
+                if issubclass(w.category, ops.DataWarning):
                     err_console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}")
     return result
 
@@ -128,27 +144,6 @@ def check_seed(seed: int, high: int, why: str = "") -> None:
         raise fail(f"--seed must be in 0..{high}{why}, got {seed}", 2)
 
 
-def check_choice(value: str, choices: tuple[str, ...], what: str) -> None:
-    if value not in choices:
-        raise fail(f"unknown {what} {value!r}; choose one of {', '.join(choices)}", 2)
-
-
-def read_journal(settings: Settings, fn: Callable[[Journal], T]) -> T:
-    if not settings.journal_path.exists():
-        raise fail(
-            f"no journal at {settings.journal_path}; start a session with "
-            '`alphaloop research "GOAL"` (or set ALPHALOOP_HOME)',
-            2,
-        )
-    try:
-        with Journal(settings.journal_path) as journal:
-            return fn(journal)
-    except SessionNotFound as err:
-        raise fail(str(err), 2) from None
-    except JournalError as err:
-        raise fail(str(err), 1) from None
-
-
 # Fields whose flag is not ``--`` plus the field name.
 _FLAGS = {"goal": "GOAL", "time_budget_s": "--time-budget"}
 
@@ -164,10 +159,46 @@ def flag_error(err: ValidationError) -> typer.Exit:
 def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> TrialBudget:
     """The session settings a command was given (defaults for what it was not), or exit 2
     naming the flag that is out of range."""
-    from alphaloop.trials import TrialBudget  # imports torch: only for commands that train
-
-    values = {"total_timesteps": total_timesteps, "n_envs": n_envs}
     try:
-        return TrialBudget(**{k: v for k, v in values.items() if v is not None})
+        return ops.trial_budget(total_timesteps, n_envs)
     except ValidationError as err:
         raise flag_error(err) from None
+
+
+def choice(choices: tuple[str, ...], what: str) -> dict[str, Any]:
+    """``typer.Option`` keywords for a flag taking one of ``choices``: the parser checks it (exit
+    2, naming the kind of value: ``unknown mode 'rl'; choose one of ...``) and ``--help`` lists
+    the choices."""
+
+    def parse(value: str) -> str:
+        if value in choices:
+            return value
+        raise fail(f"unknown {what} {value!r}; choose one of {', '.join(choices)}", 2)
+
+    return {"parser": parse, "metavar": "[" + "|".join(choices) + "]"}
+
+
+# Options several commands share, defined once.
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="machine-readable output: one JSON document on stdout")
+]
+ModeOption = Annotated[str, typer.Option(**choice(MODES, "mode"), help="what the trials run")]
+MetricOption = Annotated[
+    str,
+    typer.Option(
+        **choice(OBJECTIVE_METRICS, "metric"), help="the objective the trials are ranked by"
+    ),
+]
+FillOption = Annotated[
+    str,
+    typer.Option(**choice(FILLS, "fill policy"), help="missing prices: none (refuse) or ffill"),
+]
+DataOption = Annotated[str, typer.Option(help=DATA_HELP)]
+DateFormatOption = Annotated[
+    str | None, typer.Option(help="strptime format for the date column, e.g. %d/%m/%Y")
+]
+SymbolsOption = Annotated[
+    str | None, typer.Option(help="comma-separated subset of the data's columns")
+]
+SetOption = Annotated[list[str], typer.Option("--set", help="knob=value (repeatable)")]
+SeedOption = Annotated[int, typer.Option()]

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from alphaloop.cli._app import console, err_console, fail, guarded
+from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
 from alphaloop.settings import get_settings
 
 NO_ENDPOINT = (
@@ -30,8 +30,8 @@ def _chat_loop(settings, max_steps: int, yes: bool) -> None:
     from rich.markdown import Markdown
     from rich.prompt import Confirm
 
-    from alphaloop.exceptions import LLMError
     from alphaloop.chat import Chat
+    from alphaloop.exceptions import LLMError
 
     def confirm(action: str) -> bool:
         return Confirm.ask(f"[yellow]run[/yellow] {action}?", console=console, default=False)
@@ -75,11 +75,12 @@ def chat(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="do not ask before running trials or sessions"
     ),
-    as_json: bool = typer.Option(False, "--json", help="with --ask: answer and tool calls as JSON"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Chat with the research agent about sessions, trials and knobs (needs an LLM endpoint).
 
     It answers through tools over the journal, and can run a trial or a small session.
+    --json (with --ask) prints the answer and its tool calls as JSON.
 
     Example: alphaloop chat --ask "what helped most in my last session?"
     """

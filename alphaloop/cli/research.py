@@ -12,13 +12,20 @@ from rich.live import Live
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
-    DATA_HELP,
-    FILLS,
     PROPOSERS,
-    check_choice,
+    DataOption,
+    DateFormatOption,
+    FillOption,
+    JsonFlag,
+    MetricOption,
+    ModeOption,
+    SeedOption,
+    SymbolsOption,
     check_seed,
+    choice,
     console,
     err_console,
     fail,
@@ -26,13 +33,9 @@ from alphaloop.cli._app import (
     guarded,
     parse_duration,
     parse_symbols,
-    read_journal,
     trial_budget,
 )
 from alphaloop.cli.review import review
-from alphaloop.journal import Journal, SessionRecord
-from alphaloop.knobs import MODES
-from alphaloop.metrics import OBJECTIVE_METRICS
 from alphaloop.settings import Settings, get_settings
 
 
@@ -83,18 +86,17 @@ def _live_view(budget: int):
 
 def _run(session_id: str, settings: Settings, on_event: Any = None) -> None:
     """Runs the session; another live process running it is bad usage (exit 2), not a failure."""
-    from alphaloop.meta_agent.session import SessionBusy, run_session
-
     try:
-        run_session(session_id, settings, on_event)
-    except SessionBusy as err:
+        ops.run_session(session_id, settings, on_event)
+    except ops.SessionBusy as err:
         raise fail(str(err), 2) from None
 
 
 def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
-    with Journal(settings.journal_path) as journal:
-        session = journal.get_session(session_id)
-        done = journal.counted_trials(session_id)
+    found = guarded(ops.session_status, settings, session_id)
+    if found is None:  # only when no id is given; kept for the type checker
+        raise fail(f"no session {session_id!r}", 2)
+    session, done = found.session, found.counted_trials
     if as_json:
         guarded(_run, session_id, settings)
     else:
@@ -111,56 +113,51 @@ def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> Non
 @research_app.command("start")
 def research_start(
     goal: str = typer.Argument(..., help='what to achieve, e.g. "maximise Sharpe, drawdown < 15%"'),
-    mode: str = typer.Option("cufolio_only", help="ppo_only, cufolio_only or unified"),
+    mode: ModeOption = "cufolio_only",
     budget: int = typer.Option(20, help="number of search trials"),
     proposer: str = typer.Option(
-        "auto", help="auto (LLM if configured, else tpe), tpe, random, llm"
+        "auto",
+        **choice(PROPOSERS, "proposer"),
+        help="auto (LLM if configured, else tpe), tpe, random, llm",
     ),
-    metric: str = typer.Option("sharpe", help="sharpe, sortino, calmar or return"),
+    metric: MetricOption = "sharpe",
     max_drawdown: float = typer.Option(None, help="discard trials with a larger drawdown (0.15)"),
     max_turnover: float = typer.Option(None, help="discard trials with more annual turnover"),
     time_budget: str = typer.Option(
         None, help="stop after this much trial time, with a unit (90s, 10m, 1h30m)"
     ),
     max_tokens_total: int = typer.Option(None, help="stop when LLM usage reaches this many tokens"),
-    data: str = typer.Option("sp500", help=DATA_HELP),
-    fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
-    date_format: str = typer.Option(
-        None, help="strptime format for the date column, e.g. %d/%m/%Y"
-    ),
-    symbols: str = typer.Option(None, help="comma-separated subset of the data's columns"),
-    seed: int = typer.Option(0),
+    data: DataOption = "sp500",
+    fill: FillOption = "none",
+    date_format: DateFormatOption = None,
+    symbols: SymbolsOption = None,
+    seed: SeedOption = 0,
     noise_seeds: int = typer.Option(3, help="baseline seeds that set the noise floor"),
     total_timesteps: int = typer.Option(None, help="PPO env steps per trial"),
-    as_json: bool = typer.Option(False, "--json", help="no live view; print the review as JSON"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Start a research session.
+
+    With --json there is no live view: the review is printed as JSON at the end.
 
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
     --budget 20 --max-drawdown 0.15
     """
     from pydantic import ValidationError
 
-    from alphaloop.meta_agent.objective import Objective
-    from alphaloop.meta_agent.session import SESSION_SEED_MAX, SessionSpec, create_session
-
-    check_seed(seed, SESSION_SEED_MAX, " (the baselines use the seeds after it)")
-    check_choice(mode, MODES, "mode")
-    check_choice(metric, OBJECTIVE_METRICS, "metric")
-    check_choice(proposer, PROPOSERS, "proposer")
-    check_choice(fill, FILLS, "fill policy")
+    check_seed(seed, ops.SESSION_SEED_MAX, " (the baselines use the seeds after it)")
     if budget < 1:
         raise fail(f"--budget must be at least 1 trial, got {budget}", 2)
     settings = get_settings()
     if proposer == "llm" and not settings.llm_configured:
         raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
     try:
-        spec = SessionSpec(
+        spec = ops.SessionSpec(
             goal=goal,
             mode=mode,
             budget=budget,
             proposer=proposer,
-            objective=Objective(
+            objective=ops.Objective(
                 metric=metric, max_drawdown=max_drawdown, max_turnover=max_turnover
             ),
             time_budget_s=parse_duration(time_budget),
@@ -175,14 +172,14 @@ def research_start(
         )
     except ValidationError as err:
         raise flag_error(err) from None
-    session_id = guarded(create_session, spec, settings)
+    session_id = guarded(ops.start_session, spec, settings)
     _run_session_view(session_id, settings, as_json)
 
 
 @research_app.command("resume")
 def research_resume(
     session: str = typer.Argument(..., help="session id"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Continue a session after a crash, a kill or a stop, from its next trial.
 
@@ -190,47 +187,33 @@ def research_resume(
 
     Example: alphaloop research resume s-20260101-120000-ab12
     """
-    from alphaloop.meta_agent.session import continues_after_stop
-
     settings = get_settings()
-    s, counted = read_journal(
-        settings, lambda j: (j.get_session(session), j.counted_trials(session))
-    )
-    if s.status in ("running", "stopping"):
-        raise fail(
-            f"session {session} is {s.status} in process {s.owner_pid}; stop it with "
-            f"`alphaloop research stop {session}` or wait for it to end",
-            2,
-        )
-    if s.status == "finished" and not continues_after_stop(s, counted):
-        reason = (s.final or {}).get("stop_reason", "finished")
-        err_console.print(
-            f"session {session} already finished ({escape(reason)}); nothing to resume"
-        )
+    note = guarded(ops.check_resume, session, settings)
+    if note:
+        err_console.print(escape(note))
     _run_session_view(session, settings, as_json)
 
 
 @research_app.command("stop")
 def research_stop(
     session: str = typer.Argument(..., help="session id"),
-    as_json: bool = typer.Option(False, "--json", help='print {"session", "status"} as JSON'),
+    as_json: JsonFlag = False,
 ) -> None:
     """Ask a running session to stop after its current trial (finalize still runs).
 
     A session whose process is gone (finished, or killed) is not running: exit 2.
+    With --json it prints {"session", "status"}.
 
     Example: alphaloop research stop s-20260101-120000-ab12
     """
-    from alphaloop.meta_agent.session import SessionNotRunning, request_stop
 
-    def stop() -> SessionRecord:
+    def stop():  # type: ignore[no-untyped-def]
         try:
-            return request_stop(session, settings)
-        except SessionNotRunning as err:  # bad usage, not a failure
+            return ops.stop_session(session, settings)
+        except ops.SessionNotRunning as err:  # bad usage, not a failure
             raise fail(str(err), 2) from None
 
     settings = get_settings()
-    read_journal(settings, lambda j: j.get_session(session))
     stopped = guarded(stop)
     if as_json:
         typer.echo(json.dumps({"session": session, "status": stopped.status.value}))

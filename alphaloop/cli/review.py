@@ -3,31 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import typer
 from rich.markup import escape
 
+from alphaloop import ops
 from alphaloop.cli import views
-from alphaloop.cli._app import console, read_journal
-from alphaloop.journal import Journal, SessionRecord, pid_alive
+from alphaloop.cli._app import JsonFlag, console, guarded
 from alphaloop.settings import Settings, get_settings
 
-# The proposer of manual training runs (``alphaloop.meta_agent.manual.MANUAL_PROPOSER``, not
-# imported here: that module loads torch, and reading the journal should not).
-_MANUAL = "manual"
 _START = 'start one with `alphaloop research "GOAL"`'
 
 
-def resume_command(s: SessionRecord) -> str | None:
-    """The command that continues an interrupted research session (a crash, a kill -9), or None
-    when there is nothing to resume (or, for a manual training run, no way to)."""
-    if s.status != "interrupted" or s.proposer == _MANUAL:
-        return None
-    return f"alphaloop research resume {s.id}"
-
-
-def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
+def sessions(as_json: JsonFlag = False) -> None:
     """List research sessions, newest first.
 
     A session whose process died (a kill -9) is shown interrupted, with how to resume it.
@@ -35,23 +23,17 @@ def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
     Example: alphaloop sessions
     """
     settings = get_settings()
-
-    def read(j: Journal):
-        rows = j.list_sessions()
-        return rows, {s.id: j.counted_trials(s.id) for s in rows}
-
-    # No journal yet (a first session still loading its data) is no sessions, not an error.
-    rows, counts = read_journal(settings, read) if settings.journal_path.exists() else ([], {})
+    rows = guarded(ops.list_sessions, settings)
     if as_json:
         typer.echo(
             json.dumps(
                 [
                     {
-                        **s.model_dump(mode="json"),
-                        "counted_trials": counts[s.id],
-                        "resume": resume_command(s),
+                        **r.session.model_dump(mode="json"),
+                        "counted_trials": r.counted_trials,
+                        "resume": r.resume,
                     }
-                    for s in rows
+                    for r in rows
                 ]
             )
         )
@@ -59,15 +41,16 @@ def sessions(as_json: bool = typer.Option(False, "--json")) -> None:
     if not rows:
         console.print(f"no sessions yet in {escape(str(settings.home))}; {_START}")
         return
-    console.print(views.sessions_table(rows, counts))
-    for s in rows:
-        if command := resume_command(s):
-            console.print(f"{s.id} was interrupted; resume it with `{command}`")
+    counts = {r.session.id: r.counted_trials for r in rows}
+    console.print(views.sessions_table([r.session for r in rows], counts))
+    for r in rows:
+        if r.resume:
+            console.print(f"{r.session.id} was interrupted; resume it with `{r.resume}`")
 
 
 def status(
     session: str = typer.Argument(None, help="session id (default: the newest)"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Show where a session is: status, trials done, best so far, the last trials.
 
@@ -78,20 +61,7 @@ def status(
     Example: alphaloop status
     """
     settings = get_settings()
-
-    def read(j: Journal):
-        sid = session
-        if sid is None:
-            rows = j.list_sessions()
-            if not rows:
-                return None
-            sid = rows[0].id
-        return j.get_session(sid), j.trials(sid), j.counted_trials(sid), j.leaderboard(sid, 1)
-
-    # Without an id, no journal or an empty one means no session has started yet (a first one
-    # may be loading its data): that is an answer, not an error.
-    exists = session is not None or settings.journal_path.exists()
-    found = read_journal(settings, read) if exists else None
+    found = guarded(ops.session_status, settings, session)
     if found is None:
         if as_json:
             none = {"session": None, "counted_trials": 0, "best": None, "running": []}
@@ -99,94 +69,64 @@ def status(
         else:
             console.print(f"no sessions yet in {escape(str(settings.home))}; {_START}")
         return
-    s, trials, counted, top = found
-    running = [t for t in trials if t.status == "running"]
+    s = found.session
     if as_json:
         typer.echo(
             json.dumps(
                 {
                     "session": s.model_dump(mode="json"),
-                    "counted_trials": counted,
-                    "best": top[0].model_dump(mode="json") if top else None,
-                    "running": [_live(t) for t in running],
-                    "resume": resume_command(s),
+                    "counted_trials": found.counted_trials,
+                    "best": found.best.model_dump(mode="json") if found.best else None,
+                    "running": [r.model_dump(mode="json") for r in found.running],
+                    "resume": found.resume,
                 }
             )
         )
         return
     console.print(views.session_header(s))
-    console.print(f"trials: {counted}/{s.budget} counted, {len(trials)} rows")
-    console.print(views.trials_table(trials[-10:], title="last trials"))
-    for t in running:
-        console.print(views.live_curve_text(t, alive=pid_alive(t.owner_pid)))
-    if command := resume_command(s):
-        console.print(f"{escape(s.error or 'interrupted')}; resume it with `{command}`")
-
-
-def _live(trial: Any) -> dict[str, Any]:
-    """A running trial and where its training curve is."""
-    curve = trial.curve or []
-    return {
-        "id": trial.id,
-        "idx": trial.idx,
-        "kind": trial.kind,
-        "started_at": trial.started_at,
-        "curve_points": len(curve),
-        "latest": curve[-1] if curve else None,
-        # A run killed hard leaves its row running; say so rather than show it as live.
-        "process_alive": pid_alive(trial.owner_pid),
-    }
+    console.print(f"trials: {found.counted_trials}/{s.budget} counted, {len(found.trials)} rows")
+    console.print(views.trials_table(found.trials[-10:], title="last trials"))
+    for r in found.running:
+        console.print(views.live_curve_text(r.trial, alive=r.process_alive))
+    if found.resume:
+        console.print(f"{escape(s.error or 'interrupted')}; resume it with `{found.resume}`")
 
 
 def review(session_id: str, settings: Settings, as_json: bool) -> None:
-    def read(j: Journal):
-        s = j.get_session(session_id)
-        clips = j.session_clips(session_id)
-        by_trial: dict[int, list[Any]] = {}
-        for c in clips:
-            by_trial.setdefault(c.trial_id, []).append(c)
-        return (
-            s,
-            j.trials(session_id),
-            j.leaderboard(session_id, 10),
-            by_trial,
-            j.counted_trials(session_id),
-            j.chart_reads(session_id),
-        )
-
-    s, trials, board, clips, counted, reads = read_journal(settings, read)
+    """Prints a session's review: leaderboard, every trial with its clips, the test result."""
+    r = guarded(ops.session_review, settings, session_id)
     if as_json:
         typer.echo(
             json.dumps(
                 {
-                    "session": s.model_dump(mode="json"),
-                    "counted_trials": counted,
-                    "leaderboard": [t.model_dump(mode="json") for t in board],
+                    "session": r.session.model_dump(mode="json"),
+                    "counted_trials": r.counted_trials,
+                    "leaderboard": [t.model_dump(mode="json") for t in r.leaderboard],
                     "trials": [
                         {
                             **t.model_dump(mode="json"),
-                            "clips": [c.model_dump(mode="json") for c in clips.get(t.id, [])],
+                            "clips": [c.model_dump(mode="json") for c in r.clips.get(t.id, [])],
                         }
-                        for t in trials
+                        for t in r.trials
                     ],
-                    "final": s.final,
-                    "chart_reads": [r.model_dump(mode="json") for r in reads],
+                    "final": r.session.final,
+                    "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
                 }
             )
         )
         return
-    console.print(views.session_header(s))
-    console.print(views.trials_table(board, clips, title="leaderboard (validation)"))
-    console.print(views.trials_table(trials, clips, title="every trial"))
-    if s.final:
-        console.print(views.final_panel(s))
-    if reads:
-        console.print(views.chart_reads_table(reads))
+    console.print(views.session_header(r.session))
+    console.print(views.trials_table(r.leaderboard, r.clips, title="leaderboard (validation)"))
+    console.print(views.trials_table(r.trials, r.clips, title="every trial"))
+    if r.session.final:
+        console.print(views.final_panel(r.session))
+    if r.chart_reads:
+        console.print(views.chart_reads_table(r.chart_reads))
 
 
 def journal(
     session: str = typer.Argument(..., help="session id"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: JsonFlag = False,
 ) -> None:
     """Review a session: leaderboard, every trial with its delta and clips, the test result.
 

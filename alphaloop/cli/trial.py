@@ -3,83 +3,96 @@
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import ExitStack
 
 import typer
 from rich.markup import escape
 
+from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
-    DATA_HELP,
-    FILLS,
-    check_choice,
+    DataOption,
+    DateFormatOption,
+    FillOption,
+    JsonFlag,
+    MetricOption,
+    ModeOption,
+    SeedOption,
+    SetOption,
+    SymbolsOption,
     check_seed,
     console,
     guarded,
     parse_sets,
     parse_symbols,
-    trial_budget,
 )
-from alphaloop.knobs import KNOBS, MODES, SEED_MAX, TrialConfig, clip
-from alphaloop.market import load_market
-from alphaloop.metrics import OBJECTIVE_METRICS
+from alphaloop.knobs import SEED_MAX
 from alphaloop.settings import get_settings
 
 
 def trial(
-    mode: str = typer.Option("cufolio_only", help="ppo_only, cufolio_only or unified"),
-    set_: list[str] = typer.Option([], "--set", help="knob=value (repeatable)"),
-    data: str = typer.Option("sp500", help=DATA_HELP),
-    fill: str = typer.Option("none", help="missing prices: none (refuse) or ffill"),
-    date_format: str = typer.Option(
-        None, help="strptime format for the date column, e.g. %d/%m/%Y"
-    ),
-    symbols: str = typer.Option(None, help="comma-separated subset of the data's columns"),
-    seed: int = typer.Option(0),
+    mode: ModeOption = "cufolio_only",
+    set_: SetOption = [],  # noqa: B006  (typer reads the default; it is never mutated)
+    data: DataOption = "sp500",
+    fill: FillOption = "none",
+    date_format: DateFormatOption = None,
+    symbols: SymbolsOption = None,
+    seed: SeedOption = 0,
     total_timesteps: int = typer.Option(None, help="PPO env steps (session setting)"),
-    metric: str = typer.Option("sharpe", help="objective: sharpe, sortino, calmar, return"),
-    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    metric: MetricOption = "sharpe",
+    as_json: JsonFlag = False,
 ) -> None:
     """Run one trial by hand and print its validation metrics next to the baselines.
 
     Example: alphaloop trial --mode cufolio_only --set cvar_alpha=0.97 --set max_position_pct=0.5
     """
-    from alphaloop.trials import run_trial
-
     check_seed(seed, SEED_MAX)
-    check_choice(mode, MODES, "mode")
-    check_choice(metric, OBJECTIVE_METRICS, "metric")
-    check_choice(fill, FILLS, "fill policy")
     delta = parse_sets(set_)
-    market = guarded(
-        load_market, data, fill=fill, symbols=parse_symbols(symbols), date_format=date_format
+    request = ops.TrialRequest(
+        mode=mode,
+        changes=dict(delta.changes),
+        data=data,
+        fill=fill,
+        date_format=date_format,
+        symbols=parse_symbols(symbols),
+        seed=seed,
+        metric=metric,
+        total_timesteps=total_timesteps,
     )
-    budget = trial_budget(total_timesteps)
-    config, clips = clip(TrialConfig(), delta, market.n_assets, budget.n_envs)
     settings = get_settings()
-    busy = console.status(f"running a {mode} trial on {market.source}...", spinner="dots")
-    with busy if not as_json else nullcontext():
-        result = guarded(
-            run_trial,
-            mode,
-            config,
-            market,
-            budget,
-            seed,
-            metric=metric,
+    with ExitStack() as spinner:
+
+        def on_start(text: str) -> None:  # the data is loaded: say what runs
+            if not as_json:
+                spinner.enter_context(console.status(f"{text}...", spinner="dots"))
+
+        run = guarded(
+            ops.run_trial,
+            request,
+            settings,
             policy_dir=settings.policies_dir / "manual",
+            on_start=on_start,
         )
     if as_json:
-        payload = result.model_dump(mode="json")
-        payload["config"] = config.model_dump()
-        payload["clips"] = [c.model_dump() for c in clips]
-        payload["data"] = market.describe()
-        payload["total_timesteps"] = budget.total_timesteps
-        payload["env_steps"] = result.timesteps
-        typer.echo(json.dumps(payload))
+        typer.echo(json.dumps(_trial_json(run)))
         return
-    if clips:
-        console.print(views.clips_table(clips))
+    _print_trial(run, mode, metric)
+
+
+def _trial_json(run: ops.TrialRun) -> dict:
+    payload = run.result.model_dump(mode="json")
+    payload["config"] = run.config.model_dump()
+    payload["clips"] = [c.model_dump() for c in run.clips]
+    payload["data"] = run.data
+    payload["total_timesteps"] = run.budget.total_timesteps
+    payload["env_steps"] = run.result.timesteps
+    return payload
+
+
+def _print_trial(run: ops.TrialRun, mode: str, metric: str) -> None:
+    result, budget = run.result, run.budget
+    if run.clips:
+        console.print(views.clips_table(run.clips))
     console.print(
         views.metrics_table(
             f"{mode} on validation {result.start_date}..{result.end_date} "
@@ -90,28 +103,31 @@ def trial(
             },
         )
     )
-    note = views.steps_note(result.timesteps, budget.total_timesteps, config.n_steps, budget.n_envs)
+    note = views.steps_note(
+        result.timesteps, budget.total_timesteps, run.config.n_steps, budget.n_envs
+    )
     if note:
         console.print(note)
-    console.print(f"data: {escape(market.source)}: {market.windows_text()}")
+    console.print(f"data: {escape(run.source)}: {run.windows_text}")
     if result.policy_path:
         console.print(f"policy saved to {escape(result.policy_path)}")
 
 
-def knobs(as_json: bool = typer.Option(False, "--json")) -> None:
+def knobs(as_json: JsonFlag = False) -> None:
     """List the 16 knobs with their bounds, scale, default and meaning.
 
     Example: alphaloop knobs
     """
+    rows = ops.list_knobs()
     if as_json:
-        typer.echo(json.dumps([k.__dict__ for k in KNOBS.values()]))
+        typer.echo(json.dumps([k.model_dump(exclude={"used_in_modes"}) for k in rows]))
         return
     from rich.table import Table
 
     table = Table(title="knobs")
     for col in ("group", "knob", "low", "high", "scale", "default", "meaning"):
         table.add_column(col)
-    for k in KNOBS.values():
+    for k in rows:
         table.add_row(
             k.group, k.name, f"{k.low:g}", f"{k.high:g}", k.scale, f"{k.default:g}", k.doc
         )

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         SessionNotRunning,
         SessionSpec,
     )
+    from alphaloop.trials import TrialBudget
 
 __all__ = [
     "CLIP_RULES",
@@ -92,6 +93,7 @@ __all__ = [
     "SessionSpec",
     "SessionStatus",
     "SessionSummary",
+    "TrialBudget",
     "TrialComparison",
     "TrialDetail",
     "TrialRequest",
@@ -132,6 +134,7 @@ _LAZY = {
     "SessionBusy": "alphaloop.meta_agent.session",
     "SessionNotRunning": "alphaloop.meta_agent.session",
     "SessionSpec": "alphaloop.meta_agent.session",
+    "TrialBudget": "alphaloop.trials",
 }
 
 

@@ -26,10 +26,10 @@ class KnobInfo(BaseModel):
 
     name: str
     group: str
-    low: float
-    high: float
+    low: int | float
+    high: int | float
     scale: str
-    default: float
+    default: int | float
     doc: str
     used_in_modes: list[str]
 

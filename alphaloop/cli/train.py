@@ -1,0 +1,131 @@
+"""``alphaloop train``: one manual PPO run with a live curve, journaled like a session."""
+
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from alphaloop import ops
+from alphaloop.cli import views
+from alphaloop.cli._app import (
+    DataOption,
+    DateFormatOption,
+    FillOption,
+    JsonFlag,
+    MetricOption,
+    SeedOption,
+    SetOption,
+    SymbolsOption,
+    check_seed,
+    console,
+    guarded,
+    parse_sets,
+    parse_symbols,
+    trial_budget,
+)
+from alphaloop.knobs import SEED_MAX
+from alphaloop.settings import get_settings
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]PPO"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} steps"),
+        TextColumn("reward {task.fields[reward]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def train(
+    symbols: SymbolsOption = None,
+    total_timesteps: int = typer.Option(None, help="PPO env steps (default 16,384)"),
+    set_: SetOption = [],  # noqa: B006  (typer reads the default; it is never mutated)
+    data: DataOption = "sp500",
+    fill: FillOption = "none",
+    date_format: DateFormatOption = None,
+    seed: SeedOption = 0,
+    n_envs: int = typer.Option(None, help="parallel training environments (default 4)"),
+    metric: MetricOption = "sharpe",
+    as_json: JsonFlag = False,
+) -> None:
+    """Train PPO once, outside any research session; the run is journaled like a session.
+
+    Its reward curve is journaled as it trains (200 points at most): `alphaloop status` shows it.
+    With --json there is no progress bar: the run is printed as JSON.
+
+    Example: alphaloop train --symbols AAPL,MSFT,JPM,XOM --total-timesteps 32768
+    """
+    check_seed(seed, SEED_MAX)
+    delta = parse_sets(set_)
+    spec = ops.ManualRunSpec(
+        data=data,
+        fill=fill,
+        date_format=date_format,
+        symbols=parse_symbols(symbols),
+        changes=dict(delta.changes),
+        seed=seed,
+        metric=metric,
+        trial_budget=trial_budget(total_timesteps, n_envs),
+    )
+    progress = _progress() if not as_json else None
+    task: dict[str, Any] = {}
+
+    def on_start(trial: Any, planned: int) -> None:
+        if progress is not None:
+            progress.console.print(
+                f"manual run [bold]{trial.session_id}[/bold] (trial #{trial.idx}) on "
+                f"{escape(data)}: {planned:,} env steps"
+            )
+            task["id"] = progress.add_task("train", total=planned, reward="-")
+
+    def on_update(timestep: int, reward: float) -> None:
+        if progress is not None and "id" in task:
+            progress.update(task["id"], completed=timestep, reward=f"{reward:.4f}")
+
+    with progress if progress is not None else nullcontext():
+        run = guarded(ops.train, spec, get_settings(), on_start=on_start, on_update=on_update)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "session": run.session.model_dump(mode="json"),
+                    "trial": run.trial.model_dump(mode="json"),
+                    "clips": [c.model_dump(mode="json") for c in run.clips],
+                    "total_timesteps": spec.trial_budget.total_timesteps,
+                    "env_steps": run.trial.env_steps,
+                }
+            )
+        )
+        return
+    _print_run(run, spec, metric)
+
+
+def _print_run(run: Any, spec: Any, metric: str) -> None:
+    t = run.trial
+    if run.clips:
+        console.print(views.clips_table(run.clips))
+    console.print(
+        views.metrics_table(
+            f"validation: {metric} {t.objective:.4f} ({t.elapsed_s:.1f} s)",
+            {"trial": t.metrics, **(t.baselines or {})},
+        )
+    )
+    budget = spec.trial_budget
+    note = views.steps_note(
+        t.env_steps, budget.total_timesteps, int(t.config["n_steps"]), budget.n_envs
+    )
+    if note:
+        console.print(note)
+    if t.policy_path:
+        console.print(f"policy saved to {escape(t.policy_path)}")
+    console.print(
+        f"{len(t.curve or [])} curve points journaled; see them with "
+        f"`alphaloop chart training_curve --session {run.session.id}`"
+    )
