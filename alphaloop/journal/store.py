@@ -220,20 +220,17 @@ class JournalReader(JournalFile):
 
     def llm_calls(self, session_id: str | None = None) -> list[LLMUsageRecord]:
         """Journaled LLM call attempts, oldest first: of one session, or all of them."""
-        if session_id is None:
-            rows = self._rows("SELECT * FROM llm_calls ORDER BY id")
-        else:
-            rows = self._rows(
-                "SELECT * FROM llm_calls WHERE session_id = ? ORDER BY id", (session_id,)
-            )
-        return [LLMUsageRecord.from_row(r) for r in rows]
+        return self._log(LLMUsageRecord, "llm_calls", session_id)
 
     def chart_reads(self, session_id: str | None = None) -> list[ChartReadRecord]:
         """Journaled chart readings, oldest first: of one session, or all of them."""
+        return self._log(ChartReadRecord, "chart_reads", session_id)
+
+    def _log(self, model: type[Any], table: str, session_id: str | None) -> list[Any]:
         if session_id is None:
-            rows = self._rows("SELECT * FROM chart_reads ORDER BY id")
+            rows = self._rows(f"SELECT * FROM {table} ORDER BY id")
         else:
             rows = self._rows(
-                "SELECT * FROM chart_reads WHERE session_id = ? ORDER BY id", (session_id,)
+                f"SELECT * FROM {table} WHERE session_id = ? ORDER BY id", (session_id,)
             )
-        return [ChartReadRecord.from_row(r) for r in rows]
+        return [model.from_row(r) for r in rows]

@@ -9,6 +9,8 @@ from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import (
     ProposalContext,
     Proposer,
+    ProposerBase,
+    ProposerName,
     RandomProposer,
     TPEProposer,
     TrialView,
@@ -20,15 +22,22 @@ from alphaloop.meta_agent.session import (
     request_stop,
     run_session,
 )
+from alphaloop.meta_agent.state import LoopEvent, OutcomeStatus, Proposal, TrialOutcome
 
 __all__ = [
+    "LoopEvent",
     "Objective",
+    "OutcomeStatus",
+    "Proposal",
     "ProposalContext",
     "Proposer",
+    "ProposerBase",
+    "ProposerName",
     "RandomProposer",
     "SessionBusy",
     "SessionSpec",
     "TPEProposer",
+    "TrialOutcome",
     "TrialView",
     "compile_graph",
     "create_session",

@@ -10,10 +10,11 @@ baseline -> propose -> clip -> (route_after_clip) -> run_trial -> record -> (rou
 from __future__ import annotations
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 
-from alphaloop.meta_agent import nodes
-from alphaloop.meta_agent.state import SessionContext, SessionState
+from alphaloop.meta_agent import finalize, nodes
+from alphaloop.meta_agent.state import CHECKPOINT_TYPES, SessionContext, SessionState
 
 
 def build_graph() -> StateGraph:
@@ -23,7 +24,7 @@ def build_graph() -> StateGraph:
     builder.add_node("clip", nodes.clip_config)
     builder.add_node("run_trial", nodes.run_trial)
     builder.add_node("record", nodes.record)
-    builder.add_node("finalize", nodes.finalize)
+    builder.add_node("finalize", finalize.finalize)
     builder.add_edge(START, "baseline")
     builder.add_conditional_edges("baseline", nodes.route_next, ["propose", "finalize"])
     builder.add_edge("propose", "clip")
@@ -35,7 +36,15 @@ def build_graph() -> StateGraph:
 
 
 def compile_graph(checkpointer: BaseCheckpointSaver | None = None):
+    """The graph, checkpointed by ``checkpointer`` when one is given (see
+    :func:`checkpoint_serde` for the serializer it should use)."""
     return build_graph().compile(checkpointer=checkpointer)
+
+
+def checkpoint_serde() -> JsonPlusSerializer:
+    """The checkpoint serializer for the loop's state: it rebuilds the state's models (and
+    only the types listed in :data:`~.state.CHECKPOINT_TYPES`) from a checkpoint."""
+    return JsonPlusSerializer(allowed_msgpack_modules=list(CHECKPOINT_TYPES))
 
 
 graph = compile_graph()

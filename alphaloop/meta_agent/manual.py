@@ -29,12 +29,16 @@ from alphaloop.journal import (
     ClipRecord,
     Journal,
     SessionRecord,
+    SessionStatus,
+    TrialKind,
     TrialRecord,
+    TrialStatus,
 )
 from alphaloop.knobs import ConfigDelta, TrialConfig, clip, config_hash
-from alphaloop.market import DataSpec
-from alphaloop.meta_agent.nodes import record_result
+from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.recording import record_result
+from alphaloop.meta_agent.state import TRACEBACK_TAIL
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, run_trial
@@ -45,7 +49,6 @@ MANUAL_REASON = "manual run"
 # A curve write is one small transaction; four a second keep a live view current without
 # making a run of thousands of tiny updates wait on the disk.
 CURVE_WRITE_INTERVAL_S = 0.25
-TRACEBACK_TAIL = 2000
 
 
 class ManualRunSpec(DataSpec):
@@ -128,29 +131,7 @@ def train_manual(
     delta = ConfigDelta(changes=spec.changes, rationale=MANUAL_REASON)
     config, clips = clip(TrialConfig(), delta, data.n_assets, spec.trial_budget.n_envs)
     with Journal(settings.journal_path) as journal:
-        session_id = journal.create_session(
-            goal=spec.goal,
-            mode="ppo_only",
-            objective=Objective(metric=spec.metric).model_dump(),
-            proposer=MANUAL_PROPOSER,
-            budget=1,
-            seed=spec.seed,
-            data_source=spec.data,
-            data_fingerprint=data.fingerprint,
-            settings={"spec": spec.model_dump(mode="json"), "data": data.describe()},
-            baseline_config=TrialConfig().model_dump(),
-        )
-        row = journal.start_trial(
-            session_id,
-            kind="search",
-            config=config.model_dump(),
-            config_hash=config_hash(config),
-            delta={"changes": dict(delta.changes), "rationale": MANUAL_REASON},
-            parent_id=None,
-            seed=spec.seed,
-            rationale=MANUAL_REASON,
-            proposer=MANUAL_PROPOSER,
-        )
+        row = _open_run(journal, spec, data, config, delta)
         clip_rows = journal.add_clips(row.id, clips) if clips else []
         curve = _CurveWriter(journal, row.id, max_curve_points)
 
@@ -169,25 +150,25 @@ def train_manual(
                 spec.trial_budget,
                 spec.seed,
                 metric=spec.metric,
-                policy_dir=settings.policies_dir / session_id,
+                policy_dir=settings.policies_dir / row.session_id,
                 on_update=progress,
             )
         except BaseException as err:
-            _journal_failure(journal, session_id, row.id, curve, err)
+            _journal_failure(journal, row.session_id, row.id, curve, err)
             if isinstance(err, Exception):
-                raise ManualRunFailed(f"manual run {session_id} failed: {err}") from err
+                raise ManualRunFailed(f"manual run {row.session_id} failed: {err}") from err
             raise
         trial = record_result(
             journal,
             row.id,
             result,
-            status="keep",
+            status=TrialStatus.keep,
             reason=MANUAL_REASON,
             max_curve_points=max_curve_points,
         )
         session = journal.update_session(
-            session_id,
-            status="finished",
+            row.session_id,
+            status=SessionStatus.finished,
             best_trial_id=trial.id,
             owner_pid=os.getpid(),
             final={
@@ -201,6 +182,39 @@ def train_manual(
         return ManualRun(session=session, trial=trial, clips=clip_rows)
 
 
+def _open_run(
+    journal: Journal,
+    spec: ManualRunSpec,
+    data: MarketData,
+    config: TrialConfig,
+    delta: ConfigDelta,
+) -> TrialRecord:
+    """Journals the run's session and its one trial, about to train."""
+    session_id = journal.create_session(
+        goal=spec.goal,
+        mode="ppo_only",
+        objective=Objective(metric=spec.metric).model_dump(),
+        proposer=MANUAL_PROPOSER,
+        budget=1,
+        seed=spec.seed,
+        data_source=spec.data,
+        data_fingerprint=data.fingerprint,
+        settings={"spec": spec.model_dump(mode="json"), "data": data.describe()},
+        baseline_config=TrialConfig().model_dump(),
+    )
+    return journal.start_trial(
+        session_id,
+        kind=TrialKind.search,
+        config=config.model_dump(),
+        config_hash=config_hash(config),
+        delta={"changes": dict(delta.changes), "rationale": MANUAL_REASON},
+        parent_id=None,
+        seed=spec.seed,
+        rationale=MANUAL_REASON,
+        proposer=MANUAL_PROPOSER,
+    )
+
+
 def _journal_failure(
     journal: Journal, session_id: str, trial_id: int, curve: _CurveWriter, err: BaseException
 ) -> None:
@@ -210,13 +224,13 @@ def _journal_failure(
     message = str(err) if isinstance(err, AlphaloopError) else repr(err)
     journal.finish_trial(
         trial_id,
-        status="timeout" if isinstance(err, TrialTimeout) else "crash",
+        status=TrialStatus.timeout if isinstance(err, TrialTimeout) else TrialStatus.crash,
         error=INTERRUPTED if interrupted else message,
         traceback_tail=None if interrupted else traceback.format_exc()[-TRACEBACK_TAIL:],
         reason=MANUAL_REASON,
     )
     journal.update_session(
         session_id,
-        status="interrupted" if interrupted else "failed",
+        status=SessionStatus.interrupted if interrupted else SessionStatus.failed,
         error=message[:500],
     )

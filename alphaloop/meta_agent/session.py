@@ -20,34 +20,37 @@ best config's test row is reused when it is still the best, and a new best gets 
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import Field, ValidationError
 
 from alphaloop.exceptions import AlphaloopError, SessionNotResumable
-from alphaloop.journal import Journal, SessionRecord
+from alphaloop.journal import EventKind, Journal, SessionRecord, SessionStatus
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
-from alphaloop.meta_agent.graph import compile_graph
+from alphaloop.meta_agent.graph import checkpoint_serde, compile_graph
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
+from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
-ProposerName = Literal["auto", "tpe", "random", "llm"]
+logger = logging.getLogger(__name__)
+
 # A session runs its baselines on ``seed .. seed + noise_seeds - 1``: its seed leaves room in
 # the trials' range for the most noise seeds.
 MAX_NOISE_SEEDS = 20
 SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
-RESUMED_AFTER_STOP = "ResumedAfterStop"
+RESUMED_AFTER_STOP = EventKind.resumed_after_stop
+_LIVE = (SessionStatus.running, SessionStatus.stopping)
 
 
 class SessionSpec(DataSpec):
@@ -56,7 +59,7 @@ class SessionSpec(DataSpec):
     goal: str = Field(min_length=1)
     mode: Mode = "cufolio_only"
     budget: int = Field(default=20, ge=1, le=100_000)
-    proposer: ProposerName = "auto"
+    proposer: ProposerName = ProposerName.auto
     objective: Objective = Objective()
     time_budget_s: float | None = Field(default=None, gt=0)
     max_tokens_total: int | None = Field(default=None, gt=0)
@@ -77,25 +80,32 @@ def continues_after_stop(session: SessionRecord, counted: int) -> bool:
     """Whether a finished session ended on a stop request with budget left, so that resuming it
     runs more trials (rather than only showing its result)."""
     return (
-        session.status == "finished"
+        session.status == SessionStatus.finished
         and (session.final or {}).get("stop_reason") == "stop requested"
         and counted < session.budget
     )
 
 
-def make_proposer(name: str, settings: Settings, journal: Journal, session_id: str) -> Proposer:
+def make_proposer(
+    name: ProposerName | str, settings: Settings, journal: Journal, session_id: str
+) -> Proposer:
     """The proposer a session asked for; ``auto`` is the LLM when one is configured, else TPE."""
-    if name == "auto":
-        name = "llm" if settings.llm_configured else "tpe"
-    if name == "tpe":
+    try:
+        name = ProposerName(name)
+    except ValueError:
+        *first, last = ProposerName
+        choices = f"{', '.join(first)} or {last}"
+        raise AlphaloopError(f"unknown proposer {name!r}; choose {choices}") from None
+    if name is ProposerName.auto:
+        name = ProposerName.llm if settings.llm_configured else ProposerName.tpe
+        logger.info("proposer auto: %s", name)
+    if name is ProposerName.tpe:
         return TPEProposer()
-    if name == "random":
+    if name is ProposerName.random:
         return RandomProposer()
-    if name == "llm":
-        from alphaloop.meta_agent.proposers.llm import LLMProposer
+    from alphaloop.meta_agent.proposers.llm import LLMProposer
 
-        return LLMProposer.from_settings(settings, journal, session_id, fallback=TPEProposer())
-    raise AlphaloopError(f"unknown proposer {name!r}; choose auto, tpe, random or llm")
+    return LLMProposer.from_settings(settings, journal, session_id, fallback=TPEProposer())
 
 
 def checkpoint_path(settings: Settings) -> Path:
@@ -126,7 +136,6 @@ def _context(
         data=data,
         objective=spec.objective,
         proposer=proposer,
-        fallback=TPEProposer(),
         trial_budget=spec.trial_budget,
         budget=spec.budget,
         seed=spec.seed,
@@ -134,7 +143,6 @@ def _context(
         policy_dir=settings.policies_dir,
         time_budget_s=spec.time_budget_s,
         max_tokens_total=spec.max_tokens_total,
-        tokens_used=getattr(proposer, "tokens_used", lambda: 0),
         on_event=on_event or (lambda kind, payload: None),
     )
 
@@ -147,7 +155,7 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
             goal=spec.goal,
             mode=spec.mode,
             objective=spec.objective.model_dump(),
-            proposer=spec.proposer,
+            proposer=spec.proposer.value,
             budget=spec.budget,
             seed=spec.seed,
             data_source=spec.data,
@@ -172,7 +180,7 @@ def run_session(
     with Journal(settings.journal_path) as journal:
         session = journal.get_session(session_id)
         reopen = continues_after_stop(session, journal.counted_trials(session_id))
-        if session.status == "finished" and not reopen:
+        if session.status == SessionStatus.finished and not reopen:
             return dict(session.final or {})
         if session.proposer == MANUAL_PROPOSER:
             raise SessionNotResumable(
@@ -181,7 +189,7 @@ def run_session(
             )
         # Reads give a session whose owner died as interrupted: running or stopping here means
         # a live process has it.
-        if session.owner_pid != os.getpid() and session.status in ("running", "stopping"):
+        if session.owner_pid != os.getpid() and session.status in _LIVE:
             raise SessionBusy(
                 f"session {session_id} is being run by process {session.owner_pid}; "
                 f"stop it with `alphaloop research stop {session_id}` or wait for it"
@@ -197,18 +205,24 @@ def run_session(
             ) from None
         ctx = _context(journal, session_id, spec, settings, on_event)
         if reopen:
+            logger.info("session %s: reopened after a stop, with budget left", session_id)
             journal.add_event(session_id, RESUMED_AFTER_STOP, {"previous_final": session.final})
             journal.update_session(
-                session_id, owner_pid=os.getpid(), status="running", final=None, finished_at=None
+                session_id,
+                owner_pid=os.getpid(),
+                status=SessionStatus.running,
+                final=None,
+                finished_at=None,
             )
         else:
             # A stop requested before the owner died still holds: finalize is what is left.
-            status = "stopping" if journal.stop_requested(session_id) else "running"
+            stopping = journal.stop_requested(session_id)
+            status = SessionStatus.stopping if stopping else SessionStatus.running
             journal.update_session(session_id, owner_pid=os.getpid(), status=status)
         settings.home.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
-            saver = SqliteSaver(conn)
+            saver = SqliteSaver(conn, serde=checkpoint_serde())
             graph = compile_graph(saver)
             config = {
                 "configurable": {"thread_id": session_id},
@@ -218,9 +232,15 @@ def run_session(
             pending = snapshot.values.get("trial_id") if snapshot.next == ("record",) else None
             reaped = journal.reap_interrupted(session_id, keep={pending} if pending else set())
             if reaped or snapshot.next:
+                logger.info(
+                    "session %s: resuming at %s; %d interrupted trial(s) will run again",
+                    session_id,
+                    ", ".join(snapshot.next) or "baseline",
+                    len(reaped),
+                )
                 journal.add_event(
                     session_id,
-                    "Resumed",
+                    EventKind.resumed,
                     {
                         "interrupted_trials": [t.idx for t in reaped],
                         "next": list(snapshot.next),
@@ -233,7 +253,9 @@ def run_session(
                     graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
             except BaseException as err:
                 # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
-                journal.update_session(session_id, status="interrupted", error=repr(err)[:500])
+                journal.update_session(
+                    session_id, status=SessionStatus.interrupted, error=repr(err)[:500]
+                )
                 raise
             # Finished: the journal holds everything; the checkpoints (a copy of the state after
             # every node) would only grow the file across sessions.
@@ -251,7 +273,7 @@ def request_stop(session_id: str, settings: Settings) -> SessionRecord:
     """
     with Journal(settings.journal_path) as journal:
         session = journal.get_session(session_id)
-        if session.status not in ("running", "stopping"):
+        if session.status not in _LIVE:
             raise SessionNotRunning(_not_running(session, journal.counted_trials(session_id)))
         journal.request_stop(session_id)
         return journal.get_session(session_id)
@@ -263,6 +285,6 @@ def _not_running(session: SessionRecord, counted: int) -> str:
     )
     if session.proposer == MANUAL_PROPOSER:
         return f"{what}; it is a manual training run, which cannot be resumed"
-    if session.status == "finished" and not continues_after_stop(session, counted):
+    if session.status == SessionStatus.finished and not continues_after_stop(session, counted):
         return f"{what}; nothing to stop"
     return f"{what}; resume it with `alphaloop research resume {session.id}`"

@@ -3,31 +3,132 @@
 The journal is the source of truth; the checkpointed state only carries what is in flight
 between two nodes (a proposal, the clipped config, a finished trial awaiting its verdict), so a
 resumed session can pick up mid-step without asking the proposer (or paying an LLM) again.
+
+The in-flight values are frozen models. LangGraph's SQLite checkpointer stores them with their
+class names, and :data:`CHECKPOINT_TYPES` is the list it may rebuild them from; the nodes read
+them back through :func:`proposal_of`, :func:`outcome_of`, :func:`config_of` and
+:func:`clips_of`, which also accept the plain dicts a checkpoint written by an older alphaloop
+holds.
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Self, TypedDict
 
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.exceptions import AlphaloopError, TrialTimeout
 from alphaloop.journal import Journal
+from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer
-from alphaloop.trials import TrialBudget
+from alphaloop.metrics import Metrics
+from alphaloop.trials import TrialBudget, TrialResult
+
+TRACEBACK_TAIL = 2000  # characters of a crashed trial's traceback kept in its row
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Proposal(BaseModel):
+    """An edit a proposer made, and who made it (journaled with the trial it becomes)."""
+
+    model_config = _FROZEN
+
+    changes: dict[str, float]
+    rationale: str
+    proposer: str
+
+    @classmethod
+    def of(cls, delta: ConfigDelta, proposer: str) -> Self:
+        return cls(changes=dict(delta.changes), rationale=delta.rationale, proposer=proposer)
+
+    def delta(self) -> ConfigDelta:
+        return ConfigDelta(changes=self.changes, rationale=self.rationale)
+
+
+class OutcomeStatus(StrEnum):
+    """How running a trial ended: it produced a result, or it crashed or ran out of time."""
+
+    ok = "ok"
+    crash = "crash"
+    timeout = "timeout"
+
+
+class TrialOutcome(BaseModel):
+    """What running one trial produced, awaiting its verdict (never raised: a failing trial
+    is an outcome, journaled as a crash, and the loop goes on)."""
+
+    model_config = _FROZEN
+
+    status: OutcomeStatus
+    result: TrialResult | None = None
+    error: str | None = None
+    traceback_tail: str | None = None
+
+    @classmethod
+    def failed(cls, err: BaseException) -> Self:
+        """The outcome of a trial that raised ``err`` (call it inside the ``except`` block)."""
+        if isinstance(err, TrialTimeout):
+            return cls(status=OutcomeStatus.timeout, error=str(err))
+        return cls(
+            status=OutcomeStatus.crash,
+            error=str(err) if isinstance(err, AlphaloopError) else repr(err),
+            traceback_tail=traceback.format_exc()[-TRACEBACK_TAIL:],
+        )
+
+    @property
+    def metrics(self) -> Metrics | None:
+        return self.result.metrics if self.result is not None else None
+
+
+class LoopEvent(StrEnum):
+    """What the loop tells ``on_event`` (the payload is a dict: ``trial_started`` carries
+    ``idx`` and ``kind``, and for a search trial the ``proposal`` and ``clips``;
+    ``trial_finished`` the ``trial`` record; ``finalized`` the session's final record)."""
+
+    trial_started = "trial_started"
+    trial_finished = "trial_finished"
+    finalized = "finalized"
 
 
 class SessionState(TypedDict, total=False):
     session_id: str
-    proposal: dict[str, Any] | None  # {"changes", "rationale", "proposer"}
-    config: dict[str, Any] | None  # the clipped config of the trial about to run
-    clips: list[dict[str, Any]]
+    proposal: Proposal | None
+    config: TrialConfig | None  # the clipped config of the trial about to run
+    clips: list[BoundsClip]
     parent_id: int | None
     trial_id: int | None
-    outcome: dict[str, Any] | None  # what run_trial produced, awaiting record's verdict
+    outcome: TrialOutcome | None  # what run_trial produced, awaiting record's verdict
     stop_reason: str | None
+
+
+# (module, class) of every type the checkpointed state holds, for the checkpointer's allowlist.
+CHECKPOINT_TYPES: tuple[tuple[str, str], ...] = tuple(
+    (t.__module__, t.__name__)
+    for t in (Proposal, TrialOutcome, OutcomeStatus, TrialResult, Metrics, TrialConfig, BoundsClip)
+)
+
+
+def proposal_of(state: SessionState) -> Proposal:
+    return Proposal.model_validate(state["proposal"])
+
+
+def outcome_of(state: SessionState) -> TrialOutcome:
+    return TrialOutcome.model_validate(state["outcome"])
+
+
+def config_of(state: SessionState) -> TrialConfig:
+    return TrialConfig.model_validate(state["config"])
+
+
+def clips_of(state: SessionState) -> list[BoundsClip]:
+    return [BoundsClip.model_validate(c) for c in state.get("clips") or []]
 
 
 @dataclass
@@ -41,7 +142,6 @@ class SessionContext:
     data: MarketData
     objective: Objective
     proposer: Proposer
-    fallback: Proposer
     trial_budget: TrialBudget
     budget: int
     seed: int
@@ -49,6 +149,9 @@ class SessionContext:
     policy_dir: Path
     time_budget_s: float | None = None
     max_tokens_total: int | None = None
-    tokens_used: Callable[[], int] = lambda: 0
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def session_policy_dir(self) -> Path:
+        """Where this session's trained policies go."""
+        return self.policy_dir / self.session_id

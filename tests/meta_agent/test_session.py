@@ -24,7 +24,7 @@ from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
 from alphaloop.meta_agent import nodes, session
 from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import ProposalContext, TPEProposer
+from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext, SessionState
 from alphaloop.settings import Settings
@@ -239,7 +239,7 @@ def test_a_session_interrupted_anywhere_resumes_as_if_it_never_stopped(
     assert event.payload["interrupted_trials"] == [row.idx]
 
 
-class Spy:
+class Spy(ProposerBase):
     """A TPE proposer that keeps every context it is given."""
 
     name = "tpe"

@@ -1,11 +1,19 @@
 """Proposers: what suggests the next config edit (TPE, random, later an LLM)."""
 
-from alphaloop.meta_agent.proposers.base import ProposalContext, Proposer, TrialView
+from alphaloop.meta_agent.proposers.base import (
+    ProposalContext,
+    Proposer,
+    ProposerBase,
+    ProposerName,
+    TrialView,
+)
 from alphaloop.meta_agent.proposers.search import RandomProposer, TPEProposer, distributions
 
 __all__ = [
     "ProposalContext",
     "Proposer",
+    "ProposerBase",
+    "ProposerName",
     "RandomProposer",
     "TPEProposer",
     "TrialView",

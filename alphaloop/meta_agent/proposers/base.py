@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
 from alphaloop.meta_agent.objective import Objective
+
+
+class ProposerName(StrEnum):
+    """The proposers a session may ask for; ``auto`` is the LLM when one is configured, else
+    TPE. The one list of them: the CLI, the tools and the session spec read it from here."""
+
+    auto = "auto"
+    tpe = "tpe"
+    random = "random"
+    llm = "llm"
 
 
 class TrialView(BaseModel):
@@ -54,11 +65,37 @@ class ProposalContext(BaseModel):
 
 @runtime_checkable
 class Proposer(Protocol):
-    """Proposes the next edit. ``name`` is journaled with every trial it proposed."""
+    """Proposes the next edit: everything the research loop uses of a proposer.
+
+    Attributes:
+        name: what the proposer is (``tpe``, ``random``, ``llm``).
+        last_name: who made the last proposal, journaled with its trial: ``name``, or e.g.
+            ``tpe (fallback)`` when an LLM proposer's fallback answered.
+    """
 
     name: str
 
+    @property
+    def last_name(self) -> str: ...
+
+    def tokens_used(self) -> int:
+        """LLM tokens this session has spent proposing (what its token budget counts)."""
+        ...
+
     def propose(self, ctx: ProposalContext) -> ConfigDelta: ...
+
+
+class ProposerBase:
+    """What a proposer that spends no tokens and never delegates has in common."""
+
+    name: str = "proposer"
+
+    @property
+    def last_name(self) -> str:
+        return self.name
+
+    def tokens_used(self) -> int:
+        return 0
 
 
 def changed_knobs(ctx: ProposalContext, values: dict[str, float]) -> dict[str, float]:

@@ -18,11 +18,13 @@ never dies because the model or the endpoint misbehaves.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from alphaloop import prompts
 from alphaloop.exceptions import InvalidDelta, LLMError, ReplyParseError, ToolsUnsupported
+from alphaloop.journal import EventKind
 from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode, parse_number
 from alphaloop.llm import LLMCallRecord, LLMClient, LLMReply
 from alphaloop.llm_json import parse_json_object
@@ -50,8 +52,10 @@ __all__ = [
 ]
 
 EXCERPT = 500  # characters of an unusable reply kept in its invalid row
-TOOLS_UNSUPPORTED_EVENT = "ToolsUnsupported"
-FALLBACK_EVENT = "ProposerFallback"
+TOOLS_UNSUPPORTED_EVENT = EventKind.tools_unsupported
+FALLBACK_EVENT = EventKind.proposer_fallback
+
+logger = logging.getLogger(__name__)
 
 
 class UnusableReply(Exception):
@@ -211,6 +215,7 @@ class LLMProposer:
                 reply = self._ask(messages, ctx.mode)
             except ToolsUnsupported as err:
                 # Not the model's fault: switch to JSON in the text and ask again, same attempt.
+                logger.warning("%s; asking for JSON in the message text from now on", err)
                 self.use_tools = False
                 self.journal.add_event(
                     self.session_id,
@@ -232,6 +237,7 @@ class LLMProposer:
                 delta = parse_proposal(self._decode(reply), ctx)
             except UnusableReply as err:
                 reason = err.reason
+                logger.info("unusable LLM reply (attempt %d): %s", attempt, reason)
                 self.journal.record_invalid_trial(
                     self.session_id,
                     proposer=self.name,
@@ -302,6 +308,7 @@ class LLMProposer:
     def _fall_back(
         self, ctx: ProposalContext, why: str, *, error_type: str | None = None, event: bool = True
     ) -> ConfigDelta:
+        logger.warning("the %s proposer answers for the LLM: %s", self.fallback.name, why)
         if event:
             self.journal.add_event(
                 self.session_id,

@@ -14,7 +14,7 @@ import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
 
 from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode
-from alphaloop.meta_agent.proposers.base import ProposalContext, changed_knobs
+from alphaloop.meta_agent.proposers.base import ProposalContext, ProposerBase, changed_knobs
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 # TPE's multivariate mode is flagged experimental; the warning would repeat every trial.
@@ -33,7 +33,7 @@ def distributions(mode: str) -> dict[str, BaseDistribution]:
     return out
 
 
-class _StudyProposer:
+class _StudyProposer(ProposerBase):
     name = "study"
 
     def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:

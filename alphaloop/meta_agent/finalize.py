@@ -1,0 +1,173 @@
+"""The loop's last node: the held-out TEST evaluation of the best config and the baseline, the
+deflated Sharpe of the reported trial, the best policy published, and the session closed."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import statistics
+from typing import Any
+
+import numpy as np
+from langgraph.runtime import Runtime
+
+from alphaloop.journal import EventKind, SessionStatus, TrialKind, TrialRecord, TrialStatus
+from alphaloop.journal import best_kept as best_kept_trial
+from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.meta_agent import nodes
+from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
+from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
+from alphaloop.metrics import deflated_sharpe_ratio, probabilistic_sharpe_ratio
+
+PPO_MODES = ("ppo_only", "unified")
+
+
+def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    """Evaluates the best config and the baseline once on TEST, computes the deflated Sharpe of
+    the best with N = trials run, and closes the session."""
+    ctx = runtime.context
+    reason = nodes.stop_reason(ctx) or "finished"
+    rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
+    base_rows = [t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep]
+    best = best_kept_trial(rows)
+    final: dict[str, Any] = {
+        "stop_reason": reason,
+        "n_trials": ctx.journal.counted_trials(ctx.session_id),
+    }
+    if base_rows:
+        base_test = _test_row(ctx, base_rows[0])
+        final["baseline_trial_id"] = base_rows[0].id
+        final["baseline_test"] = base_test.metrics
+        final["baseline_test_objective"] = base_test.objective
+    if best is not None:
+        best_test = _test_row(ctx, best)
+        final["best_trial_id"] = best.id
+        final["best_validation_objective"] = best.objective
+        final["best_test"] = best_test.metrics
+        final["best_test_objective"] = best_test.objective
+    chosen = best or (base_rows[0] if base_rows else None)
+    final.update(_admissibility(ctx, rows, chosen, best is not None))
+    if chosen is not None and chosen.val_returns:
+        final.update(_sharpe_odds(rows, chosen, max(final["n_trials"], 1)))
+    if ctx.mode in PPO_MODES and best is not None:
+        _publish_policy(ctx, best, final)
+    ctx.journal.update_session(
+        ctx.session_id,
+        status=SessionStatus.finished,
+        final=final,
+        best_trial_id=chosen.id if chosen is not None else None,
+    )
+    ctx.on_event(LoopEvent.finalized, final)
+    return {"stop_reason": reason}
+
+
+def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
+    """Evaluates ``evaluated``'s config once on TEST (reusing its trained policy), or returns the
+    test row a previous, interrupted finalize already wrote."""
+    for t in ctx.journal.trials(ctx.session_id, kind=TrialKind.test):
+        if t.parent_id == evaluated.id and is_outcome(t):
+            return t
+    config = TrialConfig(**evaluated.config)
+    row = ctx.journal.start_trial(
+        ctx.session_id,
+        kind=TrialKind.test,
+        config=evaluated.config,
+        config_hash=config_hash(config),
+        delta={"changes": {}, "rationale": f"test-window evaluation of trial {evaluated.idx}"},
+        parent_id=evaluated.id,
+        seed=evaluated.seed,
+        rationale="held-out test evaluation",
+        proposer="finalize",
+    )
+    kwargs: dict[str, Any] = {"window": "test"}
+    if evaluated.policy_path:
+        kwargs["policy_path"] = evaluated.policy_path
+    outcome = nodes.run_outcome(ctx, row, config, **kwargs)
+    return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
+
+
+def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord, n_trials: int) -> dict[str, Any]:
+    """The deflated Sharpe of ``chosen`` given ``n_trials`` tried (the variance of the trials'
+    Sharpe ratios as the spread of luck), and its probabilistic Sharpe; None when undefined."""
+    sharpes = [
+        float(np.mean(t.val_returns) / np.std(t.val_returns, ddof=1))
+        for t in rows
+        if t.val_returns and len(t.val_returns) > 2 and np.std(t.val_returns, ddof=1) > 0
+    ]
+    variance = statistics.variance(sharpes) if len(sharpes) > 1 else 0.0
+    dsr = deflated_sharpe_ratio(chosen.val_returns, n_trials, variance)
+    psr = probabilistic_sharpe_ratio(chosen.val_returns)
+    return {
+        "deflated_sharpe": None if math.isnan(dsr) else dsr,
+        "probabilistic_sharpe": None if math.isnan(psr) else psr,
+    }
+
+
+def _publish_policy(ctx: SessionContext, best: TrialRecord, final: dict[str, Any]) -> None:
+    """Copies the best trial's policy to ``best.zip`` and journals ``PolicyRetrained`` (once)
+    when it beat the baseline on TEST."""
+    best_test, base_test = final.get("best_test_objective"), final.get("baseline_test_objective")
+    if not best.policy_path or best_test is None or base_test is None or best_test <= base_test:
+        return
+    target = ctx.session_policy_dir / "best.zip"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(best.policy_path, target)
+    final["best_policy_path"] = str(target)
+    if not ctx.journal.events(ctx.session_id, kind=EventKind.policy_retrained):
+        ctx.journal.add_event(
+            ctx.session_id,
+            EventKind.policy_retrained,
+            {
+                "trial_id": best.id,
+                "policy_path": str(target),
+                "test_objective": best_test,
+                "baseline_test_objective": base_test,
+            },
+        )
+
+
+def _admissibility(
+    ctx: SessionContext, rows: list[TrialRecord], chosen: TrialRecord | None, is_best: bool
+) -> dict[str, Any]:
+    """Whether the trial finalize reports (``chosen``: the best kept trial, else the baseline)
+    respects the session's limits, and a sentence saying so, for the ``final`` record.
+
+    Without it a session where no trial met ``--max-drawdown`` would present the baseline's
+    test figures and deflated Sharpe as "the best" with no word that nothing met the goal.
+    """
+    objective = ctx.objective
+    limits = []
+    if objective.max_drawdown is not None:
+        limits.append(f"max drawdown <= {objective.max_drawdown:.1%}")
+    if objective.max_turnover is not None:
+        limits.append(f"annual turnover <= {objective.max_turnover:.2f}")
+    broken = violation_of(objective, chosen) if chosen is not None else None
+    out: dict[str, Any] = {"admissible": chosen is not None and broken is None}
+    if not limits:
+        return out
+    scored = [
+        t
+        for t in rows
+        if t.kind == TrialKind.search and t.status in (TrialStatus.keep, TrialStatus.discard)
+    ]
+    within = sum(1 for t in scored if t.metrics and violation_of(objective, t) is None)
+    wanted = ", ".join(limits)
+    met = f"{within} of {len(scored)} search trials met the limits ({wanted})"
+    out["n_admissible"] = within
+    if chosen is None:
+        out["admissible_reason"] = f"{met}; no trial could be reported"
+    elif broken is not None:
+        out["violation"] = broken
+        searched = f"none of {len(scored)} search trials" if within == 0 else met
+        out["admissible_reason"] = (
+            f"no trial reported meets the limits ({wanted}): {searched}, nor the baseline "
+            f"reported instead ({broken}); its figures are not a result within the limits"
+        )
+    elif is_best:
+        out["admissible_reason"] = f"{met}; the best of them is reported"
+    else:
+        out["admissible_reason"] = (
+            f"{met}; none beat the baseline by more than the noise floor, and the baseline, "
+            "reported instead, meets them"
+        )
+    return out

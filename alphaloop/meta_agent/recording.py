@@ -1,0 +1,126 @@
+"""Reading a session's history from the journal and journaling what a trial produced.
+
+Shared by the research loop's nodes, its finalize step and manual runs, so a trial's row is
+written the same way whoever ran it.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from alphaloop.journal import (
+    FINISHED_STATUSES,
+    MAX_CURVE_POINTS,
+    Journal,
+    TrialKind,
+    TrialRecord,
+    TrialStatus,
+    best_kept,
+)
+from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
+from alphaloop.metrics import Metrics
+from alphaloop.trials import TrialResult
+
+LOOP_KINDS = (TrialKind.baseline, TrialKind.search)
+
+
+def is_outcome(row: TrialRecord) -> bool:
+    """Whether ``row`` finished with an outcome. Interrupted rows are no outcome: counted as
+    done, a baseline seed killed mid-trial would never run again (shrinking the noise floor),
+    and a resumed proposer would see a history an uninterrupted session never had."""
+    return row.status in FINISHED_STATUSES and not row.interrupted
+
+
+def finished_trials(
+    ctx: SessionContext, kinds: tuple[TrialKind, ...] = LOOP_KINDS, *, series: bool = False
+) -> list[TrialRecord]:
+    """Trials of ``kinds`` with an outcome (see :func:`is_outcome`).
+
+    Without ``series`` the per-day series are not read (see ``Journal.trials``): every step of
+    the loop reads the whole history, and only finalize needs the daily returns."""
+    return [
+        t
+        for t in ctx.journal.trials(ctx.session_id, series=series)
+        if t.kind in kinds and is_outcome(t)
+    ]
+
+
+def best_so_far(rows: list[TrialRecord]) -> tuple[TrialRecord | None, float | None]:
+    """The incumbent among finished ``rows``: the best kept search trial (:func:`best_kept`),
+    else the first baseline with the baseline mean.
+
+    The baseline mean (not its luckiest seed) is the bar the first search trial must clear.
+    """
+    best = best_kept(rows)
+    if best is not None:
+        return best, best.objective
+    base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
+    if not base:
+        return None, None
+    return base[0], statistics.fmean(t.objective for t in base)
+
+
+def violation_of(objective: Objective, row: TrialRecord) -> str | None:
+    """The limit ``row``'s metrics break, computed (not read from ``row.violation``) so rows of
+    a schema-1 journal, which never had it, are judged too."""
+    return objective.violation(Metrics(**row.metrics)) if row.metrics else None
+
+
+def record_result(
+    journal: Journal,
+    trial_id: int,
+    result: TrialResult,
+    *,
+    status: TrialStatus | str,
+    reason: str | None,
+    max_curve_points: int = MAX_CURVE_POINTS,
+    violation: str | None = None,
+) -> TrialRecord:
+    """Journals what a running trial produced: its PPO training curve (an even sample of at most
+    ``max_curve_points`` points, for charts), the env steps PPO actually trained, and its
+    finished row with ``violation``, the limit its metrics break (if any)."""
+    if result.curve:
+        journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
+    return journal.finish_trial(
+        trial_id,
+        status=status,
+        objective=result.objective,
+        metrics=result.metrics.model_dump(),
+        baselines={k: v.model_dump() for k, v in result.baselines.items()},
+        val_returns=result.daily_returns,
+        final_weights=result.final_weights,
+        elapsed_s=result.elapsed_s,
+        reason=reason,
+        policy_path=result.policy_path,
+        env_steps=result.timesteps,
+        violation=violation,
+    )
+
+
+def record_outcome(
+    journal: Journal,
+    objective: Objective,
+    trial_id: int,
+    outcome: TrialOutcome,
+    status: TrialStatus | str,
+    reason: str | None,
+) -> TrialRecord:
+    """Journals ``outcome`` as the end of a running trial: its result with ``status`` (and the
+    limit it breaks), or the crash or timeout it was."""
+    if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+        return journal.finish_trial(
+            trial_id,
+            status=outcome.status.value,
+            error=outcome.error,
+            traceback_tail=outcome.traceback_tail,
+            reason=reason,
+        )
+    return record_result(
+        journal,
+        trial_id,
+        outcome.result,
+        status=status,
+        reason=reason,
+        violation=objective.violation(outcome.result.metrics),
+    )
