@@ -238,16 +238,7 @@ def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]
         ChartDataError: no completed trial in the journal.
     """
     by_id = {s.id: s for s in sessions}
-    rows = [
-        t
-        for t in trials
-        if t.metrics
-        and isinstance(t.metrics.get("sharpe"), float)
-        and math.isfinite(t.metrics["sharpe"])
-    ]
-    if not rows:
-        raise ChartDataError("the journal has no completed trial to rank yet")
-    rows.sort(key=lambda t: (-t.metrics["sharpe"], t.finished_at or "", t.id))
+    rows = _ranked(trials)
     ranks = list(range(1, len(rows) + 1))
     manual = [getattr(by_id.get(t.session_id), "proposer", "") == "manual" for t in rows]
     info = [
@@ -280,6 +271,29 @@ def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]
             "(%{customdata[2]}, %{customdata[3]})<br>finished %{customdata[4]}<extra></extra>",
         )
     )
+    _drawdown_axis(fig, ranks, rows, info)
+    return fig
+
+
+def _ranked(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Trials with a finite validation Sharpe, best first (ties: earliest finished first)."""
+    rows = [
+        t
+        for t in trials
+        if t.metrics
+        and isinstance(t.metrics.get("sharpe"), float)
+        and math.isfinite(t.metrics["sharpe"])
+    ]
+    if not rows:
+        raise ChartDataError("the journal has no completed trial to rank yet")
+    rows.sort(key=lambda t: (-t.metrics["sharpe"], t.finished_at or "", t.id))
+    return rows
+
+
+def _drawdown_axis(
+    fig: go.Figure, ranks: list[int], rows: list[TrialRecord], info: list[list[object]]
+) -> None:
+    """Each ranked trial's max drawdown, on a right-hand axis of its own."""
     fig.add_trace(
         go.Scatter(
             x=ranks,
@@ -305,4 +319,3 @@ def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]
         },
         bargap=0.15,
     )
-    return fig
