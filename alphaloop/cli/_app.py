@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -44,7 +44,6 @@ console = Console()
 err_console = _ErrorConsole(stderr=True)
 T = TypeVar("T")
 
-PROPOSERS = ("auto", "tpe", "random", "llm")
 FILLS = ("none", "ffill")
 DATA_HELP = "sp500, synthetic[:SEED] or a CSV/Parquet path"
 NO_JOURNAL_HINT = 'start a session with `alphaloop research "GOAL"` (or set ALPHALOOP_HOME)'
@@ -165,17 +164,20 @@ def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> Tria
         raise flag_error(err) from None
 
 
-def choice(choices: tuple[str, ...], what: str) -> dict[str, Any]:
+def choice(choices: tuple[str, ...] | Callable[[], Iterable[str]], what: str) -> dict[str, Any]:
     """``typer.Option`` keywords for a flag taking one of ``choices``: the parser checks it (exit
     2, naming the kind of value: ``unknown mode 'rl'; choose one of ...``) and ``--help`` lists
-    the choices."""
+    the choices. A callable is asked for them when the flag is parsed (their definition may
+    live in a module that is slow to import), and ``--help`` shows ``what`` instead."""
 
     def parse(value: str) -> str:
-        if value in choices:
+        known = tuple(choices if isinstance(choices, tuple) else choices())
+        if value in known:
             return value
-        raise fail(f"unknown {what} {value!r}; choose one of {', '.join(choices)}", 2)
+        raise fail(f"unknown {what} {value!r}; choose one of {', '.join(known)}", 2)
 
-    return {"parser": parse, "metavar": "[" + "|".join(choices) + "]"}
+    shown = "|".join(choices) if isinstance(choices, tuple) else what.upper()
+    return {"parser": parse, "metavar": f"[{shown}]"}
 
 
 # Options several commands share, defined once.

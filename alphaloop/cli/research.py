@@ -15,7 +15,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
-    PROPOSERS,
     DataOption,
     DateFormatOption,
     FillOption,
@@ -117,7 +116,8 @@ def research_start(
     budget: int = typer.Option(20, help="number of search trials"),
     proposer: str = typer.Option(
         "auto",
-        **choice(PROPOSERS, "proposer"),
+        # The loop's own list (loaded when the flag is parsed: research start runs the loop).
+        **choice(lambda: [p.value for p in ops.ProposerName], "proposer"),
         help="auto (LLM if configured, else tpe), tpe, random, llm",
     ),
     metric: MetricOption = "sharpe",

@@ -62,6 +62,7 @@ from alphaloop.ops.train import train
 from alphaloop.ops.trial import TrialRequest, TrialRun, run_trial, trial_budget
 
 if TYPE_CHECKING:
+    from alphaloop.meta_agent import ProposerName
     from alphaloop.meta_agent.manual import ManualRun, ManualRunSpec
     from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.session import (
@@ -84,6 +85,7 @@ __all__ = [
     "ManualRunSpec",
     "NoJournal",
     "Objective",
+    "ProposerName",
     "SessionBusy",
     "SessionDigest",
     "SessionFailed",
@@ -130,6 +132,7 @@ _LAZY = {
     "ManualRun": "alphaloop.meta_agent.manual",
     "ManualRunSpec": "alphaloop.meta_agent.manual",
     "Objective": "alphaloop.meta_agent.objective",
+    "ProposerName": "alphaloop.meta_agent",
     "SESSION_SEED_MAX": "alphaloop.meta_agent.session",
     "SessionBusy": "alphaloop.meta_agent.session",
     "SessionNotRunning": "alphaloop.meta_agent.session",
