@@ -112,19 +112,19 @@ def test_train_shows_progress_and_metrics(tmp_path: Path) -> None:
     assert "policy saved to" in text and "4 curve points journaled" in text
 
 
-def test_train_says_when_it_trained_more_steps_than_the_budget(tmp_path: Path) -> None:
-    # SB3 trains whole rollouts: 100 steps asked, rollouts of 64 steps x 1 env -> 128 trained.
-    result = cli(tmp_path, "train", *TINY, "--total-timesteps", "100")
+def test_train_trains_the_budget_and_says_when_n_envs_does_not_divide_it(tmp_path: Path) -> None:
+    # The budget is a hard cap split over the env copies: 100 steps on 3 envs trains 99.
+    result = cli(tmp_path, "train", *TINY, "--n-envs", "3", "--total-timesteps", "100")
     assert result.exit_code == 0, result.output
     assert (
-        "trained 128 env steps (budget 100, rounded up to whole rollouts of n_steps x n_envs "
-        "= 64 x 1 = 64)" in one_line(result)
+        "trained 99 env steps (budget 100: the largest multiple of n_envs = 3 within it)"
+        in one_line(result)
     )
     run = ok_json(cli(tmp_path, "train", *TINY, "--total-timesteps", "100", "--json"))
-    assert (run["env_steps"], run["total_timesteps"]) == (128, 100)
-    assert run["trial"]["env_steps"] == 128 == run["trial"]["curve"][-1][0]
-    exact = cli(tmp_path, "train", *TINY, "--total-timesteps", "128")
-    assert exact.exit_code == 0 and "trained 128 env steps" not in one_line(exact)
+    assert (run["env_steps"], run["total_timesteps"]) == (100, 100)
+    assert run["trial"]["env_steps"] == 100 == run["trial"]["curve"][-1][0]
+    exact = cli(tmp_path, "train", *TINY, "--total-timesteps", "100")
+    assert exact.exit_code == 0 and "env steps (budget" not in one_line(exact)
 
 
 def test_train_rejects_bad_input(tmp_path: Path) -> None:
@@ -327,3 +327,12 @@ def test_status_shows_the_live_curve_of_a_running_trial(tmp_path: Path) -> None:
     text = one_line(cli(tmp_path, "status"))
     assert "live: trial #1 is running, 1 curve point, latest: step 64" in text
     assert "mean episode reward 0.5000" in text
+
+
+def test_train_refuses_a_budget_smaller_than_its_env_copies(tmp_path: Path) -> None:
+    result = cli(
+        tmp_path, "train", "--data", "synthetic", "--n-envs", "128", "--total-timesteps", "64"
+    )
+    assert result.exit_code == 2
+    assert "total_timesteps 64 is less than n_envs 128" in one_line(result)
+    assert "Traceback" not in result.output

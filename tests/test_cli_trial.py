@@ -121,17 +121,17 @@ def test_human_output_shows_the_trial_next_to_the_baselines() -> None:
         assert needle in text
 
 
-def test_human_output_says_when_ppo_trained_more_steps_than_the_budget() -> None:
-    # 100 steps asked; PPO collects whole rollouts of 64 steps x 4 envs, so it trains 256.
+def test_human_output_says_when_ppo_trained_fewer_steps_than_the_budget() -> None:
+    # 102 steps asked on 4 envs: 25 steps each, 100 in all; the budget is never exceeded.
     args = ["--data", "synthetic", "--mode", "ppo_only", "--set", "n_steps=64", "--set",
             "n_epochs=3"]  # fmt: skip
-    result = run_cli(*args, "--total-timesteps", "100")
+    result = run_cli(*args, "--total-timesteps", "102")
     assert result.exit_code == 0, result.output
     assert (
-        "trained 256 env steps (budget 100, rounded up to whole rollouts of n_steps x n_envs "
-        "= 64 x 4 = 256)" in " ".join(result.output.split())
+        "trained 100 env steps (budget 102: the largest multiple of n_envs = 4 within it)"
+        in " ".join(result.output.split())
     )
-    exact = run_cli(*args, "--total-timesteps", "256")
+    exact = run_cli(*args, "--total-timesteps", "100")
     assert exact.exit_code == 0 and "env steps" not in exact.output
 
 

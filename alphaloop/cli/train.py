@@ -118,9 +118,7 @@ def _print_run(run: Any, spec: Any, metric: str) -> None:
         )
     )
     budget = spec.trial_budget
-    note = views.steps_note(
-        t.env_steps, budget.total_timesteps, int(t.config["n_steps"]), budget.n_envs
-    )
+    note = views.steps_note(t.env_steps, budget.total_timesteps, budget.n_envs)
     if note:
         console.print(note)
     if t.policy_path:

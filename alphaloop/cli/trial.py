@@ -103,9 +103,7 @@ def _print_trial(run: ops.TrialRun, mode: str, metric: str) -> None:
             },
         )
     )
-    note = views.steps_note(
-        result.timesteps, budget.total_timesteps, run.config.n_steps, budget.n_envs
-    )
+    note = views.steps_note(result.timesteps, budget.total_timesteps, budget.n_envs)
     if note:
         console.print(note)
     console.print(f"data: {escape(run.source)}: {run.windows_text}")

@@ -200,20 +200,16 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
     return table
 
 
-def steps_note(trained: int | None, total_timesteps: int, n_steps: int, n_envs: int) -> str | None:
-    """A line saying PPO trained more env steps than asked, or None when it trained exactly the
-    budget (or did not train). SB3 collects whole rollouts of ``n_steps x n_envs`` steps, so a
-    budget that is not a multiple of that is rounded up, and a run would otherwise look like it
-    trained what was asked."""
+def steps_note(trained: int | None, total_timesteps: int, n_envs: int) -> str | None:
+    """A line saying PPO trained fewer env steps than asked, or None when it trained exactly
+    the budget (or did not train). The budget is a hard cap split evenly over the env copies,
+    so a budget that ``n_envs`` does not divide trains the largest multiple of it within."""
     if trained is None or trained == total_timesteps:
         return None
-    rollout = n_steps * n_envs
-    why = (
-        f"rounded up to whole rollouts of n_steps x n_envs = {n_steps:,} x {n_envs} = {rollout:,}"
-        if trained > total_timesteps
-        else "stopped early"
+    return (
+        f"trained {trained:,} env steps (budget {total_timesteps:,}: the largest multiple of "
+        f"n_envs = {n_envs} within it)"
     )
-    return f"trained {trained:,} env steps (budget {total_timesteps:,}, {why})"
 
 
 def live_curve_text(trial: Any, alive: bool = True) -> Text:

@@ -6,15 +6,13 @@ Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it.
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from alphaloop.market import Window
 from alphaloop.metrics import Metrics
 from alphaloop.rl_engine import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
 
-# The evaluation windows: search trials score on validation, finalize once on test.
-Window = Literal["validation", "test"]
+__all__ = ["TrialBudget", "TrialResult", "Window"]
 
 
 class TrialBudget(BaseModel):
@@ -29,6 +27,17 @@ class TrialBudget(BaseModel):
         default=504, ge=60, le=5000, description="trailing days the scenarios are drawn from"
     )
     time_limit_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _every_env_trains(self) -> TrialBudget:
+        # The env-step budget is split evenly over the env copies (a hard cap, see
+        # ``rl_engine.rollout_plan``): each copy needs at least one step.
+        if self.total_timesteps < self.n_envs:
+            raise ValueError(
+                f"total_timesteps {self.total_timesteps} is less than n_envs {self.n_envs}: the "
+                "budget is split over the env copies, and each needs at least one step"
+            )
+        return self
 
 
 class TrialResult(BaseModel):
