@@ -8,16 +8,15 @@ evaluator (``alphaloop.ops.replay``). Charts never run the evaluator: :func:`bui
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts._style import BASELINE_NAMES
 from alphaloop.journal import SessionRecord, TrialRecord
+from alphaloop.market import Window
 
 __all__ = ["BASELINE_NAMES", "Allocation", "SeriesSource", "Window", "WindowReturns"]
-
-Window = Literal["validation", "test"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -25,8 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop import prompts
-from alphaloop import ops
+from alphaloop import ops, prompts
 from alphaloop.llm import LLMCallRecord, LLMClient
 from alphaloop.settings import Settings
 from alphaloop.tools import TOOLS, Tool, ToolContext, call_tool

@@ -37,6 +37,7 @@ from alphaloop.market.splits import (
     TRAIN_FRACTION,
     VAL_FRACTION,
     MarketData,
+    Window,
     split,
 )
 from alphaloop.market.synthetic import synthetic_prices
@@ -55,6 +56,7 @@ __all__ = [
     "DataWarning",
     "Fill",
     "MarketData",
+    "Window",
     "load_market",
     "load_prices",
     "select_symbols",

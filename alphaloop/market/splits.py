@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,9 @@ import pandas as pd
 from alphaloop.exceptions import DataError
 
 logger = logging.getLogger(__name__)
+
+# The evaluation windows: search trials score on validation, finalize once on test.
+Window = Literal["validation", "test"]
 
 # Windows of the embedded set: 27 years to learn from, 3 to choose on, 3 held out.
 SP500_TRAIN_END = "2016-12-31"

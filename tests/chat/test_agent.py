@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from alphaloop.chat import LAST_STEP_NOTE, Chat, chat_graph
 from alphaloop.exceptions import LLMUnavailable
 from alphaloop.journal import Journal
-from alphaloop.chat import LAST_STEP_NOTE, Chat, chat_graph
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 
