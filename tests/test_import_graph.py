@@ -27,7 +27,7 @@ ROOT = Path(alphaloop.__file__).parent
 FRONT_ENDS = {"cli", "tools", "chat", "server"}
 ENGINES = {"rl_engine", "portfolio_opt", "pipeline"}
 FOUNDATIONS = {"knobs", "market", "metrics"}
-SHARED = {"exceptions", "settings"}
+SHARED = {"exceptions", "settings", "_lazy"}
 # The research and evaluation core: what ``ops`` composes.
 CORE = {"meta_agent", "trials", "journal", "charts", "validation", "llm", "llm_json", "prompts"}
 

@@ -13,9 +13,9 @@ and errors of those layers are re-exported here the same way.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from alphaloop._lazy import lazy_attributes
 from alphaloop.market import DataWarning
 from alphaloop.ops._journal import NoJournal, open_journal
 from alphaloop.ops.charts import (
@@ -141,14 +141,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -8,11 +8,11 @@ that only needs the env, or only lists things, should not pay for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import gymnasium
 
+from alphaloop._lazy import lazy_attributes
 from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
 
 if TYPE_CHECKING:
@@ -56,17 +56,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
 
 
 # Registering twice (a reload, a test importing the module again) would only warn; skip it.
