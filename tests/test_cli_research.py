@@ -169,10 +169,15 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     assert final["best_validation_objective"] == best.objective
     assert final["best_test_objective"] == tests[1].objective
     assert final["baseline_test_objective"] == tests[0].objective
-    every = [t.val_returns for t in baselines + search]
+    # N and the variance of Sharpe ratios come from one set, the search trials (not the
+    # baseline runs): the deflated Sharpe differs from one over both.
+    scored = [t.val_returns for t in search if t.status in ("keep", "discard")]
+    assert (final["dsr_set"], final["dsr_n_trials"]) == ("search trials with validation returns", 4)
     assert final["deflated_sharpe"] == pytest.approx(
-        deflated_sharpe(best.val_returns, every, 4), rel=1e-9
+        deflated_sharpe(best.val_returns, scored, 4), rel=1e-9
     )
+    with_baselines = deflated_sharpe(best.val_returns, [t.val_returns for t in rows[:6]], 4)
+    assert final["deflated_sharpe"] != pytest.approx(with_baselines, rel=1e-6)
 
     # The review printed by the session is what the journal holds, and what `journal` prints.
     again = run_cli("journal", sid, "--json")

@@ -1,14 +1,13 @@
 """The loop's last node: the held-out TEST evaluation of the best config and the baseline, the
-deflated Sharpe of the reported trial, the best policy published, and the session closed."""
+deflated Sharpe of the reported trial over the search trials (N and N effective), PBO and the
+go/no-go gates, the best policy published, and the session closed."""
 
 from __future__ import annotations
 
 import math
 import shutil
-import statistics
 from typing import Any
 
-import numpy as np
 from langgraph.runtime import Runtime
 
 from alphaloop.journal import EventKind, SessionStatus, TrialKind, TrialRecord, TrialStatus
@@ -17,14 +16,16 @@ from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.meta_agent import nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
-from alphaloop.metrics import deflated_sharpe_ratio, probabilistic_sharpe_ratio
+from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
+from alphaloop.validation import DSR_SET, evaluate_gates, session_dsr, session_pbo
 
 PPO_MODES = ("ppo_only", "unified")
 
 
 def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     """Evaluates the best config and the baseline once on TEST, computes the deflated Sharpe of
-    the best with N = trials run, and closes the session."""
+    the best with N = the search trials that produced validation returns, PBO and the gates,
+    and closes the session."""
     ctx = runtime.context
     reason = nodes.stop_reason(ctx) or "finished"
     rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
@@ -48,7 +49,8 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     chosen = best or (base_rows[0] if base_rows else None)
     final.update(_admissibility(ctx, rows, chosen, best is not None))
     if chosen is not None and chosen.val_returns:
-        final.update(_sharpe_odds(rows, chosen, max(final["n_trials"], 1)))
+        final.update(_sharpe_odds(rows, chosen))
+    final.update(_overfitting(rows, final))
     if ctx.mode in PPO_MODES and best is not None:
         _publish_policy(ctx, best, final)
     ctx.journal.update_session(
@@ -86,21 +88,69 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
     return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
 
 
-def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord, n_trials: int) -> dict[str, Any]:
-    """The deflated Sharpe of ``chosen`` given ``n_trials`` tried (the variance of the trials'
-    Sharpe ratios as the spread of luck), and its probabilistic Sharpe; None when undefined."""
-    sharpes = [
-        float(np.mean(t.val_returns) / np.std(t.val_returns, ddof=1))
+def search_set(rows: list[TrialRecord]) -> list[TrialRecord]:
+    """The trials the reported config was selected from, the one set the deflated Sharpe and
+    PBO are computed over (:data:`~alphaloop.validation.DSR_SET`): search trials that produced
+    validation returns. Baseline runs (the default config on noise seeds), crashes and any
+    other kind of row (test evaluations, re-runs of a candidate) are not candidates."""
+    return [
+        t
         for t in rows
-        if t.val_returns and len(t.val_returns) > 2 and np.std(t.val_returns, ddof=1) > 0
+        if t.kind == TrialKind.search
+        and t.status in (TrialStatus.keep, TrialStatus.discard)
+        and t.val_returns
     ]
-    variance = statistics.variance(sharpes) if len(sharpes) > 1 else 0.0
-    dsr = deflated_sharpe_ratio(chosen.val_returns, n_trials, variance)
+
+
+def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord) -> dict[str, Any]:
+    """The deflated Sharpe of ``chosen`` over the search set (N = its size, the variance of its
+    Sharpe ratios as the spread of luck), under N effective too, and the probabilistic Sharpe;
+    None where undefined."""
+    search = search_set(rows)
     psr = probabilistic_sharpe_ratio(chosen.val_returns)
-    return {
-        "deflated_sharpe": None if math.isnan(dsr) else dsr,
+    out: dict[str, Any] = {
         "probabilistic_sharpe": None if math.isnan(psr) else psr,
+        "dsr_set": DSR_SET,
+        "dsr_n_trials": len(search),
+        "deflated_sharpe": None,
+        "n_effective_trials": None,
+        "deflated_sharpe_effective": None,
     }
+    if search:
+        dsr = session_dsr(chosen.val_returns, [t.val_returns for t in search])
+        out.update(
+            deflated_sharpe=dsr.dsr,
+            n_effective_trials=dsr.n_effective,
+            deflated_sharpe_effective=dsr.dsr_effective,
+        )
+    return out
+
+
+def _overfitting(rows: list[TrialRecord], final: dict[str, Any]) -> dict[str, Any]:
+    """PBO by CSCV over the search set (its summary, not every combination) and the go/no-go
+    gates on the reported trial's test metrics, its deflated Sharpe and PBO.
+
+    Stored so it can be read later: a policy that fails a gate must never be activated
+    automatically. Stress tests and walk-forward re-run the evaluator and belong to
+    ``alphaloop validate``."""
+    search = search_set(rows)
+    out: dict[str, Any] = {"pbo": None}
+    try:
+        pbo = session_pbo([t.val_returns for t in search], labels=[str(t.idx) for t in search])
+    except ValueError as err:
+        out["pbo_note"] = str(err)
+    else:
+        out["pbo"] = pbo.pbo
+        out["pbo_summary"] = pbo.model_dump(mode="json")
+    reported = final.get("best_test") if "best_trial_id" in final else final.get("baseline_test")
+    if not reported:
+        out["gates_note"] = "no test-window metrics of the reported trial to gate"
+        return out
+    report = evaluate_gates(Metrics(**reported), final.get("deflated_sharpe"), out["pbo"])
+    out["gates"] = report.model_dump(mode="json")
+    out["gates_passed"] = report.passed
+    out["gates_summary"] = report.summary()
+    return out
 
 
 def _publish_policy(ctx: SessionContext, best: TrialRecord, final: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """Validation a strategy has to survive before anyone trusts it: probability of backtest
-overfitting (CSCV), go/no-go gates and stress tests.
+overfitting (CSCV), the deflated Sharpe over a session's search trials, go/no-go gates and
+stress tests.
 
 Pure functions over return series and metrics. This package reads journaled numbers handed to
 it; it never imports the journal, the meta-agent or the CLI, so the evaluator, the loop and any
@@ -22,24 +23,38 @@ from alphaloop.validation.stress import (
     recosted,
     stress_test,
 )
+from alphaloop.validation.summary import (
+    DSR_SET,
+    PBOSummary,
+    aligned_matrix,
+    session_dsr,
+    session_pbo,
+    summarize_pbo,
+)
 
 __all__ = [
     "CRISIS_WINDOWS",
     "DEFAULT_BLOCKS",
     "DEFAULT_COST_MULTIPLIER",
+    "DSR_SET",
     "Backtested",
     "CSCVResult",
     "CrisisWindow",
     "GateReport",
     "GateResult",
     "Gates",
+    "PBOSummary",
     "Rerun",
     "StressCase",
     "StressReport",
+    "aligned_matrix",
     "crisis_windows_in",
     "cscv_pbo",
     "evaluate_gates",
     "n_combinations",
     "recosted",
+    "session_dsr",
+    "session_pbo",
     "stress_test",
+    "summarize_pbo",
 ]

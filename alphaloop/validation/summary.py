@@ -1,0 +1,116 @@
+"""The session-level numbers of the validation suite in journal-sized form: the deflated Sharpe
+over one consistent set of trials, and PBO without its 12,870 per-combination rows.
+
+Finalize and ``alphaloop validate`` both call these, so the journal's ``final`` and a later
+validation report agree on what N is and which trials it counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.metrics import DeflatedSharpe, deflated_sharpe, effective_trials, trial_sharpes
+from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo
+
+# The one set N and the variance of Sharpe ratios are taken over. Baseline runs are the default
+# config on noise seeds, not candidates: their near-identical Sharpes would shrink the variance.
+DSR_SET = "search trials with validation returns"
+HISTOGRAM_BINS = 20
+LOGIT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+class PBOSummary(BaseModel):
+    """PBO and the shape of its logit distribution, small enough to journal.
+
+    Attributes:
+        pbo: share of combinations whose logit is <= 0.
+        n_blocks, n_trials, n_days, n_combinations: what CSCV ran over.
+        prob_oos_loss: share of combinations whose in-sample winner lost out of sample.
+        degradation_slope: slope of the winner's OOS Sharpe on its IS Sharpe (None if flat).
+        logit_quantiles: ``"5%"`` ... ``"95%"`` of the logits.
+        histogram_edges, histogram_counts: the logit histogram (``len(edges) = len(counts)+1``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pbo: float
+    n_blocks: int
+    n_trials: int
+    n_days: int
+    n_combinations: int
+    prob_oos_loss: float
+    degradation_slope: float | None
+    logit_quantiles: dict[str, float]
+    histogram_edges: tuple[float, ...]
+    histogram_counts: tuple[int, ...]
+
+
+def aligned_matrix(series: Sequence[Sequence[float]]) -> np.ndarray:
+    """A (T days, N trials) matrix of the trials' returns on their common (latest) days.
+
+    Trials of one session share the validation window, so the lengths agree; should one differ
+    (a window cut by a data change), only the days every trial has are kept, newest aligned.
+    """
+    if not series:
+        raise ValueError("no return series given")
+    days = min(len(s) for s in series)
+    return np.column_stack([np.asarray(s[len(s) - days :], dtype=float) for s in series])
+
+
+def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -> DeflatedSharpe:
+    """The deflated Sharpe of ``candidate`` selected from the ``search`` trials (N = their
+    count), with the effective number of independent trials (Li & Ji) and the DSR under it.
+
+    Raises:
+        ValueError: no search series, or fewer than 2 common days.
+    """
+    matrix = aligned_matrix(search)
+    n_eff = effective_trials(matrix)
+    return deflated_sharpe(
+        np.asarray(candidate, dtype=float),
+        trial_sharpes(matrix),
+        n_trials=matrix.shape[1],
+        n_effective=n_eff if n_eff > 0 else None,
+    )
+
+
+def summarize_pbo(result: CSCVResult, bins: int = HISTOGRAM_BINS) -> PBOSummary:
+    """The journal-sized form of a CSCV result: PBO, logit quantiles and histogram."""
+    logits = np.asarray(result.logits, dtype=float)
+    counts, edges = np.histogram(logits, bins=bins)
+    quantiles = np.quantile(logits, LOGIT_QUANTILES)
+    return PBOSummary(
+        pbo=result.pbo,
+        n_blocks=result.n_blocks,
+        n_trials=result.n_trials,
+        n_days=result.n_days,
+        n_combinations=result.n_combinations,
+        prob_oos_loss=result.prob_oos_loss,
+        degradation_slope=result.degradation_slope,
+        logit_quantiles={
+            f"{q:.0%}": float(v) for q, v in zip(LOGIT_QUANTILES, quantiles, strict=True)
+        },
+        histogram_edges=tuple(float(e) for e in edges),
+        histogram_counts=tuple(int(c) for c in counts),
+    )
+
+
+def session_pbo(
+    search: Sequence[Sequence[float]],
+    labels: Sequence[str] | None = None,
+    n_blocks: int = DEFAULT_BLOCKS,
+) -> PBOSummary:
+    """PBO by CSCV over the search trials' validation returns, summarised.
+
+    Raises:
+        ValueError: fewer than 2 trials (PBO needs at least 2 to select among), or too few days
+            for ``n_blocks`` blocks.
+    """
+    if len(search) < 2:
+        raise ValueError(
+            f"PBO needs at least 2 search trials with validation returns, got {len(search)}"
+        )
+    return summarize_pbo(cscv_pbo(aligned_matrix(search), n_blocks, labels=labels))
