@@ -11,6 +11,7 @@ rows) and differ only in how they hold their state and draw start days.
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -147,8 +148,9 @@ def step_reward(
     window: np.ndarray,
     cost_rate: float,
     vol_penalty: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One rebalance-and-hold step for a batch: reward, turnover, gross return, drifted weights.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One rebalance-and-hold step for a batch: reward, turnover, gross return, drifted weights
+    and the (B, H) daily portfolio returns of the held days.
 
     ``reward = log(gross) - cost_rate * turnover - vol_penalty * sum(min(daily, 0) ** 2)``,
     with ``turnover = sum |target - drifted_before|`` and ``cost_rate`` per unit turnover.
@@ -157,7 +159,49 @@ def step_reward(
     daily, gross, drifted = hold(target, window)
     downside = np.square(np.minimum(daily, 0.0)).sum(axis=-1)
     reward = np.log(gross) - cost_rate * turnover - vol_penalty * downside
-    return reward, turnover, gross - 1.0, drifted
+    return reward, turnover, gross - 1.0, drifted, daily
+
+
+def drawdown_path(
+    log_value: np.ndarray,
+    peak: np.ndarray,
+    cost: np.ndarray,
+    daily: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Marks a batch of portfolios to market through the days of one step.
+
+    The value is the one the reward accounts for, in logs: the turnover cost is taken at the
+    rebalance (``cost``, (B,), the reward's ``cost_rate * turnover``), then each held day adds
+    ``log(1 + daily)``. The downside penalty is reward shaping, not money, and is left out.
+    Values are marked at the close of every held day, so a breach inside a step is seen even
+    when the step ends above it; padded days of a short step have zero returns and change
+    nothing.
+
+    Args:
+        log_value: (B,) log value before the step (0 at the start of an episode).
+        peak: (B,) highest log value marked so far in the episode (0 at the start).
+        cost: (B,) the step's turnover cost, in log value.
+        daily: (B, H) simple portfolio returns of the held days.
+
+    Returns:
+        The log value and peak after the step, and the worst drawdown of the step's days
+        as a log ratio to the running peak (<= 0).
+    """
+    path = (log_value - cost)[:, None] + np.cumsum(np.log1p(daily), axis=1)
+    running_peak = np.maximum(peak[:, None], np.maximum.accumulate(path, axis=1))
+    worst = (path - running_peak).min(axis=1)
+    return path[:, -1], running_peak[:, -1], worst
+
+
+def stop_penalty(episode_reward: np.ndarray, stop_properly: float) -> np.ndarray:
+    """What the step that truncates an episode loses: ``(1 - stop_properly) * |R|``.
+
+    ``R`` is the episode's total reward up to and including that step. Scaling ``R`` by the
+    coefficient alone would shrink a loss (a drawdown breach usually ends on one) and so reward
+    the breach; subtracting ``(1 - c) |R|`` maps ``R`` to ``c R`` for a gain and to
+    ``(2 - c) R`` for a loss, a penalty either way, and none at ``c = 1``.
+    """
+    return (1.0 - stop_properly) * np.abs(episode_reward)
 
 
 class Step(NamedTuple):
@@ -169,6 +213,19 @@ class Step(NamedTuple):
     gross_return: np.ndarray
     drifted: np.ndarray
     day: np.ndarray
+    daily: np.ndarray
+
+
+class EpisodeRisk(NamedTuple):
+    """Per-row episode state of the drawdown rule (every array is (B,), zero at a reset)."""
+
+    log_value: np.ndarray
+    peak: np.ndarray
+    total_reward: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_rows: int) -> EpisodeRisk:
+        return cls(np.zeros(n_rows), np.zeros(n_rows), np.zeros(n_rows))
 
 
 class PortfolioCore:
@@ -186,6 +243,8 @@ class PortfolioCore:
     rebal_freq: int
     turnover_cost_bps: float
     vol_penalty: float
+    truncate_drawdown: float | None
+    stop_properly: float
 
     def _setup(
         self,
@@ -195,6 +254,8 @@ class PortfolioCore:
         rebal_freq: int,
         turnover_cost_bps: float,
         vol_penalty: float,
+        truncate_drawdown: float | None = None,
+        stop_properly: float = 1.0,
     ) -> None:
         # Knob bounds are enforced upstream; these are the values no episode can be built from.
         for name, value in (
@@ -207,6 +268,7 @@ class PortfolioCore:
         for name, value in (("turnover_cost_bps", turnover_cost_bps), ("vol_penalty", vol_penalty)):
             if not np.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        self._set_truncation(truncate_drawdown, stop_properly)
         data = default_returns() if returns is None else returns
         self.returns = validate_returns(data, min_rows=int(lookback) + int(episode_len))
         self.n_days, self.n_assets = self.returns.shape
@@ -230,6 +292,20 @@ class PortfolioCore:
             padded.ravel(), self.rebal_freq * self.n_assets
         )[:: self.n_assets]
         self._hold_offsets = np.arange(self.rebal_freq)
+
+    def _set_truncation(self, truncate_drawdown: float | None, stop_properly: float) -> None:
+        if truncate_drawdown is not None and not 0.0 < truncate_drawdown < 1.0:
+            raise ValueError(
+                f"truncate_drawdown must be in (0, 1) or None, got {truncate_drawdown!r}"
+            )
+        if not 0.0 <= stop_properly <= 1.0:
+            raise ValueError(f"stop_properly must be in [0, 1], got {stop_properly!r}")
+        self.truncate_drawdown = None if truncate_drawdown is None else float(truncate_drawdown)
+        self.stop_properly = float(stop_properly)
+        # A drawdown d from the peak is a log ratio of log(1 - d) to it.
+        self._breach_log_ratio = (
+            -math.inf if truncate_drawdown is None else math.log1p(-self.truncate_drawdown)
+        )
 
     def _spaces(self) -> tuple[spaces.Box, spaces.Box]:
         """The observation and action spaces of one copy."""
@@ -271,10 +347,32 @@ class PortfolioCore:
         else:
             next_day = day + self.rebal_freq
         target = softmax_weights(logits)
-        reward, turnover, gross_return, drifted = step_reward(
+        reward, turnover, gross_return, drifted, daily = step_reward(
             target, weights, window, self.turnover_cost_bps / 1e4, self.vol_penalty
         )
-        return Step(target, reward, turnover, gross_return, drifted, next_day)
+        return Step(target, reward, turnover, gross_return, drifted, next_day, daily)
+
+    def _risk_step(
+        self, step: Step, risk: EpisodeRisk
+    ) -> tuple[np.ndarray, np.ndarray, EpisodeRisk]:
+        """Applies the drawdown rule to ``step`` (call only when ``truncate_drawdown`` is set).
+
+        Returns:
+            The rewards (with the stop penalty on breaching rows), which rows breached, and
+            the rows' risk state after the step.
+        """
+        log_value, peak, worst = drawdown_path(
+            risk.log_value,
+            risk.peak,
+            self.turnover_cost_bps / 1e4 * step.turnover,
+            step.daily,
+        )
+        breached = worst < self._breach_log_ratio
+        total = risk.total_reward + step.reward
+        reward = step.reward
+        if breached.any() and self.stop_properly != 1.0:
+            reward = np.where(breached, reward - stop_penalty(total, self.stop_properly), reward)
+        return reward, breached, EpisodeRisk(log_value, peak, total)
 
     def _observe(self, day: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Float32 observations (B, lookback * N + N) of rows at ``day`` holding ``weights``."""

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from alphaloop.rl_engine._core import (
+    EpisodeRisk,
     PortfolioCore,
     action_space_for,
     default_returns,
@@ -62,6 +63,15 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
     ``terminated=False``. ``info`` has ``weights`` (the target weights just set), ``turnover``
     and ``gross_return``; the reset info has ``start_day``.
 
+    **Drawdown truncation** (off by default): with ``truncate_drawdown = d`` the episode also
+    ends, as ``truncated=True``, at the end of the step during which the portfolio's value fell
+    more than ``d`` below its running peak of the episode. The value is marked at every held
+    day's close, net of the turnover cost and starting at 1 (see ``_core.drawdown_path``);
+    ``info["drawdown_breach"]`` says whether this step breached. That step's reward then loses
+    ``(1 - stop_properly) * |R|``, ``R`` being the episode's total reward including the step:
+    the episode counts ``c R`` for a gain and ``(2 - c) R`` for a loss (``c = stop_properly``),
+    so stopping on a breach never pays, and ``c = 1`` leaves rewards as they are.
+
     Args:
         returns: (T, N) simple daily returns, finite and > -1, N >= 2. Defaults to
             :func:`default_returns`.
@@ -70,6 +80,9 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
         rebal_freq: days between rebalances.
         turnover_cost_bps: cost per unit turnover in basis points (training reward only).
         vol_penalty: weight of the downside semi-variance penalty.
+        truncate_drawdown: drawdown from the episode's peak, in (0, 1), that ends an episode;
+            None never ends one early.
+        stop_properly: in [0, 1], how much of a truncated episode's reward it keeps.
         render_mode: unused; accepted for the gymnasium API.
 
     Raises:
@@ -87,14 +100,26 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
         turnover_cost_bps: float = knob_default("turnover_cost_bps"),
         vol_penalty: float = knob_default("vol_penalty"),
         render_mode: str | None = None,
+        truncate_drawdown: float | None = None,
+        stop_properly: float = 1.0,
     ) -> None:
-        self._setup(returns, lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty)
+        self._setup(
+            returns,
+            lookback,
+            episode_len,
+            rebal_freq,
+            turnover_cost_bps,
+            vol_penalty,
+            truncate_drawdown,
+            stop_properly,
+        )
         self.render_mode = render_mode
         self.observation_space, self.action_space = self._spaces()
         # The state of a batch of one, the shape the shared step and observation work on.
         self._days: np.ndarray | None = None
         self._ends = np.zeros(1, dtype=np.int64)
         self._weights = np.full((1, self.n_assets), 1.0 / self.n_assets)
+        self._risk = EpisodeRisk.zeros(1)
 
     @property
     def steps_per_episode(self) -> int:
@@ -118,6 +143,7 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
         self._days = np.array([start], dtype=np.int64)
         self._ends = self._days + self.episode_len
         self._weights = np.full((1, self.n_assets), 1.0 / self.n_assets)
+        self._risk = EpisodeRisk.zeros(1)
         return self._observation(), {"start_day": start}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -130,13 +156,20 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
         step = self._step(logits, self._weights, self._days, self._ends)
         self._weights = step.drifted
         self._days = step.day
+        reward = step.reward
         truncated = bool(step.day[0] >= self._ends[0])
         info = {
             "weights": step.target[0],
             "turnover": float(step.turnover[0]),
             "gross_return": float(step.gross_return[0]),
         }
-        return self._observation(), float(step.reward[0]), False, truncated, info
+        if self.truncate_drawdown is not None:
+            reward, breached, self._risk = self._risk_step(step, self._risk)
+            info["drawdown_breach"] = bool(breached[0])
+            if breached[0]:
+                truncated = True
+                self._ends = self._days.copy()  # the episode is over: step() now refuses
+        return self._observation(), float(reward[0]), False, truncated, info
 
     def _observation(self) -> np.ndarray:
         return self._observe(self._days, self._weights)[0]

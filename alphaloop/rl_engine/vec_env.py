@@ -26,10 +26,12 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from alphaloop.rl_engine._core import PortfolioCore, knob_default
+from alphaloop.rl_engine._core import EpisodeRisk, PortfolioCore, knob_default
 
 # Changing these would invalidate arrays precomputed from them; build a new env instead.
-_STRUCTURAL = frozenset({"returns", "lookback", "episode_len", "rebal_freq", "n_days", "n_assets"})
+_STRUCTURAL = frozenset(
+    {"returns", "lookback", "episode_len", "rebal_freq", "n_days", "n_assets", "truncate_drawdown"}
+)
 
 
 class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
@@ -39,7 +41,8 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
     same SB3 conventions as ``DummyVecEnv``: ``float32`` rewards, ``done = truncated``, and on
     the step that ends an episode ``infos[i]["terminal_observation"]`` holds the last
     observation, ``infos[i]["TimeLimit.truncated"]`` is True and the returned observation is
-    already the first one of the next episode.
+    already the first one of the next episode. An episode ended by the drawdown rule (see
+    ``PortfolioEnv``) is such a truncation too, with ``infos[i]["drawdown_breach"]`` True.
 
     Seeding: ``seed(s)`` then ``reset()`` seeds copy ``i`` with ``s + i``; each later
     auto-reset draws the next start day from that copy's generator, as a seeded single env
@@ -53,8 +56,8 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
         returns: (T, N) simple daily returns (see ``PortfolioEnv``); defaults to the env's
             synthetic data.
         n_envs: number of copies.
-        lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty: as for
-            ``PortfolioEnv``.
+        lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty,
+            truncate_drawdown, stop_properly: as for ``PortfolioEnv``.
 
     Raises:
         ValueError: unusable data or parameters.
@@ -69,10 +72,21 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
         rebal_freq: int = knob_default("rebal_freq"),
         turnover_cost_bps: float = knob_default("turnover_cost_bps"),
         vol_penalty: float = knob_default("vol_penalty"),
+        truncate_drawdown: float | None = None,
+        stop_properly: float = 1.0,
     ) -> None:
         if isinstance(n_envs, bool) or int(n_envs) != n_envs or n_envs < 1:
             raise ValueError(f"n_envs must be a positive integer, got {n_envs!r}")
-        self._setup(returns, lookback, episode_len, rebal_freq, turnover_cost_bps, vol_penalty)
+        self._setup(
+            returns,
+            lookback,
+            episode_len,
+            rebal_freq,
+            turnover_cost_bps,
+            vol_penalty,
+            truncate_drawdown,
+            stop_properly,
+        )
         self.render_mode: str | None = None  # read by VecEnv.__init__ through get_attr
         n_envs = int(n_envs)
         super().__init__(n_envs, *self._spaces())
@@ -81,6 +95,7 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
         self._day = np.zeros(n_envs, dtype=np.int64)
         self._end = np.zeros(n_envs, dtype=np.int64)
         self._weights = np.full((n_envs, self.n_assets), 1.0 / self.n_assets)
+        self._risk = EpisodeRisk.zeros(n_envs)
         self._actions: np.ndarray | None = None
         self._started = False
 
@@ -131,7 +146,12 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
         step = self._step(logits, self._weights, self._day, self._end)
         self._weights = step.drifted
         self._day = step.day
+        reward = step.reward
         dones = self._day >= self._end
+        breached = None
+        if self.truncate_drawdown is not None:
+            reward, breached, self._risk = self._risk_step(step, self._risk)
+            dones |= breached
         obs = self._observe(self._day, self._weights)
         # SB3 wants one info dict per copy; building them is the only per-copy Python work of
         # an ordinary step.
@@ -145,6 +165,9 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
                 strict=True,
             )
         ]
+        if breached is not None:
+            for info, hit in zip(infos, breached.tolist(), strict=True):
+                info["drawdown_breach"] = hit
         if dones.any():
             finished = np.flatnonzero(dones)
             terminal = obs[finished]
@@ -155,7 +178,7 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
             obs[finished] = self._observe(self._day[finished], self._weights[finished])
             for k, i in enumerate(finished.tolist()):
                 infos[i]["terminal_observation"] = terminal[k]
-        return obs, step.reward.astype(np.float32), dones, infos
+        return obs, reward.astype(np.float32), dones, infos
 
     def close(self) -> None:
         """Nothing to release: all state is in-process arrays."""
@@ -210,5 +233,7 @@ class BatchedPortfolioVecEnv(PortfolioCore, VecEnv):
         self._day[indices] = starts
         self._end[indices] = starts + self.episode_len
         self._weights[indices] = 1.0 / self.n_assets
+        for values in self._risk:
+            values[indices] = 0.0
         for i, start in zip(indices.tolist(), starts.tolist(), strict=True):
             self.reset_infos[i] = {"start_day": start}
