@@ -16,7 +16,7 @@ target, so no strategy pays for the initial purchase.
 
 Modules: ``models`` (``TrialBudget``, ``TrialResult``), ``backtest`` (the accounting and the
 windows), ``strategies`` (what each mode decides), ``reference`` (the baselines) and ``run``
-(one trial end to end).
+(one trial end to end), ``walk_forward`` (one config window after window).
 """
 
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
@@ -32,6 +32,14 @@ from alphaloop.trials.reference import (
 )
 from alphaloop.trials.run import run_trial
 from alphaloop.trials.strategies import strategy_targets
+from alphaloop.trials.walk_forward import (
+    SchemeSummary,
+    WalkForward,
+    WalkForwardWindow,
+    span_reruns,
+    walk_forward,
+    walk_forward_splits,
+)
 
 __all__ = [
     "BASELINE_CVAR_ALPHA",
@@ -40,13 +48,19 @@ __all__ = [
     "BASELINE_N_SCENARIOS",
     "BASELINE_SEED",
     "Backtest",
+    "SchemeSummary",
     "TrialBudget",
     "TrialResult",
+    "WalkForward",
+    "WalkForwardWindow",
     "Window",
     "baseline_backtests",
     "baselines",
     "run_trial",
     "simulate",
+    "span_reruns",
     "strategy_targets",
+    "walk_forward",
+    "walk_forward_splits",
     "window_slice",
 ]
