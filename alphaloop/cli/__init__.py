@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from alphaloop.cli import charts, chat, research, review, train, trial
+from alphaloop.cli import charts, chat, research, review, train, trial, validate
 from alphaloop.cli._app import app
 from alphaloop.cli._logging import configure_logging
 from alphaloop.cli._stdio import reserve_stdout
@@ -37,6 +37,7 @@ for command in (
     review.sessions,
     review.status,
     review.journal,
+    validate.validate,
     trial.trial,
     train.train,
     charts.chart,

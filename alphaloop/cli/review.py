@@ -93,8 +93,10 @@ def status(
 
 
 def review(session_id: str, settings: Settings, as_json: bool) -> None:
-    """Prints a session's review: leaderboard, every trial with its clips, the test result."""
+    """Prints a session's review: leaderboard, every trial with its clips, the test result with
+    the deflated Sharpe, PBO and gates, and the newest `alphaloop validate` report."""
     r = guarded(ops.session_review, settings, session_id)
+    validation = guarded(ops.latest_validation, settings, session_id)
     if as_json:
         typer.echo(
             json.dumps(
@@ -111,6 +113,7 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
                     ],
                     "final": r.session.final,
                     "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
+                    "validation": validation,
                 }
             )
         )
@@ -120,6 +123,8 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
     console.print(views.trials_table(r.trials, r.clips, title="every trial"))
     if r.session.final:
         console.print(views.final_panel(r.session))
+    if validation:
+        console.print(views.validation_panel(validation))
     if r.chart_reads:
         console.print(views.chart_reads_table(r.chart_reads))
 
@@ -130,7 +135,9 @@ def journal(
 ) -> None:
     """Review a session: leaderboard, every trial with its delta and clips, the test result.
 
-    The readings of the session's charts (`alphaloop chart ... --interpret`) are listed last.
+    The test result comes with the deflated Sharpe (N and N effective), PBO and pass/fail per
+    go/no-go gate; the newest `alphaloop validate` report follows, and the readings of the
+    session's charts (`alphaloop chart ... --interpret`) are listed last.
 
     Example: alphaloop journal s-20260101-120000-ab12 --json
     """

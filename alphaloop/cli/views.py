@@ -124,13 +124,7 @@ def final_panel(session: Any) -> Panel:
         f"trials run: {final.get('n_trials', '-')}",
     ]
     reported = "the best" if final.get("best_trial_id") is not None else "the baseline"
-    if final.get("deflated_sharpe") is not None:
-        lines.append(
-            f"deflated Sharpe ratio of {reported} (N = {final.get('n_trials')}): "
-            f"{final['deflated_sharpe']:.3f}"
-        )
-    if final.get("probabilistic_sharpe") is not None:
-        lines.append(f"probabilistic Sharpe ratio: {final['probabilistic_sharpe']:.3f}")
+    lines.extend(selection_lines(final, reported))
     if final.get("best_policy_path"):
         lines.append(f"best policy: {final['best_policy_path']}")
     columns = {}
@@ -151,7 +145,130 @@ def final_panel(session: Any) -> Panel:
     body.append(plain("\n".join(lines)))
     if columns:
         body.append(metrics_table("held-out test window, evaluated once", columns))
+    if final.get("gates"):
+        body.append(gates_table(final["gates"], "go/no-go gates (test window)"))
     return Panel(Group(*body), title="finalize", title_align="left")
+
+
+def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
+    """The deflated Sharpe (N, N effective and the set they count) and PBO of ``final``."""
+    lines = []
+    n = final.get("dsr_n_trials", final.get("n_trials"))
+    if final.get("deflated_sharpe") is not None:
+        lines.append(
+            f"deflated Sharpe ratio of {reported} (N = {n}): {final['deflated_sharpe']:.3f}"
+        )
+    if final.get("deflated_sharpe_effective") is not None:
+        lines.append(
+            f"  under N effective = {final['n_effective_trials']:.1f} independent trials: "
+            f"{final['deflated_sharpe_effective']:.3f}"
+        )
+    if final.get("dsr_set"):
+        lines.append(f"  N counts the {final['dsr_set']}")
+    if final.get("probabilistic_sharpe") is not None:
+        lines.append(f"probabilistic Sharpe ratio: {final['probabilistic_sharpe']:.3f}")
+    if final.get("pbo") is not None:
+        summary = final.get("pbo_summary") or {}
+        lines.append(
+            f"probability of backtest overfitting (CSCV, S = {summary.get('n_blocks', '-')}): "
+            f"{final['pbo']:.3f}"
+        )
+    elif final.get("pbo_note"):
+        lines.append(f"PBO not computed: {final['pbo_note']}")
+    return lines
+
+
+def gates_table(report: dict[str, Any], title: str) -> Table:
+    """Pass/fail per go/no-go gate, and the verdict in the title."""
+    results = report.get("results", [])
+    passed = sum(1 for r in results if r.get("passed"))
+    verdict = "GO" if report.get("passed") else "NO-GO"
+    table = Table(title=f"{title}: {verdict}, {passed} of {len(results)} passed")
+    table.title_justify = "left"
+    for col in ("gate", "verdict", "why"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        ok = r.get("passed")
+        table.add_row(
+            r.get("gate", "-"),
+            Text("pass" if ok else "FAIL", style="green" if ok else "bold red"),
+            plain(r.get("reason")),
+        )
+    return table
+
+
+def validation_panel(report: dict[str, Any]) -> Panel:
+    """A journaled validation report (``alphaloop validate``): DSR, PBO, walk-forward windows,
+    stress cases next to equal weight, and the gates."""
+    dsr = report.get("deflated_sharpe") or {}
+    pbo = report.get("pbo") or {}
+    final = {
+        "deflated_sharpe": dsr.get("dsr"),
+        "deflated_sharpe_effective": dsr.get("dsr_effective"),
+        "n_effective_trials": dsr.get("n_effective"),
+        "dsr_n_trials": report.get("n_search_trials"),
+        "dsr_set": report.get("dsr_set"),
+        "probabilistic_sharpe": dsr.get("psr"),
+        "pbo": pbo.get("pbo"),
+        "pbo_summary": pbo,
+    }
+    lines = [f"trial #{report.get('trial_idx')} ({report.get('reported')})"]
+    lines += selection_lines(final, f"the {report.get('reported')}")
+    quantiles = ", ".join(f"{k} {v:+.2f}" for k, v in (pbo.get("logit_quantiles") or {}).items())
+    lines.append(f"  logit quantiles: {quantiles}")
+    lines.append(f"suite took {fmt(report.get('elapsed_s'), '{:.1f}')} s")
+    body: list[Any] = [plain("\n".join(lines))]
+    body.append(walk_forward_table(report.get("walk_forward") or {}))
+    body.append(stress_table(report.get("stress") or {}))
+    evidence = report.get("gates_evidence", "")
+    body.append(gates_table(report.get("gates") or {}, f"go/no-go gates ({evidence})"))
+    return Panel(Group(*body), title=f"validation of {report.get('session_id')}")
+
+
+def walk_forward_table(wf: dict[str, Any]) -> Table:
+    table = Table(title="walk-forward (evaluation cost charged)", title_justify="left")
+    for col in ("scheme", "#", "train", "evaluation", "Sharpe", "equal weight", "MDD"):
+        right = col in ("#", "Sharpe", "equal weight", "MDD")
+        table.add_column(col, justify="right" if right else "left", no_wrap=col != "scheme")
+    for w in wf.get("windows", []):
+        ew = (w.get("baselines") or {}).get("equal_weight") or {}
+        table.add_row(
+            w["scheme"],
+            str(w["index"]),
+            f"{w['train_start']}..{w['train_end']}",
+            f"{w['eval_start']}..{w['eval_end']}",
+            fmt(w["metrics"]["sharpe"], "{:.3f}"),
+            fmt(ew.get("sharpe"), "{:.3f}"),
+            fmt(w["metrics"]["max_drawdown"], "{:.1%}"),
+        )
+    for m in wf.get("summaries", []):
+        table.add_row(
+            m["scheme"],
+            "all",
+            f"mean {m['mean_sharpe']:.2f}, min {m['worst_sharpe']:.2f}",
+            f"> equal weight: {m['beat_equal_weight']} of {m['n_windows']}",
+            fmt(m["pooled_sharpe"], "{:.3f}"),
+            "",
+            fmt(m["pooled_max_drawdown"], "{:.1%}"),
+        )
+    return table
+
+
+def stress_table(stress: dict[str, Any]) -> Table:
+    table = Table(title="stress (Sharpe / max drawdown)", title_justify="left")
+    cases = stress.get("cases", [])
+    names = list((cases[0]["metrics"] if cases else {}).keys())
+    table.add_column("scenario")
+    table.add_column("span")
+    for name in names:
+        table.add_column(name, justify="right")
+    for c in cases:
+        cells = [
+            f"{fmt(m.get('sharpe'), '{:.2f}')} / {fmt(m.get('max_drawdown'), '{:.1%}')}"
+            for m in (c["metrics"].get(n) or {} for n in names)
+        ]
+        table.add_row(c["scenario"], f"{c['start']}..{c['end']}", *cells)
+    return table
 
 
 def session_header(session: Any) -> Panel:

@@ -17,7 +17,7 @@ from alphaloop.meta_agent import nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
-from alphaloop.validation import DSR_SET, evaluate_gates, session_dsr, session_pbo
+from alphaloop.validation import DSR_SET, evaluate_gates, search_set, session_dsr, session_pbo
 
 PPO_MODES = ("ppo_only", "unified")
 
@@ -86,20 +86,6 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
         kwargs["policy_path"] = evaluated.policy_path
     outcome = nodes.run_outcome(ctx, row, config, **kwargs)
     return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
-
-
-def search_set(rows: list[TrialRecord]) -> list[TrialRecord]:
-    """The trials the reported config was selected from, the one set the deflated Sharpe and
-    PBO are computed over (:data:`~alphaloop.validation.DSR_SET`): search trials that produced
-    validation returns. Baseline runs (the default config on noise seeds), crashes and any
-    other kind of row (test evaluations, re-runs of a candidate) are not candidates."""
-    return [
-        t
-        for t in rows
-        if t.kind == TrialKind.search
-        and t.status in (TrialStatus.keep, TrialStatus.discard)
-        and t.val_returns
-    ]
 
 
 def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord) -> dict[str, Any]:

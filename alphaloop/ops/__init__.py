@@ -2,7 +2,8 @@
 
 The command line, the chat model's tools (and a REST server next) call these functions and
 nothing below them: sessions (list, status, review, start, run, resume, stop), one trial by
-hand, manual PPO training, the knobs, charts (draw, export, read) and the chat's journal reads.
+hand, manual PPO training, a session's validation suite, the knobs, charts (draw, export,
+read) and the chat's journal reads.
 Arrows point one way: front ends -> ``ops`` -> ``meta_agent``, ``trials``, ``journal``,
 ``charts`` -> engines -> ``knobs``, ``market``, ``metrics``.
 
@@ -60,6 +61,13 @@ from alphaloop.ops.sessions import (
 )
 from alphaloop.ops.train import train
 from alphaloop.ops.trial import TrialRequest, TrialRun, run_trial, trial_budget
+from alphaloop.ops.validate import (
+    VALIDATED_EVENT,
+    ValidationReport,
+    ValidationUnavailable,
+    latest_validation,
+    validate_session,
+)
 
 if TYPE_CHECKING:
     from alphaloop.meta_agent import ProposerName
@@ -76,6 +84,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIP_RULES",
     "SESSION_SEED_MAX",
+    "VALIDATED_EVENT",
     "DataWarning",
     "ExportedChart",
     "KnobInfo",
@@ -101,6 +110,8 @@ __all__ = [
     "TrialRequest",
     "TrialRun",
     "UnknownKnob",
+    "ValidationReport",
+    "ValidationUnavailable",
     "build_chart",
     "chart_kind",
     "check_export",
@@ -109,6 +120,7 @@ __all__ = [
     "export_chart",
     "get_session",
     "interpret_chart",
+    "latest_validation",
     "leaderboard",
     "list_knobs",
     "list_sessions",
@@ -126,6 +138,7 @@ __all__ = [
     "train",
     "trial_budget",
     "trial_detail",
+    "validate_session",
 ]
 
 _LAZY = {

@@ -8,6 +8,7 @@ validation report agree on what N is and which trials it counts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -20,6 +21,19 @@ from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo
 DSR_SET = "search trials with validation returns"
 HISTOGRAM_BINS = 20
 LOGIT_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+SCORED_STATUSES = ("keep", "discard")
+
+
+def search_set(rows: Sequence[Any]) -> list[Any]:
+    """The trials a session's reported config was selected from, the one set the deflated
+    Sharpe and PBO are computed over (:data:`DSR_SET`): search trials (``kind == "search"``)
+    that finished ``keep`` or ``discard`` with validation returns. Baseline runs, crashes and
+    other kinds of row (test evaluations, re-runs of a candidate on fresh seeds) are not
+    candidates. Takes journal trial records (anything with ``kind``, ``status`` and
+    ``val_returns``), in their order."""
+    return [t for t in rows if t.kind == "search" and t.status in SCORED_STATUSES and t.val_returns]
 
 
 class PBOSummary(BaseModel):

@@ -1,0 +1,92 @@
+"""``alphaloop validate``: the validation suite of a session (PBO, deflated Sharpe, walk-forward,
+stress, go/no-go gates), journaled and shown."""
+
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+
+from alphaloop import ops
+from alphaloop.cli import views
+from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.settings import get_settings
+
+GATE_FIELDS = (
+    "min_sharpe",
+    "max_drawdown",
+    "min_hit_rate",
+    "min_profit_factor",
+    "min_deflated_sharpe",
+    "max_pbo",
+)
+
+
+def parse_gates(items: list[str]) -> Any:
+    """``--gate min_sharpe=1.0 --gate max_pbo=off`` as the gates' thresholds, or exit 2."""
+    from alphaloop.validation import Gates
+
+    values: dict[str, float | None] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in GATE_FIELDS:
+            raise fail(f"--gate takes NAME=VALUE with NAME one of {', '.join(GATE_FIELDS)}", 2)
+        if value.strip().lower() == "off":
+            values[key] = None
+            continue
+        try:
+            values[key] = float(value)
+        except ValueError:
+            raise fail(f"--gate {key} takes a number or 'off', got {value!r}", 2) from None
+    try:
+        return Gates(**values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise fail(f"--gate {first['loc'][0]}: {first['msg']}", 2) from None
+
+
+def _validate(settings: Any, session: str, blocks: int, windows: int, gates: Any, on_step: Any):
+    """The suite, with a session it cannot validate as asked reported as bad usage (exit 2)."""
+    try:
+        return ops.validate_session(
+            settings, session, n_blocks=blocks, n_windows=windows, gates=gates, on_step=on_step
+        )
+    except ops.ValidationUnavailable as err:
+        raise fail(str(err), 2) from None
+
+
+def validate(
+    session: str = typer.Argument(..., help="session id"),
+    blocks: int = typer.Option(16, "--blocks", help="CSCV blocks S (even), 12,870 splits at 16"),
+    windows: int = typer.Option(4, "--windows", min=1, help="walk-forward windows per scheme"),
+    gate: list[str] = typer.Option(
+        [], "--gate", help="a gate threshold, NAME=VALUE or NAME=off (repeatable)"
+    ),
+    as_json: JsonFlag = False,
+) -> None:
+    """Validate a session: PBO by CSCV over its search trials, deflated Sharpe (N and N
+    effective), walk-forward of the reported config (anchored and rolling windows), stress
+    (+50% cost, crisis windows) next to equal weight, and pass/fail per go/no-go gate.
+
+    The report is journaled; `alphaloop journal` and `alphaloop chart validation` show it.
+
+    Example: alphaloop validate s-20260101-120000-ab12 --gate min_sharpe=1.0 --json
+    """
+    gates = parse_gates(gate)
+    settings = get_settings()
+    spinner = console.status("validating...", spinner="dots") if not as_json else nullcontext()
+    with spinner as status:
+
+        def on_step(name: str) -> None:
+            if status is not None:
+                status.update(f"validating: {name}...")
+
+        report = guarded(_validate, settings, session, blocks, windows, gates, on_step)
+    if as_json:
+        typer.echo(json.dumps(report.journaled()))
+        return
+    console.print(views.validation_panel(report.journaled()))

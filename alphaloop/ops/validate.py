@@ -1,0 +1,272 @@
+"""``validate``: the validation suite of a session, run on demand and journaled.
+
+PBO by CSCV over every search trial's journaled validation returns, the deflated Sharpe of the
+reported trial over the same set (N and N effective), walk-forward of its config over anchored
+and rolling windows, stress tests (+50% cost, named crisis windows) of it and the baseline
+next to equal weight, and the go/no-go gates. The report is journaled as a ``Validated`` event
+(without the daily series), so ``journal`` and the ``validation`` chart read it later.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.exceptions import AlphaloopError, ReplayError
+from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.knobs import TrialConfig
+from alphaloop.metrics import DeflatedSharpe, Metrics
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+from alphaloop.validation import (
+    CRISIS_WINDOWS,
+    DEFAULT_BLOCKS,
+    DEFAULT_COST_MULTIPLIER,
+    DSR_SET,
+    GateReport,
+    Gates,
+    PBOSummary,
+    StressReport,
+    crisis_windows_in,
+    evaluate_gates,
+    search_set,
+    session_dsr,
+    session_pbo,
+    stress_test,
+)
+
+logger = logging.getLogger(__name__)
+
+VALIDATED_EVENT = "Validated"
+DEFAULT_WINDOWS = 4
+
+
+class ValidationUnavailable(AlphaloopError, ValueError):
+    """The session cannot be validated as asked (too few trials, nothing reported yet)."""
+
+
+class ValidationReport(BaseModel):
+    """What the validation suite concluded about a session's reported trial.
+
+    ``walk_forward`` is a :class:`alphaloop.trials.WalkForward`; its windows' daily returns
+    are left out of the journaled copy.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    mode: str
+    trial_id: int
+    trial_idx: int
+    reported: Literal["best", "baseline"]
+    dsr_set: str
+    n_search_trials: int
+    deflated_sharpe: DeflatedSharpe
+    pbo: PBOSummary
+    walk_forward: Any
+    stress: StressReport
+    gates: GateReport
+    gates_evidence: str
+    timings_s: dict[str, float]
+    elapsed_s: float
+
+    def journaled(self) -> dict[str, Any]:
+        """The report as the ``Validated`` event holds it: no daily series."""
+        out = self.model_dump(mode="json")
+        for w in out["walk_forward"]["windows"]:
+            w.pop("net", None)
+        return out
+
+
+def _reported(j: Journal, s: SessionRecord, rows: list[TrialRecord]) -> TrialRecord:
+    """The trial finalize reported (the best, else the baseline), or the best so far."""
+    if s.best_trial_id is not None:
+        return j.get_trial(s.best_trial_id)
+    best = j.best_trial(s.id)
+    if best is None or not best.val_returns:
+        raise ValidationUnavailable(f"session {s.id} has no scored trial to validate yet")
+    return best
+
+
+def _test_metrics(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, str] | None:
+    for t in rows:
+        if t.kind == "test" and t.parent_id == chosen.id and t.metrics:
+            return Metrics(**t.metrics), f"held-out test window (trial #{t.idx})"
+    return None
+
+
+def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
+    with open_journal(settings) as j:
+        s = j.get_session(session_id)
+        rows = j.trials(s.id)
+        return s, rows, _reported(j, s, rows)
+
+
+def _reruns(s: SessionRecord, trial: TrialRecord, data: Any, span: slice, budget: Any) -> dict:
+    from alphaloop.trials import span_reruns
+
+    policy = None
+    if s.mode != "cufolio_only":
+        if not trial.policy_path or not Path(trial.policy_path).is_file():
+            raise ReplayError(
+                f"trial #{trial.idx}'s policy is not at {trial.policy_path!r} any more; it "
+                "cannot be stress-tested"
+            )
+        policy = trial.policy_path
+    config = TrialConfig(**trial.config)
+    return span_reruns(s.mode, config, data, span, budget, trial.seed or 0, policy)
+
+
+def _stress_runs(
+    s: SessionRecord, named: dict[str, TrialRecord], data: Any, span: slice, budget: Any
+) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for name, trial in named.items():
+        both = _reruns(s, trial, data, span, budget)
+        runs[name] = both["strategy"]
+        runs.setdefault("equal_weight", both["equal_weight"])
+    return runs
+
+
+def _stress(
+    s: SessionRecord,
+    chosen: TrialRecord,
+    rows: list[TrialRecord],
+    inputs: tuple[Any, Any],
+    multiplier: float,
+) -> StressReport:
+    """The reported trial and the baseline (and equal weight) from the start of VALIDATION to
+    the end of the data at the evaluation cost and ``multiplier`` times it, and on each crisis
+    window in that span; a crisis window earlier in the data is run on its own, from its first
+    day (inside TRAIN: in sample for a trained policy, as its description says)."""
+    data, budget = inputs
+    named = {"best" if chosen.kind != "baseline" else "baseline": chosen}
+    base = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
+    if base is not None:
+        named.setdefault("baseline", base)
+    span = slice(data.val.start, len(data.returns))
+    cost = budget.eval_cost_bps
+    runs = _stress_runs(s, named, data, span, budget)
+    report = stress_test(runs, data.dates[span], cost, cost_multiplier=multiplier)
+    cases = list(report.cases)
+    for window, crisis in crisis_windows_in(data.dates):
+        if crisis.start >= span.start:
+            continue
+        early = stress_test(
+            _stress_runs(s, named, data, crisis, budget),
+            data.dates[crisis],
+            cost,
+            cost_multiplier=multiplier,
+            windows=(window,),
+        ).case(window.name)
+        note = f"{early.description}; run from its first day, inside TRAIN"
+        cases.append(early.model_copy(update={"description": note}))
+    found = {c.scenario for c in cases}
+    return report.model_copy(
+        update={
+            "cases": tuple(cases),
+            "windows_not_in_data": tuple(w.name for w in CRISIS_WINDOWS if w.name not in found),
+        }
+    )
+
+
+def _selection(
+    session_id: str, chosen: TrialRecord, search: list[TrialRecord], n_blocks: int
+) -> tuple[DeflatedSharpe, PBOSummary]:
+    """The deflated Sharpe of ``chosen`` and PBO, both over the search set."""
+    if len(search) < 2:
+        raise ValidationUnavailable(
+            f"session {session_id} has {len(search)} search trial(s) with validation returns; "
+            "PBO needs at least 2 trials to select among"
+        )
+    series = [t.val_returns for t in search]
+    try:
+        pbo = session_pbo(series, [str(t.idx) for t in search], n_blocks)
+    except ValueError as err:
+        raise ValidationUnavailable(f"session {session_id}: {err}") from None
+    return session_dsr(chosen.val_returns, series), pbo
+
+
+def validate_session(
+    settings: Settings,
+    session_id: str,
+    *,
+    n_blocks: int = DEFAULT_BLOCKS,
+    n_windows: int = DEFAULT_WINDOWS,
+    gates: Gates | None = None,
+    cost_multiplier: float = DEFAULT_COST_MULTIPLIER,
+    on_step: Callable[[str], None] | None = None,
+) -> ValidationReport:
+    """Runs the validation suite on a session and journals it as a ``Validated`` event.
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+        ValidationUnavailable: fewer than 2 search trials with validation returns (PBO needs
+            at least 2 trials to select among), or nothing scored yet.
+        ReplayError: the session's data cannot be loaded as it was, or changed.
+    """
+    from alphaloop.ops.replay import session_budget, session_market
+    from alphaloop.trials import walk_forward, walk_forward_splits
+
+    started = time.monotonic()
+    step = on_step or (lambda _: None)
+    s, rows, chosen = _read(settings, session_id)
+    search = search_set(rows)
+    data = session_market(s)
+    try:
+        walk_forward_splits(data, n_windows)
+    except ValueError as err:
+        raise ValidationUnavailable(f"session {s.id}: {err}") from None
+    timings: dict[str, float] = {}
+    clock = time.monotonic()
+    dsr, pbo = _selection(s.id, chosen, search, n_blocks)
+    timings["pbo_dsr"] = time.monotonic() - clock
+    step("walk-forward")
+    clock = time.monotonic()
+    inputs = (data, session_budget(s))
+    config = TrialConfig(**chosen.config)
+    wf = walk_forward(s.mode, config, *inputs, chosen.seed or 0, n_windows=n_windows)
+    timings["walk_forward"] = time.monotonic() - clock
+    step("stress")
+    clock = time.monotonic()
+    stress = _stress(s, chosen, rows, inputs, cost_multiplier)
+    timings["stress"] = time.monotonic() - clock
+    evidence = _test_metrics(rows, chosen)
+    if evidence is None:
+        evidence = (
+            Metrics(**(chosen.metrics or {})),
+            "validation window (the session was not finalized: in sample for the selection)",
+        )
+    report = ValidationReport(
+        session_id=s.id,
+        mode=s.mode,
+        trial_id=chosen.id,
+        trial_idx=chosen.idx,
+        reported="baseline" if chosen.kind == "baseline" else "best",
+        dsr_set=DSR_SET,
+        n_search_trials=len(search),
+        deflated_sharpe=dsr,
+        pbo=pbo,
+        walk_forward=wf,
+        stress=stress,
+        gates=evaluate_gates(evidence[0], dsr.dsr, pbo.pbo, gates),
+        gates_evidence=evidence[1],
+        timings_s=timings,
+        elapsed_s=time.monotonic() - started,
+    )
+    with open_journal(settings) as j:
+        j.add_event(s.id, VALIDATED_EVENT, report.journaled())
+    logger.info("validated session %s in %.1f s", s.id, report.elapsed_s)
+    return report
+
+
+def latest_validation(settings: Settings, session_id: str) -> dict[str, Any] | None:
+    """The newest journaled ``Validated`` report of a session, or None."""
+    with open_journal(settings) as j:
+        events = j.events(j.get_session(session_id).id, kind=VALIDATED_EVENT)
+    return events[-1].payload if events else None
