@@ -31,10 +31,13 @@ class TrialStatus(StrEnum):
 
 
 class TrialKind(StrEnum):
-    """Why a trial ran: the default config's noise seeds, the search, or the final test window."""
+    """Why a trial ran: the default config's noise seeds, the search, a search candidate re-run
+    on a fresh seed before it may be kept (its row's ``parent_id`` is the candidate; not counted
+    against the budget, but its time is), or the final test window."""
 
     baseline = "baseline"
     search = "search"
+    confirm = "confirm"
     test = "test"
 
 
@@ -146,6 +149,11 @@ class TrialRecord(_Record):
     ``env_steps`` is what PPO actually trained (a whole number of rollouts, so it can exceed the
     session's ``total_timesteps``); ``violation`` is the limit its metrics break, whatever its
     status (a baseline is kept even when it breaks one). Both are None in rows of schema 1.
+
+    ``n_seeds`` and ``seed_mean`` are set on a search trial that was confirmed on fresh seeds:
+    how many seeds it ran on (its own and its ``confirm`` rows') and its mean objective over
+    them; ``objective`` and ``metrics`` stay those of its own seed. None for a trial judged on
+    one seed.
     """
 
     json_fields: ClassVar[frozenset[str]] = frozenset(
@@ -181,6 +189,14 @@ class TrialRecord(_Record):
     curve: list[Any] | None = None
     env_steps: int | None = None
     violation: str | None = None
+    n_seeds: int | None = None
+    seed_mean: float | None = None
+
+    @property
+    def score(self) -> float | None:
+        """What the keep rule ranks this trial by: its mean over seeds when it was confirmed,
+        else its objective."""
+        return self.seed_mean if self.seed_mean is not None else self.objective
 
     @property
     def finished(self) -> bool:
@@ -260,13 +276,14 @@ class ChartReadRecord(_Record):
 
 
 def best_kept(trials: Iterable[TrialRecord]) -> TrialRecord | None:
-    """The best kept search trial among ``trials``: the highest objective, ties to the earlier
-    index. The research loop's incumbent, finalize's best and :meth:`Journal.best_trial` all
-    rank this way (in SQL: ``ORDER BY objective DESC, idx ASC``; a kept search trial never
-    breaks a limit, so the leaderboard's limits-first order agrees)."""
+    """The best kept search trial among ``trials``: the highest :attr:`TrialRecord.score` (the
+    mean over its seeds when it was confirmed), ties to the earlier index. The research loop's
+    incumbent, finalize's best and :meth:`Journal.best_trial` all rank this way (in SQL:
+    ``ORDER BY COALESCE(seed_mean, objective) DESC, idx ASC``). A kept trial beat the incumbent
+    of its time, so the last kept is also the best."""
     kept = [
         t
         for t in trials
         if t.kind == TrialKind.search and t.status == TrialStatus.keep and t.objective is not None
     ]
-    return max(kept, key=lambda t: (t.objective, -t.idx)) if kept else None
+    return max(kept, key=lambda t: (t.score, -t.idx)) if kept else None

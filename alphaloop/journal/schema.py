@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -55,7 +55,7 @@ TABLES: dict[str, str] = {
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             session_id TEXT NOT NULL REFERENCES sessions(id),
             idx INTEGER NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('baseline', 'search', 'test')),
+            kind TEXT NOT NULL CHECK (kind IN ('baseline', 'search', 'confirm', 'test')),
             status TEXT NOT NULL CHECK (status IN
                 ('running', 'keep', 'discard', 'crash', 'timeout', 'invalid')),
             counted INTEGER NOT NULL DEFAULT 0 CHECK (counted IN (0, 1)),
@@ -82,6 +82,8 @@ TABLES: dict[str, str] = {
             curve TEXT,
             env_steps INTEGER,
             violation TEXT,
+            n_seeds INTEGER,
+            seed_mean REAL,
             UNIQUE (session_id, idx)
         )""",
     "bounds_clips": """
@@ -166,8 +168,41 @@ def _add_env_steps_and_violation(conn: sqlite3.Connection) -> None:
     )
 
 
+# The trials columns of schema 2, in table order: what schema 3 copies from an older table.
+_SCHEMA_2_TRIAL_COLUMNS = (
+    "id, session_id, idx, kind, status, counted, proposer, config, config_hash, delta, "
+    "parent_id, seed, objective, metrics, baselines, val_returns, final_weights, elapsed_s, "
+    "rationale, reason, error, traceback_tail, policy_path, owner_pid, started_at, finished_at, "
+    "curve, env_steps, violation"
+)
+
+
+def _add_confirmations(conn: sqlite3.Connection) -> None:
+    """Schema 2 -> 3: trials of kind ``confirm`` (a candidate re-run on fresh seeds before it is
+    kept), and ``trials.n_seeds`` / ``trials.seed_mean`` (the seeds a confirmed search trial ran
+    on and the mean objective over them).
+
+    SQLite cannot change a CHECK constraint in place, so ``trials`` is rebuilt the way the SQLite
+    manual describes (https://www.sqlite.org/lang_altertable.html, "other kinds of table schema
+    changes"): create the new table, copy the rows, drop the old one, rename, re-create its
+    indexes. Foreign keys are not yet enforced on the connection while it migrates (they are
+    switched on after), so dropping the referenced table is allowed. Old trials ran on one seed:
+    their new columns stay NULL.
+    """
+    conn.execute(TABLES["trials"].replace("CREATE TABLE trials", "CREATE TABLE trials_v3", 1))
+    conn.execute(
+        f"INSERT INTO trials_v3 ({_SCHEMA_2_TRIAL_COLUMNS}) "
+        f"SELECT {_SCHEMA_2_TRIAL_COLUMNS} FROM trials"
+    )
+    conn.execute("DROP TABLE trials")
+    conn.execute("ALTER TABLE trials_v3 RENAME TO trials")
+    for ddl in INDEXES:
+        if " ON trials " in ddl:
+            conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
-MIGRATIONS: dict[int, Migration] = {1: _add_env_steps_and_violation}
+MIGRATIONS: dict[int, Migration] = {1: _add_env_steps_and_violation, 2: _add_confirmations}
 
 
 def sniff(path: Path) -> str | None:

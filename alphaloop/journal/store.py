@@ -35,6 +35,7 @@ _LIVE = (SessionStatus.running.value, SessionStatus.stopping.value)
 _SCORED = (TrialStatus.keep.value, TrialStatus.discard.value)
 _VALIDATION_KINDS = (TrialKind.search.value, TrialKind.baseline.value)
 _BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
+_BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
 
 
 def _session(row: dict[str, Any]) -> SessionRecord:
@@ -157,16 +158,17 @@ class JournalReader(JournalFile):
         return [TrialRecord.from_row(r) for r in rows]
 
     def best_trial(self, session_id: str) -> TrialRecord | None:
-        """The best kept search trial; else the best baseline (one within the limits first);
-        else None."""
-        for kind, statuses in (
-            (TrialKind.search, (TrialStatus.keep.value,)),
-            (TrialKind.baseline, _SCORED),
+        """The best kept search trial (ranked as :func:`~.models.best_kept` ranks: by the mean
+        over its seeds when it was confirmed); else the best baseline (one within the limits
+        first); else None."""
+        for kind, statuses, order in (
+            (TrialKind.search, (TrialStatus.keep.value,), _BEST_KEPT_FIRST),
+            (TrialKind.baseline, _SCORED, _BEST_FIRST),
         ):
             marks = ", ".join("?" for _ in statuses)
             rows = self._rows(
                 f"SELECT * FROM trials WHERE session_id = ? AND kind = ? AND status IN ({marks}) "
-                f"AND objective IS NOT NULL {_BEST_FIRST} LIMIT 1",
+                f"AND objective IS NOT NULL {order} LIMIT 1",
                 (session_id, kind.value, *statuses),
             )
             if rows:

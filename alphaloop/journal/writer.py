@@ -279,12 +279,16 @@ class Journal(LogWriter):
         policy_path: str | None = None,
         env_steps: int | None = None,
         violation: str | None = None,
+        n_seeds: int | None = None,
+        seed_mean: float | None = None,
     ) -> TrialRecord:
         """Records how a running trial ended. A search trial that ended ``keep``, ``discard``,
         ``crash`` or ``timeout`` is counted against the budget (an interrupted one is not).
 
         ``elapsed_s`` defaults to the wall time since the trial started. ``env_steps`` is the
-        PPO env steps trained; ``violation`` the limit the trial's metrics break, if any.
+        PPO env steps trained; ``violation`` the limit the trial's metrics break, if any;
+        ``n_seeds`` and ``seed_mean`` the seeds a confirmed search trial ran on and its mean
+        objective over them. Confirmation rows are never counted: the budget is in search trials.
 
         Raises:
             ValueError: ``status`` is not a final status, or a value of the wrong type.
@@ -310,6 +314,8 @@ class Journal(LogWriter):
             "policy_path": policy_path,
             "env_steps": env_steps,
             "violation": violation,
+            "n_seeds": n_seeds,
+            "seed_mean": seed_mean,
         }
         values = columns(TrialRecord, fields)
         with self._write() as conn:

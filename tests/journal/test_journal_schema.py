@@ -141,8 +141,8 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
         j.finish_trial(rows[3].id, status="keep", objective=1.5, reason="beats best")
     # Back to what alphaloop wrote before schema 2: no such columns, version 1.
     conn = sqlite3.connect(journal_path)
-    conn.execute("ALTER TABLE trials DROP COLUMN env_steps")
-    conn.execute("ALTER TABLE trials DROP COLUMN violation")
+    for column in ("env_steps", "violation", "n_seeds", "seed_mean"):
+        conn.execute(f"ALTER TABLE trials DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -152,7 +152,51 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
         assert all(t.env_steps is None for t in trials)
         assert [t.id for t in j.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
                                                       rows[1].id]  # fmt: skip
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 2
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 3
+
+
+def schema_2_trials_ddl() -> str:
+    """The ``trials`` table as schema 2 created it: no ``confirm`` kind, no seed columns."""
+    ddl = schema.TABLES["trials"]
+    for new in (", 'confirm'", "\n            n_seeds INTEGER,", "\n            seed_mean REAL,"):
+        assert new in ddl
+        ddl = ddl.replace(new, "", 1)
+    return ddl.replace("CREATE TABLE trials", "CREATE TABLE trials_v2", 1)
+
+
+def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+        base, search = new_trial(j, sid, kind="baseline"), new_trial(j, sid)
+        j.finish_trial(base.id, status="keep", objective=1.0, reason="baseline")
+        j.finish_trial(search.id, status="keep", objective=1.5, violation=None)
+        j.add_clips(search.id, [])
+    # Back to schema 2: the trials table without the confirm kind and the seed columns.
+    conn = sqlite3.connect(journal_path)
+    conn.execute(schema_2_trials_ddl())
+    names = "id, session_id, idx, kind, status, counted, config, delta, objective, started_at"
+    conn.execute(f"INSERT INTO trials_v2 ({names}) SELECT {names} FROM trials")
+    conn.execute("DROP TABLE trials")
+    conn.execute("ALTER TABLE trials_v2 RENAME TO trials")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK constraint"):
+        conn.execute("UPDATE trials SET kind = 'confirm' WHERE id = ?", (search.id,))
+    conn.close()
+    with Journal(journal_path) as j:
+        old = j.trials(sid)
+        assert [(t.kind, t.objective, t.n_seeds, t.seed_mean) for t in old] == [
+            ("baseline", 1.0, None, None),
+            ("search", 1.5, None, None),
+        ]
+        row = new_trial(j, sid, kind="confirm", parent_id=search.id, seed=9)
+        done = j.finish_trial(row.id, status="keep", objective=1.4)
+        assert (done.kind, done.parent_id, done.counted) == ("confirm", search.id, False)
+        assert j.best_trial(sid).id == search.id
+        indexes = {r["name"] for r in j.db.query("SELECT name FROM sqlite_master")}
+        assert {"idx_trials_session_status", "idx_trials_session_kind"} <= indexes
+        assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 3
 
 
 def test_a_failed_migration_leaves_the_old_version(
