@@ -16,22 +16,23 @@ from alphaloop._lazy import lazy_attributes
 from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
 
 if TYPE_CHECKING:
+    from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+    from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
     from alphaloop.rl_engine.ppo import (
         DEFAULT_N_ENVS,
         DEFAULT_TOTAL_TIMESTEPS,
         TrainResult,
-        load_policy,
         make_ppo,
-        policy_weights,
-        save_policy,
         train_ppo,
     )
     from alphaloop.rl_engine.vec_env import BatchedPortfolioVecEnv
 
 __all__ = [
+    "ADVANTAGE_ESTIMATORS",
     "DEFAULT_N_ENVS",
     "DEFAULT_TOTAL_TIMESTEPS",
     "ENV_ID",
+    "AdvantageEstimator",
     "BatchedPortfolioVecEnv",
     "PortfolioEnv",
     "TrainResult",
@@ -44,14 +45,16 @@ __all__ = [
 ]
 
 _LAZY = {
+    "ADVANTAGE_ESTIMATORS": "alphaloop.rl_engine.advantages",
+    "AdvantageEstimator": "alphaloop.rl_engine.advantages",
     "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
     "DEFAULT_N_ENVS": "alphaloop.rl_engine.ppo",
     "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.ppo",
     "TrainResult": "alphaloop.rl_engine.ppo",
-    "load_policy": "alphaloop.rl_engine.ppo",
+    "load_policy": "alphaloop.rl_engine.policy",
     "make_ppo": "alphaloop.rl_engine.ppo",
-    "policy_weights": "alphaloop.rl_engine.ppo",
-    "save_policy": "alphaloop.rl_engine.ppo",
+    "policy_weights": "alphaloop.rl_engine.policy",
+    "save_policy": "alphaloop.rl_engine.policy",
     "train_ppo": "alphaloop.rl_engine.ppo",
 }
 

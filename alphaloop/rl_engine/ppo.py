@@ -1,9 +1,11 @@
-"""PPO on the batched portfolio env: build, train with a live curve, walk forward, save and load.
+"""PPO on the batched portfolio env: build it and train it with a live curve.
 
 Knob names are passed straight to ``stable_baselines3.PPO``. A trial trains for a fixed env-step
-budget (a session setting, not a knob), so a proposer cannot buy a better score with more compute:
-SB3 only stops at whole rollouts, so :func:`rollout_plan` fits the rollouts to the budget instead
-of letting ``n_steps`` decide how far past it a run goes.
+budget (a session setting, not a knob), fitted to whole rollouts by
+:func:`~alphaloop.rl_engine.rollouts.rollout_plan`. How advantages are estimated (SB3's GAE, or
+the critic-free GRPO and REINFORCE++ of :mod:`~alphaloop.rl_engine.advantages`) and whether a
+drawdown ends an episode are session settings too. The walk-forward weights and saving and
+loading of a trained policy live in :mod:`~alphaloop.rl_engine.policy` (also importable here).
 """
 
 from __future__ import annotations
@@ -12,29 +14,34 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.distributions import DiagGaussianDistribution
 from stable_baselines3.common.logger import Logger
-from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.preprocessing import preprocess_obs
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv
 
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.knobs import TrialConfig
-from alphaloop.rl_engine._core import (
-    hold,
-    observable_log_returns,
-    softmax_weights,
-    validate_returns,
-)
+from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
+from alphaloop.rl_engine.rollouts import CriticFreeRolloutBuffer, learn_plan, rollout_plan
 from alphaloop.rl_engine.vec_env import BatchedPortfolioVecEnv
+
+__all__ = [
+    "DEFAULT_N_ENVS",
+    "DEFAULT_TOTAL_TIMESTEPS",
+    "TrainResult",
+    "load_policy",
+    "make_ppo",
+    "policy_weights",
+    "rollout_plan",
+    "save_policy",
+    "train_ppo",
+]
 
 # Measured with the default knobs on 20 assets x 6,800 days, lookback 20, on a shared 2-core
 # CPU: 4 envs x 2 rollouts of 2,048 steps (2 PPO updates of 10 epochs x 128 minibatches) train
@@ -78,63 +85,57 @@ class TrainResult(BaseModel):
     rollouts: list[tuple[int, int]] = Field(default_factory=list)
 
 
-def rollout_plan(total_timesteps: int, n_steps: int, n_envs: int) -> list[tuple[int, int]]:
-    """How many rollouts of how many steps per env fill an env-step budget exactly.
-
-    SB3 collects whole rollouts of ``n_steps * n_envs`` steps and stops at the first boundary at
-    or past its budget, so left alone ``n_steps`` decides the compute: at a 256-step budget
-    with one env, ``n_steps=255`` trains 510 steps and ``n_steps=256`` trains 256. Instead each
-    env copy takes ``total_timesteps // n_envs`` steps, split into ``k = round(per_env /
-    n_steps)`` rollouts (at least one) whose lengths differ by at most one step. Every rollout
-    is trained on; none is cut short or dropped. So the budget is a hard cap (exact when
-    ``n_envs`` divides it), ``n_steps`` keeps its meaning up to that rounding (a rollout is
-    within a factor 1.5 of it, or the whole budget when ``n_steps`` exceeds it), and knobs
-    that round to the same plan (``n_steps`` 4,095 and 4,096 at the default budget) train the
-    same way.
-
-    Args:
-        total_timesteps: env-step budget.
-        n_steps: the knob, steps per env per rollout.
-        n_envs: parallel env copies.
-
-    Returns:
-        ``[(steps per env, number of rollouts), ...]``: one group, or two when the lengths
-        differ (the longer rollouts first).
-
-    Raises:
-        ValueError: a budget too small for two env steps, or non-positive sizes.
-    """
-    if n_steps < 1 or n_envs < 1:
-        raise ValueError(f"n_steps and n_envs must be >= 1, got {n_steps} and {n_envs}")
-    per_env = int(total_timesteps) // n_envs
-    if per_env * n_envs < 2:
-        raise ValueError(
-            f"total_timesteps={total_timesteps} with n_envs={n_envs} leaves fewer than 2 env "
-            "steps to train on; PPO needs at least 2 (at least one step per env copy)"
-        )
-    k = max(1, math.floor(per_env / n_steps + 0.5))
-    short, longer = divmod(per_env, k)
-    plan = [(short + 1, longer), (short, k - longer)]
-    return [(length, count) for length, count in plan if count > 0]
-
-
-def make_ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
+def make_ppo(
+    config: TrialConfig, vec_env: VecEnv, seed: int, advantage: AdvantageEstimator = "gae"
+) -> PPO:
     """A CPU ``PPO("MlpPolicy")`` on ``vec_env`` with the PPO knobs of ``config``.
+
+    With ``advantage="gae"`` this is SB3's PPO as it comes. ``grpo`` and ``reinforce_pp`` have
+    no critic: the rollout buffer computes their advantages from rewards alone
+    (:class:`~alphaloop.rl_engine.rollouts.CriticFreeRolloutBuffer`), the value loss is off
+    (``vf_coef=0``) and the value head is zeroed and frozen, so SB3's time-limit bootstrap adds
+    nothing to a truncated step. Their advantages are already normalised (per group, or over
+    the batch), so PPO's per-minibatch normalisation is off too. ``gae_lambda`` is then unused,
+    and ``gamma`` only discounts REINFORCE++'s returns-to-go.
 
     Args:
         config: the trial's knobs; only the ppo group is read here.
         vec_env: the training environments.
         seed: seeds torch, numpy, the action space and the env.
+        advantage: ``gae``, ``grpo`` or ``reinforce_pp``.
+
+    Raises:
+        ValueError: an unknown estimator.
     """
+    if advantage not in ADVANTAGE_ESTIMATORS:
+        raise ValueError(
+            f"unknown advantage estimator {advantage!r}; choose one of "
+            f"{', '.join(ADVANTAGE_ESTIMATORS)}"
+        )
     with warnings.catch_warnings():
         # SB3 warns when batch_size does not divide n_steps * n_envs (the last minibatch of an
         # epoch is then smaller). The knobs allow any pair on purpose; in a long session the
         # warning would only repeat on stderr.
         warnings.filterwarnings("ignore", message="You have specified a mini-batch size")
-        return _ppo(config, vec_env, seed)
+        model = _ppo(config, vec_env, seed, advantage)
+    if advantage != "gae":
+        value_head = model.policy.value_net
+        with torch.no_grad():
+            for parameter in value_head.parameters():
+                parameter.zero_()
+        value_head.requires_grad_(False)
+    return model
 
 
-def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
+def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int, advantage: AdvantageEstimator) -> PPO:
+    critic_free: dict = {}
+    if advantage != "gae":
+        critic_free = {
+            "vf_coef": 0.0,
+            "normalize_advantage": False,
+            "rollout_buffer_class": CriticFreeRolloutBuffer,
+            "rollout_buffer_kwargs": {"advantage": advantage},
+        }
     model = PPO(
         "MlpPolicy",
         vec_env,
@@ -148,6 +149,7 @@ def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int) -> PPO:
         seed=seed,
         device="cpu",
         verbose=0,
+        **critic_free,
     )
     # SB3's default logger makes an empty ``SB3-<timestamp>`` folder in the system temp folder
     # on every ``learn``; a logger with no outputs still records the losses we check.
@@ -231,6 +233,10 @@ def train_ppo(
     n_envs: int = DEFAULT_N_ENVS,
     seed: int = 0,
     on_update: Callable[[int, float], None] | None = None,
+    *,
+    truncate_drawdown: float | None = None,
+    stop_properly: float = 1.0,
+    advantage: AdvantageEstimator = "gae",
 ) -> TrainResult:
     """Trains PPO on episodes drawn from ``returns_train`` for ``total_timesteps`` env steps.
 
@@ -248,6 +254,9 @@ def train_ppo(
         n_envs: parallel env copies in the batched VecEnv.
         seed: seeds python, numpy, torch and the env copies.
         on_update: called as ``on_update(timestep, mean_episode_reward)`` after each rollout.
+        truncate_drawdown: drawdown from an episode's peak that ends it (None: never).
+        stop_properly: how much of a truncated episode's reward it keeps (see ``PortfolioEnv``).
+        advantage: the advantage estimator (see :func:`make_ppo`).
 
     Returns:
         The trained model, env steps trained, seconds taken, the reward curve and the rollouts.
@@ -271,13 +280,15 @@ def train_ppo(
             rebal_freq=config.rebal_freq,
             turnover_cost_bps=config.turnover_cost_bps,
             vol_penalty=config.vol_penalty,
+            truncate_drawdown=truncate_drawdown,
+            stop_properly=stop_properly,
         )
         # model_copy skips validation on purpose: a rollout may be shorter than the knob's bound.
-        model = make_ppo(config.model_copy(update={"n_steps": plan[0][0]}), env, seed)
+        model = make_ppo(config.model_copy(update={"n_steps": plan[0][0]}), env, seed, advantage)
         monitor = _TrainingMonitor(on_update, math.ceil(config.episode_len / config.rebal_freq))
         began = time.perf_counter()
         try:
-            _learn(model, plan, monitor)
+            learn_plan(model, plan, monitor)
         except TrialCrashed:
             raise
         except (ValueError, RuntimeError) as err:
@@ -307,132 +318,3 @@ def train_ppo(
         curve=monitor.curve,
         rollouts=plan,
     )
-
-
-def _learn(model: PPO, plan: list[tuple[int, int]], monitor: _TrainingMonitor) -> None:
-    """Runs ``plan``'s rollouts: one ``learn`` per rollout length, continuing the same episodes."""
-    for group, (length, count) in enumerate(plan):
-        if model.n_steps != length:
-            model.n_steps = length
-            model.rollout_buffer = model.rollout_buffer_class(
-                length,
-                model.observation_space,
-                model.action_space,
-                device=model.device,
-                gamma=model.gamma,
-                gae_lambda=model.gae_lambda,
-                n_envs=model.n_envs,
-                **model.rollout_buffer_kwargs,
-            )
-        model.learn(
-            total_timesteps=length * model.n_envs * count,
-            callback=monitor,
-            reset_num_timesteps=group == 0,
-        )
-
-
-def _actor_mean(policy: ActorCriticPolicy, obs: torch.Tensor) -> torch.Tensor:
-    # The deterministic action of SB3's Gaussian policy is the mean of its distribution.
-    # Computed directly it costs ~45 us a rebalance against ~155 us for model.predict(),
-    # which spends the difference on numpy/space bookkeeping and building the distribution.
-    if not isinstance(policy.action_dist, DiagGaussianDistribution):
-        return policy.get_distribution(obs).mode()
-    features = policy.pi_features_extractor(
-        preprocess_obs(obs, policy.observation_space, policy.normalize_images)
-    )
-    return policy.action_net(policy.mlp_extractor.forward_actor(features))
-
-
-def policy_weights(
-    model: PPO | ActorCriticPolicy,
-    returns: np.ndarray,
-    start: int,
-    end: int,
-    lookback: int,
-    rebal_freq: int,
-) -> np.ndarray:
-    """Deterministic walk-forward target weights for days ``start .. end-1``.
-
-    Starting from equal weights, at each rebalance day ``t = start, start + rebal_freq, ...``
-    the policy sees the log returns of days ``t-lookback .. t-1`` and the current weights
-    (drifted with returns since the last rebalance, as in the env) and its mean action is
-    turned into target weights. Each day's row is the target set at its latest rebalance;
-    the evaluator does its own drift and cost accounting. Day ``t``'s row never depends on
-    returns of day ``t`` or later.
-
-    Args:
-        model: a trained ``PPO`` or its policy.
-        returns: (T, N) simple daily returns covering ``start - lookback .. end - 1``.
-        start: first day to produce weights for (``>= lookback``).
-        end: one past the last day (``<= T``).
-        lookback: the lookback the policy was trained with.
-        rebal_freq: days between rebalances.
-
-    Returns:
-        (end - start, N) array of long-only weights, each row summing to 1.
-
-    Raises:
-        ValueError: bad window, or a policy trained on a different observation size.
-    """
-    policy = model.policy if isinstance(model, PPO) else model
-    data = validate_returns(returns, min_rows=1)
-    n_days, n_assets = data.shape
-    if not lookback <= start < end <= n_days:
-        raise ValueError(
-            f"need lookback <= start < end <= T, got lookback={lookback}, start={start}, "
-            f"end={end}, T={n_days}"
-        )
-    if rebal_freq < 1:
-        raise ValueError(f"rebal_freq must be >= 1, got {rebal_freq}")
-    expected = policy.observation_space.shape
-    if expected != (lookback * n_assets + n_assets,):
-        raise ValueError(
-            f"policy observes {expected} values but lookback={lookback} with {n_assets} assets "
-            f"gives {lookback * n_assets + n_assets}; use the lookback and assets it was trained on"
-        )
-    first = start - lookback
-    log_returns = observable_log_returns(data[first:end])
-    out = np.empty((end - start, n_assets))
-    weights = np.full(n_assets, 1.0 / n_assets)
-    window = np.zeros((1, rebal_freq, n_assets))
-    policy.set_training_mode(False)
-    with torch.no_grad():
-        for t in range(start, end, rebal_freq):
-            obs = np.concatenate(
-                [log_returns[t - lookback - first : t - first].ravel(), weights.astype(np.float32)]
-            )
-            logits = _actor_mean(policy, torch.from_numpy(obs)[None, :]).numpy()
-            target = softmax_weights(logits)
-            held = min(rebal_freq, end - t)
-            out[t - start : t - start + held] = target[0]
-            window[:] = 0.0
-            window[0, :held] = data[t : t + held]
-            weights = hold(target, window)[2][0]
-    return out
-
-
-def save_policy(model: PPO, path: str | Path) -> Path:
-    """Saves ``model`` as an SB3 zip at ``path`` and returns the file written (``.zip`` added
-    when ``path`` has no suffix, as SB3 does)."""
-    target = Path(path)
-    if not target.suffix:
-        target = target.with_suffix(".zip")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    model.save(target)
-    return target
-
-
-def load_policy(path: str | Path) -> PPO:
-    """Loads a PPO saved by :func:`save_policy` from a local file, on the CPU.
-
-    SB3 zips carry pickled objects: load only files this system wrote.
-
-    Raises:
-        FileNotFoundError: no such local file.
-    """
-    target = Path(path)
-    if not target.is_file() and not target.suffix and target.with_suffix(".zip").is_file():
-        target = target.with_suffix(".zip")
-    if not target.is_file():
-        raise FileNotFoundError(f"no saved policy at {target}")
-    return PPO.load(target, device="cpu")
