@@ -167,6 +167,23 @@ PRICES = "date,A,B\n2020-01-02,100,50\n2020-01-03,101,51\n2020-01-06,102,52\n"
         (["--data", "synthetic", "--symbols", "A00"], None, "need at least two distinct symbols"),
         (["--data", "synthetic", "--fill", "bfill"], None, "unknown fill policy 'bfill'"),
         (["--total-timesteps", "10"], None, "--total-timesteps: Input should be greater than"),
+        (["--truncate-drawdown", "1.5"], None, "--truncate-drawdown: Input should be less than 1"),
+        (["--truncate-drawdown", "0"], None, "--truncate-drawdown: Input should be greater than 0"),
+        (
+            ["--truncate-drawdown", "0.2", "--stop-properly", "-0.5"],
+            None,
+            "--stop-properly: Input should be greater than or equal to 0, got -0.5",
+        ),
+        (
+            ["--stop-properly", "0.5"],
+            None,
+            "stop_properly 0.5 only applies to episodes ended by truncate_drawdown",
+        ),
+        (
+            ["--advantage", "vtrace"],
+            None,
+            "unknown advantage estimator 'vtrace'; choose one of gae, grpo, reinforce_pp",
+        ),
     ],
 )
 def test_bad_input_is_refused_with_its_reason(
@@ -183,3 +200,29 @@ def test_bad_input_is_refused_with_its_reason(
     assert message in " ".join(result.output.split())
     assert "Traceback" not in result.output
     assert not home.exists()  # refused before any trial ran or any policy was saved
+
+
+def test_training_options_run_and_are_reported() -> None:
+    args = ["--mode", "ppo_only", *TINY_PPO, "--advantage", "grpo"]
+    payload = trial_json(*args, "--truncate-drawdown", "0.2", "--stop-properly", "0.5")
+    assert (payload["advantage"], payload["truncate_drawdown"], payload["stop_properly"]) == (
+        "grpo",
+        0.2,
+        0.5,
+    )
+    assert payload["env_steps"] == 256
+    plain = trial_json("--mode", "ppo_only", *TINY_PPO)
+    assert (plain["advantage"], plain["truncate_drawdown"], plain["stop_properly"]) == (
+        "gae",
+        None,
+        1.0,
+    )
+    human = run_cli("--data", "synthetic", *args, "--truncate-drawdown", "0.2")
+    assert human.exit_code == 0, human.output
+    assert (
+        "PPO training: grpo advantages (no critic); episodes truncated at a 20.0% drawdown, "
+        "stop_properly 1" in " ".join(human.output.split())
+    )
+    assert (
+        "PPO training" not in run_cli("--data", "synthetic", "--mode", "ppo_only", *TINY_PPO).output
+    )

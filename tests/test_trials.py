@@ -433,3 +433,50 @@ def test_time_limit_raises_trial_timeout(
     if mode == "cufolio_only":
         roomy = budget.model_copy(update={"time_limit_s": 600.0})
         assert run_trial(mode, config, data, roomy, seed=0).metrics.n_days == 300
+
+
+def test_training_options_default_to_training_as_before() -> None:
+    budget = TrialBudget()
+    assert (budget.truncate_drawdown, budget.stop_properly, budget.advantage) == (None, 1.0, "gae")
+    # A journaled budget from before the options existed loads with them at their defaults.
+    assert TrialBudget(**{"total_timesteps": 256, "n_envs": 2}) == TINY_BUDGET
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"truncate_drawdown": 0.0}, "greater than 0"),
+        ({"truncate_drawdown": 1.0}, "less than 1"),
+        ({"truncate_drawdown": 0.2, "stop_properly": 1.5}, "less than or equal to 1"),
+        ({"stop_properly": 0.5}, "only applies to episodes ended by truncate_drawdown"),
+        ({"advantage": "vtrace"}, "'gae', 'grpo' or 'reinforce_pp'"),
+    ],
+)
+def test_training_options_are_bounded(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrialBudget(**values)
+
+
+def test_training_options_reach_ppo(data: MarketData, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    real = strategies.train_ppo
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(strategies, "train_ppo", spy)
+    budget = TINY_BUDGET.model_copy(
+        update={"truncate_drawdown": 0.1, "stop_properly": 0.5, "advantage": "reinforce_pp"}
+    )
+    result = run_trial("ppo_only", TINY_PPO, data, budget, seed=0)
+    assert (seen["truncate_drawdown"], seen["stop_properly"], seen["advantage"]) == (
+        0.1,
+        0.5,
+        "reinforce_pp",
+    )
+    assert result.timesteps == 256
+    # Without the options the same trial trains the default way, to another policy.
+    plain = run_trial("ppo_only", TINY_PPO, data, TINY_BUDGET, seed=0)
+    assert seen["advantage"] == "gae" and seen["truncate_drawdown"] is None
+    assert plain.curve != result.curve

@@ -25,6 +25,7 @@ from alphaloop.exceptions import (
 )
 from alphaloop.knobs import MODES, ConfigDelta
 from alphaloop.metrics import OBJECTIVE_METRICS
+from alphaloop.ops.trial import advantage_estimators
 
 if TYPE_CHECKING:
     from alphaloop.ops import TrialBudget
@@ -157,13 +158,39 @@ def flag_error(err: ValidationError) -> typer.Exit:
     return fail(f"{where}: {first['msg']}, got {first.get('input')!r}", 2)
 
 
-def trial_budget(total_timesteps: int | None, n_envs: int | None = None) -> TrialBudget:
+def trial_budget(
+    total_timesteps: int | None,
+    n_envs: int | None = None,
+    *,
+    truncate_drawdown: float | None = None,
+    stop_properly: float | None = None,
+    advantage: str | None = None,
+) -> TrialBudget:
     """The session settings a command was given (defaults for what it was not), or exit 2
     naming the flag that is out of range."""
     try:
-        return ops.trial_budget(total_timesteps, n_envs)
+        return ops.trial_budget(
+            total_timesteps,
+            n_envs,
+            truncate_drawdown=truncate_drawdown,
+            stop_properly=stop_properly,
+            advantage=advantage,
+        )
     except ValidationError as err:
         raise flag_error(err) from None
+
+
+def training_note(budget: TrialBudget) -> str | None:
+    """One line on how PPO trains when it is not the default way (None when it is)."""
+    parts = []
+    if budget.advantage != "gae":
+        parts.append(f"{budget.advantage} advantages (no critic)")
+    if budget.truncate_drawdown is not None:
+        parts.append(
+            f"episodes truncated at a {budget.truncate_drawdown:.1%} drawdown, "
+            f"stop_properly {budget.stop_properly:g}"
+        )
+    return "PPO training: " + "; ".join(parts) if parts else None
 
 
 def choice(choices: tuple[str, ...] | Callable[[], Iterable[str]], what: str) -> dict[str, Any]:
@@ -206,3 +233,27 @@ SymbolsOption = Annotated[
 ]
 SetOption = Annotated[list[str], typer.Option("--set", help="knob=value (repeatable)")]
 SeedOption = Annotated[int, typer.Option()]
+# PPO training options: session settings (TrialBudget), checked by its bounds (exit 2).
+TruncateDrawdownOption = Annotated[
+    float | None,
+    typer.Option(
+        help="end a PPO training episode, as truncated, once its value falls this far below "
+        "its peak: in (0, 1), e.g. 0.2 (default: never)"
+    ),
+]
+StopProperlyOption = Annotated[
+    float | None,
+    typer.Option(
+        help="in [0, 1]: share of a truncated episode's reward it keeps (a loss grows by the "
+        "rest); needs --truncate-drawdown (default 1: no penalty)"
+    ),
+]
+AdvantageOption = Annotated[
+    str,
+    typer.Option(
+        # Asked of the trainer when the flag is parsed (its module loads gymnasium).
+        **choice(advantage_estimators, "advantage estimator"),
+        help="PPO advantages: gae (SB3's, with a critic), grpo (group-relative) or "
+        "reinforce_pp (REINFORCE++, leave-one-out baseline)",
+    ),
+]

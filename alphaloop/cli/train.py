@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
+    AdvantageOption,
     DataOption,
     DateFormatOption,
     FillOption,
@@ -20,15 +21,19 @@ from alphaloop.cli._app import (
     MetricOption,
     SeedOption,
     SetOption,
+    StopProperlyOption,
     SymbolsOption,
+    TruncateDrawdownOption,
     check_seed,
     console,
     guarded,
     parse_sets,
     parse_symbols,
+    training_note,
     trial_budget,
 )
 from alphaloop.knobs import SEED_MAX
+from alphaloop.ops.trial import training_options
 from alphaloop.settings import get_settings
 
 
@@ -52,6 +57,9 @@ def train(
     date_format: DateFormatOption = None,
     seed: SeedOption = 0,
     n_envs: int = typer.Option(None, help="parallel training environments (default 4)"),
+    truncate_drawdown: TruncateDrawdownOption = None,
+    stop_properly: StopProperlyOption = None,
+    advantage: AdvantageOption = "gae",
     metric: MetricOption = "sharpe",
     as_json: JsonFlag = False,
 ) -> None:
@@ -61,6 +69,8 @@ def train(
     With --json there is no progress bar: the run is printed as JSON.
 
     Example: alphaloop train --symbols AAPL,MSFT,JPM,XOM --total-timesteps 32768
+
+    Example: alphaloop train --advantage reinforce_pp --truncate-drawdown 0.2 --stop-properly 0.5
     """
     check_seed(seed, SEED_MAX)
     delta = parse_sets(set_)
@@ -72,7 +82,13 @@ def train(
         changes=dict(delta.changes),
         seed=seed,
         metric=metric,
-        trial_budget=trial_budget(total_timesteps, n_envs),
+        trial_budget=trial_budget(
+            total_timesteps,
+            n_envs,
+            truncate_drawdown=truncate_drawdown,
+            stop_properly=stop_properly,
+            advantage=advantage,
+        ),
     )
     progress = _progress() if not as_json else None
     task: dict[str, Any] = {}
@@ -83,6 +99,9 @@ def train(
                 f"manual run [bold]{trial.session_id}[/bold] (trial #{trial.idx}) on "
                 f"{escape(data)}: {planned:,} env steps"
             )
+            training = training_note(spec.trial_budget)
+            if training:
+                progress.console.print(training)
             task["id"] = progress.add_task("train", total=planned, reward="-")
 
     def on_update(timestep: int, reward: float) -> None:
@@ -100,6 +119,7 @@ def train(
                     "clips": [c.model_dump(mode="json") for c in run.clips],
                     "total_timesteps": spec.trial_budget.total_timesteps,
                     "env_steps": run.trial.env_steps,
+                    **training_options(spec.trial_budget),
                 }
             )
         )

@@ -11,6 +11,7 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
+    AdvantageOption,
     DataOption,
     DateFormatOption,
     FillOption,
@@ -19,14 +20,18 @@ from alphaloop.cli._app import (
     ModeOption,
     SeedOption,
     SetOption,
+    StopProperlyOption,
     SymbolsOption,
+    TruncateDrawdownOption,
     check_seed,
     console,
     guarded,
     parse_sets,
     parse_symbols,
+    training_note,
 )
 from alphaloop.knobs import SEED_MAX
+from alphaloop.ops.trial import training_options
 from alphaloop.settings import get_settings
 
 
@@ -39,12 +44,18 @@ def trial(
     symbols: SymbolsOption = None,
     seed: SeedOption = 0,
     total_timesteps: int = typer.Option(None, help="PPO env steps (session setting)"),
+    truncate_drawdown: TruncateDrawdownOption = None,
+    stop_properly: StopProperlyOption = None,
+    advantage: AdvantageOption = "gae",
     metric: MetricOption = "sharpe",
     as_json: JsonFlag = False,
 ) -> None:
     """Run one trial by hand and print its validation metrics next to the baselines.
 
     Example: alphaloop trial --mode cufolio_only --set cvar_alpha=0.97 --set max_position_pct=0.5
+
+    Example: alphaloop trial --mode ppo_only --advantage grpo --truncate-drawdown 0.2
+    --stop-properly 0.5
     """
     check_seed(seed, SEED_MAX)
     delta = parse_sets(set_)
@@ -58,6 +69,9 @@ def trial(
         seed=seed,
         metric=metric,
         total_timesteps=total_timesteps,
+        truncate_drawdown=truncate_drawdown,
+        stop_properly=stop_properly,
+        advantage=advantage,
     )
     settings = get_settings()
     with ExitStack() as spinner:
@@ -86,6 +100,7 @@ def _trial_json(run: ops.TrialRun) -> dict:
     payload["data"] = run.data
     payload["total_timesteps"] = run.budget.total_timesteps
     payload["env_steps"] = run.result.timesteps
+    payload.update(training_options(run.budget))
     return payload
 
 
@@ -106,6 +121,9 @@ def _print_trial(run: ops.TrialRun, mode: str, metric: str) -> None:
     note = views.steps_note(result.timesteps, budget.total_timesteps, budget.n_envs)
     if note:
         console.print(note)
+    training = training_note(budget) if mode != "cufolio_only" else None
+    if training:
+        console.print(training)
     console.print(f"data: {escape(run.source)}: {run.windows_text}")
     if result.policy_path:
         console.print(f"policy saved to {escape(result.policy_path)}")

@@ -41,6 +41,9 @@ class TrialRequest(BaseModel):
     metric: ObjectiveMetric = "sharpe"
     total_timesteps: int | None = None
     n_envs: int | None = None
+    truncate_drawdown: float | None = None
+    stop_properly: float | None = None
+    advantage: str | None = None
 
 
 # A frozen dataclass rather than a pydantic model: its field types come from the evaluator,
@@ -58,16 +61,42 @@ class TrialRun:
     windows_text: str
 
 
-def trial_budget(total_timesteps: int | None = None, n_envs: int | None = None) -> TrialBudget:
+def trial_budget(
+    total_timesteps: int | None = None,
+    n_envs: int | None = None,
+    *,
+    truncate_drawdown: float | None = None,
+    stop_properly: float | None = None,
+    advantage: str | None = None,
+) -> TrialBudget:
     """The trial budget with the settings given (defaults for the others).
 
     Raises:
-        ValidationError: a value is out of range (its ``loc`` names the field).
+        ValidationError: a value is out of range (its ``loc`` names the field), or
+            ``stop_properly`` is given without ``truncate_drawdown``.
     """
     from alphaloop.trials import TrialBudget  # imports torch: only for work that trains
 
-    values = {"total_timesteps": total_timesteps, "n_envs": n_envs}
+    values = {
+        "total_timesteps": total_timesteps,
+        "n_envs": n_envs,
+        "truncate_drawdown": truncate_drawdown,
+        "stop_properly": stop_properly,
+        "advantage": advantage,
+    }
     return TrialBudget(**{k: v for k, v in values.items() if v is not None})
+
+
+def advantage_estimators() -> tuple[str, ...]:
+    """The advantage estimators PPO trains with (``TrialBudget.advantage``), GAE first."""
+    from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS
+
+    return ADVANTAGE_ESTIMATORS
+
+
+def training_options(budget: TrialBudget) -> dict[str, Any]:
+    """The PPO training options of ``budget`` (drawdown truncation, stop-properly, estimator)."""
+    return budget.model_dump(include={"truncate_drawdown", "stop_properly", "advantage"})
 
 
 def _start_config(request: TrialRequest, settings: Settings) -> TrialConfig:
@@ -108,7 +137,13 @@ def run_trial(
     market = load_market(
         request.data, fill=request.fill, symbols=request.symbols, date_format=request.date_format
     )
-    budget = trial_budget(request.total_timesteps, request.n_envs)
+    budget = trial_budget(
+        request.total_timesteps,
+        request.n_envs,
+        truncate_drawdown=request.truncate_drawdown,
+        stop_properly=request.stop_properly,
+        advantage=request.advantage,
+    )
     config, clips = clip(base, delta, market.n_assets, budget.n_envs)
     if on_start is not None:
         on_start(f"running a {request.mode} trial on {market.source}")

@@ -111,6 +111,9 @@ def _ppo_targets(
             budget.n_envs,
             seed,
             on_update=progress,
+            truncate_drawdown=budget.truncate_drawdown,
+            stop_properly=budget.stop_properly,
+            advantage=budget.advantage,
         )
         model = trained.model
         extra["timesteps"] = trained.timesteps
