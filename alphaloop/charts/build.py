@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import SeriesSource
+from alphaloop.charts.validation import validation_figure, validation_report
 from alphaloop.exceptions import ChartDataError, UnknownChartKind
 from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.journal.store import JournalReader
@@ -23,7 +24,9 @@ CHART_KINDS: dict[str, str] = {
     "ratio_curve": "every completed trial of every run ranked by Sharpe, with max drawdown",
     "equity_curves": "a trial's equity vs the equal-weight and min-CVaR baselines",
     "weights": "a trial's allocation over its window",
+    "validation": "a session's PBO logit histogram and walk-forward windows' Sharpe",
 }
+VALIDATED_EVENT = "Validated"
 ALL_RUNS_GOAL = "compare every completed trial of every research session and manual run"
 
 
@@ -121,7 +124,7 @@ def build_chart(
         ReplayError: the data or a policy file changed since the trial ran.
     """
     name = chart_kind(kind)
-    if name in ("ratio_curve", "research_progress") and trial_idx is not None:
+    if name in ("ratio_curve", "research_progress", "validation") and trial_idx is not None:
         raise ChartDataError(f"{name} draws every trial; a trial index does not apply to it")
     if name == "ratio_curve" and session_id is not None:
         raise ChartDataError("ratio_curve ranks the trials of every run; a session does not apply")
@@ -131,6 +134,10 @@ def build_chart(
     session = _session(journal, session_id)
     if name == "research_progress":
         figure = research_progress(session, journal.trials(session.id))
+        return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
+    if name == "validation":
+        report = validation_report(session, journal.events(session.id, kind=VALIDATED_EVENT))
+        figure = validation_figure(report)
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
     if trial_idx is not None:
         trial = journal.trial_at(session.id, trial_idx)

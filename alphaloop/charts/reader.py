@@ -27,6 +27,7 @@ from alphaloop.charts._reading import (
     xy,
 )
 from alphaloop.charts.portfolio_reader import read_equity, read_weights
+from alphaloop.charts.validation_reader import read_validation
 from alphaloop.exceptions import ChartDataError
 
 MAX_BULLETS = 6
@@ -35,54 +36,36 @@ MAX_BULLETS = 6
 # --- training curve ------------------------------------------------------------------------
 
 
-def _training_curve(fig: go.Figure) -> Reading:
-    x, y, _ = xy(fig, F.REWARD_TRACE)
-    if not len(y):
-        raise ChartDataError("the training curve has no points to read")
-    n = len(y)
-    best = int(np.argmax(y))
-    span = x[-1] - x[0]
-    facts: dict[str, Any] = {
-        "points": n,
-        "first": {"step": x[0], "reward": float(y[0])},
-        "last": {"step": x[-1], "reward": float(y[-1])},
-        "best": {"step": x[best], "reward": float(y[best])},
-    }
-    if n == 1:
-        return facts, [
-            f"One update so far: mean episode reward {y[0]:.4f} at step {x[0]:,}.",
-            "There is no trend, plateau or drawdown to read from a single point yet.",
-            f"Best so far is that point: {y[0]:.4f} at step {x[0]:,}.",
-            "No outliers: one point has nothing to stand out from.",
-        ]
-    change = float(y[-1] - y[0])
-    slope = float(np.polyfit(np.asarray(x, dtype=float), y, 1)[0]) if span else 0.0
-    facts.update(change=change, slope_per_10k_steps=slope * 10_000)
-    bullets = [
-        f"Mean episode reward went from {y[0]:.4f} to {y[-1]:.4f} over steps {x[0]:,}-{x[-1]:,} "
-        f"({n} points): {'up' if change > 0 else 'down' if change < 0 else 'flat'} "
-        f"{abs(change):.4f}, a fitted slope of {slope * 10_000:+.4f} per 10k steps."
+def _single_point(x: list[Any], y: np.ndarray) -> list[str]:
+    return [
+        f"One update so far: mean episode reward {y[0]:.4f} at step {x[0]:,}.",
+        "There is no trend, plateau or drawdown to read from a single point yet.",
+        f"Best so far is that point: {y[0]:.4f} at step {x[0]:,}.",
+        "No outliers: one point has nothing to stand out from.",
     ]
-    where = (x[best] - x[0]) / span if span else 1.0
-    line = f"Best point: {y[best]:.4f} at step {x[best]:,}, {pct(where)} of the way through"
-    line += "." if best == n - 1 else f"; the last point is {y[best] - y[-1]:.4f} below it."
-    bullets.append(line)
+
+
+def _plateau_bullet(x: list[Any], y: np.ndarray, facts: dict[str, Any]) -> str:
     whole = float(y.max() - y.min())
-    k = max(2, n // 4)
+    k = max(2, len(y) // 4)
     tail = y[-k:]
     spread = float(tail.max() - tail.min())
     facts["last_quarter_spread"] = spread
     if whole > 0 and spread <= PLATEAU_SHARE * whole:
-        bullets.append(
+        return (
             f"Plateau: the last {k} points (steps {x[-k]:,}-{x[-1]:,}) stay within {spread:.4f}, "
             f"{pct(spread / whole)} of the whole run's range."
         )
-    else:
-        share = f", {pct(spread / whole)} of the whole range" if whole > 0 else ""
-        bullets.append(
-            f"No plateau yet: the last {k} points (steps {x[-k]:,}-{x[-1]:,}) still span "
-            f"{spread:.4f}{share}."
-        )
+    share = f", {pct(spread / whole)} of the whole range" if whole > 0 else ""
+    return (
+        f"No plateau yet: the last {k} points (steps {x[-k]:,}-{x[-1]:,}) still span "
+        f"{spread:.4f}{share}."
+    )
+
+
+def _setback_bullets(x: list[Any], y: np.ndarray, facts: dict[str, Any]) -> list[str]:
+    """The largest fall from a high, and the outlying updates (or the largest change)."""
+    bullets = []
     fall, high, low = drawdown(y)
     facts["largest_fall"] = fall
     if fall > 0:
@@ -100,12 +83,44 @@ def _training_curve(fig: go.Figure) -> Reading:
             f"{plural(len(odd), 'outlying update')}; the largest jump is {steps[i - 1]:+.4f} "
             f"at step {x[i]:,} against a median change of {float(np.median(steps)):+.4f}."
         )
-    elif n >= 3:
+    elif len(y) >= 3:
         i = int(np.argmax(np.abs(steps))) + 1
         bullets.append(
             f"No outlying update: the largest single change is {steps[i - 1]:+.4f} at step "
             f"{x[i]:,}."
         )
+    return bullets
+
+
+def _training_curve(fig: go.Figure) -> Reading:
+    x, y, _ = xy(fig, F.REWARD_TRACE)
+    if not len(y):
+        raise ChartDataError("the training curve has no points to read")
+    n = len(y)
+    best = int(np.argmax(y))
+    span = x[-1] - x[0]
+    facts: dict[str, Any] = {
+        "points": n,
+        "first": {"step": x[0], "reward": float(y[0])},
+        "last": {"step": x[-1], "reward": float(y[-1])},
+        "best": {"step": x[best], "reward": float(y[best])},
+    }
+    if n == 1:
+        return facts, _single_point(x, y)
+    change = float(y[-1] - y[0])
+    slope = float(np.polyfit(np.asarray(x, dtype=float), y, 1)[0]) if span else 0.0
+    facts.update(change=change, slope_per_10k_steps=slope * 10_000)
+    bullets = [
+        f"Mean episode reward went from {y[0]:.4f} to {y[-1]:.4f} over steps {x[0]:,}-{x[-1]:,} "
+        f"({n} points): {'up' if change > 0 else 'down' if change < 0 else 'flat'} "
+        f"{abs(change):.4f}, a fitted slope of {slope * 10_000:+.4f} per 10k steps."
+    ]
+    where = (x[best] - x[0]) / span if span else 1.0
+    line = f"Best point: {y[best]:.4f} at step {x[best]:,}, {pct(where)} of the way through"
+    line += "." if best == n - 1 else f"; the last point is {y[best] - y[-1]:.4f} below it."
+    bullets.append(line)
+    bullets.append(_plateau_bullet(x, y, facts))
+    bullets += _setback_bullets(x, y, facts)
     if figure_meta(fig).get("status") == "running":
         bullets.append(f"The run is still training: {n} points so far.")
     return facts, bullets
@@ -114,12 +129,84 @@ def _training_curve(fig: go.Figure) -> Reading:
 # --- research progress ---------------------------------------------------------------------
 
 
-def _rows(fig: go.Figure, name: str) -> list[tuple[int, float, str]]:
+def _rows(fig: go.Figure, name: str) -> list[Row]:
     x, y, custom = xy(fig, name)
     return [
         (int(i), float(v), str(c[2]) if len(c) > 2 else "")
         for i, v, c in zip(x, y, custom or [[]] * len(x), strict=False)
     ]
+
+
+Row = tuple[int, float, str]
+
+
+def _best_bullets(
+    kept: list[Row], best: Row | None, search_idx: list[int], metric: str, meta: dict[str, Any]
+) -> list[str]:
+    """Where the best came from, and how far it is from the baseline mean."""
+    bullets = []
+    bm, floor = meta.get("baseline_mean"), meta.get("noise_floor")
+    if best is not None and kept:
+        nth = search_idx.index(best[0]) + 1 if best[0] in search_idx else len(search_idx)
+        bullets.append(
+            f"Best: trial #{best[0]} with {metric} {best[1]:.3f}, reached at search trial {nth} "
+            f"of {len(search_idx)}."
+        )
+    elif best is not None:
+        bullets.append(
+            f"No search trial was kept; the best is baseline run #{best[0]} with {metric} "
+            f"{best[1]:.3f}."
+        )
+    if bm is not None and best is not None:
+        diff = best[1] - bm
+        noise = f", {diff / floor:.1f} times the noise floor {floor:.3f}" if floor else ""
+        bullets.append(f"That is {diff:+.3f} against the baseline mean {bm:.3f}{noise}.")
+    elif bm is None:
+        bullets.append("There is no baseline run to compare with.")
+    return bullets
+
+
+def _plateau_since(kept: list[Row], search_idx: list[int]) -> list[str]:
+    if kept:
+        last_keep = max(r[0] for r in kept)
+        after = [i for i in search_idx if i > last_keep]
+        if len(after) >= 2:
+            return [
+                f"Plateau: no new best in the last {len(after)} search trials "
+                f"(#{after[0]}-#{after[-1]})."
+            ]
+        if after:
+            return [f"One search trial (#{after[0]}) has run since the best, without beating it."]
+        return [f"The latest search trial (#{last_keep}) set the best: no plateau yet."]
+    if search_idx:
+        return [
+            f"None of the {plural(len(search_idx), 'search trial')} beat the incumbent by more "
+            "than twice the noise floor."
+        ]
+    return []
+
+
+def _outlier_and_failures(
+    kept: list[Row], dropped: list[Row], best: Row | None, failed: list[tuple], bm: Any
+) -> list[str]:
+    bullets = []
+    above = [r for r in dropped if best is not None and r[1] > best[1]]
+    if above:
+        top = max(above, key=lambda r: r[1])
+        bullets.append(
+            f"Outlier: trial #{top[0]} scored {top[1]:.3f}, above the best, but was discarded"
+            + (f" ({top[2]})." if top[2] else ".")
+        )
+    elif kept or dropped:
+        low = min(kept + dropped, key=lambda r: r[1])
+        vs = f" ({low[1] - bm:+.3f} against the baseline mean)" if bm is not None else ""
+        bullets.append(f"Lowest search result: trial #{low[0]} at {low[1]:.3f}{vs}.")
+    if failed:
+        idx, status, error, _ = failed[0]
+        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+        detail = f" ({error[:90]})" if error else ""
+        bullets.append(f"Failures: trial #{idx} {status}{detail}{more}.")
+    return bullets
 
 
 def _research_progress(fig: go.Figure) -> Reading:
@@ -153,58 +240,9 @@ def _research_progress(fig: go.Figure) -> Reading:
         f"{len(kept)} kept, "
         f"{len(dropped)} discarded, {len(failed)} crashed, timed out or invalid."
     ]
-    if best is not None and kept:
-        nth = search_idx.index(best[0]) + 1 if best[0] in search_idx else len(search_idx)
-        bullets.append(
-            f"Best: trial #{best[0]} with {metric} {best[1]:.3f}, reached at search trial {nth} "
-            f"of {len(search_idx)}."
-        )
-    elif best is not None:
-        bullets.append(
-            f"No search trial was kept; the best is baseline run #{best[0]} with {metric} "
-            f"{best[1]:.3f}."
-        )
-    if bm is not None and best is not None:
-        diff = best[1] - bm
-        noise = f", {diff / floor:.1f} times the noise floor {floor:.3f}" if floor else ""
-        bullets.append(f"That is {diff:+.3f} against the baseline mean {bm:.3f}{noise}.")
-    elif bm is None:
-        bullets.append("There is no baseline run to compare with.")
-    if kept:
-        last_keep = max(r[0] for r in kept)
-        after = [i for i in search_idx if i > last_keep]
-        if len(after) >= 2:
-            bullets.append(
-                f"Plateau: no new best in the last {len(after)} search trials "
-                f"(#{after[0]}-#{after[-1]})."
-            )
-        elif after:
-            bullets.append(
-                f"One search trial (#{after[0]}) has run since the best, without beating it."
-            )
-        else:
-            bullets.append(f"The latest search trial (#{last_keep}) set the best: no plateau yet.")
-    elif search_idx:
-        bullets.append(
-            f"None of the {plural(len(search_idx), 'search trial')} beat the incumbent by more "
-            "than twice the noise floor."
-        )
-    above = [r for r in dropped if best is not None and r[1] > best[1]]
-    if above:
-        top = max(above, key=lambda r: r[1])
-        bullets.append(
-            f"Outlier: trial #{top[0]} scored {top[1]:.3f}, above the best, but was discarded"
-            + (f" ({top[2]})." if top[2] else ".")
-        )
-    elif kept or dropped:
-        low = min(kept + dropped, key=lambda r: r[1])
-        vs = f" ({low[1] - bm:+.3f} against the baseline mean)" if bm is not None else ""
-        bullets.append(f"Lowest search result: trial #{low[0]} at {low[1]:.3f}{vs}.")
-    if failed:
-        idx, status, error, _ = failed[0]
-        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
-        detail = f" ({error[:90]})" if error else ""
-        bullets.append(f"Failures: trial #{idx} {status}{detail}{more}.")
+    bullets += _best_bullets(kept, best, search_idx, metric, meta)
+    bullets += _plateau_since(kept, search_idx)
+    bullets += _outlier_and_failures(kept, dropped, best, failed, bm)
     if base:
         values = [r[1] for r in base]
         noise = f" (noise floor {floor:.3f})" if floor is not None else ""
@@ -271,6 +309,7 @@ READERS: dict[str, Callable[[go.Figure], Reading]] = {
     "ratio_curve": _ratio_curve,
     "equity_curves": read_equity,
     "weights": read_weights,
+    "validation": read_validation,
 }
 
 

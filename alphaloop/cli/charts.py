@@ -26,7 +26,7 @@ from alphaloop.exceptions import (
 )
 from alphaloop.settings import Settings, get_settings
 
-KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves or weights"
+KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves, weights or validation"
 
 
 @contextmanager

@@ -1,0 +1,97 @@
+"""The embedded reader of the validation chart: PBO and its logits, the deflated Sharpe, the
+walk-forward windows against equal weight, and the gates.
+
+Like :mod:`alphaloop.charts.reader`, it reads only the figure's traces and ``layout.meta``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from alphaloop.charts import validation as V
+from alphaloop.charts._reading import Reading, figure_meta, pct, plural
+from alphaloop.exceptions import ChartDataError
+
+
+def _logit_bullets(fig: go.Figure, pbo: dict[str, Any]) -> list[str]:
+    bars = next((t for t in fig.data if t.name == V.LOGIT_TRACE), None)
+    if bars is None or bars.y is None:
+        raise ChartDataError("the validation chart has no PBO logits to read")
+    counts = np.asarray(bars.y, dtype=float)
+    top = int(np.argmax(counts))
+    lo, hi = bars.customdata[top]
+    q = {k: float(v) for k, v in (pbo.get("logit_quantiles") or {}).items()}
+    nan = float("nan")
+    return [
+        f"PBO {pbo['pbo']:.2f}: in {pct(pbo['pbo'])} of {pbo['n_combinations']:,} CSCV splits "
+        f"({pbo['n_blocks']} blocks of {pbo['n_days']} days, {pbo['n_trials']} search trials) "
+        "the in-sample winner finished at or below the out-of-sample median.",
+        f"Median logit {q.get('50%', nan):+.2f} (5% to 95%: {q.get('5%', nan):+.2f} to "
+        f"{q.get('95%', nan):+.2f}); the tallest bin, logit {lo:+.2f} to {hi:+.2f}, "
+        f"holds {int(counts[top]):,} splits. The in-sample winner lost money out of sample in "
+        f"{pct(pbo.get('prob_oos_loss', 0.0))} of splits.",
+    ]
+
+
+def _dsr_bullet(dsr: dict[str, Any], n: Any) -> str | None:
+    if dsr.get("dsr") is None:
+        return None
+    line = f"Deflated Sharpe {dsr['dsr']:.3f} with N = {n} search trials"
+    if dsr.get("dsr_effective") is not None:
+        line += f"; under N effective = {dsr['n_effective']:.1f}: {dsr['dsr_effective']:.3f}"
+    return line + " (above 0.95 is 95% confidence the Sharpe is not the luck of the best of N)."
+
+
+def _window_bullets(fig: go.Figure) -> list[str]:
+    bullets = []
+    ew = next((t for t in fig.data if t.name == V.EQUAL_WEIGHT_TRACE), None)
+    for t in fig.data:
+        if not t.name.startswith("walk-forward Sharpe"):
+            continue
+        scheme = t.name[t.name.index("(") + 1 : -1]
+        y, x = np.asarray(t.y, dtype=float), list(t.x)
+        lo, hi = int(np.argmin(y)), int(np.argmax(y))
+        line = (
+            f"Walk-forward ({scheme}): Sharpe {y[lo]:.2f} ({x[lo]}) to {y[hi]:.2f} ({x[hi]}) "
+            f"over {plural(len(y), 'window')}, mean {y.mean():.2f}"
+        )
+        if ew is not None and len(ew.y) == len(y):
+            base = np.asarray([np.nan if v is None else v for v in ew.y], dtype=float)
+            line += f"; above equal weight in {int((y > base).sum())} of {len(y)}"
+        bullets.append(line + ".")
+    return bullets
+
+
+def _gates_bullet(meta: dict[str, Any]) -> str | None:
+    gates = meta.get("gates") or []
+    if not gates:
+        return None
+    failed = [g["gate"] for g in gates if not g.get("passed")]
+    verdict = "GO" if not failed else "NO-GO"
+    line = f"Gates: {verdict}, {len(gates) - len(failed)} of {len(gates)} passed"
+    return line + (f"; failed: {', '.join(failed)}." if failed else ".")
+
+
+def read_validation(fig: go.Figure) -> Reading:
+    """Key figures and bullets of a validation chart."""
+    meta = figure_meta(fig)
+    pbo = meta.get("pbo") or {}
+    if "pbo" not in pbo:
+        raise ChartDataError("the validation chart has no PBO to read")
+    dsr = meta.get("deflated_sharpe") or {}
+    bullets = _logit_bullets(fig, pbo)
+    windows = _window_bullets(fig)
+    extra = [_dsr_bullet(dsr, meta.get("n_search_trials")), _gates_bullet(meta)]
+    bullets += [b for b in extra if b] + (windows or ["No walk-forward has been run yet."])
+    facts = {
+        "pbo": pbo["pbo"],
+        "n_combinations": pbo.get("n_combinations"),
+        "logit_quantiles": pbo.get("logit_quantiles"),
+        "deflated_sharpe": dsr,
+        "gates_passed": meta.get("gates_passed"),
+        "walk_forward": meta.get("summaries"),
+    }
+    return facts, bullets
