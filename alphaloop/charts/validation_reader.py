@@ -32,7 +32,7 @@ def _logit_bullets(fig: go.Figure, pbo: dict[str, Any]) -> list[str]:
         f"Median logit {q.get('50%', nan):+.2f} (5% to 95%: {q.get('5%', nan):+.2f} to "
         f"{q.get('95%', nan):+.2f}); the tallest bin, logit {lo:+.2f} to {hi:+.2f}, "
         f"holds {int(counts[top]):,} splits. The in-sample winner lost money out of sample in "
-        f"{pct(pbo.get('prob_oos_loss', 0.0))} of splits.",
+        f"{pbo.get('prob_oos_loss', 0.0):.1%} of splits.",
     ]
 
 

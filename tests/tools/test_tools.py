@@ -68,6 +68,7 @@ def test_every_tool_spec_is_accepted_by_a_strict_server() -> None:
         "compare_trials",
         "knob_info",
         "run_trial",
+        "validate_session",
         "start_research",
         "stop_research",
     }
