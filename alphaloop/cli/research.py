@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
+    AdvantageOption,
     DataOption,
     DateFormatOption,
     FillOption,
@@ -22,7 +23,9 @@ from alphaloop.cli._app import (
     MetricOption,
     ModeOption,
     SeedOption,
+    StopProperlyOption,
     SymbolsOption,
+    TruncateDrawdownOption,
     check_seed,
     choice,
     console,
@@ -32,9 +35,11 @@ from alphaloop.cli._app import (
     guarded,
     parse_duration,
     parse_symbols,
+    training_note,
     trial_budget,
 )
 from alphaloop.cli.review import review
+from alphaloop.ops.research import noise_seeds_note
 from alphaloop.settings import Settings, get_settings
 
 
@@ -132,8 +137,13 @@ def research_start(
     date_format: DateFormatOption = None,
     symbols: SymbolsOption = None,
     seed: SeedOption = 0,
-    noise_seeds: int = typer.Option(3, help="baseline seeds that set the noise floor"),
+    noise_seeds: int = typer.Option(
+        3, help="baseline seeds that estimate the seed noise of the keep rule (at least 2)"
+    ),
     total_timesteps: int = typer.Option(None, help="PPO env steps per trial"),
+    truncate_drawdown: TruncateDrawdownOption = None,
+    stop_properly: StopProperlyOption = None,
+    advantage: AdvantageOption = "gae",
     as_json: JsonFlag = False,
 ) -> None:
     """Start a research session.
@@ -168,11 +178,22 @@ def research_start(
             symbols=parse_symbols(symbols),
             seed=seed,
             noise_seeds=noise_seeds,
-            trial_budget=trial_budget(total_timesteps),
+            trial_budget=trial_budget(
+                total_timesteps,
+                truncate_drawdown=truncate_drawdown,
+                stop_properly=stop_properly,
+                advantage=advantage,
+            ),
         )
     except ValidationError as err:
         raise flag_error(err) from None
+    note = noise_seeds_note(spec.noise_seeds)
+    if note:
+        err_console.print(escape(f"warning: {note}"))
     session_id = guarded(ops.start_session, spec, settings)
+    training = training_note(spec.trial_budget) if mode != "cufolio_only" else None
+    if training and not as_json:
+        console.print(training)
     _run_session_view(session_id, settings, as_json)
 
 

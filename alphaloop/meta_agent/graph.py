@@ -1,7 +1,10 @@
 """The research loop as a LangGraph ``StateGraph``.
 
-baseline -> propose -> clip -> (route_after_clip) -> run_trial -> record -> (route_next)
-         -> propose ... -> finalize
+baseline -> propose -> clip -> (route_after_clip) -> run_trial -> (route_after_trial)
+         -> [confirm ->] record -> (route_next) -> propose ... -> finalize
+
+``confirm`` re-runs a candidate that passed the keep rule's screen on fresh seeds before
+``record`` gives its verdict (see :mod:`.keep_rule`).
 
 ``graph`` is compiled without a checkpointer (handy for tests and one-shot runs);
 :func:`compile_graph` adds the SQLite checkpointer a resumable session uses.
@@ -23,13 +26,15 @@ def build_graph() -> StateGraph:
     builder.add_node("propose", nodes.propose)
     builder.add_node("clip", nodes.clip_config)
     builder.add_node("run_trial", nodes.run_trial)
+    builder.add_node("confirm", nodes.confirm)
     builder.add_node("record", nodes.record)
     builder.add_node("finalize", finalize.finalize)
     builder.add_edge(START, "baseline")
     builder.add_conditional_edges("baseline", nodes.route_next, ["propose", "finalize"])
     builder.add_edge("propose", "clip")
     builder.add_conditional_edges("clip", nodes.route_after_clip, ["run_trial", "finalize"])
-    builder.add_edge("run_trial", "record")
+    builder.add_conditional_edges("run_trial", nodes.route_after_trial, ["confirm", "record"])
+    builder.add_edge("confirm", "record")
     builder.add_conditional_edges("record", nodes.route_next, ["propose", "finalize"])
     builder.add_edge("finalize", END)
     return builder

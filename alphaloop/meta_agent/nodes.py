@@ -1,4 +1,5 @@
-"""The research loop's nodes (verbs) and routers. Each node reads the journal, does one thing, and
+"""The research loop's nodes (verbs) and routers; the keep rule's statistics are in
+:mod:`.keep_rule`. Each node reads the journal, does one thing, and
 writes its result to the journal before returning, so a kill between any two nodes loses at
 most the node in flight. ``finalize`` lives in :mod:`.finalize`."""
 
@@ -9,15 +10,21 @@ import statistics
 from typing import Any
 
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
+from alphaloop.meta_agent import keep_rule
+from alphaloop.meta_agent.keep_rule import SeedMean
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.recording import (
     best_so_far,
+    confirmations,
     finished_trials,
+    incumbent_seeds,
     record_outcome,
+    seed_noise,
     violation_of,
 )
 from alphaloop.meta_agent.state import (
@@ -195,6 +202,37 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     return {"trial_id": row.id, "outcome": run_outcome(ctx, row, config)}
 
 
+def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    """Re-runs a candidate that passed the screen on the session's confirmation seeds, one
+    ``confirm`` row each (not counted against the budget; their time counts against the time
+    budget). Idempotent: seeds whose row already has an outcome are skipped, so a resumed
+    session runs only the confirmations a kill cut short."""
+    ctx = runtime.context
+    candidate = ctx.journal.get_trial(state["trial_id"])
+    done = {t.seed for t in confirmations(ctx, candidate.id)}
+    config = TrialConfig(**candidate.config)
+    for seed in ctx.confirm_seed_range:
+        if seed in done:
+            continue
+        why = f"confirmation of trial {candidate.idx} on a fresh seed"
+        row = ctx.journal.start_trial(
+            ctx.session_id,
+            kind=TrialKind.confirm,
+            config=candidate.config,
+            config_hash=candidate.config_hash,
+            delta={"changes": {}, "rationale": why},
+            parent_id=candidate.id,
+            seed=seed,
+            rationale=why,
+            proposer="confirm",
+        )
+        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
+        outcome = run_outcome(ctx, row, config)
+        rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
+        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+    return {}
+
+
 def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     """Gives the verdict (keep / discard, or the crash) and journals it. Idempotent: a trial
     already finished (a resumed session replaying this node) is left as it is."""
@@ -203,44 +241,83 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     row = ctx.journal.get_trial(trial_id)
     if row.status != TrialStatus.running:
         return {"proposal": None, "outcome": None}
-    status, reason = verdict(ctx, outcome)
-    rec = finish_outcome(ctx, trial_id, outcome, status, reason)
+    found = verdict(ctx, trial_id, outcome)
+    rec = finish_outcome(ctx, trial_id, outcome, found.status, found.reason, found.seeds)
     ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
     return {"proposal": None, "outcome": None}
 
 
-def verdict(ctx: SessionContext, outcome: TrialOutcome) -> tuple[str, str | None]:
-    """Keep or discard a search trial's outcome (a crash or timeout stays what it is), and why:
-    kept when it respects the limits and beats the best so far by more than twice the noise
-    floor."""
-    if outcome.status is not OutcomeStatus.ok or outcome.result is None:
-        return outcome.status.value, None
-    objective = outcome.result.objective
-    incumbent, best_obj = best_so_far(finished_trials(ctx))
-    floor = ctx.journal.get_session(ctx.session_id).noise_floor or 0.0
+class Verdict(BaseModel):
+    """What became of a search trial, why, and its mean over seeds when it was confirmed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: str
+    reason: str | None = None
+    seeds: SeedMean | None = None
+
+
+def _without_bar(
+    ctx: SessionContext, outcome: TrialOutcome, rows: list[TrialRecord]
+) -> Verdict | None:
+    """The verdict of a result the keep rule's comparison does not decide, or None.
+
+    A trial that breaks a limit is discarded. A baseline that breaks the limits is no bar for
+    a trial that respects them: otherwise every admissible trial scoring below it would be
+    discarded, and the session would end reporting the violating baseline as its best.
+    """
     violation = ctx.objective.violation(outcome.result.metrics)
-    # A baseline that breaks the limits is no bar for a trial that respects them: otherwise
-    # every admissible trial scoring below it would be discarded, and the session would end
-    # reporting the violating baseline as its best.
-    base_breaks = (
-        violation_of(ctx.objective, incumbent)
-        if incumbent is not None and incumbent.kind == TrialKind.baseline
-        else None
-    )
     if violation:
-        return TrialStatus.discard, violation
-    if base_breaks:
-        why = f"first trial within the limits; the baseline breaks them ({base_breaks})"
-        return TrialStatus.keep, why
-    if best_obj is None:
-        return TrialStatus.keep, "first valid trial"
-    if objective > best_obj + 2 * floor:
-        why = f"{objective:.4f} beats best {best_obj:.4f} by more than 2 x noise floor {floor:.4f}"
-        return TrialStatus.keep, why
-    return TrialStatus.discard, (
-        f"{objective:.4f} does not beat best {best_obj:.4f} by more than "
-        f"2 x noise floor {floor:.4f}"
+        return Verdict(status=TrialStatus.discard, reason=violation)
+    incumbent, _ = best_so_far(rows)
+    if incumbent is None:
+        return Verdict(status=TrialStatus.keep, reason="first valid trial")
+    if incumbent.kind == TrialKind.baseline:
+        base_breaks = violation_of(ctx.objective, incumbent)
+        if base_breaks:
+            why = f"first trial within the limits; the baseline breaks them ({base_breaks})"
+            return Verdict(status=TrialStatus.keep, reason=why)
+    return None
+
+
+def screened(ctx: SessionContext, outcome: TrialOutcome) -> keep_rule.Comparison | None:
+    """Step 1 of the keep rule (:mod:`.keep_rule`) for a search outcome the comparison
+    decides; None for a crash, a limit broken or a trial with no bar to clear."""
+    if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+        return None
+    rows = finished_trials(ctx)
+    if _without_bar(ctx, outcome, rows) is not None:
+        return None
+    incumbent, _ = best_so_far(rows)
+    return keep_rule.screen(
+        outcome.result.objective, incumbent_seeds(rows, incumbent), seed_noise(rows)
     )
+
+
+def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdict:
+    """Keep or discard search trial ``trial_id``'s outcome (a crash or timeout stays what it
+    is), and why: kept when it respects the limits, passes the screen on its own seed and its
+    mean over its confirmation seeds beats the incumbent's by the t-margin (see
+    :mod:`.keep_rule`)."""
+    if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+        return Verdict(status=outcome.status.value)
+    free = _without_bar(ctx, outcome, finished_trials(ctx))
+    if free is not None:
+        return free
+    first = screened(ctx, outcome)
+    if first is None or not first.passed:
+        return Verdict(status=TrialStatus.discard, reason=first.describe() if first else None)
+    confirms = confirmations(ctx, trial_id)
+    failed = [t for t in confirms if t.objective is None]
+    if failed:
+        why = f"passed the screen, but its confirmation on seed {failed[0].seed} ended " + (
+            f"{failed[0].status}: {failed[0].error}"
+        )
+        return Verdict(status=TrialStatus.discard, reason=why)
+    objectives = [outcome.result.objective, *(t.objective for t in confirms)]
+    final = keep_rule.confirmed(objectives, first.incumbent, first.noise)
+    status = TrialStatus.keep if final.passed else TrialStatus.discard
+    return Verdict(status=status, reason=final.describe(), seeds=final.candidate)
 
 
 def kept_if_ok(outcome: TrialOutcome) -> str:
@@ -249,9 +326,14 @@ def kept_if_ok(outcome: TrialOutcome) -> str:
 
 
 def finish_outcome(
-    ctx: SessionContext, trial_id: int, outcome: TrialOutcome, status: str, reason: str | None
+    ctx: SessionContext,
+    trial_id: int,
+    outcome: TrialOutcome,
+    status: str,
+    reason: str | None,
+    seeds: SeedMean | None = None,
 ) -> TrialRecord:
-    return record_outcome(ctx.journal, ctx.objective, trial_id, outcome, status, reason)
+    return record_outcome(ctx.journal, ctx.objective, trial_id, outcome, status, reason, seeds)
 
 
 def stop_reason(ctx: SessionContext) -> str | None:
@@ -270,6 +352,13 @@ def stop_reason(ctx: SessionContext) -> str | None:
 
 def route_next(state: SessionState, runtime: Runtime[SessionContext]) -> str:
     return "finalize" if stop_reason(runtime.context) else "propose"
+
+
+def route_after_trial(state: SessionState, runtime: Runtime[SessionContext]) -> str:
+    """A search trial that passed the keep rule's screen is confirmed on fresh seeds before its
+    verdict; any other goes straight to ``record``."""
+    first = screened(runtime.context, outcome_of(state))
+    return "confirm" if first is not None and first.passed else "record"
 
 
 def route_after_clip(state: SessionState, runtime: Runtime[SessionContext]) -> str:

@@ -17,6 +17,7 @@ from alphaloop.journal import (
     TrialStatus,
     best_kept,
 )
+from alphaloop.meta_agent.keep_rule import Noise, SeedMean
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.metrics import Metrics
@@ -46,19 +47,49 @@ def finished_trials(
     ]
 
 
-def best_so_far(rows: list[TrialRecord]) -> tuple[TrialRecord | None, float | None]:
-    """The incumbent among finished ``rows``: the best kept search trial (:func:`best_kept`),
-    else the first baseline with the baseline mean.
+def confirmations(ctx: SessionContext, candidate_id: int) -> list[TrialRecord]:
+    """The ``confirm`` rows of a search trial that have an outcome, in the order they ran."""
+    return [
+        t
+        for t in ctx.journal.trials(ctx.session_id, kind=TrialKind.confirm, series=False)
+        if t.parent_id == candidate_id and is_outcome(t)
+    ]
 
-    The baseline mean (not its luckiest seed) is the bar the first search trial must clear.
+
+def _baseline_objectives(rows: list[TrialRecord]) -> list[float]:
+    return [t.objective for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
+
+
+def seed_noise(rows: list[TrialRecord]) -> Noise:
+    """The session's seed noise: the spread of its baseline seeds (``n - 1`` dof)."""
+    return Noise.of(_baseline_objectives(rows))
+
+
+def incumbent_seeds(rows: list[TrialRecord], incumbent: TrialRecord) -> SeedMean:
+    """The incumbent's mean over its seeds: every baseline seed for the baseline, the confirmed
+    seeds of a kept trial, or its one seed (a trial kept without confirmation, or of a journal
+    written before confirmations)."""
+    if incumbent.kind == TrialKind.baseline:
+        return SeedMean.of(_baseline_objectives(rows))
+    if incumbent.seed_mean is not None and incumbent.n_seeds:
+        return SeedMean(mean=incumbent.seed_mean, n=incumbent.n_seeds)
+    return SeedMean(mean=incumbent.objective, n=1)
+
+
+def best_so_far(rows: list[TrialRecord]) -> tuple[TrialRecord | None, float | None]:
+    """The incumbent among finished ``rows``: the best kept search trial (:func:`best_kept`)
+    with its mean over its seeds, else the first baseline with the baseline mean.
+
+    A mean (not the luckiest seed) is the bar a search trial must clear.
     """
     best = best_kept(rows)
     if best is not None:
-        return best, best.objective
-    base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
+        return best, best.score
+    base = _baseline_objectives(rows)
     if not base:
         return None, None
-    return base[0], statistics.fmean(t.objective for t in base)
+    first = next(t for t in rows if t.kind == TrialKind.baseline and t.objective is not None)
+    return first, statistics.fmean(base)
 
 
 def violation_of(objective: Objective, row: TrialRecord) -> str | None:
@@ -76,10 +107,12 @@ def record_result(
     reason: str | None,
     max_curve_points: int = MAX_CURVE_POINTS,
     violation: str | None = None,
+    seeds: SeedMean | None = None,
 ) -> TrialRecord:
     """Journals what a running trial produced: its PPO training curve (an even sample of at most
     ``max_curve_points`` points, for charts), the env steps PPO actually trained, and its
-    finished row with ``violation``, the limit its metrics break (if any)."""
+    finished row with ``violation``, the limit its metrics break (if any), and ``seeds``, its
+    mean over the seeds it was confirmed on (if it was)."""
     if result.curve:
         journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
     return journal.finish_trial(
@@ -95,6 +128,8 @@ def record_result(
         policy_path=result.policy_path,
         env_steps=result.timesteps,
         violation=violation,
+        n_seeds=seeds.n if seeds else None,
+        seed_mean=seeds.mean if seeds else None,
     )
 
 
@@ -105,9 +140,10 @@ def record_outcome(
     outcome: TrialOutcome,
     status: TrialStatus | str,
     reason: str | None,
+    seeds: SeedMean | None = None,
 ) -> TrialRecord:
-    """Journals ``outcome`` as the end of a running trial: its result with ``status`` (and the
-    limit it breaks), or the crash or timeout it was."""
+    """Journals ``outcome`` as the end of a running trial: its result with ``status`` (the
+    limit it breaks, and ``seeds`` when it was confirmed), or the crash or timeout it was."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
         return journal.finish_trial(
             trial_id,
@@ -123,4 +159,5 @@ def record_outcome(
         status=status,
         reason=reason,
         violation=objective.violation(outcome.result.metrics),
+        seeds=seeds,
     )

@@ -5,10 +5,11 @@ truth for everything that happened (trials, verdicts, counts, the incumbent, the
 the checkpoint (thread id = session id, its own SQLite file beside the journal, saved
 synchronously after every node) only remembers which node runs next and what was in flight.
 Every node re-reads what it needs from the journal and writes before it returns, and the nodes
-that write rows are idempotent (``baseline`` skips seeds already run, ``record`` leaves a
-finished row alone, ``finalize`` reuses test rows already written). On resume, trials still
-``running`` whose owner died become ``crash`` ("interrupted", not counted) — except the one
-whose finished outcome the checkpoint holds for ``record`` — and the graph continues from its
+that write rows are idempotent (``baseline`` skips seeds already run, ``confirm`` skips seeds
+already confirmed, ``record`` leaves a finished row alone, ``finalize`` reuses test rows already
+written). On resume, trials still ``running`` whose owner died become ``crash`` ("interrupted",
+not counted) — except the search trial whose finished outcome the checkpoint holds for
+``confirm`` or ``record`` — and the graph continues from its
 checkpoint; with no checkpoint it starts over at ``baseline``, which skips what is done.
 
 A session finished by a stop request before its budget was used up can be resumed too: it is
@@ -26,16 +27,17 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from alphaloop.exceptions import AlphaloopError, SessionNotResumable
 from alphaloop.journal import EventKind, Journal, SessionRecord, SessionStatus
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
 from alphaloop.meta_agent.graph import checkpoint_serde, compile_graph
+from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
@@ -45,12 +47,15 @@ from alphaloop.trials import TrialBudget
 
 logger = logging.getLogger(__name__)
 
-# A session runs its baselines on ``seed .. seed + noise_seeds - 1``: its seed leaves room in
-# the trials' range for the most noise seeds.
+# A session runs its baselines on ``seed .. seed + noise_seeds - 1`` and confirms candidates on
+# the ``confirm_seeds`` seeds after them: its seed leaves room in the trials' range for both.
 MAX_NOISE_SEEDS = 20
+MIN_NOISE_SEEDS = 2
 SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
+# The nodes that run while a search trial's row is still running, its outcome in the checkpoint.
+_HOLDS_OUTCOME = (("confirm",), ("record",))
 
 
 class SessionSpec(DataSpec):
@@ -65,7 +70,30 @@ class SessionSpec(DataSpec):
     max_tokens_total: int | None = Field(default=None, gt=0)
     seed: int = Field(default=0, ge=0, le=SESSION_SEED_MAX)
     noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
+    confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
     trial_budget: TrialBudget = TrialBudget()
+
+    @field_validator("noise_seeds")
+    @classmethod
+    def _a_spread_needs_two_seeds(cls, value: int) -> int:
+        # The keep rule's t-margin needs the baseline's spread: one seed has none, and a rule
+        # that kept on a floor of 0 would call every lucky seed progress.
+        if value < MIN_NOISE_SEEDS:
+            raise ValueError(
+                f"at least {MIN_NOISE_SEEDS} seeds are needed: one seed has no spread, so no "
+                "gain could be told from luck (3 or more recommended)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _seeds_fit(self) -> Self:
+        # Baseline and confirmation seeds follow the session seed, within the room it leaves.
+        if self.noise_seeds + self.confirm_seeds > MAX_NOISE_SEEDS:
+            raise ValueError(
+                f"noise_seeds + confirm_seeds must be at most {MAX_NOISE_SEEDS}, got "
+                f"{self.noise_seeds} + {self.confirm_seeds}"
+            )
+        return self
 
 
 class SessionBusy(AlphaloopError):
@@ -140,6 +168,7 @@ def _context(
         budget=spec.budget,
         seed=spec.seed,
         noise_seeds=spec.noise_seeds,
+        confirm_seeds=spec.confirm_seeds,
         policy_dir=settings.policies_dir,
         time_budget_s=spec.time_budget_s,
         max_tokens_total=spec.max_tokens_total,
@@ -182,85 +211,109 @@ def run_session(
         reopen = continues_after_stop(session, journal.counted_trials(session_id))
         if session.status == SessionStatus.finished and not reopen:
             return dict(session.final or {})
-        if session.proposer == MANUAL_PROPOSER:
-            raise SessionNotResumable(
-                f"{session_id} is a manual training run ({session.status}), not a research "
-                "session: it cannot be resumed; start a new one with `alphaloop train`"
-            )
-        # Reads give a session whose owner died as interrupted: running or stopping here means
-        # a live process has it.
-        if session.owner_pid != os.getpid() and session.status in _LIVE:
-            raise SessionBusy(
-                f"session {session_id} is being run by process {session.owner_pid}; "
-                f"stop it with `alphaloop research stop {session_id}` or wait for it"
-            )
-        try:
-            spec = SessionSpec(**session.settings["spec"])
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(map(str, first["loc"]))
-            raise SessionNotResumable(
-                f"session {session_id} was started with a setting this alphaloop refuses "
-                f"({where}: {first['msg']}, got {first.get('input')!r}); start a new session"
-            ) from None
+        _check_runnable(session)
+        spec = _stored_spec(session)
         ctx = _context(journal, session_id, spec, settings, on_event)
-        if reopen:
-            logger.info("session %s: reopened after a stop, with budget left", session_id)
-            journal.add_event(session_id, RESUMED_AFTER_STOP, {"previous_final": session.final})
-            journal.update_session(
-                session_id,
-                owner_pid=os.getpid(),
-                status=SessionStatus.running,
-                final=None,
-                finished_at=None,
-            )
-        else:
-            # A stop requested before the owner died still holds: finalize is what is left.
-            stopping = journal.stop_requested(session_id)
-            status = SessionStatus.stopping if stopping else SessionStatus.running
-            journal.update_session(session_id, owner_pid=os.getpid(), status=status)
+        _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
         with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             saver = SqliteSaver(conn, serde=checkpoint_serde())
-            graph = compile_graph(saver)
-            config = {
-                "configurable": {"thread_id": session_id},
-                "recursion_limit": 6 * spec.budget + 100,
-            }
-            snapshot = graph.get_state(config)
-            pending = snapshot.values.get("trial_id") if snapshot.next == ("record",) else None
-            reaped = journal.reap_interrupted(session_id, keep={pending} if pending else set())
-            if reaped or snapshot.next:
-                logger.info(
-                    "session %s: resuming at %s; %d interrupted trial(s) will run again",
-                    session_id,
-                    ", ".join(snapshot.next) or "baseline",
-                    len(reaped),
-                )
-                journal.add_event(
-                    session_id,
-                    EventKind.resumed,
-                    {
-                        "interrupted_trials": [t.idx for t in reaped],
-                        "next": list(snapshot.next),
-                    },
-                )
-            try:
-                if snapshot.next:
-                    graph.invoke(None, config, context=ctx, durability="sync")
-                else:
-                    graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
-            except BaseException as err:
-                # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
-                journal.update_session(
-                    session_id, status=SessionStatus.interrupted, error=repr(err)[:500]
-                )
-                raise
-            # Finished: the journal holds everything; the checkpoints (a copy of the state after
-            # every node) would only grow the file across sessions.
-            saver.delete_thread(session_id)
+            _invoke_graph(ctx, saver, spec.budget)
         return dict(journal.get_session(session_id).final or {})
+
+
+def _check_runnable(session: SessionRecord) -> None:
+    """Refuses a manual training run, and a session a live process already runs."""
+    if session.proposer == MANUAL_PROPOSER:
+        raise SessionNotResumable(
+            f"{session.id} is a manual training run ({session.status}), not a research "
+            "session: it cannot be resumed; start a new one with `alphaloop train`"
+        )
+    # Reads give a session whose owner died as interrupted: running or stopping here means a
+    # live process has it.
+    if session.owner_pid != os.getpid() and session.status in _LIVE:
+        raise SessionBusy(
+            f"session {session.id} is being run by process {session.owner_pid}; "
+            f"stop it with `alphaloop research stop {session.id}` or wait for it"
+        )
+
+
+def _stored_spec(session: SessionRecord) -> SessionSpec:
+    """The spec the session was started with, as this alphaloop reads it."""
+    try:
+        return SessionSpec(**session.settings["spec"])
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise SessionNotResumable(
+            f"session {session.id} was started with a setting this alphaloop refuses "
+            f"({where}: {first['msg']}, got {first.get('input')!r}); start a new session"
+        ) from None
+
+
+def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
+    """Makes this process the session's owner: reopened after a stop (its previous ``final``
+    kept in an event), or running (stopping if a stop was requested before its owner died)."""
+    if reopen:
+        logger.info("session %s: reopened after a stop, with budget left", session.id)
+        journal.add_event(session.id, RESUMED_AFTER_STOP, {"previous_final": session.final})
+        journal.update_session(
+            session.id,
+            owner_pid=os.getpid(),
+            status=SessionStatus.running,
+            final=None,
+            finished_at=None,
+        )
+        return
+    # A stop requested before the owner died still holds: finalize is what is left.
+    stopping = journal.stop_requested(session.id)
+    status = SessionStatus.stopping if stopping else SessionStatus.running
+    journal.update_session(session.id, owner_pid=os.getpid(), status=status)
+
+
+def _invoke_graph(ctx: SessionContext, saver: SqliteSaver, budget: int) -> None:
+    """Runs the graph from its checkpoint (or from the start), after reaping the trials a dead
+    process left running; marks the session interrupted if anything stops it, and drops the
+    checkpoints once it finished."""
+    journal, session_id = ctx.journal, ctx.session_id
+    graph = compile_graph(saver)
+    config = {"configurable": {"thread_id": session_id}, "recursion_limit": 6 * budget + 100}
+    snapshot = graph.get_state(config)
+    _reap(journal, session_id, snapshot)
+    try:
+        if snapshot.next:
+            graph.invoke(None, config, context=ctx, durability="sync")
+        else:
+            graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
+    except BaseException as err:
+        # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
+        journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
+        raise
+    # Finished: the journal holds everything; the checkpoints (a copy of the state after every
+    # node) would only grow the file across sessions.
+    saver.delete_thread(session_id)
+
+
+def _reap(journal: Journal, session_id: str, snapshot: Any) -> None:
+    """Marks trials a dead process left running as interrupted, except the search trial whose
+    finished outcome the checkpoint holds for ``confirm`` or ``record``, and journals the
+    resume."""
+    pending = snapshot.values.get("trial_id") if snapshot.next in _HOLDS_OUTCOME else None
+    reaped = journal.reap_interrupted(session_id, keep={pending} if pending else set())
+    if not (reaped or snapshot.next):
+        return
+    logger.info(
+        "session %s: resuming at %s; %d interrupted trial(s) will run again",
+        session_id,
+        ", ".join(snapshot.next) or "baseline",
+        len(reaped),
+    )
+    journal.add_event(
+        session_id,
+        EventKind.resumed,
+        {"interrupted_trials": [t.idx for t in reaped], "next": list(snapshot.next)},
+    )
 
 
 def request_stop(session_id: str, settings: Settings) -> SessionRecord:

@@ -26,6 +26,7 @@ from alphaloop.exceptions import AlphaloopError, TrialTimeout
 from alphaloop.journal import Journal
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
 from alphaloop.market import MarketData
+from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer
 from alphaloop.metrics import Metrics
@@ -147,9 +148,19 @@ class SessionContext:
     seed: int
     noise_seeds: int
     policy_dir: Path
+    confirm_seeds: int = CONFIRM_SEEDS
     time_budget_s: float | None = None
     max_tokens_total: int | None = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
+
+    @property
+    def confirm_seed_range(self) -> range:
+        """The fresh seeds a candidate is confirmed on: the ``confirm_seeds`` seeds after the
+        baseline's, so no confirmation shares a seed with a baseline run, and every candidate
+        is confirmed on the same seeds (like with like, as the search trials share
+        ``seed``)."""
+        first = self.seed + self.noise_seeds
+        return range(first, first + self.confirm_seeds)
 
     @property
     def session_policy_dir(self) -> Path:

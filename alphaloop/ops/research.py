@@ -36,6 +36,14 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
     return create_session(spec, settings)
 
 
+def noise_seeds_note(noise_seeds: int) -> str | None:
+    """A warning for a number of noise seeds that leaves the keep rule little power (2), or
+    None. One seed is refused by :class:`SessionSpec` itself."""
+    from alphaloop.meta_agent.keep_rule import seed_count_note
+
+    return seed_count_note(noise_seeds)
+
+
 def run_session(session_id: str, settings: Settings, on_event: OnEvent | None = None) -> dict:
     """Runs (or continues) a session to its end and returns its final result.
 
