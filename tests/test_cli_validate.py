@@ -1,0 +1,156 @@
+"""``alphaloop validate`` end to end, and what finalize journals for it: the deflated Sharpe over
+the search trials only (recomputed here from the journaled rows), PBO, the gates, the
+validation chart, and bad input refused with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from alphaloop.cli import app
+from alphaloop.journal import Journal
+from alphaloop.metrics import (
+    Metrics,
+    deflated_sharpe,
+    deflated_sharpe_ratio,
+    effective_trials,
+    trial_sharpes,
+)
+from alphaloop.settings import Settings, get_settings
+from alphaloop.validation import Gates, cscv_pbo, evaluate_gates
+
+SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic"]
+SESSION += ["--noise-seeds", "2", "--proposer", "random", "--seed", "3", "--json"]
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("validate") / "home"
+
+
+@pytest.fixture
+def settings(home: Path, clean_env: pytest.MonkeyPatch) -> Settings:
+    clean_env.setenv("ALPHALOOP_HOME", str(home))
+    return get_settings()
+
+
+@pytest.fixture
+def session(settings: Settings) -> str:
+    with_sessions = settings.journal_path.exists()
+    if with_sessions:
+        with Journal(settings.journal_path) as j:
+            found = [s.id for s in j.list_sessions() if s.budget == 6]
+        if found:
+            return found[0]
+    result = run_cli(*SESSION, "--budget", "6")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["session"]["id"]
+
+
+def test_finalize_deflates_over_the_search_trials_only(settings: Settings, session: str) -> None:
+    with Journal(settings.journal_path) as j:
+        s, rows = j.get_session(session), j.trials(session)
+    final = s.final
+    search = [t for t in rows if t.kind == "search" and t.status in ("keep", "discard")]
+    chosen = next(t for t in rows if t.id == (final.get("best_trial_id") or s.best_trial_id))
+    matrix = np.column_stack([t.val_returns for t in search])
+    oracle = deflated_sharpe(
+        chosen.val_returns, trial_sharpes(matrix), len(search), effective_trials(matrix)
+    )
+    assert (final["dsr_set"], final["dsr_n_trials"]) == (
+        "search trials with validation returns",
+        len(search),
+    )
+    assert final["deflated_sharpe"] == pytest.approx(oracle.dsr, rel=1e-12)
+    assert final["n_effective_trials"] == pytest.approx(oracle.n_effective, rel=1e-12)
+    assert final["deflated_sharpe_effective"] == pytest.approx(oracle.dsr_effective, rel=1e-12)
+    everything = np.column_stack([t.val_returns for t in rows if t.kind in ("search", "baseline")])
+    variance = float(np.var(trial_sharpes(everything), ddof=1))
+    with_baselines = deflated_sharpe_ratio(chosen.val_returns, len(search), variance)
+    assert final["deflated_sharpe"] != pytest.approx(with_baselines, rel=1e-6)
+    pbo = cscv_pbo(matrix, 16)
+    assert final["pbo"] == pbo.pbo and final["pbo_summary"]["n_combinations"] == 12870
+    assert sum(final["pbo_summary"]["histogram_counts"]) == 12870
+    reported = final["best_test"] if "best_trial_id" in final else final["baseline_test"]
+    gates = evaluate_gates(Metrics(**reported), oracle.dsr, pbo.pbo)
+    assert final["gates_passed"] is gates.passed and final["gates"] == gates.model_dump(mode="json")
+
+
+def test_validate_json_is_one_document_and_journaled(settings: Settings, session: str) -> None:
+    result = run_cli("validate", session, "--json", "--windows", "3", "--gate", "max_pbo=off")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)  # exactly one JSON document
+    assert report["session_id"] == session and report["n_search_trials"] >= 2
+    assert report["dsr_set"] == "search trials with validation returns"
+    for key in ("deflated_sharpe", "pbo", "walk_forward", "stress", "gates", "elapsed_s"):
+        assert key in report
+    with Journal(settings.journal_path) as j:
+        final = j.get_session(session).final
+    assert report["deflated_sharpe"]["dsr"] == pytest.approx(final["deflated_sharpe"])
+    assert report["pbo"]["pbo"] == final["pbo"]
+    assert [g["gate"] for g in report["gates"]["results"]] == [
+        "sharpe",
+        "max_drawdown",
+        "hit_rate",
+        "profit_factor",
+        "deflated_sharpe",
+    ]
+    wf = report["walk_forward"]
+    assert len(wf["windows"]) == 6 and all("net" not in w for w in wf["windows"])
+    assert all(w["train_end"] < w["eval_start"] for w in wf["windows"])
+    assert {c["scenario"] for c in report["stress"]["cases"]} >= {"base", "cost_x1.5"}
+    assert all("equal_weight" in c["metrics"] for c in report["stress"]["cases"])
+    review = json.loads(run_cli("journal", session, "--json").stdout)
+    assert review["validation"] == report
+    human = run_cli("journal", session)
+    assert "deflated Sharpe ratio" in human.stdout and "go/no-go gates" in human.stdout
+
+
+def test_the_validation_chart_builds_reads_and_exports(
+    settings: Settings, session: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "validation.html"
+    result = run_cli(
+        "chart", "validation", "--session", session, "--out", str(out), "--interpret", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == "validation" and out.is_file() and out.stat().st_size > 1000
+    names = {t["name"] for t in doc["traces"]}
+    assert "PBO logits" in names and "equal weight Sharpe" in names
+    bullets = doc["read"]["bullets"]
+    assert 4 <= len(bullets) <= 6 and bullets[0].startswith("PBO ")
+
+
+def test_gates_fail_and_pass_on_a_hand_built_case() -> None:
+    good = Metrics(
+        sharpe=1.2, sortino=1.5, calmar=1.0, max_drawdown=0.1, cvar_95=0.02, volatility=0.1,
+        annual_return=0.12, total_return=0.4, annual_turnover=2.0, hit_rate=0.55,
+        profit_factor=1.3, n_days=500,
+    )  # fmt: skip
+    assert evaluate_gates(good, 0.97, 0.2).passed
+    bad = evaluate_gates(good.model_copy(update={"max_drawdown": 0.35}), 0.97, 0.6)
+    assert [r.gate for r in bad.failed] == ["max_drawdown", "pbo"]
+    assert evaluate_gates(good, 0.9, 0.6, Gates(min_deflated_sharpe=None, max_pbo=None)).passed
+
+
+def test_bad_input_exits_2(settings: Settings, session: str) -> None:
+    unknown = run_cli("validate", "s-nope", "--json")
+    assert unknown.exit_code == 2 and "no session 's-nope'" in unknown.stderr
+    bad_gate = run_cli("validate", session, "--gate", "min_sharpe=high")
+    assert bad_gate.exit_code == 2 and "--gate min_sharpe" in bad_gate.stderr
+    one = run_cli(*SESSION, "--budget", "1")
+    assert one.exit_code == 0, one.output
+    sid = json.loads(one.stdout)["session"]["id"]
+    few = run_cli("validate", sid, "--json")
+    assert few.exit_code == 2 and few.stdout == ""
+    assert "PBO needs at least 2 trials" in few.stderr
