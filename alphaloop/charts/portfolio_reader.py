@@ -18,6 +18,60 @@ from alphaloop.exceptions import ChartDataError
 # --- equity curves -------------------------------------------------------------------------
 
 
+def _validation_bullets(
+    label: str, x: list[Any], y: np.ndarray, others: dict[str, np.ndarray], facts: dict[str, Any]
+) -> list[str]:
+    """What the validation window says: the end against the baselines, the deepest drawdown,
+    the highest equity, the worst and best day."""
+    fall, high, low = drawdown(y)
+    peak = int(np.argmax(y))
+    recovered = next((i for i in range(low, len(y)) if y[i] >= y[high]), None)
+    vs = "; ".join(f"{k} {v[-1]:.3f}" for k, v in others.items() if len(v))
+    bullets = [
+        f"Validation {x[0]} to {x[-1]}: {label} turns 1 into {y[-1]:.3f} "
+        f"({y[-1] - 1:+.1%}); baselines: {vs}."
+    ]
+    gaps = [f"{y[-1] - v[-1]:+.3f} vs {k}" for k, v in others.items() if len(v)]
+    if gaps:
+        bullets.append(f"Against the baselines at the end: {', '.join(gaps)}.")
+    if fall > 0:
+        back = (
+            f", recovered by {x[recovered]}"
+            if recovered is not None
+            else ", not recovered by the window's end"
+        )
+        bullets.append(
+            f"Deepest drawdown: {facts['max_drawdown']:.1%}, from the high on "
+            f"{x[high]} to the low on {x[low]}{back}."
+        )
+    else:
+        bullets.append(f"{label} never fell below an earlier high.")
+    bullets.append(
+        f"Highest equity {y[peak]:.3f} on {x[peak]}, "
+        f"{pct(peak / max(len(y) - 1, 1))} of the way through the window."
+    )
+    daily = y[1:] / y[:-1] - 1.0
+    worst, best = int(np.argmin(daily)), int(np.argmax(daily))
+    bullets.append(
+        f"Worst day {x[worst + 1]} ({daily[worst]:+.2%}); best day {x[best + 1]} "
+        f"({daily[best]:+.2%})."
+    )
+    return bullets
+
+
+def _window_facts(x: list[Any], y: np.ndarray, others: dict[str, np.ndarray]) -> dict[str, Any]:
+    fall, high, _ = drawdown(y)
+    peak = int(np.argmax(y))
+    return {
+        "start": x[0],
+        "end": x[-1],
+        "final": float(y[-1]),
+        "max_drawdown": float(fall / y[high]) if y[high] else 0.0,
+        "peak": {"date": x[peak], "equity": float(y[peak])},
+        "baselines": {k: float(v[-1]) for k, v in others.items() if len(v)},
+    }
+
+
 def read_equity(fig: go.Figure) -> Reading:
     meta = figure_meta(fig)
     label = meta.get("trial_label", "trial")
@@ -30,49 +84,11 @@ def read_equity(fig: go.Figure) -> Reading:
         others = {
             name: xy(fig, equity_trace_name(name, window))[1] for name in BASELINE_NAMES.values()
         }
-        fall, high, low = drawdown(y)
-        peak = int(np.argmax(y))
-        recovered = next((i for i in range(low, len(y)) if y[i] >= y[high]), None)
-        facts[window] = {
-            "start": x[0],
-            "end": x[-1],
-            "final": float(y[-1]),
-            "max_drawdown": float(fall / y[high]) if y[high] else 0.0,
-            "peak": {"date": x[peak], "equity": float(y[peak])},
-            "baselines": {k: float(v[-1]) for k, v in others.items() if len(v)},
-        }
-        vs = "; ".join(f"{k} {v[-1]:.3f}" for k, v in others.items() if len(v))
+        facts[window] = _window_facts(x, y, others)
         if window == "validation":
-            bullets.append(
-                f"Validation {x[0]} to {x[-1]}: {label} turns 1 into {y[-1]:.3f} "
-                f"({y[-1] - 1:+.1%}); baselines: {vs}."
-            )
-            gaps = [f"{y[-1] - v[-1]:+.3f} vs {k}" for k, v in others.items() if len(v)]
-            if gaps:
-                bullets.append(f"Against the baselines at the end: {', '.join(gaps)}.")
-            if fall > 0:
-                back = (
-                    f", recovered by {x[recovered]}"
-                    if recovered is not None
-                    else ", not recovered by the window's end"
-                )
-                bullets.append(
-                    f"Deepest drawdown: {facts[window]['max_drawdown']:.1%}, from the high on "
-                    f"{x[high]} to the low on {x[low]}{back}."
-                )
-            else:
-                bullets.append(f"{label} never fell below an earlier high.")
-            bullets.append(
-                f"Highest equity {y[peak]:.3f} on {x[peak]}, "
-                f"{pct(peak / max(len(y) - 1, 1))} of the way through the window."
-            )
-            daily = y[1:] / y[:-1] - 1.0
-            worst, best = int(np.argmin(daily)), int(np.argmax(daily))
-            bullets.append(
-                f"Worst day {x[worst + 1]} ({daily[worst]:+.2%}); best day {x[best + 1]} "
-                f"({daily[best]:+.2%})."
-            )
+            bullets += _validation_bullets(label, x, y, others, facts[window])
         else:
+            vs = "; ".join(f"{k} {v[-1]:.3f}" for k, v in others.items() if len(v))
             bullets.insert(
                 1,
                 f"Held-out test {x[0]} to {x[-1]}: {y[-1]:.3f} ({y[-1] - 1:+.1%}), max drawdown "
