@@ -12,6 +12,7 @@ import platform
 import time
 
 from benchmarks import (
+    bench_advantages,
     bench_cvar,
     bench_env,
     bench_journal,
@@ -23,6 +24,7 @@ from benchmarks._report import SummaryRow, parse_quick
 
 BENCHMARKS = (
     ("env stepping and PPO throughput", bench_env),
+    ("PPO throughput by advantage estimator", bench_advantages),
     ("Mean-CVaR solve against skfolio", bench_cvar),
     ("one trial per mode", bench_trials),
     ("the loop reading its history", bench_journal),
