@@ -74,13 +74,21 @@ def per_day_sharpe(returns: list[float]) -> float:
 
 def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | None = None) -> None:
     """Replays every verdict from the rows alone: a trial that breaks the drawdown limit is a
-    discard with the reason; otherwise it is kept only if its Sharpe beats the incumbent (at
-    first the baseline mean) by more than twice the spread of the baseline seeds, or, while no
-    trial is kept, if the first baseline itself breaks the limit (it is then no bar)."""
+    discard with the reason; while no trial is kept, the first within the limit is kept if the
+    first baseline breaks it (it is then no bar); otherwise, with ``s`` the spread of the ``n``
+    baseline Sharpes, ``t(a)`` the one-sided t quantile with ``n - 1`` dof and ``m`` the
+    incumbent's seeds, a trial is confirmed on two fresh seeds only if its own Sharpe beats the
+    incumbent's mean by ``t(0.10) s sqrt(1 + 1/m)``, and kept only if its mean over its three
+    seeds beats it by ``t(0.05) s sqrt(1/3 + 1/m)``."""
     baselines = [t for t in rows if t.kind == "baseline"]
     base = [per_day_sharpe(t.val_returns) * math.sqrt(252) for t in baselines]
-    floor, best = float(np.std(base, ddof=1)), float(np.mean(base))
+    floor, dof = float(np.std(base, ddof=1)), len(base) - 1
+    best, m = float(np.mean(base)), len(base)
     no_bar = limit is not None and max_drawdown(baselines[0].val_returns) > limit
+    confirms: dict[int, list[TrialRecord]] = {}
+    for t in rows:
+        if t.kind == "confirm":
+            confirms.setdefault(t.parent_id, []).append(t)
     for t in (t for t in rows if t.kind == "search"):
         objective = per_day_sharpe(t.val_returns) * math.sqrt(252)
         assert t.objective == pytest.approx(objective, rel=1e-9)
@@ -88,11 +96,24 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
         if limit is not None and drawdown > limit:
             assert t.status == "discard", t.idx
             assert t.reason == f"max drawdown {drawdown:.1%} exceeds the limit {limit:.1%}"
-        elif no_bar or objective > best + 2 * floor:
+            assert t.id not in confirms
+        elif no_bar:
             assert t.status == "keep", t.idx
-            best, no_bar = objective, False
+            best, m, no_bar = objective, 1, False
+        elif objective - best <= stats.t.isf(0.10, dof) * floor * math.sqrt(1 + 1 / m):
+            assert t.status == "discard" and "(screen, alpha 0.1," in t.reason, t.idx
+            assert t.id not in confirms
         else:
-            assert t.status == "discard" and "does not beat best" in t.reason, t.idx
+            seeds = [objective] + [
+                per_day_sharpe(c.val_returns) * math.sqrt(252) for c in confirms[t.id]
+            ]
+            assert [c.seed for c in confirms[t.id]] == [t.seed + len(base), t.seed + len(base) + 1]
+            margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / len(seeds) + 1 / m)
+            kept = float(np.mean(seeds)) - best > margin
+            assert t.status == ("keep" if kept else "discard"), t.idx
+            assert "(confirmed, alpha 0.05," in t.reason
+            if kept:
+                best, m = float(np.mean(seeds)), len(seeds)
 
 
 def deflated_sharpe(best: list[float], every: list[list[float]], n_trials: int) -> float:
@@ -122,7 +143,10 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     baselines = [t for t in rows if t.kind == "baseline"]
     search = [t for t in rows if t.kind == "search"]
     tests = [t for t in rows if t.kind == "test"]
-    assert [t.idx for t in rows] == list(range(len(rows))) == list(range(8))
+    confirms = [t for t in rows if t.kind == "confirm"]
+    # 2 baseline seeds, 4 search trials, the 2 confirmation seeds of one, 2 test evaluations.
+    assert [t.idx for t in rows] == list(range(len(rows))) == list(range(10))
+    assert len(confirms) == 2 and not any(t.counted for t in confirms)
     assert [(t.seed, t.status, t.counted, t.proposer) for t in baselines] == [
         (4, "keep", False, "baseline"),
         (5, "keep", False, "baseline"),
@@ -158,7 +182,7 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     assert clips
 
     # Finalize: the baseline and the best kept trial, once each on TEST.
-    best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
+    best = max((t for t in search if t.status == "keep"), key=lambda t: t.score)
     assert [t.parent_id for t in tests] == [baselines[0].id, best.id]
     assert all(t.status == "keep" and not t.counted for t in tests)
     assert all(len(t.val_returns) == 300 for t in tests)
@@ -228,8 +252,10 @@ def journal_with_a_session(settings: Settings) -> str:
 def test_a_goal_that_looks_like_markup_is_shown_as_written(settings: Settings) -> None:
     goal = "hedge [/x] tails [bold]now"
     started = run_cli("research", goal, "--budget", "1", "--data", "synthetic",
-                      "--noise-seeds", "1", "--proposer", "random")  # fmt: skip
+                      "--noise-seeds", "2", "--proposer", "random")  # fmt: skip
     assert started.exit_code == 0, started.output
+    # Two seeds run, with a warning on stderr: one degree of freedom keeps only large gains.
+    assert "warning: only 2 noise seeds: their spread has 1 degree of freedom" in started.stderr
     with Journal(settings.journal_path) as journal:
         [s] = journal.list_sessions()
     assert s.goal == goal
@@ -262,6 +288,10 @@ def test_the_largest_session_seed_runs(settings: Settings) -> None:
         (["research", GOAL, "--proposer", "gpt"], "unknown proposer 'gpt'"),
         (["research", GOAL, "--proposer", "llm"], "--proposer llm needs ALPHALOOP_LLM_BASE_URL"),
         (["research", GOAL, "--noise-seeds", "0"], "--noise-seeds: Input should be greater than"),
+        (
+            ["research", GOAL, "--noise-seeds", "1"],
+            "--noise-seeds: Value error, at least 2 seeds are needed: one seed has no spread",
+        ),
         (["research", GOAL, "--max-drawdown", "1.5"], "--max-drawdown: Input should be less than"),
         (["research", GOAL, "--max-drawdown", "nan"], "--max-drawdown: Input should be a finite"),
         (["research", GOAL, "--max-turnover", "inf"], "--max-turnover: Input should be a finite"),
@@ -432,7 +462,7 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
         "--data",
         "synthetic",
         "--noise-seeds",
-        "1",
+        "2",
         "--total-timesteps",
         "64",
         "--proposer",
