@@ -1,5 +1,5 @@
 """Reinforcement-learning engine: the ``alphaloop/PortfolioCVaR-v0`` env, a batched SB3 VecEnv and
-PPO training, walk-forward weights and policy save/load.
+PPO training (GAE, GRPO or REINFORCE++ advantages), walk-forward weights and policy save/load.
 
 Importing this package registers the env with gymnasium. The VecEnv and PPO names are loaded on
 first use: they pull in stable-baselines3 and torch (seconds of import time), which a command

@@ -232,7 +232,8 @@ class PortfolioCore:
     """The data and parameters of the portfolio env, and its step and observation for a batch.
 
     Subclasses call :meth:`_setup` before anything else and keep the per-row state (current
-    day, episode end, drifted weights) themselves, passing it in with a leading batch axis.
+    day, episode end, drifted weights, and the :class:`EpisodeRisk` of the drawdown rule when
+    ``truncate_drawdown`` is set) themselves, passing it in with a leading batch axis.
     """
 
     returns: np.ndarray
