@@ -16,6 +16,7 @@ from benchmarks import (
     bench_cvar,
     bench_env,
     bench_journal,
+    bench_keep_rule,
     bench_research,
     bench_trials,
     bench_validation,
@@ -29,6 +30,7 @@ BENCHMARKS = (
     ("one trial per mode", bench_trials),
     ("the loop reading its history", bench_journal),
     ("research efficiency, TPE against random", bench_research),
+    ("the keep rule: seed-only changes and real gains", bench_keep_rule),
     ("PBO on noise and on a real edge, CSCV time", bench_validation),
 )
 

@@ -13,15 +13,17 @@ import pytest
 from scipy import stats
 
 from alphaloop.journal import Journal
-from alphaloop.knobs import TrialConfig
+from alphaloop.knobs import ConfigDelta, TrialConfig
 from alphaloop.market import MarketData
-from alphaloop.meta_agent import keep_rule, nodes
+from alphaloop.meta_agent import keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
 from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import RandomProposer
+from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer
 from alphaloop.meta_agent.recording import best_so_far, finished_trials
+from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.metrics import Metrics
+from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, TrialResult
 
 
@@ -235,3 +237,52 @@ def test_a_failed_confirmation_discards_and_limits_still_rule(ctx: Any) -> None:
     broke = TrialOutcome(status=OutcomeStatus.ok, result=result(9.0, drawdown=0.5))
     assert nodes.screened(ctx, broke) is None
     assert nodes.verdict(ctx, trial_id, broke).reason.startswith("max drawdown 50.0% exceeds")
+
+
+# --- end to end: seed-only changes ------------------------------------------------------------
+
+
+class SeedOnly(RandomProposer):
+    """Proposes ``n_scenarios`` markers the wrapped evaluator runs as the default config on a
+    seed of their own: every candidate is the baseline on another seed."""
+
+    name = "seed-only"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.j = 0
+
+    def propose(self, ctx: ProposalContext) -> ConfigDelta:
+        self.j += 1
+        return ConfigDelta(changes={"n_scenarios": 5000 + self.j}, rationale="another seed")
+
+
+def test_a_session_of_seed_only_changes_keeps_no_more_than_chance(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    real = nodes.evaluate
+
+    def evaluate(mode: str, config: TrialConfig, data: Any, budget: Any, seed: int, **kw: Any):
+        j = config.n_scenarios - 5000
+        return real(mode, TrialConfig(), data, budget, seed + 1000 * j if j > 0 else seed, **kw)
+
+    clean_env.setattr(nodes, "evaluate", evaluate)
+    clean_env.setattr(session, "make_proposer", lambda *args: SeedOnly())
+    settings = Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
+    spec = SessionSpec(goal="g", data="synthetic", budget=12, noise_seeds=3, seed=2)
+    sid = create_session(spec, settings)
+    run_session(sid, settings)
+    with Journal(settings.journal_path) as journal:
+        rows = journal.trials(sid, series=False)
+    search = [t for t in rows if t.kind == "search"]
+    base = [t.objective for t in rows if t.kind == "baseline"]
+    lucky = [t for t in search if t.objective > statistics.fmean(base)]
+    kept = [t for t in search if t.status == "keep"]
+    assert len(search) == 12 and len(lucky) >= 4  # luck enough to fool a naive rule
+    # At 5% a keep, 12 trials keep more than 2 less than 2% of the time (binomial).
+    assert len(kept) <= 2 and stats.binom.sf(2, 12, keep_rule.KEEP_ALPHA) < 0.02
+    assert all("(confirmed, alpha 0.05, 2 dof)" in t.reason for t in kept)
+    confirms = [t for t in rows if t.kind == "confirm"]
+    screened = {t.parent_id for t in confirms}
+    assert len(confirms) == keep_rule.CONFIRM_SEEDS * len(screened)
+    assert all(not t.counted for t in confirms)
