@@ -27,8 +27,6 @@ GATE_FIELDS = (
 
 def parse_gates(items: list[str]) -> Any:
     """``--gate min_sharpe=1.0 --gate max_pbo=off`` as the gates' thresholds, or exit 2."""
-    from alphaloop.validation import Gates
-
     values: dict[str, float | None] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -43,7 +41,7 @@ def parse_gates(items: list[str]) -> Any:
         except ValueError:
             raise fail(f"--gate {key} takes a number or 'off', got {value!r}", 2) from None
     try:
-        return Gates(**values)
+        return ops.Gates(**values)
     except ValidationError as err:
         first = err.errors()[0]
         raise fail(f"--gate {first['loc'][0]}: {first['msg']}", 2) from None

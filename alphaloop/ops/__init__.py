@@ -63,6 +63,7 @@ from alphaloop.ops.train import train
 from alphaloop.ops.trial import TrialRequest, TrialRun, run_trial, trial_budget
 from alphaloop.ops.validate import (
     VALIDATED_EVENT,
+    Gates,
     ValidationReport,
     ValidationUnavailable,
     latest_validation,
@@ -87,6 +88,7 @@ __all__ = [
     "VALIDATED_EVENT",
     "DataWarning",
     "ExportedChart",
+    "Gates",
     "KnobInfo",
     "Leaderboard",
     "LiveTrial",

@@ -42,6 +42,15 @@ from alphaloop.validation import (
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "VALIDATED_EVENT",
+    "Gates",
+    "ValidationReport",
+    "ValidationUnavailable",
+    "latest_validation",
+    "validate_session",
+]
+
 VALIDATED_EVENT = "Validated"
 DEFAULT_WINDOWS = 4
 
@@ -93,11 +102,16 @@ def _reported(j: Journal, s: SessionRecord, rows: list[TrialRecord]) -> TrialRec
     return best
 
 
-def _test_metrics(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, str] | None:
+def _evidence(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, str]:
+    """What the gates judge: the reported trial's test-window metrics, or, before finalize,
+    its validation metrics (said to be in sample for the selection)."""
     for t in rows:
         if t.kind == "test" and t.parent_id == chosen.id and t.metrics:
             return Metrics(**t.metrics), f"held-out test window (trial #{t.idx})"
-    return None
+    return (
+        Metrics(**(chosen.metrics or {})),
+        "validation window (the session was not finalized: in sample for the selection)",
+    )
 
 
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
@@ -236,12 +250,7 @@ def validate_session(
     clock = time.monotonic()
     stress = _stress(s, chosen, rows, inputs, cost_multiplier)
     timings["stress"] = time.monotonic() - clock
-    evidence = _test_metrics(rows, chosen)
-    if evidence is None:
-        evidence = (
-            Metrics(**(chosen.metrics or {})),
-            "validation window (the session was not finalized: in sample for the selection)",
-        )
+    evidence = _evidence(rows, chosen)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
