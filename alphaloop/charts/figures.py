@@ -211,7 +211,8 @@ def _incumbent(
     rows: list[TrialRecord], base: list[TrialRecord], base_mean: float | None
 ) -> tuple[list[int], list[float]]:
     """The step line: after each search trial, the bar the next one had to beat. As in the
-    loop, that is the best kept objective so far, or the baseline mean while none is kept."""
+    loop, that is the best kept score so far (a confirmed trial's mean over its seeds), or the
+    baseline mean while none is kept."""
     xs: list[int] = []
     ys: list[float] = []
     if base and base_mean is not None:
@@ -221,8 +222,8 @@ def _incumbent(
     for t in rows:
         if t.kind != "search":
             continue
-        if t.status == "keep" and t.objective is not None:
-            best_kept = t.objective if best_kept is None else max(best_kept, t.objective)
+        if t.status == "keep" and t.score is not None:
+            best_kept = t.score if best_kept is None else max(best_kept, t.score)
         bar = best_kept if best_kept is not None else base_mean
         if bar is not None:
             xs.append(t.idx)

@@ -82,7 +82,7 @@ class StartResearchArgs(BaseModel):
     max_drawdown: float | None = Field(default=None, gt=0, le=1, description="0.15 = 15%")
     max_turnover: float | None = Field(default=None, gt=0)
     data: str = Field(default="sp500", description=_DATA)
-    noise_seeds: int = Field(default=2, ge=1, le=10, description="baseline seeds")
+    noise_seeds: int = Field(default=3, ge=2, le=10, description="baseline seeds")
     total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
 
 

@@ -82,7 +82,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             proposer="llm",
             objective=Objective(metric="sharpe"),
             data="synthetic",
-            noise_seeds=2,
+            noise_seeds=3,
         )
         research_id = create_session(spec, settings)
         run_session(research_id, settings)

@@ -93,7 +93,7 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
         "discard"
     )
     # The invalid reply is drawn (below every objective: it has none); test rows are not.
-    assert list(fig[FAILED_TRACE].x) == [idx for idx, _ in points("invalid")] == [3]
+    assert list(fig[FAILED_TRACE].x) == [idx for idx, _ in points("invalid")] == [6]
     assert fig[FAILED_TRACE].y[0] < min(t.objective for t in rows if t.objective is not None)
     assert fig[FAILED_TRACE].customdata[0][1] == "invalid"
     drawn = [
@@ -101,13 +101,16 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
         for name in (BASELINE_TRACE, KEPT_TRACE, DISCARDED_TRACE, FAILED_TRACE)
         for x in fig[name].x
     ]
-    assert sorted(drawn) == [t.idx for t in rows if t.kind != "test"]
-    # Best so far: the baseline mean until trial 2 is kept, then trial 2's objective.
+    # Confirmation re-runs of a candidate are not trials of their own: the candidate stands.
+    assert sorted(drawn) == [t.idx for t in rows if t.kind not in ("test", "confirm")]
+    # Best so far: the baseline mean until a trial is kept, then its mean over its seeds.
     base = [t.objective for t in rows if t.kind == "baseline"]
     mean = statistics.fmean(base)
-    kept = rows[2].objective
-    assert list(fig[BEST_TRACE].x) == [1, 2, 3, 4, 5]
-    assert fig[BEST_TRACE].y == pytest.approx([mean, kept, kept, kept, kept])
+    [kept] = [t for t in rows if t.kind == "search" and t.status == "keep"]
+    assert kept.n_seeds == 3 and kept.seed_mean is not None
+    search = [t.idx for t in rows if t.kind == "search"]
+    assert list(fig[BEST_TRACE].x) == [search[0] - 1, *search]
+    assert fig[BEST_TRACE].y == pytest.approx([mean] + [kept.seed_mean] * len(search))
     assert fig[BEST_TRACE].line.shape == "hv"
     floor = session.noise_floor
     assert floor == pytest.approx(statistics.stdev(base))
@@ -131,12 +134,12 @@ def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
     completed = [
         t for t in every if t.kind in ("search", "baseline") and t.status in ("keep", "discard")
     ]
-    # 2 baselines + 3 finished search trials of the session, and the manual run.
-    assert len(completed) == 6
+    # 3 baselines + 3 finished search trials of the session, and the manual run.
+    assert len(completed) == 7
     fig = traces(chart.figure)
     assert set(fig) == {SHARPE_TRACE, DRAWDOWN_TRACE}
     bars, dd = fig[SHARPE_TRACE], fig[DRAWDOWN_TRACE]
-    assert list(bars.x) == list(dd.x) == [1, 2, 3, 4, 5, 6]
+    assert list(bars.x) == list(dd.x) == [1, 2, 3, 4, 5, 6, 7]
     ranked = sorted(completed, key=lambda t: -t.metrics["sharpe"])
     assert list(bars.y) == [t.metrics["sharpe"] for t in ranked]
     assert list(dd.y) == [t.metrics["max_drawdown"] for t in ranked]
@@ -227,7 +230,7 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
         budget=1,
         proposer="random",
         data="synthetic",
-        noise_seeds=1,
+        noise_seeds=2,
         trial_budget=TrialBudget(total_timesteps=64, n_envs=1),
     )
     sid = create_session(spec, settings)
@@ -264,14 +267,14 @@ def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
     with pytest.raises(UnknownChartKind, match="choose one of training_curve"):
         chart_kind("pie")
     with lab.journal() as j:
-        with pytest.raises(TrialNotFound, match=r"no trial #42; its trials are #0\.\.#7"):
+        with pytest.raises(TrialNotFound, match=r"no trial #42; its trials are #0\.\.#10"):
             build_chart(
                 "weights", j, session_id=lab.research_id, trial_idx=42, series=SessionReplay()
             )
         # An invalid row has no results to draw.
         with pytest.raises(ChartDataError, match=r"no results to draw .*invalid"):
             build_chart(
-                "equity_curves", j, session_id=lab.research_id, trial_idx=3, series=SessionReplay()
+                "equity_curves", j, session_id=lab.research_id, trial_idx=6, series=SessionReplay()
             )
         with pytest.raises(ChartDataError, match="a trial index does not apply"):
             build_chart("research_progress", j, session_id=lab.research_id, trial_idx=2)
@@ -279,7 +282,7 @@ def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
             build_chart("ratio_curve", j, session_id=lab.research_id)
         # A test-window row draws its own window.
         test_chart = build_chart(
-            "weights", j, session_id=lab.research_id, trial_idx=6, series=SessionReplay()
+            "weights", j, session_id=lab.research_id, trial_idx=9, series=SessionReplay()
         )
         assert test_chart.figure.layout.meta["window"] == "test"
         assert not math.isnan(test_chart.figure.data[0].y[0])

@@ -117,7 +117,7 @@ def test_vlm_read_sends_the_png_and_context_and_is_journaled(
     context = payload["context"]
     assert context["goal"] == "maximise Sharpe on synthetic prices"
     assert context["axes"] == {"x": "trial", "y": "validation sharpe"}
-    assert context["key_figures"]["best"]["trial"] == 2
+    assert context["key_figures"]["best"]["trial"] == 3
     # The read, as shown and as journaled.
     expected = [
         "Sharpe rises",

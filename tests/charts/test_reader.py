@@ -92,7 +92,7 @@ def test_ratio_read_names_the_best_run(lab: Lab) -> None:
         "trial": top.idx,
         "sharpe": top.metrics["sharpe"],
     }
-    assert facts["trials"] == 6 and facts["runs"] == 2 and facts["manual_runs"] == 1
+    assert facts["trials"] == 7 and facts["runs"] == 2 and facts["manual_runs"] == 1
     assert f"Sharpe {top.metrics['sharpe']:.3f}, trial #{top.idx} of {top.session_id}" in bullets[1]
 
 

@@ -200,7 +200,7 @@ def test_start_and_stop_research(tmp_path: Path) -> None:
     result = call(
         settings,
         "start_research",
-        {"goal": "maximise Sharpe", "budget": 1, "noise_seeds": 1, "data": "synthetic"},
+        {"goal": "maximise Sharpe", "budget": 1, "noise_seeds": 2, "data": "synthetic"},
         on_progress=progress.append,
     )
     assert result.ok, result.data
