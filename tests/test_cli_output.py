@@ -109,7 +109,7 @@ def finished(short_tmp: Callable[[], Path]) -> tuple[dict[str, str], str]:
     """A home holding one finished one-trial research session."""
     env = sandbox(short_tmp())
     out = one_document(
-        alphaloop(env, "research", "max Sharpe", "--budget", "1", "--noise-seeds", "1", "--json")
+        alphaloop(env, "research", "max Sharpe", "--budget", "1", "--noise-seeds", "2", "--json")
     )
     return env, out["session"]["id"]
 

@@ -151,11 +151,12 @@ _FLAGS = {"goal": "GOAL", "time_budget_s": "--time-budget"}
 def flag_error(err: ValidationError) -> typer.Exit:
     """Exit 2 naming the flag of the first invalid field, what is wrong and the value given."""
     first = err.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for our own checks
     if not first["loc"]:  # a rule across fields: its message names them
-        return fail(first["msg"].removeprefix("Value error, "), 2)
+        return fail(message, 2)
     field = str(first["loc"][-1])
     where = _FLAGS.get(field, "--" + field.replace("_", "-"))
-    return fail(f"{where}: {first['msg']}, got {first.get('input')!r}", 2)
+    return fail(f"{where}: {message}, got {first.get('input')!r}", 2)
 
 
 def trial_budget(
