@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from alphaloop.settings import Settings
+from alphaloop.settings import Settings, get_settings
 
 try:  # ``python -m pytest`` (or a tests/__init__.py) makes ``tests`` a package...
     from tests.fake_openai import FakeOpenAI
@@ -24,6 +24,14 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         for alias in getattr(info.validation_alias, "choices", ()):
             monkeypatch.delenv(str(alias), raising=False)
     return monkeypatch
+
+
+@pytest.fixture
+def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
+    """A fresh alphaloop home in ``tmp_path``, set through ``ALPHALOOP_HOME`` so that the CLI run
+    in-process reads the same settings as the test. Modules needing another home override it."""
+    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
+    return get_settings()
 
 
 @pytest.fixture

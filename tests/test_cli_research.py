@@ -26,7 +26,7 @@ from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
 from alphaloop.market import load_market
 from alphaloop.meta_agent.session import SessionSpec, create_session
-from alphaloop.settings import Settings, get_settings
+from alphaloop.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = "maximise validation Sharpe"
@@ -45,12 +45,6 @@ SESSION = [
     "--proposer",
     "tpe",
 ]
-
-
-@pytest.fixture
-def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
-    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
-    return get_settings()
 
 
 def run_cli(*args: str) -> Any:

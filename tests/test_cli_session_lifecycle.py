@@ -19,15 +19,9 @@ from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.meta_agent import session as session_mod
 from alphaloop.meta_agent.session import SessionSpec, create_session, request_stop, run_session
-from alphaloop.settings import Settings, get_settings
+from alphaloop.settings import Settings
 
 GOAL = "maximise validation Sharpe"
-
-
-@pytest.fixture
-def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
-    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
-    return get_settings()
 
 
 def run_cli(*args: str) -> Any:

@@ -5,7 +5,6 @@ range with exit 2 before anything is journaled."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,17 +13,11 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.meta_agent.session import SessionSpec
-from alphaloop.settings import Settings, get_settings
+from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
 OPTIONS = ["--advantage", "reinforce_pp", "--truncate-drawdown", "0.25", "--stop-properly", "0.5"]
 EXPECTED = {"truncate_drawdown": 0.25, "stop_properly": 0.5, "advantage": "reinforce_pp"}
-
-
-@pytest.fixture
-def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
-    clean_env.setenv("ALPHALOOP_HOME", str(tmp_path / "home"))
-    return get_settings()
 
 
 def run_cli(*args: str) -> Any:
