@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(BIN)/alphaloop research "maximise Sharpe, max drawdown under 25%" --mode cufolio_only \
 		--budget 12 --max-drawdown 0.25 --proposer tpe
 	$(BIN)/alphaloop research "maximise Sharpe with PPO under a CVaR overlay" --mode unified \
-		--budget 4 --noise-seeds 2 --proposer tpe
+		--budget 4 --proposer tpe
 	$(BIN)/alphaloop sessions
 
 test: $(STAMP)
