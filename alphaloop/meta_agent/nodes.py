@@ -280,12 +280,16 @@ def _without_bar(
     return None
 
 
-def screened(ctx: SessionContext, outcome: TrialOutcome) -> keep_rule.Comparison | None:
+def screened(
+    ctx: SessionContext, outcome: TrialOutcome, rows: list[TrialRecord] | None = None
+) -> keep_rule.Comparison | None:
     """Step 1 of the keep rule (:mod:`.keep_rule`) for a search outcome the comparison
-    decides; None for a crash, a limit broken or a trial with no bar to clear."""
+    decides; None for a crash, a limit broken or a trial with no bar to clear.
+
+    ``rows`` are the finished trials when the caller has just read them."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
         return None
-    rows = finished_trials(ctx)
+    rows = finished_trials(ctx) if rows is None else rows
     if _without_bar(ctx, outcome, rows) is not None:
         return None
     incumbent, _ = best_so_far(rows)
@@ -301,10 +305,11 @@ def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdic
     :mod:`.keep_rule`)."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
         return Verdict(status=outcome.status.value)
-    free = _without_bar(ctx, outcome, finished_trials(ctx))
+    rows = finished_trials(ctx)
+    free = _without_bar(ctx, outcome, rows)
     if free is not None:
         return free
-    first = screened(ctx, outcome)
+    first = screened(ctx, outcome, rows)
     if first is None or not first.passed:
         return Verdict(status=TrialStatus.discard, reason=first.describe() if first else None)
     confirms = confirmations(ctx, trial_id)
