@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -71,7 +71,99 @@ class Settings(BaseSettings):
         description="Nemotron reasoning mode: 'detailed thinking on' in the system prompt",
     )
 
-    @field_validator("chromium", mode="before")
+    # --- the continuous loop: policy library, portfolio manager, broker ------------------------
+    auto_activate: bool = Field(
+        default=False,
+        validation_alias=AliasChoices("ALPHALOOP_AUTO_ACTIVATE"),
+        description="activate a session's new best policy when it beats the active one on its "
+        "validation objective by more than the noise floor",
+    )
+    broker: Literal["paper", "alpaca"] = Field(
+        default="paper", validation_alias=AliasChoices("ALPHALOOP_BROKER")
+    )
+    pm_initial_cash: float = Field(
+        default=100_000.0, gt=0, validation_alias=AliasChoices("ALPHALOOP_PM_INITIAL_CASH")
+    )
+    pm_max_turnover: float = Field(
+        default=1.0,
+        gt=0,
+        validation_alias=AliasChoices("ALPHALOOP_PM_MAX_TURNOVER"),
+        description="kill switch: the largest one-day turnover (sum of |weight change| / 2)",
+    )
+    pm_max_drawdown: float = Field(
+        default=0.25,
+        gt=0,
+        le=1,
+        validation_alias=AliasChoices("ALPHALOOP_PM_MAX_DRAWDOWN"),
+        description="kill switch: halt when the book is this far below its peak equity",
+    )
+    pm_min_trade: float = Field(
+        default=1.0,
+        ge=0,
+        validation_alias=AliasChoices("ALPHALOOP_PM_MIN_TRADE"),
+        description="orders smaller than this notional (in cash units) are not sent",
+    )
+    alpaca_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("ALPHALOOP_ALPACA_API_KEY", "APCA_API_KEY_ID")
+    )
+    alpaca_secret_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_ALPACA_SECRET_KEY", "APCA_API_SECRET_KEY"),
+    )
+    alpaca_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_ALPACA_BASE_URL", "APCA_API_BASE_URL"),
+        description="override of Alpaca's trading API address; default: its paper endpoint",
+    )
+
+    # --- the preference flywheel -----------------------------------------------------------------
+    pref_min_gap: float = Field(
+        default=0.001,
+        ge=0,
+        validation_alias=AliasChoices("ALPHALOOP_PREF_MIN_GAP"),
+        description="T+5 outcome gap below which a decision's pair stays unlabelled",
+    )
+    dpo_min_pairs: int = Field(
+        default=32,
+        ge=1,
+        validation_alias=AliasChoices("ALPHALOOP_DPO_MIN_PAIRS"),
+        description="dpo check trains only when this many new labelled pairs exist",
+    )
+    dpo_model: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_DPO_MODEL"),
+        description="local model directory the scheduled DPO check trains",
+    )
+
+    # --- server, scheduler, traces -----------------------------------------------------------
+    api_token: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_API_TOKEN"),
+        description="bearer token of the REST API; required to bind anything but loopback",
+    )
+    cron_prefs_extract: str = Field(
+        default="0 22 * * mon-fri", validation_alias=AliasChoices("ALPHALOOP_CRON_PREFS_EXTRACT")
+    )
+    cron_dpo_check: str = Field(
+        default="30 22 * * *", validation_alias=AliasChoices("ALPHALOOP_CRON_DPO_CHECK")
+    )
+    cron_retrain: str = Field(
+        default="0 3 * * sat", validation_alias=AliasChoices("ALPHALOOP_CRON_RETRAIN")
+    )
+    otel: Literal["off", "file", "console"] = Field(
+        default="off",
+        validation_alias=AliasChoices("ALPHALOOP_OTEL"),
+        description="OpenTelemetry spans: off, JSON lines under the home, or printed to stderr",
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        description="send spans to this OTLP endpoint too (needs the OTLP exporter installed)",
+    )
+
+    @field_validator(
+        "chromium", "dpo_model", "alpaca_api_key", "alpaca_secret_key", "api_token", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         # ``ALPHALOOP_CHROMIUM=`` unsets it; as a path it would mean the current directory.
@@ -88,6 +180,15 @@ class Settings(BaseSettings):
     @property
     def charts_dir(self) -> Path:
         return self.home / "charts"
+
+    @property
+    def active_policy_path(self) -> Path:
+        """The pointer file naming the active policy (written atomically by ``activate``)."""
+        return self.home / "active_policy.json"
+
+    @property
+    def traces_path(self) -> Path:
+        return self.home / "traces" / "spans.jsonl"
 
     @property
     def scratch_dir(self) -> Path:

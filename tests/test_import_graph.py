@@ -24,12 +24,27 @@ import alphaloop
 
 ROOT = Path(alphaloop.__file__).parent
 
-FRONT_ENDS = {"cli", "tools", "chat", "server"}
+# The scheduler drives ops on a clock, as a front end does on a request.
+FRONT_ENDS = {"cli", "tools", "chat", "server", "scheduler"}
 ENGINES = {"rl_engine", "portfolio_opt", "pipeline"}
 FOUNDATIONS = {"knobs", "market", "metrics"}
-SHARED = {"exceptions", "settings", "_lazy"}
+SHARED = {"exceptions", "settings", "_lazy", "telemetry"}
 # The research and evaluation core: what ``ops`` composes.
-CORE = {"meta_agent", "trials", "journal", "charts", "validation", "llm", "llm_json", "prompts"}
+CORE = {
+    "meta_agent",
+    "trials",
+    "journal",
+    "charts",
+    "validation",
+    "llm",
+    "llm_json",
+    "prompts",
+    # the continuous loop: policy library, portfolio manager, brokers, preference flywheel
+    "library",
+    "pm",
+    "broker",
+    "flywheel",
+}
 
 # package -> packages it must never import (directly or lazily)
 FORBIDDEN: dict[str, set[str]] = {

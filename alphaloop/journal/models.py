@@ -58,6 +58,7 @@ class EventKind(StrEnum):
     resumed = "Resumed"
     resumed_after_stop = "ResumedAfterStop"
     policy_retrained = "PolicyRetrained"
+    policy_activated = "PolicyActivated"
     proposer_fallback = "ProposerFallback"
     tools_unsupported = "ToolsUnsupported"
 
@@ -191,6 +192,8 @@ class TrialRecord(_Record):
     violation: str | None = None
     n_seeds: int | None = None
     seed_mean: float | None = None
+    # The exact prompt (chat messages as JSON text) an LLM proposal was made from; None for TPE.
+    prompt: str | None = None
 
     @property
     def score(self) -> float | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -84,6 +84,7 @@ TABLES: dict[str, str] = {
             violation TEXT,
             n_seeds INTEGER,
             seed_mean REAL,
+            prompt TEXT,
             UNIQUE (session_id, idx)
         )""",
     "bounds_clips": """
@@ -134,6 +135,159 @@ TABLES: dict[str, str] = {
         )""",
 }
 
+# Tables of the continuous loop (schema 4): the policy library, replays, the portfolio manager's
+# books, decisions and fills, preference pairs, DPO runs and scheduled-job runs.
+LOOP_TABLES: dict[str, str] = {
+    "policies": """
+        CREATE TABLE policies (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL CHECK (kind IN ('ppo', 'mean_cvar', 'unified')),
+            source TEXT NOT NULL CHECK (source IN ('session', 'manual')),
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            mode TEXT NOT NULL,
+            config TEXT NOT NULL,
+            config_hash TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            data_fingerprint TEXT,
+            symbols TEXT NOT NULL,
+            data_spec TEXT NOT NULL,
+            trial_budget TEXT NOT NULL,
+            objective TEXT NOT NULL,
+            val_objective REAL,
+            val_metrics TEXT,
+            test_metrics TEXT,
+            gates_passed INTEGER CHECK (gates_passed IN (0, 1)),
+            path TEXT,
+            sha256 TEXT,
+            created_at TEXT NOT NULL,
+            UNIQUE (trial_id)
+        )""",
+    "replays": """
+        CREATE TABLE replays (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            parent_trial_id INTEGER REFERENCES trials(id),
+            parent_policy_id INTEGER REFERENCES policies(id),
+            config_hash TEXT NOT NULL,
+            start TEXT NOT NULL,
+            end TEXT NOT NULL,
+            data_source TEXT NOT NULL,
+            data_fingerprint TEXT NOT NULL,
+            metrics TEXT NOT NULL,
+            returns TEXT NOT NULL,
+            warning TEXT,
+            created_at TEXT NOT NULL,
+            CHECK ((parent_trial_id IS NULL) != (parent_policy_id IS NULL))
+        )""",
+    "pm_books": """
+        CREATE TABLE pm_books (
+            name TEXT PRIMARY KEY,
+            broker TEXT NOT NULL,
+            initial_cash REAL NOT NULL,
+            cash REAL NOT NULL,
+            positions TEXT NOT NULL,
+            peak_equity REAL NOT NULL,
+            as_of TEXT,
+            halted TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )""",
+    "decisions": """
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            book TEXT NOT NULL REFERENCES pm_books(name),
+            date TEXT NOT NULL,
+            policy_id INTEGER REFERENCES policies(id),
+            status TEXT NOT NULL CHECK (status IN ('sent', 'halted', 'failed')),
+            halt_reason TEXT,
+            symbols TEXT NOT NULL,
+            pre_weights TEXT,
+            stages TEXT,
+            target_weights TEXT,
+            truncated INTEGER NOT NULL DEFAULT 0 CHECK (truncated IN (0, 1)),
+            orders TEXT NOT NULL,
+            fills TEXT NOT NULL,
+            equity_before REAL,
+            error TEXT,
+            verdict TEXT CHECK (verdict IN ('approve', 'reject', 'override')),
+            override_weights TEXT,
+            note TEXT,
+            decided_at TEXT,
+            created_at TEXT NOT NULL
+        )""",
+    "pm_fills": """
+        CREATE TABLE pm_fills (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            book TEXT NOT NULL REFERENCES pm_books(name),
+            decision_id INTEGER NOT NULL REFERENCES decisions(id),
+            date TEXT NOT NULL,
+            symbol TEXT NOT NULL,
+            shares REAL NOT NULL,
+            price REAL NOT NULL,
+            cost REAL NOT NULL,
+            broker_order_id TEXT,
+            created_at TEXT NOT NULL
+        )""",
+    "preferences": """
+        CREATE TABLE preferences (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            source TEXT NOT NULL CHECK (source IN ('pm', 'research')),
+            origin_key TEXT NOT NULL UNIQUE,
+            origin TEXT NOT NULL,
+            prompt TEXT NOT NULL,
+            chosen TEXT NOT NULL,
+            rejected TEXT NOT NULL,
+            margin REAL NOT NULL,
+            labelled INTEGER NOT NULL CHECK (labelled IN (0, 1)),
+            created_at TEXT NOT NULL
+        )""",
+    "dpo_runs": """
+        CREATE TABLE dpo_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'skipped')),
+            model_dir TEXT,
+            out_dir TEXT,
+            lora INTEGER NOT NULL DEFAULT 0 CHECK (lora IN (0, 1)),
+            max_steps INTEGER,
+            n_train INTEGER,
+            n_heldout INTEGER,
+            last_preference_id INTEGER,
+            accuracy_before REAL,
+            accuracy_after REAL,
+            margin_before REAL,
+            margin_after REAL,
+            loss_curve TEXT,
+            reward_margins TEXT,
+            elapsed_s REAL,
+            reason TEXT,
+            error TEXT,
+            owner_pid INTEGER,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )""",
+    "schedule_runs": """
+        CREATE TABLE schedule_runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            job TEXT NOT NULL,
+            trigger TEXT NOT NULL CHECK (trigger IN ('schedule', 'manual')),
+            outcome TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'skipped', 'failed')),
+            detail TEXT,
+            error TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )""",
+}
+TABLES.update(LOOP_TABLES)
+
+LOOP_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_policies_session ON policies (session_id)",
+    "CREATE INDEX idx_replays_trial ON replays (parent_trial_id)",
+    "CREATE INDEX idx_decisions_book_date ON decisions (book, date)",
+    "CREATE INDEX idx_fills_decision ON pm_fills (decision_id)",
+    "CREATE INDEX idx_preferences_source ON preferences (source, labelled)",
+    "CREATE INDEX idx_schedule_runs_job ON schedule_runs (job, started_at)",
+)
+
 INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_sessions_created ON sessions (created_at)",
     "CREATE INDEX idx_trials_session_status ON trials (session_id, status)",
@@ -142,6 +296,7 @@ INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_llm_calls_session ON llm_calls (session_id)",
     "CREATE INDEX idx_events_session_kind ON events (session_id, kind)",
     "CREATE INDEX idx_chart_reads_session ON chart_reads (session_id)",
+    *LOOP_INDEXES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -201,8 +356,24 @@ def _add_confirmations(conn: sqlite3.Connection) -> None:
             conn.execute(ddl)
 
 
+def _add_the_continuous_loop(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: ``trials.prompt`` (the exact prompt an LLM proposal was made from) and the
+    tables of the continuous loop (:data:`LOOP_TABLES`). Old trials keep a NULL prompt. (A
+    journal migrated from schema 2 already has the column: step 2 -> 3 rebuilds ``trials`` from
+    today's definition.)"""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(trials)")}
+    if "prompt" not in columns:
+        conn.execute("ALTER TABLE trials ADD COLUMN prompt TEXT")
+    for ddl in (*LOOP_TABLES.values(), *LOOP_INDEXES):
+        conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
-MIGRATIONS: dict[int, Migration] = {1: _add_env_steps_and_violation, 2: _add_confirmations}
+MIGRATIONS: dict[int, Migration] = {
+    1: _add_env_steps_and_violation,
+    2: _add_confirmations,
+    3: _add_the_continuous_loop,
+}
 
 
 def sniff(path: Path) -> str | None:
@@ -235,7 +406,8 @@ def problem(conn: sqlite3.Connection) -> str | None:
         return f"an SQLite database of another application ({found})"
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
-    missing = sorted(set(TABLES) - names)
+    expected = set(TABLES) if version >= 4 else set(TABLES) - set(LOOP_TABLES)
+    missing = sorted(expected - names)
     if missing:
         return f"tables missing: {', '.join(missing)}"
     return None

@@ -24,7 +24,7 @@ from alphaloop.journal.models import (
 
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "JournalReader", "pid_alive"]
 
-_SERIES = ("val_returns", "final_weights", "curve")
+_SERIES = ("val_returns", "final_weights", "curve", "prompt")
 _WITHOUT_SERIES = ", ".join(
     f"NULL AS {name}" if name in _SERIES else name for name in TrialRecord.model_fields
 )

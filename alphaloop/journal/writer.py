@@ -16,7 +16,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from alphaloop.exceptions import TrialNotFound, TrialNotRunning
+from alphaloop.journal.book import BookStore
 from alphaloop.journal.codec import columns, now, seconds_between
+from alphaloop.journal.flywheel import FlywheelStore
+from alphaloop.journal.library import LibraryStore
 from alphaloop.journal.logs import LogWriter
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
@@ -29,6 +32,7 @@ from alphaloop.journal.models import (
     TrialStatus,
     is_interrupted,
 )
+from alphaloop.journal.schedule import ScheduleStore
 from alphaloop.journal.store import pid_alive
 
 logger = logging.getLogger(__name__)
@@ -45,7 +49,7 @@ def new_session_id() -> str:
     return f"s-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-class Journal(LogWriter):
+class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
     """The journal: one SQLite file, read with frozen models, written in transactions.
 
     Example:

@@ -122,11 +122,11 @@ def test_an_older_journal_is_migrated_on_open(
     monkeypatch.setitem(
         schema.MIGRATIONS,
         SCHEMA_VERSION,
-        lambda conn: conn.execute("CREATE TABLE policies (id INTEGER PRIMARY KEY)"),
+        lambda conn: conn.execute("CREATE TABLE future (id INTEGER PRIMARY KEY)"),
     )
     with Journal(journal_path) as j:
         assert j.get_session(sid).id == sid
-        assert "policies" in j.db.table_names()
+        assert "future" in j.db.table_names()
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION + 1
 
 
@@ -141,6 +141,7 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
         j.finish_trial(rows[3].id, status="keep", objective=1.5, reason="beats best")
     # Back to what alphaloop wrote before schema 2: no such columns, version 1.
     conn = sqlite3.connect(journal_path)
+    drop_the_continuous_loop(conn)
     for column in ("env_steps", "violation", "n_seeds", "seed_mean"):
         conn.execute(f"ALTER TABLE trials DROP COLUMN {column}")
     conn.execute("PRAGMA user_version = 1")
@@ -152,13 +153,43 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
         assert all(t.env_steps is None for t in trials)
         assert [t.id for t in j.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
                                                       rows[1].id]  # fmt: skip
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 3
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 4
+
+
+def drop_the_continuous_loop(conn: sqlite3.Connection) -> None:
+    """Back to schema 3: no tables of the continuous loop, no ``trials.prompt``."""
+    for name in reversed(list(schema.LOOP_TABLES)):
+        conn.execute(f"DROP TABLE {name}")
+    if "prompt" in {r[1] for r in conn.execute("PRAGMA table_info(trials)")}:
+        conn.execute("ALTER TABLE trials DROP COLUMN prompt")
+
+
+def test_a_schema_3_journal_gains_the_continuous_loop(journal_path: Path) -> None:
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+        row = new_trial(j, sid)
+        j.finish_trial(row.id, status="keep", objective=1.5)
+    conn = sqlite3.connect(journal_path)
+    drop_the_continuous_loop(conn)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with Journal(journal_path) as j:
+        assert j.trials(sid)[0].prompt is None
+        assert set(schema.LOOP_TABLES) <= set(j.db.table_names())
+        assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 4
 
 
 def schema_2_trials_ddl() -> str:
     """The ``trials`` table as schema 2 created it: no ``confirm`` kind, no seed columns."""
     ddl = schema.TABLES["trials"]
-    for new in (", 'confirm'", "\n            n_seeds INTEGER,", "\n            seed_mean REAL,"):
+    for new in (
+        ", 'confirm'",
+        "\n            n_seeds INTEGER,",
+        "\n            seed_mean REAL,",
+        "\n            prompt TEXT,",
+    ):
         assert new in ddl
         ddl = ddl.replace(new, "", 1)
     return ddl.replace("CREATE TABLE trials", "CREATE TABLE trials_v2", 1)
@@ -173,6 +204,7 @@ def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
         j.add_clips(search.id, [])
     # Back to schema 2: the trials table without the confirm kind and the seed columns.
     conn = sqlite3.connect(journal_path)
+    drop_the_continuous_loop(conn)
     conn.execute(schema_2_trials_ddl())
     names = "id, session_id, idx, kind, status, counted, config, delta, objective, started_at"
     conn.execute(f"INSERT INTO trials_v2 ({names}) SELECT {names} FROM trials")
@@ -196,7 +228,7 @@ def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
         indexes = {r["name"] for r in j.db.query("SELECT name FROM sqlite_master")}
         assert {"idx_trials_session_status", "idx_trials_session_kind"} <= indexes
         assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 3
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 4
 
 
 def test_a_failed_migration_leaves_the_old_version(
@@ -206,7 +238,7 @@ def test_a_failed_migration_leaves_the_old_version(
     monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
 
     def broken(conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE policies (id INTEGER PRIMARY KEY)")
+        conn.execute("CREATE TABLE future (id INTEGER PRIMARY KEY)")
         conn.execute("SELECT * FROM no_such_table")
 
     monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION, broken)
@@ -215,7 +247,7 @@ def test_a_failed_migration_leaves_the_old_version(
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION
     monkeypatch.undo()
     with Journal(journal_path) as j:  # still a valid journal at the old version
-        assert "policies" not in j.db.table_names()
+        assert "future" not in j.db.table_names()
 
 
 def test_a_closed_journal_says_so(journal_path: Path) -> None:
