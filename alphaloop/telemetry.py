@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 INSTRUMENTATION = "alphaloop"
 _lock = threading.Lock()
 _tracer: Tracer | None = None
+_owned: TracerProvider | None = None  # a provider built from the settings (reset shuts it down)
 _configured = False
 
 
@@ -41,19 +42,22 @@ def configure(settings: Settings | None = None, *, provider: TracerProvider | No
 
     With tracing off and no provider, spans are no-ops that cost a function call.
     """
-    global _tracer, _configured
+    global _tracer, _owned, _configured
     with _lock:
         _configured = True
         if provider is None and settings is not None:
-            provider = _provider_from(settings)
+            provider = _owned = _provider_from(settings)
         _tracer = provider.get_tracer(INSTRUMENTATION) if provider is not None else None
 
 
 def reset() -> None:
-    """Forgets the configuration: the next span reads the settings again."""
-    global _tracer, _configured
+    """Forgets the configuration (flushing and closing what it built): the next span reads the
+    settings again."""
+    global _tracer, _owned, _configured
     with _lock:
-        _tracer, _configured = None, False
+        if _owned is not None:
+            _owned.shutdown()
+        _tracer, _owned, _configured = None, None, False
 
 
 def _provider_from(settings: Settings) -> TracerProvider | None:
