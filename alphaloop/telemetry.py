@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -73,11 +74,7 @@ def _provider_from(settings: Settings) -> TracerProvider | None:
 
     provider = TracerProvider(resource=Resource.create({"service.name": "alphaloop"}))
     if settings.otel == "file":
-        settings.traces_path.parent.mkdir(parents=True, exist_ok=True)
-        out = settings.traces_path.open("a", encoding="utf-8")  # open as long as the provider
-        provider.add_span_processor(
-            SimpleSpanProcessor(ConsoleSpanExporter(out=out, formatter=_one_line))
-        )
+        provider.add_span_processor(SimpleSpanProcessor(_json_lines(settings.traces_path)))
     elif settings.otel == "console":
         provider.add_span_processor(
             SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr, formatter=_one_line))
@@ -97,6 +94,22 @@ def _provider_from(settings: Settings) -> TracerProvider | None:
 
 def _one_line(span: Any) -> str:
     return span.to_json(indent=None) + "\n"
+
+
+def _json_lines(path: Path) -> Any:
+    """An exporter appending each span to ``path`` as one JSON line. The file is opened per
+    export, so a session process and a server can append to the same file without holding it
+    open. (Defined here so the SDK is imported only when tracing is on.)"""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class JsonLines(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as out:
+                out.write("".join(_one_line(s) for s in spans))
+            return SpanExportResult.SUCCESS
+
+    return JsonLines()
 
 
 def _current_tracer() -> Tracer | None:
