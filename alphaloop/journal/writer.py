@@ -187,9 +187,11 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
         seed: int | None,
         rationale: str | None,
         proposer: str | None,
+        prompt: str | None = None,
     ) -> TrialRecord:
         """Journals a trial about to run: status ``running``, owned by this process, with the
-        session's next index (assigned inside the transaction, so never twice).
+        session's next index (assigned inside the transaction, so never twice). ``prompt`` is
+        the exact prompt an LLM proposal was made from (chat messages as JSON text).
 
         Raises:
             SessionNotFound: no such session.
@@ -207,6 +209,7 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
                 "seed": seed,
                 "rationale": rationale,
                 "proposer": proposer,
+                "prompt": prompt,
                 "owner_pid": os.getpid(),
                 "started_at": now(),
             },
@@ -224,11 +227,13 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
         seed: int | None = None,
         config: dict[str, Any] | None = None,
         config_hash: str | None = None,
+        prompt: str | None = None,
     ) -> TrialRecord:
         """Journals a proposal that could not become a trial (unknown knob, not a number,
         unusable reply): a search row with status ``invalid``, finished at once, not counted.
 
-        ``delta_raw`` is what the proposer sent, kept in ``delta["raw"]``.
+        ``delta_raw`` is what the proposer sent, kept in ``delta["raw"]``; ``prompt`` the
+        prompt it answered (chat messages as JSON text).
         """
         stamp = now()
         return self._insert_trial(
@@ -244,6 +249,7 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
                 "rationale": rationale,
                 "proposer": proposer,
                 "error": error,
+                "prompt": prompt,
                 "owner_pid": os.getpid(),
                 "started_at": stamp,
                 "finished_at": stamp,
