@@ -149,3 +149,39 @@ class ChromiumNotFound(ChartError):
 
 class ChartExportError(ChartError):
     """Writing a chart file failed (an unsupported suffix, a browser that would not render)."""
+
+
+class PolicyNotFound(JournalError, LookupError):
+    """No library entry with the given id; the message lists recent policy ids."""
+
+
+class PolicyTampered(AlphaloopError):
+    """A policy file's sha256 differs from the one the library journaled when it was published
+    (or the file is gone). Refused before anything in it is unpickled: an SB3 zip carries
+    pickled objects, and a file nobody vouches for must never be loaded."""
+
+
+class ActivePolicyError(AlphaloopError):
+    """The active-policy pointer file cannot be read (garbled, or naming no library entry)."""
+
+
+class ReplayWindowError(AlphaloopError, ValueError):
+    """A replay window the data cannot serve (outside its dates, too short, reversed)."""
+
+
+class FlywheelError(AlphaloopError):
+    """Base class of the preference flywheel's errors (decisions' verdicts, pairs, DPO)."""
+
+
+class DecisionNotFound(FlywheelError, LookupError):
+    """No portfolio decision with the given id; the message lists the undecided ones."""
+
+
+class InvalidVerdict(FlywheelError, ValueError):
+    """A verdict that cannot be recorded: an unknown verdict, override weights that name an
+    unknown symbol, are negative or sum above 1, or a decision that already has a verdict."""
+
+
+class ModelDirError(FlywheelError, ValueError):
+    """A directory that does not hold a local causal language model (config.json, weights and
+    a tokenizer), or an output directory that cannot be used."""

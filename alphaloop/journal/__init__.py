@@ -5,6 +5,7 @@ it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journ
 """
 
 from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.library import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
 from alphaloop.journal.logs import MAX_CURVE_POINTS, downsample_curve
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
@@ -40,6 +41,10 @@ __all__ = [
     "Journal",
     "JournalError",
     "LLMUsageRecord",
+    "PolicyKind",
+    "PolicyRecord",
+    "PolicySource",
+    "ReplayRecord",
     "SessionNotFound",
     "SessionRecord",
     "SessionStatus",

@@ -3,11 +3,17 @@ trial or a policy on a new window. Part of :class:`~alphaloop.journal.Journal`."
 
 from __future__ import annotations
 
+import sqlite3
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from alphaloop.exceptions import JournalError, PolicyNotFound
+from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
+
+# Fields the journal fills in itself.
+_OWN_FIELDS = frozenset({"id", "created_at"})
 
 
 class PolicyKind(StrEnum):
@@ -57,5 +63,151 @@ class PolicyRecord(_Record):
     created_at: str
 
 
+class ReplayRecord(_Record):
+    """One re-run of a trial (``parent_trial_id``) or a library entry (``parent_policy_id``) on a
+    window of its own: the config hash it kept, the window and data it ran on, its metrics and
+    daily returns, and the warning it carried (a window overlapping the policy's training)."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset({"metrics", "returns"})
+
+    id: int
+    parent_trial_id: int | None = None
+    parent_policy_id: int | None = None
+    config_hash: str
+    start: str
+    end: str
+    data_source: str
+    data_fingerprint: str
+    metrics: dict[str, Any]
+    returns: list[float]
+    warning: str | None = None
+    created_at: str
+
+
+def _required(model: type[_Record], fields: dict[str, Any]) -> None:
+    """A clear error for unknown or missing fields (before SQLite's NOT NULL would say less)."""
+    known = set(model.model_fields) - _OWN_FIELDS
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(
+            f"{model.__name__}: unknown field(s) {', '.join(unknown)}; "
+            f"expected some of {', '.join(sorted(known))}"
+        )
+    missing = sorted(
+        name for name in known if model.model_fields[name].is_required() and name not in fields
+    )
+    if missing:
+        raise ValueError(f"{model.__name__}: missing field(s) {', '.join(missing)}")
+
+
 class LibraryStore(JournalFile):
     """Reads and writes of the ``policies`` and ``replays`` tables."""
+
+    # --- policies ----------------------------------------------------------------------------
+
+    def add_policy(self, **fields: Any) -> PolicyRecord:
+        """Journals a library entry and returns it as stored (``id`` and ``created_at`` are the
+        journal's).
+
+        Raises:
+            ValueError: an unknown or missing field, or a value of the wrong type.
+            JournalError: the trial is already in the library (an entry per trial), or its
+                session or trial is not in the journal.
+        """
+        _required(PolicyRecord, fields)
+        row = columns(PolicyRecord, fields)
+        row["created_at"] = now()
+        try:
+            with self._write():
+                policy_id = int(self.db["policies"].insert(row).last_rowid)
+        except sqlite3.IntegrityError as err:
+            if "policies.trial_id" in str(err):
+                raise JournalError(
+                    f"trial {fields['trial_id']} is already in the policy library"
+                ) from None
+            raise JournalError(
+                f"cannot add the policy of trial {fields.get('trial_id')!r} to the library: "
+                f"{err} (its session and trial must be journaled first)"
+            ) from None
+        return self.get_policy(policy_id)
+
+    def get_policy(self, policy_id: int) -> PolicyRecord:
+        """One library entry.
+
+        Raises:
+            PolicyNotFound: no such id (the message lists the most recent ids).
+        """
+        rows = self._rows("SELECT * FROM policies WHERE id = ?", (policy_id,))
+        if not rows:
+            recent = [
+                str(r["id"]) for r in self._rows("SELECT id FROM policies ORDER BY id DESC LIMIT 5")
+            ]
+            hint = (
+                f"recent policy ids: {', '.join(recent)}"
+                if recent
+                else "the library is empty (a finished session or `alphaloop train` adds entries)"
+            )
+            raise PolicyNotFound(f"no policy {policy_id!r} in the library at {self.path}; {hint}")
+        return PolicyRecord.from_row(rows[0])
+
+    def list_policies(self) -> list[PolicyRecord]:
+        """Every library entry, newest first."""
+        return [
+            PolicyRecord.from_row(r) for r in self._rows("SELECT * FROM policies ORDER BY id DESC")
+        ]
+
+    def policy_of_trial(self, trial_id: int) -> PolicyRecord | None:
+        """The library entry published from a trial, or None."""
+        rows = self._rows("SELECT * FROM policies WHERE trial_id = ?", (trial_id,))
+        return PolicyRecord.from_row(rows[0]) if rows else None
+
+    # --- replays -----------------------------------------------------------------------------
+
+    def add_replay(self, **fields: Any) -> ReplayRecord:
+        """Journals a replay and returns it as stored.
+
+        Raises:
+            ValueError: an unknown or missing field, a value of the wrong type, or not exactly
+                one parent (a trial or a policy).
+            JournalError: the parent is not in the journal.
+        """
+        _required(ReplayRecord, fields)
+        if (fields.get("parent_trial_id") is None) == (fields.get("parent_policy_id") is None):
+            raise ValueError("a replay has exactly one parent: parent_trial_id or parent_policy_id")
+        row = columns(ReplayRecord, fields)
+        row["created_at"] = now()
+        try:
+            with self._write():
+                replay_id = int(self.db["replays"].insert(row).last_rowid)
+        except sqlite3.IntegrityError as err:
+            raise JournalError(f"cannot journal the replay: {err}") from None
+        return self.get_replay(replay_id)
+
+    def get_replay(self, replay_id: int) -> ReplayRecord:
+        """One replay.
+
+        Raises:
+            JournalError: no such id.
+        """
+        rows = self._rows("SELECT * FROM replays WHERE id = ?", (replay_id,))
+        if not rows:
+            raise JournalError(f"no replay {replay_id!r} in {self.path}")
+        return ReplayRecord.from_row(rows[0])
+
+    def list_replays(
+        self, *, parent_trial_id: int | None = None, parent_policy_id: int | None = None
+    ) -> list[ReplayRecord]:
+        """Replays, newest first; of one parent trial or policy if given."""
+        sql, params = "SELECT * FROM replays", []
+        where = []
+        if parent_trial_id is not None:
+            where.append("parent_trial_id = ?")
+            params.append(parent_trial_id)
+        if parent_policy_id is not None:
+            where.append("parent_policy_id = ?")
+            params.append(parent_policy_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [
+            ReplayRecord.from_row(r) for r in self._rows(sql + " ORDER BY id DESC", tuple(params))
+        ]

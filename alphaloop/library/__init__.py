@@ -1,0 +1,40 @@
+"""The policy library: every strategy a person might deploy, with the file and hash it must keep.
+
+An entry is published from the best trial of every finished research session (a PPO policy zip
+for ``ppo_only`` and ``unified``; for ``cufolio_only`` the resolved config, since a Mean-CVaR
+strategy is a pure function of its knobs) and from every ``alphaloop train`` run. Zips are
+copied into a library-owned file named by their sha256 prefix; a load checks the hash first.
+One entry at a time is active: the pointer file in the alphaloop home, written atomically.
+
+Modules: :mod:`.files` (copies, hashes, verified loads), :mod:`.pointer` (the pointer file),
+:mod:`.activation` (activate, the ``auto_activate`` rule), :mod:`.publish` (new entries).
+"""
+
+from alphaloop.library.activation import (
+    AutoActivation,
+    activate,
+    active_policy_id,
+    auto_activate,
+)
+from alphaloop.library.files import (
+    copy_into_library,
+    library_dir,
+    load_ppo,
+    sha256_file,
+    verified_policy_file,
+)
+from alphaloop.library.pointer import read_pointer, write_pointer
+
+__all__ = [
+    "AutoActivation",
+    "activate",
+    "active_policy_id",
+    "auto_activate",
+    "copy_into_library",
+    "library_dir",
+    "load_ppo",
+    "read_pointer",
+    "sha256_file",
+    "verified_policy_file",
+    "write_pointer",
+]

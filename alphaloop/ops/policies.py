@@ -1,0 +1,130 @@
+"""The policy library's user-level actions: list, show, activate, verify, and the active entry."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop import library
+from alphaloop.exceptions import ActivePolicyError, PolicyNotFound, PolicyTampered
+from alphaloop.journal import PolicyKind, PolicyRecord, ReplayRecord
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+
+class PolicyDetail(BaseModel):
+    """One library entry, whether it is the active one, and the replays made of it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy: PolicyRecord
+    active: bool
+    replays: list[ReplayRecord]
+
+
+class PolicyCheck(BaseModel):
+    """The outcome of checking one entry's file against its journaled sha256."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    policy_id: int
+    kind: PolicyKind
+    path: str | None
+    ok: bool
+    detail: str
+
+
+def list_policies(settings: Settings) -> list[PolicyRecord]:
+    """Every library entry, newest first (none before the first session or train run)."""
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as journal:
+        return journal.list_policies()
+
+
+def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
+    """One entry, whether it is active, and its replays (newest first).
+
+    Raises:
+        NoJournal: no journal in the home yet.
+        PolicyNotFound: no such id (the message lists recent ids).
+        ActivePolicyError: the pointer file is garbled.
+    """
+    with open_journal(settings) as journal:
+        record = journal.get_policy(policy_id)
+        replays = journal.list_replays(parent_policy_id=policy_id)
+    return PolicyDetail(
+        policy=record, active=library.active_policy_id(settings) == record.id, replays=replays
+    )
+
+
+def activate_policy(settings: Settings, policy_id: int) -> PolicyRecord:
+    """Makes the entry the active policy (pointer file rewritten atomically, ``PolicyActivated``
+    journaled). Its file is checked first: a tampered or missing file is refused.
+
+    Raises:
+        NoJournal: no journal in the home yet.
+        PolicyNotFound: no such id.
+        PolicyTampered: its file is gone or its sha256 changed.
+    """
+    with open_journal(settings) as journal:
+        return library.activate(journal, settings, policy_id)
+
+
+def active_policy(settings: Settings) -> PolicyRecord | None:
+    """The active library entry, or None when none was activated.
+
+    Raises:
+        ActivePolicyError: the pointer file is garbled, or names an id the journal lacks.
+    """
+    policy_id = library.active_policy_id(settings)
+    if policy_id is None:
+        return None
+    try:
+        with open_journal(settings) as journal:
+            return journal.get_policy(policy_id)
+    except PolicyNotFound as err:
+        raise ActivePolicyError(
+            f"the active-policy pointer {settings.active_policy_path} names policy {policy_id}, "
+            f"which the journal does not hold ({err})"
+        ) from None
+
+
+def verify_policies(settings: Settings) -> list[PolicyCheck]:
+    """Checks every entry's file against its journaled sha256 (nothing is unpickled); entries of
+    kind ``mean_cvar`` have no file and pass."""
+    checks = []
+    for record in list_policies(settings):
+        if record.kind == PolicyKind.mean_cvar:
+            checks.append(
+                PolicyCheck(
+                    policy_id=record.id,
+                    kind=record.kind,
+                    path=None,
+                    ok=True,
+                    detail="no file: the strategy is its config",
+                )
+            )
+            continue
+        try:
+            library.verified_policy_file(record)
+        except PolicyTampered as err:
+            checks.append(
+                PolicyCheck(
+                    policy_id=record.id,
+                    kind=record.kind,
+                    path=record.path,
+                    ok=False,
+                    detail=str(err),
+                )
+            )
+        else:
+            checks.append(
+                PolicyCheck(
+                    policy_id=record.id,
+                    kind=record.kind,
+                    path=record.path,
+                    ok=True,
+                    detail=f"sha256 {record.sha256} matches",
+                )
+            )
+    return checks
