@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from alphaloop.cli import charts, chat, research, review, train, trial, validate
+from alphaloop.cli import charts, chat, policies, research, review, train, trial, validate
 from alphaloop.cli._app import app
 from alphaloop.cli._logging import configure_logging
 from alphaloop.cli._stdio import reserve_stdout
@@ -33,6 +33,7 @@ def root(
 
 
 app.add_typer(research.research_app, name="research")
+app.add_typer(policies.policies_app, name="policies")
 for command in (
     review.sessions,
     review.status,

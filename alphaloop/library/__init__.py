@@ -24,17 +24,22 @@ from alphaloop.library.files import (
     verified_policy_file,
 )
 from alphaloop.library.pointer import read_pointer, write_pointer
+from alphaloop.library.publish import KIND_OF_MODE, data_spec_of, publish_trial, try_publish
 
 __all__ = [
+    "KIND_OF_MODE",
     "AutoActivation",
     "activate",
     "active_policy_id",
     "auto_activate",
     "copy_into_library",
+    "data_spec_of",
     "library_dir",
     "load_ppo",
+    "publish_trial",
     "read_pointer",
     "sha256_file",
+    "try_publish",
     "verified_policy_file",
     "write_pointer",
 ]

@@ -1,6 +1,7 @@
 """The loop's last node: the held-out TEST evaluation of the best config and the baseline, the
 deflated Sharpe of the reported trial over the search trials (N and N effective), PBO and the
-go/no-go gates, the best policy published, and the session closed."""
+go/no-go gates, the best policy published to the library (and auto-activated when the
+``auto_activate`` rule allows), and the session closed."""
 
 from __future__ import annotations
 
@@ -10,16 +11,25 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from alphaloop.journal import EventKind, SessionStatus, TrialKind, TrialRecord, TrialStatus
+from alphaloop import library
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import (
+    EventKind,
+    PolicyRecord,
+    PolicySource,
+    SessionStatus,
+    TrialKind,
+    TrialRecord,
+    TrialStatus,
+)
 from alphaloop.journal import best_kept as best_kept_trial
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.meta_agent import nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
+from alphaloop.settings import get_settings
 from alphaloop.validation import DSR_SET, evaluate_gates, search_set, session_dsr, session_pbo
-
-PPO_MODES = ("ppo_only", "unified")
 
 
 def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
@@ -51,8 +61,8 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     if chosen is not None and chosen.val_returns:
         final.update(_sharpe_odds(rows, chosen))
     final.update(_overfitting(rows, final))
-    if ctx.mode in PPO_MODES and best is not None:
-        _publish_policy(ctx, best, final)
+    if chosen is not None:
+        _publish_policy(ctx, chosen, best, final)
     ctx.journal.update_session(
         ctx.session_id,
         status=SessionStatus.finished,
@@ -139,11 +149,45 @@ def _overfitting(rows: list[TrialRecord], final: dict[str, Any]) -> dict[str, An
     return out
 
 
-def _publish_policy(ctx: SessionContext, best: TrialRecord, final: dict[str, Any]) -> None:
-    """Copies the best trial's policy to ``best.zip`` and journals ``PolicyRetrained`` (once)
-    when it beat the baseline on TEST."""
+def _publish_policy(
+    ctx: SessionContext, chosen: TrialRecord, best: TrialRecord | None, final: dict[str, Any]
+) -> None:
+    """Adds the reported trial (the best kept one, else the baseline) to the policy library,
+    applies the ``auto_activate`` rule to it, and journals ``PolicyRetrained`` (once, with the
+    library id) when the best beat the baseline on TEST.
+
+    A session whose policy cannot be published still finishes; ``final`` says why it was not.
+    The ``auto_activate`` rule (see :func:`alphaloop.library.auto_activate`) only ever
+    activates an entry whose session passed its go/no-go gates (``final["gates_passed"]``)
+    and that beats the active policy on its validation objective by more than the session's
+    noise floor.
+    """
+    reported_test = final.get("best_test") if chosen is best else final.get("baseline_test")
+    record, note = library.try_publish(
+        ctx.journal,
+        ctx.policy_dir,
+        session=ctx.journal.get_session(ctx.session_id),
+        trial=chosen,
+        source=PolicySource.session,
+        test_metrics=reported_test,
+        gates_passed=final.get("gates_passed"),
+    )
+    if record is None:
+        final["policy_note"] = note
+        return
+    final["policy_id"] = record.id
+    if record.path:
+        final["policy_path"] = record.path
+    _auto_activate(ctx, record, final)
     best_test, base_test = final.get("best_test_objective"), final.get("baseline_test_objective")
-    if not best.policy_path or best_test is None or base_test is None or best_test <= base_test:
+    if (
+        best is None
+        or chosen is not best
+        or not best.policy_path
+        or best_test is None
+        or base_test is None
+        or best_test <= base_test
+    ):
         return
     target = ctx.session_policy_dir / "best.zip"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -155,11 +199,38 @@ def _publish_policy(ctx: SessionContext, best: TrialRecord, final: dict[str, Any
             EventKind.policy_retrained,
             {
                 "trial_id": best.id,
+                "policy_id": record.id,
                 "policy_path": str(target),
+                "library_path": record.path,
+                "sha256": record.sha256,
                 "test_objective": best_test,
                 "baseline_test_objective": base_test,
             },
         )
+
+
+def _auto_activate(ctx: SessionContext, record: PolicyRecord, final: dict[str, Any]) -> None:
+    """The ``auto_activate`` rule on the new entry, its decision kept in ``final``.
+
+    The setting is read from the environment of the process running the session; it applies
+    only when that names this session's home (its policies directory), so a session run on
+    another home never moves this home's pointer."""
+    settings = get_settings()
+    if settings.policies_dir.absolute() != ctx.policy_dir.absolute():
+        if settings.auto_activate:
+            final["auto_activation"] = {
+                "activated": False,
+                "reason": "the session runs on another alphaloop home than the settings name",
+            }
+        return
+    try:
+        decision = library.auto_activate(
+            ctx.journal, settings, record, ctx.journal.get_session(ctx.session_id).noise_floor
+        )
+    except AlphaloopError as err:  # a tampered active entry must not fail the session
+        final["auto_activation"] = {"activated": False, "reason": str(err)}
+        return
+    final["auto_activation"] = decision.model_dump(mode="json")
 
 
 def _admissibility(

@@ -22,12 +22,14 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop import library
 from alphaloop.exceptions import AlphaloopError, TrialTimeout
 from alphaloop.journal import (
     INTERRUPTED,
     MAX_CURVE_POINTS,
     ClipRecord,
     Journal,
+    PolicySource,
     SessionRecord,
     SessionStatus,
     TrialKind,
@@ -166,6 +168,15 @@ def train_manual(
             reason=MANUAL_REASON,
             max_curve_points=max_curve_points,
         )
+        # Every manual run is a library entry a person might deploy.
+        entry, note = library.try_publish(
+            journal,
+            settings.policies_dir,
+            session=journal.get_session(row.session_id),
+            trial=trial,
+            source=PolicySource.manual,
+        )
+        published = {"policy_id": entry.id} if entry is not None else {"policy_note": note}
         session = journal.update_session(
             row.session_id,
             status=SessionStatus.finished,
@@ -177,6 +188,7 @@ def train_manual(
                 "best_trial_id": trial.id,
                 "best_validation_objective": result.objective,
                 "timesteps": result.timesteps,
+                **published,
             },
         )
         return ManualRun(session=session, trial=trial, clips=clip_rows)

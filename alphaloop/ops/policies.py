@@ -70,6 +70,12 @@ def activate_policy(settings: Settings, policy_id: int) -> PolicyRecord:
         return library.activate(journal, settings, policy_id)
 
 
+def active_policy_id(settings: Settings) -> int | None:
+    """The id the active-policy pointer names, or None (see
+    :func:`alphaloop.library.active_policy_id`)."""
+    return library.active_policy_id(settings)
+
+
 def active_policy(settings: Settings) -> PolicyRecord | None:
     """The active library entry, or None when none was activated.
 

@@ -1,10 +1,12 @@
-"""Manual PPO training: one run outside any research session, journaled like a session."""
+"""Manual PPO training: one run outside any research session, journaled like a session, added
+to the policy library, and traced as a ``train.manual`` span."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from alphaloop import telemetry
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,4 +35,25 @@ def train(
     """
     from alphaloop.meta_agent.manual import train_manual
 
-    return train_manual(spec, settings, on_start=on_start, on_update=on_update)
+    budget = spec.trial_budget
+    attributes = {
+        "alphaloop.data": spec.data,
+        "alphaloop.seed": spec.seed,
+        "alphaloop.metric": spec.metric,
+        "alphaloop.total_timesteps": budget.total_timesteps,
+        "alphaloop.n_envs": budget.n_envs,
+        "alphaloop.advantage": budget.advantage,
+    }
+    with telemetry.span("train.manual", attributes) as current:
+        run = train_manual(spec, settings, on_start=on_start, on_update=on_update)
+        telemetry.set_attributes(
+            current,
+            {
+                "alphaloop.session_id": run.session.id,
+                "alphaloop.trial_id": run.trial.id,
+                "alphaloop.objective": run.trial.objective,
+                "alphaloop.env_steps": run.trial.env_steps,
+                "alphaloop.policy_id": (run.session.final or {}).get("policy_id"),
+            },
+        )
+    return run

@@ -1,0 +1,171 @@
+"""``alphaloop policies``: the policy library (list, show, activate, verify)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.exceptions import ActivePolicyError, PolicyNotFound
+from alphaloop.ops import policies as ops_policies
+from alphaloop.settings import get_settings
+
+T = TypeVar("T")
+
+policies_app = typer.Typer(
+    no_args_is_help=True,
+    help="The policy library: every strategy a person might deploy, and the active one.",
+)
+PolicyId = Annotated[int, typer.Argument(help="a library id (`alphaloop policies list`)")]
+
+
+def _usage(fn: Callable[..., T], *args: Any) -> T:
+    """Runs an operation; an unknown id is bad usage (exit 2), everything else as ``guarded``."""
+
+    def call() -> T:
+        try:
+            return fn(*args)
+        except PolicyNotFound as err:
+            raise fail(str(err), 2) from None
+
+    return guarded(call)
+
+
+def _metric(record: Any, which: str) -> str:
+    metrics = getattr(record, which) or {}
+    name = str(record.objective.get("metric", "sharpe"))
+    value = metrics.get(name)
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _active_id(settings: Any) -> int | None:
+    try:
+        return ops_policies.active_policy_id(settings)
+    except ActivePolicyError:
+        return None
+
+
+@policies_app.command("list")
+def list_(as_json: JsonFlag = False) -> None:
+    """List the library, newest first; the active entry is marked.
+
+    Example: alphaloop policies list --json
+    """
+    settings = get_settings()
+    rows = guarded(ops_policies.list_policies, settings)
+    active = guarded(_active_id, settings)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "active_policy_id": active,
+                    "policies": [r.model_dump(mode="json") for r in rows],
+                }
+            )
+        )
+        return
+    if not rows:
+        console.print(
+            "the library is empty: a finished research session or `alphaloop train` adds entries"
+        )
+        return
+    table = Table(title="policy library")
+    for col in (
+        "id",
+        "kind",
+        "source",
+        "session",
+        "trial",
+        "objective",
+        "val",
+        "test",
+        "gates",
+        "created",
+    ):
+        table.add_column(col)
+    for r in rows:
+        gates = {True: "pass", False: "fail", None: "-"}[r.gates_passed]
+        table.add_row(
+            f"{r.id}{' *' if r.id == active else ''}",
+            r.kind.value,
+            r.source.value,
+            r.session_id,
+            str(r.trial_id),
+            str(r.objective.get("metric", "sharpe")),
+            _metric(r, "val_metrics"),
+            _metric(r, "test_metrics"),
+            gates,
+            r.created_at[:19],
+        )
+    console.print(table)
+    if active is not None:
+        console.print(f"* active policy: {active}")
+
+
+@policies_app.command()
+def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
+    """Show one library entry: its config, data, metrics, file and replays.
+
+    Example: alphaloop policies show 3 --json
+    """
+    detail = _usage(ops_policies.show_policy, get_settings(), policy_id)
+    if as_json:
+        typer.echo(json.dumps(detail.model_dump(mode="json")))
+        return
+    p = detail.policy
+    console.print(
+        f"[bold]policy {p.id}[/bold] ({p.kind.value}, from {p.source.value} {p.session_id} "
+        f"trial {p.trial_id}){' [green]active[/green]' if detail.active else ''}"
+    )
+    console.print(f"config hash {p.config_hash}, seed {p.seed}, data {escape(str(p.data_spec))}")
+    console.print(f"symbols: {', '.join(p.symbols)}")
+    console.print(f"objective: {p.objective}; validation objective {p.val_objective}")
+    console.print(f"validation metrics: {p.val_metrics}")
+    console.print(f"test metrics: {p.test_metrics}; gates passed: {p.gates_passed}")
+    if p.path:
+        console.print(f"file {escape(p.path)} (sha256 {p.sha256})")
+    for r in detail.replays:
+        console.print(f"replay {r.id}: {r.start}..{r.end} {r.metrics.get('sharpe')}")
+
+
+@policies_app.command()
+def activate(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
+    """Make a library entry the active policy (by id only; its file is checked first).
+
+    Example: alphaloop policies activate 3
+    """
+    record = _usage(ops_policies.activate_policy, get_settings(), policy_id)
+    if as_json:
+        typer.echo(
+            json.dumps({"active_policy_id": record.id, "policy": record.model_dump(mode="json")})
+        )
+        return
+    console.print(f"policy {record.id} ({record.kind.value}) is now active")
+
+
+@policies_app.command()
+def verify(as_json: JsonFlag = False) -> None:
+    """Check every entry's file against the sha256 the library journaled (exit 1 if any
+    differs or is gone; nothing is unpickled).
+
+    Example: alphaloop policies verify --json
+    """
+    checks = guarded(ops_policies.verify_policies, get_settings())
+    bad = [c for c in checks if not c.ok]
+    if as_json:
+        typer.echo(
+            json.dumps({"ok": not bad, "checks": [c.model_dump(mode="json") for c in checks]})
+        )
+    else:
+        for c in checks:
+            mark = "[green]ok[/green]" if c.ok else "[red]TAMPERED[/red]"
+            console.print(f"policy {c.policy_id} ({c.kind.value}): {mark} {escape(c.detail)}")
+        if not checks:
+            console.print("the library is empty: nothing to verify")
+    if bad:
+        raise typer.Exit(1)
