@@ -1,0 +1,123 @@
+"""Preference pairs from a research session's journal: two proposals made from the same state.
+
+The state of a proposal is its session and the best-so-far config it edited (the trial's
+``parent_id``). Two search trials of one state form a pair when one's validation objective beat
+the other's by more than the session's noise floor (``sessions.noise_floor``, the baseline
+seeds' spread), or when one scored and the other was invalid, crashed or timed out (then the
+margin is infinite: any result beats none). Both trials of a session run on the session seed,
+so their objectives are comparable as they are.
+
+``chosen`` and ``rejected`` are the edits as the model emitted them: the journaled ``delta``
+(``changes`` and ``rationale``), or for an invalid proposal the raw reply it sent. The prompt
+is the exact prompt the model saw (``trials.prompt``: the earlier trial's, else the later's);
+a TPE proposal saw none, so the proposal prompt is rendered from the journal as an LLM would
+have been asked at the earlier trial.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from itertools import combinations
+
+from alphaloop.flywheel.pairs import PairDraft
+from alphaloop.flywheel.session_prompt import render_prompt
+from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, TrialStatus
+from alphaloop.journal.flywheel import PreferenceSource
+from alphaloop.journal.models import is_interrupted
+
+SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
+FAILED = frozenset({TrialStatus.crash, TrialStatus.timeout, TrialStatus.invalid})
+
+
+def origin_key(session_id: str, chosen: TrialRecord, rejected: TrialRecord) -> str:
+    return f"research:{session_id}:{chosen.idx}>{rejected.idx}"
+
+
+def _scored(t: TrialRecord) -> bool:
+    return t.status in SCORED and t.objective is not None and math.isfinite(t.objective)
+
+
+def _failed(t: TrialRecord) -> bool:
+    return t.status in FAILED and not is_interrupted(t.status, t.error)
+
+
+def answer_text(t: TrialRecord) -> str:
+    """The edit as the model emitted it (see the module docstring)."""
+    raw = (t.delta or {}).get("raw")
+    if isinstance(raw, str) and raw.strip():
+        return raw
+    delta = t.delta or {}
+    return json.dumps(
+        {"changes": delta.get("changes", {}), "rationale": delta.get("rationale", "")}
+    )
+
+
+def judge(
+    a: TrialRecord, b: TrialRecord, noise_floor: float
+) -> tuple[TrialRecord, TrialRecord, float] | None:
+    """``(chosen, rejected, margin)`` for two proposals of one state, or None when neither
+    beat the other by more than the noise floor."""
+    if _scored(a) and _scored(b):
+        diff = float(a.objective) - float(b.objective)  # type: ignore[arg-type]
+        if abs(diff) <= noise_floor:
+            return None
+        return (a, b, diff) if diff > 0 else (b, a, -diff)
+    if _scored(a) and _failed(b):
+        return a, b, math.inf
+    if _scored(b) and _failed(a):
+        return b, a, math.inf
+    return None
+
+
+def session_pairs(
+    journal: Journal, session: SessionRecord, known: set[str] | None = None
+) -> list[PairDraft]:
+    """Every pair of a session (none without a noise floor). Pairs whose origin key is in
+    ``known`` are skipped before their prompt is rendered (extraction runs again and again)."""
+    if session.noise_floor is None or not math.isfinite(session.noise_floor):
+        return []
+    rows = [
+        t
+        for t in journal.trials(session.id, TrialKind.search, series=False)
+        if t.status != TrialStatus.running
+    ]
+    states: dict[int | None, list[TrialRecord]] = defaultdict(list)
+    for t in rows:
+        states[t.parent_id].append(t)
+    drafts = []
+    for parent_id, group in states.items():
+        for a, b in combinations(sorted(group, key=lambda t: t.idx), 2):
+            judged = judge(a, b, session.noise_floor)
+            if judged is None:
+                continue
+            chosen, rejected, margin = judged
+            key = origin_key(session.id, chosen, rejected)
+            if known is not None and key in known:
+                continue
+            first, second = (a, b) if a.idx < b.idx else (b, a)
+            prompt = first.prompt or second.prompt or render_prompt(journal, session, first.idx)
+            drafts.append(
+                PairDraft(
+                    source=PreferenceSource.research,
+                    origin_key=key,
+                    origin={
+                        "session_id": session.id,
+                        "parent_id": parent_id,
+                        "chosen_trial_id": chosen.id,
+                        "rejected_trial_id": rejected.id,
+                        "chosen_idx": chosen.idx,
+                        "rejected_idx": rejected.idx,
+                        "rejected_status": rejected.status.value,
+                        "noise_floor": session.noise_floor,
+                        "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
+                    },
+                    prompt=prompt,
+                    chosen=answer_text(chosen),
+                    rejected=answer_text(rejected),
+                    margin=margin,
+                    labelled=True,
+                )
+            )
+    return drafts

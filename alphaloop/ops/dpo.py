@@ -1,0 +1,168 @@
+"""DPO runs on the preference pairs: ``train_dpo`` (one run, journaled in ``dpo_runs``),
+``dpo_check`` (train only when enough new labelled pairs exist, else journal why not) and
+``list_dpo_runs``.
+
+Training runs in this process; a server runs it in a worker process by calling these (or the
+command line) there.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.exceptions import FlywheelError, ModelDirError
+from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
+from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+from alphaloop.telemetry import set_attributes, span
+
+logger = logging.getLogger(__name__)
+
+
+class DpoCheck(BaseModel):
+    """What a check decided: the run it journaled (trained or skipped) and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trained: bool
+    new_pairs: int
+    min_pairs: int
+    run: DpoRunRecord
+
+
+class DpoFailed(FlywheelError):
+    """A DPO run started and failed; the journal row holds the error."""
+
+
+def _check_out_dir(out_dir: Path, model_dir: Path) -> None:
+    if out_dir.resolve() == model_dir.resolve():
+        raise ModelDirError("--out must differ from --model: the base model stays as it is")
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ModelDirError(f"output directory {out_dir} exists and is not empty; pick a new one")
+
+
+def train_dpo(
+    settings: Settings,
+    model_dir: Path,
+    out_dir: Path,
+    *,
+    lora: bool = False,
+    max_steps: int = 50,
+    beta: float = 0.1,
+    learning_rate: float = 5e-5,
+    batch_size: int = 8,
+    seed: int = 0,
+) -> DpoRunRecord:
+    """Trains ``model_dir`` with DPO on every labelled pair and writes the result (a model, or
+    a LoRA adapter with ``lora``) to ``out_dir``. The run is journaled from its start; a
+    failure is journaled as ``failed`` with the error and raised as :class:`DpoFailed`.
+
+    Raises:
+        ModelDirError: ``model_dir`` is not a model, or ``out_dir`` is not empty.
+        FlywheelError: fewer than two labelled pairs.
+    """
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    check_model_dir(model_dir)
+    _check_out_dir(out_dir, model_dir)
+    options = DpoOptions(
+        lora=lora,
+        max_steps=max_steps,
+        beta=beta,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        seed=seed,
+    )
+    settings.confine_scratch()
+    go_offline(settings.scratch_dir)
+    with open_journal(settings) as journal:
+        prefs = journal.preferences(labelled=True)
+        if len(prefs) < 2:
+            raise FlywheelError(
+                f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
+                "run `alphaloop prefs extract` first"
+            )
+        run_id = journal.start_dpo_run(
+            model_dir=str(model_dir),
+            out_dir=str(out_dir),
+            lora=lora,
+            max_steps=max_steps,
+            last_preference_id=prefs[-1].id,
+        )
+        attrs = {"dpo.run_id": run_id, "dpo.lora": lora, "dpo.max_steps": max_steps,
+                 "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir)}  # fmt: skip
+        with span("dpo.train", attrs) as current:
+            try:
+                outcome = train_pairs(prefs, model_dir, out_dir, options)
+            except Exception as err:
+                journal.finish_dpo_run(
+                    run_id,
+                    status=DpoStatus.failed,
+                    error=f"{err!r}\n{traceback.format_exc(limit=-3)}",
+                )
+                if isinstance(err, ModelDirError):
+                    raise
+                raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
+            set_attributes(
+                current,
+                {
+                    "dpo.accuracy_before": outcome.accuracy_before,
+                    "dpo.accuracy_after": outcome.accuracy_after,
+                    "dpo.n_train": outcome.n_train,
+                    "dpo.n_heldout": outcome.n_heldout,
+                },
+            )
+        return journal.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
+
+
+def dpo_check(
+    settings: Settings,
+    model_dir: Path | None = None,
+    out_dir: Path | None = None,
+    *,
+    lora: bool = False,
+    max_steps: int = 50,
+) -> DpoCheck:
+    """Trains when at least ``settings.dpo_min_pairs`` labelled pairs are newer than the last
+    finished run's; otherwise journals a ``skipped`` run saying why.
+
+    The model is ``model_dir`` or ``settings.dpo_model``; the output goes to ``out_dir`` or a
+    new folder under ``<home>/dpo/``.
+    """
+    model = model_dir or settings.dpo_model
+    with open_journal(settings) as journal:
+        last = journal.last_trained_preference_id()
+        new = len(journal.preferences(labelled=True, after_id=last))
+        reason = None
+        if new < settings.dpo_min_pairs:
+            reason = (
+                f"{new} new labelled pair(s) since the last run, fewer than the "
+                f"{settings.dpo_min_pairs} required (ALPHALOOP_DPO_MIN_PAIRS)"
+            )
+        elif model is None:
+            reason = "no model directory: pass --model or set ALPHALOOP_DPO_MODEL"
+        if reason is not None:
+            run_id = journal.start_dpo_run(
+                status=DpoStatus.skipped,
+                model_dir=str(model) if model else None,
+                reason=reason,
+                last_preference_id=last or None,
+            )
+            run = journal.get_dpo_run(run_id)
+            return DpoCheck(trained=False, new_pairs=new, min_pairs=settings.dpo_min_pairs, run=run)
+    assert model is not None
+    if out_dir is None:
+        out_dir = settings.home / "dpo" / f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    run = train_dpo(settings, Path(model), out_dir, lora=lora, max_steps=max_steps)
+    return DpoCheck(trained=True, new_pairs=new, min_pairs=settings.dpo_min_pairs, run=run)
+
+
+def list_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
+    """Every DPO run and skipped check, newest first."""
+    with open_journal(settings) as journal:
+        return journal.dpo_runs()

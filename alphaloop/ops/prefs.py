@@ -1,0 +1,225 @@
+"""Preference pairs: the T+5 label job, extraction from the research journal, stats, export,
+and people's verdicts on portfolio decisions (``alphaloop pm review`` / ``pm decide``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.exceptions import DataError, InvalidVerdict
+from alphaloop.flywheel import check_verdict, label_decision, write_jsonl
+from alphaloop.flywheel.research import session_pairs
+from alphaloop.journal import Journal
+from alphaloop.journal.flywheel import DecisionView, PreferenceSource
+from alphaloop.market import DataSpec, load_prices
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+from alphaloop.trials import TrialBudget
+
+logger = logging.getLogger(__name__)
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ExtractResult(BaseModel):
+    """What one extraction added, per source, and what it could not label yet."""
+
+    model_config = _FROZEN
+
+    added: dict[str, int]
+    labelled: dict[str, int]
+    pending: list[int]  # decided decisions still short of five trading days of prices
+    skipped: dict[int, str]  # decisions that could not be labelled, and why
+
+
+class PreferenceStats(BaseModel):
+    model_config = _FROZEN
+
+    counts: dict[str, dict[str, int]]
+    total: int
+    labelled: int
+    last_trained_id: int
+    new_since_training: int
+
+
+class ExportResult(BaseModel):
+    model_config = _FROZEN
+
+    path: str
+    rows: int
+    source: str | None
+
+
+class ReviewItem(BaseModel):
+    """A decision awaiting a verdict: what it proposed against what the book held."""
+
+    model_config = _FROZEN
+
+    id: int
+    book: str
+    date: str
+    policy_id: int | None
+    status: str
+    symbols: list[str]
+    pre_weights: dict[str, float]
+    target_weights: dict[str, float]
+
+
+def _cost_bps(journal: Journal, policy_id: int | None) -> float:
+    """The harness cost of the decision's policy (its trial budget), else the default."""
+    default = TrialBudget().eval_cost_bps
+    if policy_id is None or not hasattr(journal, "get_policy"):
+        return default
+    try:
+        budget = journal.get_policy(policy_id).trial_budget
+    except Exception:  # a policy the library no longer has: the default harness cost
+        return default
+    return float(budget.get("eval_cost_bps", default))
+
+
+def _prices_for(
+    journal: Journal, decision: DecisionView, data: str | None, cache: dict[str, pd.DataFrame]
+) -> pd.DataFrame:
+    """The price table a decision is labelled with: ``data`` when given, else its policy's."""
+    if data is not None:
+        spec = DataSpec(data=data)
+    elif decision.policy_id is not None:
+        spec = DataSpec(**journal.get_policy(decision.policy_id).data_spec)
+    else:
+        raise DataError(
+            f"decision {decision.id} has no policy to take its price data from; pass --data"
+        )
+    key = spec.model_dump_json()
+    if key not in cache:
+        cache[key] = load_prices(spec.data, spec.fill, spec.date_format)
+    return cache[key]
+
+
+def _label_decisions(
+    journal: Journal, settings: Settings, data: str | None, result: dict[str, Any]
+) -> None:
+    cache: dict[str, pd.DataFrame] = {}
+    for decision in journal.decided_decisions():
+        key = f"pm:decision:{decision.id}"
+        if journal.has_preference(key) or decision.target_weights is None:
+            continue
+        try:
+            prices = _prices_for(journal, decision, data, cache)
+            draft = label_decision(
+                decision, prices, _cost_bps(journal, decision.policy_id), settings.pref_min_gap
+            )
+        except (DataError, ValueError, LookupError) as err:
+            result["skipped"][decision.id] = str(err)
+            logger.warning("decision %d not labelled: %s", decision.id, err)
+            continue
+        if draft is None:
+            result["pending"].append(decision.id)
+            continue
+        if journal.add_preference(**draft.model_dump()):
+            result["added"]["pm"] += 1
+            result["labelled"]["pm"] += int(draft.labelled)
+
+
+def _extract_research(journal: Journal, result: dict[str, Any]) -> None:
+    known = {p.origin_key for p in journal.preferences(source=PreferenceSource.research)}
+    for session in journal.list_sessions():
+        if session.status == "running":
+            continue  # its states are still being explored; its pairs come once it ends
+        for draft in session_pairs(journal, session, known):
+            if journal.add_preference(**draft.model_dump()):
+                result["added"]["research"] += 1
+                result["labelled"]["research"] += int(draft.labelled)
+
+
+def extract_preferences(settings: Settings, data: str | None = None) -> ExtractResult:
+    """Labels the T+5 outcomes that are due, then extracts research pairs. Idempotent: a pair
+    already journaled (by its origin key) is never added twice.
+
+    Args:
+        settings: where the journal is; ``pref_min_gap`` is the label threshold.
+        data: price data for the T+5 labels (default: each decision's policy's data).
+    """
+    result: dict[str, Any] = {
+        "added": {"pm": 0, "research": 0},
+        "labelled": {"pm": 0, "research": 0},
+        "pending": [],
+        "skipped": {},
+    }
+    with open_journal(settings) as journal:
+        _label_decisions(journal, settings, data, result)
+        _extract_research(journal, result)
+    return ExtractResult(**result)
+
+
+def preference_stats(settings: Settings) -> PreferenceStats:
+    """Pairs per source, labelled or not, and how many labelled ones no DPO run has seen."""
+    with open_journal(settings) as journal:
+        counts = journal.preference_counts()
+        last = journal.last_trained_preference_id()
+        new = len(journal.preferences(labelled=True, after_id=last))
+    return PreferenceStats(
+        counts=counts,
+        total=sum(c["labelled"] + c["unlabelled"] for c in counts.values()),
+        labelled=sum(c["labelled"] for c in counts.values()),
+        last_trained_id=last,
+        new_since_training=new,
+    )
+
+
+def export_preferences(settings: Settings, out: Path, source: str | None = None) -> ExportResult:
+    """Writes the labelled pairs (of one source, or both) as TRL's ``prompt``/``chosen``/
+    ``rejected`` JSON lines.
+
+    Raises:
+        ValueError: an unknown source.
+    """
+    if source is not None and source not in {s.value for s in PreferenceSource}:
+        raise ValueError(f"unknown source {source!r}; choose pm or research")
+    with open_journal(settings) as journal:
+        prefs = journal.preferences(source=source, labelled=True)
+    rows = write_jsonl(prefs, Path(out))
+    return ExportResult(path=str(out), rows=rows, source=source)
+
+
+def review_decisions(settings: Settings) -> list[ReviewItem]:
+    """Decisions awaiting a verdict, oldest first."""
+    with open_journal(settings) as journal:
+        return [
+            ReviewItem(
+                id=d.id,
+                book=d.book,
+                date=d.date,
+                policy_id=d.policy_id,
+                status=d.status,
+                symbols=d.symbols,
+                pre_weights=d.pre_weights or {},
+                target_weights=d.target_weights or {},
+            )
+            for d in journal.undecided_decisions()
+        ]
+
+
+def decide(
+    settings: Settings,
+    decision_id: int,
+    verdict: str,
+    weights: dict[str, float] | None = None,
+    note: str | None = None,
+) -> DecisionView:
+    """Records a verdict on a decision (override weights checked first).
+
+    Raises:
+        DecisionNotFound: no such decision.
+        InvalidVerdict: a bad verdict or bad weights, or a decision already decided.
+    """
+    with open_journal(settings) as journal:
+        decision = journal.decision_view(decision_id)
+        if decision.verdict is not None:
+            raise InvalidVerdict(
+                f"decision {decision_id} already has the verdict {decision.verdict.value!r}"
+            )
+        kind, checked = check_verdict(verdict, weights, decision.symbols)
+        return journal.set_verdict(decision_id, kind, override_weights=checked, note=note)
