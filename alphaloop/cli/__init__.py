@@ -9,7 +9,19 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from alphaloop.cli import charts, chat, policies, research, review, train, trial, validate
+from alphaloop.cli import (
+    charts,
+    chat,
+    policies,
+    replay,
+    research,
+    review,
+    train,
+    trial,
+    validate,
+)
+from alphaloop.cli import scheduler as scheduler_cli
+from alphaloop.cli import serve as serve_cli
 from alphaloop.cli._app import app
 from alphaloop.cli._logging import configure_logging
 from alphaloop.cli._stdio import reserve_stdout
@@ -34,6 +46,7 @@ def root(
 
 app.add_typer(research.research_app, name="research")
 app.add_typer(policies.policies_app, name="policies")
+app.add_typer(scheduler_cli.scheduler_app, name="scheduler")
 for command in (
     review.sessions,
     review.status,
@@ -41,9 +54,11 @@ for command in (
     validate.validate,
     trial.trial,
     train.train,
+    replay.replay,
     charts.chart,
     trial.knobs,
     chat.chat,
+    serve_cli.serve,
 ):
     app.command()(command)
 

@@ -1,9 +1,125 @@
-"""Runs of the scheduler's jobs. Part of :class:`~alphaloop.journal.Journal`."""
+"""Runs of the scheduler's jobs: one ``schedule_runs`` row per run, scheduled or asked for by
+hand. Part of :class:`~alphaloop.journal.Journal`.
+
+A run is journaled ``running`` when it starts and finished with its outcome (``ok``,
+``skipped``, ``failed``), so a run whose process died shows as a row that never finished.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import ClassVar
+
+from alphaloop.exceptions import JournalError
+from alphaloop.journal.codec import now
 from alphaloop.journal.connection import JournalFile
+from alphaloop.journal.models import _Record
+
+
+class ScheduleTrigger(StrEnum):
+    schedule = "schedule"  # the scheduler's clock fired it
+    manual = "manual"  # ``run-now`` from the CLI, the API or the page
+
+
+class ScheduleOutcome(StrEnum):
+    running = "running"
+    ok = "ok"
+    skipped = "skipped"  # nothing to do (no new pairs, no finished session to retrain)
+    failed = "failed"
+
+
+class ScheduleRunRecord(_Record):
+    """One run of one job: what fired it, when, how it ended and what it did (``detail``)."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset()
+
+    id: int
+    job: str
+    trigger: ScheduleTrigger
+    outcome: ScheduleOutcome
+    detail: str | None = None
+    error: str | None = None
+    started_at: str
+    finished_at: str | None = None
 
 
 class ScheduleStore(JournalFile):
     """Reads and writes of the ``schedule_runs`` table."""
+
+    def start_schedule_run(self, job: str, trigger: ScheduleTrigger | str) -> ScheduleRunRecord:
+        """Journals a job run about to start (outcome ``running``) and returns it."""
+        trigger = ScheduleTrigger(trigger)
+        with self._write():
+            run_id = int(
+                self.db["schedule_runs"]
+                .insert(
+                    {
+                        "job": job,
+                        "trigger": trigger.value,
+                        "outcome": ScheduleOutcome.running.value,
+                        "started_at": now(),
+                    }
+                )
+                .last_rowid
+            )
+        return self.get_schedule_run(run_id)
+
+    def finish_schedule_run(
+        self,
+        run_id: int,
+        outcome: ScheduleOutcome | str,
+        *,
+        detail: str | None = None,
+        error: str | None = None,
+    ) -> ScheduleRunRecord:
+        """Records how a run ended.
+
+        Raises:
+            ValueError: ``running`` is not an ending.
+            JournalError: no such run, or it has already finished.
+        """
+        outcome = ScheduleOutcome(outcome)
+        if outcome is ScheduleOutcome.running:
+            raise ValueError("a run ends ok, skipped or failed, not running")
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE schedule_runs SET outcome = ?, detail = ?, error = ?, finished_at = ? "
+                "WHERE id = ? AND outcome = 'running'",
+                (outcome.value, detail, error, now(), run_id),
+            ).rowcount
+        if not changed:
+            self.get_schedule_run(run_id)  # raises when there is no such run
+            raise JournalError(f"schedule run {run_id} has already finished")
+        return self.get_schedule_run(run_id)
+
+    def get_schedule_run(self, run_id: int) -> ScheduleRunRecord:
+        """One run.
+
+        Raises:
+            JournalError: no such run.
+        """
+        rows = self._rows("SELECT * FROM schedule_runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise JournalError(f"no schedule run {run_id!r} in {self.path}")
+        return ScheduleRunRecord.from_row(rows[0])
+
+    def schedule_runs(
+        self, job: str | None = None, *, after: int = 0, limit: int | None = None
+    ) -> list[ScheduleRunRecord]:
+        """Runs with an id above ``after`` (of one job if given), oldest first."""
+        sql, params = "SELECT * FROM schedule_runs WHERE id > ?", [after]
+        if job is not None:
+            sql += " AND job = ?"
+            params.append(job)
+        sql += " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [ScheduleRunRecord.from_row(r) for r in self._rows(sql, tuple(params))]
+
+    def last_schedule_run(self, job: str) -> ScheduleRunRecord | None:
+        """The newest run of ``job``, or None."""
+        rows = self._rows(
+            "SELECT * FROM schedule_runs WHERE job = ? ORDER BY id DESC LIMIT 1", (job,)
+        )
+        return ScheduleRunRecord.from_row(rows[0]) if rows else None

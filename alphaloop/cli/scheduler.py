@@ -1,0 +1,132 @@
+"""``alphaloop scheduler``: list the jobs, run one now, or start the clock."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.ops import schedule
+from alphaloop.settings import get_settings
+
+scheduler_app = typer.Typer(
+    no_args_is_help=True,
+    help="The scheduler: nightly preference extract, DPO check, weekly retrain.",
+)
+
+
+def _jobs_table(jobs: list[schedule.JobInfo]) -> Table:
+    table = Table(title="scheduled jobs (UTC)")
+    for col in ("job", "cron", "next run", "last run", "outcome"):
+        table.add_column(col)
+    for j in jobs:
+        last = j.last_run
+        table.add_row(
+            j.name,
+            j.cron,
+            j.next_run or "-",
+            last.started_at if last else "never",
+            last.outcome.value if last else "-",
+        )
+    return table
+
+
+@scheduler_app.command("list")
+def scheduler_list(as_json: JsonFlag = False) -> None:
+    """List the jobs with their cron, next run time and last run.
+
+    Cron expressions are settings: ALPHALOOP_CRON_PREFS_EXTRACT, ALPHALOOP_CRON_DPO_CHECK,
+    ALPHALOOP_CRON_RETRAIN (five fields, UTC).
+
+    Example: alphaloop scheduler list --json
+    """
+    settings = get_settings()
+    jobs = _list(settings)
+    holder = schedule.scheduler_holder(settings)
+    if as_json:
+        typer.echo(
+            json.dumps({"scheduler_pid": holder, "jobs": [j.model_dump(mode="json") for j in jobs]})
+        )
+        return
+    console.print(_jobs_table(jobs))
+    console.print(
+        f"scheduler running (pid {holder})"
+        if holder
+        else "no scheduler running for this home; start one with `alphaloop scheduler start`"
+    )
+
+
+def _list(settings):  # type: ignore[no-untyped-def]
+    try:
+        return schedule.list_jobs(settings)
+    except schedule.ScheduleError as err:
+        raise fail(str(err), 2) from None
+
+
+@scheduler_app.command("run-now")
+def scheduler_run_now(
+    job: str = typer.Argument(..., help="prefs_extract, dpo_check or retrain"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Run one job now, in this process; the run is journaled with trigger manual.
+
+    Exit 1 when the job failed (its error is journaled too).
+
+    Example: alphaloop scheduler run-now prefs_extract
+    """
+    settings = get_settings()
+    try:
+        schedule.job_spec(job)
+    except schedule.ScheduleError as err:
+        raise fail(str(err), 2) from None
+    run = guarded(schedule.run_job, settings, job)
+    if as_json:
+        typer.echo(json.dumps(run.model_dump(mode="json")))
+    else:
+        console.print(
+            f"{run.job}: {run.outcome.value}" + (f" ({escape(run.detail)})" if run.detail else "")
+        )
+        if run.error:
+            console.print(escape(run.error.splitlines()[0]))
+    if run.outcome == "failed":
+        raise typer.Exit(1)
+
+
+@scheduler_app.command("start")
+def scheduler_start(as_json: JsonFlag = False) -> None:
+    """Run the jobs on their clock until stopped (Ctrl-C or SIGTERM).
+
+    One scheduler per alphaloop home: a second start exits 2 naming the running one's pid.
+    With --json the jobs are printed once, as one JSON document, when the clock starts.
+
+    Example: alphaloop scheduler start
+    """
+    from alphaloop.scheduler import run_scheduler
+
+    settings = get_settings()
+    jobs = _list(settings)
+
+    def on_start(_scheduler) -> None:  # type: ignore[no-untyped-def]
+        if as_json:
+            typer.echo(
+                json.dumps({"pid": _pid(), "jobs": [j.model_dump(mode="json") for j in jobs]})
+            )
+        else:
+            console.print(_jobs_table(jobs))
+            console.print(f"scheduler running (pid {_pid()}); Ctrl-C stops it")
+
+    try:
+        run_scheduler(settings, on_start=on_start)
+    except schedule.SchedulerRunning as err:
+        raise fail(str(err), 2) from None
+    except KeyboardInterrupt:
+        pass
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()

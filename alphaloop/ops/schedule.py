@@ -1,0 +1,342 @@
+"""The scheduler's jobs and their user-level actions: list them, run one now.
+
+Three jobs, each on a cron expression from the settings:
+
+- ``prefs_extract``: turn the portfolio manager's labelled decisions and the research journal
+  into preference pairs (:func:`alphaloop.ops.prefs.extract_preferences`);
+- ``dpo_check``: train DPO when enough new pairs exist (:func:`alphaloop.ops.dpo.dpo_check`);
+- ``retrain``: a research session with the last finished session's settings on the newest
+  data; finalize puts its winner into the policy library.
+
+Every run, scheduled or by hand, is journaled in ``schedule_runs`` with its outcome (ok,
+skipped, failed), error and a one-line detail. The preference and DPO operations are looked up
+when a job runs: a home whose alphaloop lacks them journals the run as skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib
+import json
+import logging
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop import telemetry
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal
+from alphaloop.journal.schedule import ScheduleOutcome, ScheduleRunRecord, ScheduleTrigger
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+# Manual training runs are journaled as sessions of this proposer; they are not retrained.
+_MANUAL = "manual"
+_DETAIL_CHARS = 2000
+
+
+class ScheduleError(AlphaloopError, ValueError):
+    """A cron expression of the settings cannot be read, or a job name is unknown."""
+
+
+class Skipped(AlphaloopError):
+    """A job found nothing to do; its message is the run's detail."""
+
+
+class JobSpec(BaseModel):
+    """One job: its name, the setting holding its cron expression, what it does."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    setting: str
+    description: str
+
+
+JOBS: dict[str, JobSpec] = {
+    j.name: j
+    for j in (
+        JobSpec(
+            name="prefs_extract",
+            setting="cron_prefs_extract",
+            description="nightly: label decisions and journal proposals into preference pairs",
+        ),
+        JobSpec(
+            name="dpo_check",
+            setting="cron_dpo_check",
+            description="train DPO on the preference pairs when enough new ones exist",
+        ),
+        JobSpec(
+            name="retrain",
+            setting="cron_retrain",
+            description="weekly: rerun the last finished research session on the newest data; "
+            "its winner enters the policy library",
+        ),
+    )
+}
+
+
+class JobInfo(BaseModel):
+    """A job as ``scheduler list`` shows it: its cron, next fire time and last run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str
+    cron: str
+    setting: str
+    next_run: str | None
+    last_run: ScheduleRunRecord | None
+
+
+def job_spec(name: str) -> JobSpec:
+    """The job called ``name``.
+
+    Raises:
+        ScheduleError: no such job (the message lists them).
+    """
+    if name not in JOBS:
+        raise ScheduleError(f"unknown job {name!r}; choose one of {', '.join(JOBS)}")
+    return JOBS[name]
+
+
+def cron_trigger(expression: str, setting: str = "cron") -> Any:
+    """An APScheduler ``CronTrigger`` (UTC) for a five-field crontab expression.
+
+    Raises:
+        ScheduleError: the expression is not a valid crontab line (names the setting).
+    """
+    from apscheduler.triggers.cron import CronTrigger
+
+    try:
+        return CronTrigger.from_crontab(expression, timezone=UTC)
+    except ValueError as err:
+        env = "ALPHALOOP_" + setting.upper()
+        raise ScheduleError(
+            f"{env}={expression!r} is not a crontab expression ({err}); write five fields, "
+            "minute hour day month weekday, e.g. '0 22 * * mon-fri'"
+        ) from None
+
+
+def job_triggers(settings: Settings) -> dict[str, Any]:
+    """Every job's trigger, checked: a bad expression fails before any job is scheduled."""
+    return {name: cron_trigger(getattr(settings, j.setting), j.setting) for name, j in JOBS.items()}
+
+
+def list_jobs(settings: Settings, *, now: datetime | None = None) -> list[JobInfo]:
+    """The three jobs with their next fire time (from their cron, UTC) and last journaled run.
+
+    Raises:
+        ScheduleError: a cron setting is not a valid expression.
+    """
+    moment = now or datetime.now(UTC)
+    triggers = job_triggers(settings)
+    last: dict[str, ScheduleRunRecord | None] = dict.fromkeys(JOBS)
+    if settings.journal_path.exists():
+        with open_journal(settings) as journal:
+            last = {name: journal.last_schedule_run(name) for name in JOBS}
+    infos = []
+    for name, spec in JOBS.items():
+        fire = triggers[name].get_next_fire_time(None, moment)
+        infos.append(
+            JobInfo(
+                name=name,
+                description=spec.description,
+                cron=getattr(settings, spec.setting),
+                setting=spec.setting,
+                next_run=fire.isoformat() if fire else None,
+                last_run=last[name],
+            )
+        )
+    return infos
+
+
+def schedule_runs(
+    settings: Settings, *, job: str | None = None, after: int = 0
+) -> list[ScheduleRunRecord]:
+    """Journaled runs with an id above ``after`` (of one job if given), oldest first."""
+    if job is not None:
+        job_spec(job)
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as journal:
+        return journal.schedule_runs(job, after=after)
+
+
+def run_job(
+    settings: Settings, name: str, trigger: ScheduleTrigger | str = ScheduleTrigger.manual
+) -> ScheduleRunRecord:
+    """Runs one job now, in this process, and journals the run (start, end, outcome).
+
+    A failing job is journaled ``failed`` with its error and returned, not raised: a scheduler
+    must outlive its jobs.
+
+    Raises:
+        ScheduleError: no such job.
+    """
+    spec = job_spec(name)
+    work = _WORK[spec.name]
+    with Journal(settings.journal_path) as journal:
+        run = journal.start_schedule_run(spec.name, trigger)
+    with telemetry.span(f"schedule {spec.name}", {"alphaloop.job": spec.name}):
+        outcome, detail, error = ScheduleOutcome.ok, None, None
+        try:
+            detail = _one_line(work(settings))
+        except Skipped as err:
+            outcome, detail = ScheduleOutcome.skipped, str(err)
+        except Exception as err:
+            logger.exception("job %s failed", spec.name)
+            outcome = ScheduleOutcome.failed
+            error = f"{err!r}\n{traceback.format_exc()[-_DETAIL_CHARS:]}"
+    with Journal(settings.journal_path) as journal:
+        return journal.finish_schedule_run(run.id, outcome, detail=detail, error=error)
+
+
+def _one_line(result: Any) -> str | None:
+    if result is None:
+        return None
+    if isinstance(result, BaseModel):
+        result = result.model_dump(mode="json")
+    text = result if isinstance(result, str) else json.dumps(result, default=str)
+    return text[:_DETAIL_CHARS]
+
+
+def _operation(module: str, name: str) -> Callable[..., Any]:
+    """An operation of the flywheel, or Skipped when this alphaloop does not have it."""
+    try:
+        return getattr(importlib.import_module(f"alphaloop.ops.{module}"), name)
+    except (ImportError, AttributeError):
+        raise Skipped(f"alphaloop.ops.{module}.{name} is not available in this alphaloop") from None
+
+
+def _prefs_extract(settings: Settings) -> Any:
+    return _operation("prefs", "extract_preferences")(settings)
+
+
+def _dpo_check(settings: Settings) -> Any:
+    result = _operation("dpo", "dpo_check")(settings)
+    # A check that found too few pairs trained nothing: a skip, not a success.
+    data = result.model_dump() if isinstance(result, BaseModel) else result
+    if isinstance(data, dict) and data.get("trained") is False:
+        raise Skipped(
+            str(data.get("reason") or data.get("detail") or json.dumps(data, default=str))
+        )
+    return result
+
+
+def retrain_spec(settings: Settings) -> tuple[str, Any]:
+    """The last finished research session's id and the spec that reruns it on the newest data.
+
+    The spec keeps the session's mode, goal, objective, scope and budget; explicit split dates
+    are dropped so the newest data is split afresh.
+
+    Raises:
+        Skipped: no finished research session to retrain.
+    """
+    from alphaloop.ops import SessionSpec
+
+    if not settings.journal_path.exists():
+        raise Skipped("no journal yet: no finished research session to retrain")
+    with open_journal(settings) as journal:
+        done = [
+            s
+            for s in journal.list_sessions()
+            if s.status == "finished" and s.proposer != _MANUAL and "spec" in s.settings
+        ]
+    if not done:
+        raise Skipped("no finished research session to retrain")
+    last = done[0]
+    fields = {**last.settings["spec"], "train_end": None, "val_end": None}
+    goal = fields.get("goal", last.goal)
+    if not goal.startswith("weekly retrain"):
+        fields["goal"] = f"weekly retrain of {last.id}: {goal}"
+    return last.id, SessionSpec(**fields)
+
+
+def _retrain(settings: Settings) -> dict[str, Any]:
+    from alphaloop.ops.research import run_research
+
+    parent, spec = retrain_spec(settings)
+    session_id = run_research(spec, settings)
+    with open_journal(settings) as journal:
+        final = journal.get_session(session_id).final or {}
+    return {
+        "retrained": parent,
+        "session": session_id,
+        "best_trial_id": final.get("best_trial_id"),
+    }
+
+
+_WORK: dict[str, Callable[[Settings], Any]] = {
+    "prefs_extract": _prefs_extract,
+    "dpo_check": _dpo_check,
+    "retrain": _retrain,
+}
+
+
+class SchedulerRunning(AlphaloopError):
+    """Another scheduler holds this home's lock (``pid`` is its process, when it wrote it)."""
+
+    def __init__(self, message: str, pid: int | None) -> None:
+        super().__init__(message)
+        self.pid = pid
+
+
+def lock_path(settings: Settings) -> Path:
+    return settings.home / "scheduler.lock"
+
+
+def scheduler_holder(settings: Settings) -> int | None:
+    """The pid of the scheduler running for this home, or None when none holds the lock."""
+    path = lock_path(settings)
+    if not path.exists():
+        return None
+    with path.open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            text = f.read().strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return None
+
+
+@contextmanager
+def scheduler_lock(settings: Settings) -> Iterator[None]:
+    """Holds this home's scheduler lock (an exclusive ``flock``, released when the process
+    ends however it ends) for the ``with`` block, its pid written in the file.
+
+    Raises:
+        SchedulerRunning: another process holds it (the message names its pid).
+    """
+    path = lock_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    f = path.open("a+")
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            text = f.read().strip()
+            pid = int(text) if text.isdigit() else None
+            raise SchedulerRunning(
+                f"a scheduler is already running for {settings.home} (pid {pid or 'unknown'}); "
+                f"stop it first (kill {pid or '<pid>'}) or use it",
+                pid,
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield
+    finally:
+        f.close()  # closing the file releases the lock

@@ -1,0 +1,10 @@
+"""The REST API and the web page (``alphaloop serve``): FastAPI over the operations layer.
+
+:func:`create_app` builds the application for one alphaloop home; long work (sessions, manual
+runs, DPO, scheduler jobs) runs in worker processes it starts, never inside a request.
+"""
+
+from alphaloop.server.app import create_app
+from alphaloop.server.security import UnsafeBind, check_bind, is_loopback
+
+__all__ = ["UnsafeBind", "check_bind", "create_app", "is_loopback"]

@@ -1,0 +1,149 @@
+"""The FastAPI application: the REST API under ``/api`` and the page at ``/``.
+
+Every request opens the journal for itself (through the operations layer), so any number of
+readers poll while a session's worker writes: SQLite's WAL lets readers read the last commit
+without waiting, and writers queue on the busy timeout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
+
+from alphaloop import ops
+from alphaloop.exceptions import (
+    ActivePolicyError,
+    AlphaloopError,
+    ChartDataError,
+    DataError,
+    InvalidDelta,
+    JournalError,
+    PolicyTampered,
+    UnknownChartKind,
+)
+from alphaloop.server import routes_loop, routes_research
+from alphaloop.server.security import BodyLimit, check_token
+from alphaloop.server.workers import WorkerFailed
+from alphaloop.settings import Settings
+
+logger = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+
+
+def plotly_js() -> Path:
+    """plotly.js as the installed ``plotly`` package ships it: the page needs no network."""
+    spec = importlib.util.find_spec("plotly")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parent / "package_data" / "plotly.min.js"
+
+
+def _status(err: Exception) -> int:
+    """The HTTP status of one of our errors: not found 404, bad input 422, conflict 409."""
+    conflicts = (ops.SessionRunning, ops.SessionBusy, ops.SessionNotRunning)
+    if isinstance(err, ops.NoJournal | LookupError):
+        return 404
+    if isinstance(err, conflicts):
+        return 409
+    if isinstance(err, WorkerFailed):
+        return 422 if err.exit_code == 2 else 500
+    if isinstance(err, PolicyTampered | ActivePolicyError):
+        return 409
+    if isinstance(err, ValueError | InvalidDelta | DataError | UnknownChartKind | ChartDataError):
+        return 422
+    if isinstance(err, ops.UnknownKnob):
+        return 422
+    if isinstance(err, JournalError) and "locked" in str(err):
+        return 503
+    return 500
+
+
+def _message(err: Exception) -> str:
+    if isinstance(err, ops.NoJournal):
+        return (
+            f"no journal yet in this home: start a research session (POST /api/research) or a "
+            f"manual run (POST /api/train) first ({err})"
+        )
+    return str(err)
+
+
+async def _alphaloop_error(request: Request, err: Exception) -> JSONResponse:
+    status = _status(err)
+    if status >= 500:
+        logger.error("%s %s: %r", request.method, request.url.path, err)
+    return JSONResponse({"detail": _message(err), "error": type(err).__name__}, status_code=status)
+
+
+async def _validation_error(request: Request, err: Exception) -> JSONResponse:
+    errors = err.errors() if isinstance(err, RequestValidationError | ValidationError) else []
+    parts = []
+    for e in errors[:5]:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+        parts.append(f"{where or 'body'}: {e.get('msg', '')}")
+    message = "invalid request: " + "; ".join(parts) if parts else str(err)
+    return JSONResponse(
+        {"detail": message, "errors": [jsonable_error(e) for e in errors[:20]]}, status_code=422
+    )
+
+
+def jsonable_error(e: dict[str, Any]) -> dict[str, Any]:
+    return {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
+
+
+def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
+    """The application for one alphaloop home.
+
+    Args:
+        settings: the home, the endpoint and ``api_token``.
+        auth_reads: ask for the token on reads too (a non-loopback bind).
+    """
+    app = FastAPI(
+        title="alphaloop",
+        summary="Goal-driven autoresearch on portfolio strategies: sessions, manual training, "
+        "charts, the policy library, the preference flywheel and the scheduler.",
+        dependencies=[Depends(check_token)],
+    )
+    app.state.settings = settings
+    app.state.auth_reads = auth_reads
+    app.add_middleware(BodyLimit)
+    app.add_exception_handler(AlphaloopError, _alphaloop_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ValidationError, _validation_error)
+    app.include_router(routes_research.router)
+    app.include_router(routes_loop.router)
+    for extra in _optional_routers():
+        app.include_router(extra)
+
+    @app.get("/api/health", tags=["setup"])
+    def health() -> dict[str, Any]:
+        return {"ok": True, "home": settings.home.name, "journal": settings.journal_path.exists()}
+
+    # The page's files carry no data: served without the token (see security.py).
+    page = FastAPI()
+    page.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @page.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @page.get("/plotly.min.js", include_in_schema=False)
+    def plotly() -> FileResponse:
+        return FileResponse(plotly_js(), media_type="application/javascript")
+
+    app.mount("/", page)
+    return app
+
+
+def _optional_routers() -> list[Any]:
+    """Routers of operations this alphaloop may not have yet (the portfolio manager, the
+    preference flywheel): included only when their module imports."""
+    from alphaloop.server import routes_flywheel
+
+    return routes_flywheel.routers()

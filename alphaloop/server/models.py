@@ -1,0 +1,131 @@
+"""Request and response bodies of the REST API: the OpenAPI schema at ``/docs`` is the
+contract. Requests are strict (unknown fields refused) and bounded."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
+
+# Ids, never paths: a session id as the journal draws it, data by name only.
+SESSION_ID = r"^s-\d{8}-\d{6}-[0-9a-f]{4}$"
+SessionId = Annotated[str, Field(pattern=SESSION_ID, max_length=40)]
+DataName = Annotated[
+    str,
+    Field(
+        pattern=r"^(sp500|synthetic(:\d{1,9})?)$",
+        description="sp500 or synthetic[:SEED]; files are loaded from the command line only",
+    ),
+]
+Symbol = Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-_^]{1,16}$")]
+
+
+class Limits(BaseModel):
+    model_config = _STRICT
+
+    max_drawdown: float | None = Field(default=None, gt=0, le=1)
+    max_turnover: float | None = Field(default=None, gt=0)
+    time_budget_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+    max_tokens_total: int | None = Field(default=None, gt=0)
+
+
+class ResearchRequest(BaseModel):
+    """Start a research session (it runs in a worker process)."""
+
+    model_config = _STRICT
+
+    goal: str = Field(min_length=1, max_length=500)
+    symbols: list[Symbol] | None = Field(default=None, max_length=200)
+    budget: int = Field(default=20, ge=1, le=10_000)
+    total_timesteps: int | None = Field(default=None, ge=64, le=10_000_000)
+    mode: Literal["ppo_only", "cufolio_only", "unified"] = "cufolio_only"
+    metric: str = Field(default="sharpe", pattern=r"^[a-z_]{1,32}$")
+    limits: Limits = Limits()
+    data: DataName = "sp500"
+    noise_seeds: int = Field(default=3, ge=2, le=20)
+    proposer: Literal["auto", "tpe", "random", "llm"] = "auto"
+    seed: int = Field(default=0, ge=0, le=1_000_000)
+
+
+class TrainRequest(BaseModel):
+    """Start a manual PPO run (it runs in a worker process)."""
+
+    model_config = _STRICT
+
+    symbols: list[Symbol] | None = Field(default=None, max_length=200)
+    total_timesteps: int | None = Field(default=None, ge=64, le=10_000_000)
+    knobs: dict[Annotated[str, Field(max_length=32)], float] = Field(
+        default_factory=dict, max_length=16
+    )
+    data: DataName = "sp500"
+    seed: int = Field(default=0, ge=0, le=1_000_000)
+    metric: str = Field(default="sharpe", pattern=r"^[a-z_]{1,32}$")
+
+
+class Started(BaseModel):
+    """A worker started for a session or a run: poll the session id for its progress."""
+
+    model_config = _STRICT
+
+    session_id: str
+    pid: int
+
+
+class JobStarted(BaseModel):
+    model_config = _STRICT
+
+    job: str
+    pid: int
+
+
+class ChartContext(BaseModel):
+    model_config = _STRICT
+
+    session_id: SessionId | None = None
+    trial_idx: int | None = Field(default=None, ge=0)
+
+
+class InterpretRequest(BaseModel):
+    """Read a chart in 4-6 bullets. ``image_b64``: a PNG (or JPEG) of it, if the page has one;
+    the vision model gets a PNG, the embedded reader reads the chart's own data."""
+
+    model_config = _STRICT
+
+    kind: str = Field(pattern=r"^[a-z_\-]{1,32}$")
+    image_b64: str | None = Field(default=None, max_length=3_000_000)
+    context: ChartContext = ChartContext()
+
+
+class ChartReadOut(BaseModel):
+    model_config = _STRICT
+
+    kind: str
+    model: str
+    bullets: list[str]
+    elapsed_s: float
+    embedded: bool
+    signature: str
+    id: int | None = None
+
+
+class Verdict(BaseModel):
+    """A person's verdict on a portfolio manager decision."""
+
+    model_config = _STRICT
+
+    verdict: Literal["approve", "override", "reject"]
+    weights: dict[Annotated[str, Field(max_length=16)], float] | None = Field(
+        default=None, max_length=500
+    )
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class Page(BaseModel):
+    """A list endpoint's answer: the items after ``after``, and the cursor for the next poll."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[Any]
+    next_after: int

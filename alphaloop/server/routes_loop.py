@@ -1,0 +1,167 @@
+"""Routes of the env and knobs, charts, the policy library and the scheduler."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+
+from alphaloop import ops
+from alphaloop.ops import policies, schedule
+from alphaloop.ops.env import env_info
+from alphaloop.server import workers
+from alphaloop.server.models import (
+    SESSION_ID,
+    ChartReadOut,
+    InterpretRequest,
+    JobStarted,
+    Page,
+)
+from alphaloop.server.security import image_kind
+
+router = APIRouter(prefix="/api")
+After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
+
+
+def _settings(request: Request) -> Any:
+    return request.app.state.settings
+
+
+@router.get("/env", tags=["setup"])
+def env(n_assets: int = Query(4, ge=2, le=500)) -> dict[str, Any]:
+    """The Gymnasium env: its id, config at the default knobs, spaces, and the 16 knobs."""
+    return env_info(n_assets).model_dump(mode="json")
+
+
+@router.get("/knobs", tags=["setup"])
+def knobs() -> dict[str, Any]:
+    """The 16 knobs with bounds, and the clipping rules."""
+    return {
+        "knobs": [k.model_dump(mode="json") for k in ops.list_knobs()],
+        "clip_rules": list(ops.CLIP_RULES),
+    }
+
+
+def _figure(request: Request, kind: str, session_id: str | None, trial_idx: int | None) -> Any:
+    chart = ops.build_chart(
+        ops.chart_kind(kind), _settings(request), session_id=session_id, trial_idx=trial_idx
+    )
+    return chart
+
+
+@router.get("/charts/{kind}", tags=["charts"])
+def chart(
+    request: Request,
+    kind: str = Path(pattern=r"^[a-z_\-]{1,32}$"),
+    session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
+    trial_idx: int | None = Query(None, ge=0),
+) -> Response:
+    """A chart as plotly figure JSON (``Plotly.newPlot(div, fig.data, fig.layout)``)."""
+    figure = _figure(request, kind, session_id, trial_idx).figure
+    return Response(content=figure.to_json(), media_type="application/json")
+
+
+@router.get("/ratio-curve", tags=["charts"])
+def ratio_curve(request: Request) -> Response:
+    """Every completed trial of every run ranked by Sharpe, with the max-drawdown overlay."""
+    return chart(request, "ratio_curve", None, None)
+
+
+@router.post("/charts/interpret", response_model=ChartReadOut, tags=["charts"])
+def interpret(request: Request, body: InterpretRequest) -> ChartReadOut:
+    """Read a chart in 4-6 bullets: the vision model when one is configured, else the embedded
+    data-grounded reader; the read is journaled and signed with the model and elapsed time."""
+    png = None
+    if body.image_b64:
+        try:
+            raw = base64.b64decode(body.image_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise HTTPException(
+                422, "image_b64 is not base64; send the image's bytes encoded"
+            ) from None
+        if image_kind(raw) == "png":
+            png = raw  # a JPEG is checked but not forwarded: the vision path takes PNG
+    ctx = body.context
+    built = _figure(request, body.kind, ctx.session_id, ctx.trial_idx)
+    read = ops.interpret_chart(built, _settings(request), png=png)
+    return ChartReadOut(
+        kind=read.kind,
+        model=read.model,
+        bullets=read.bullets,
+        elapsed_s=read.elapsed_s,
+        embedded=read.embedded,
+        signature=read.signature,
+        id=read.id,
+    )
+
+
+@router.get("/policies", response_model=Page, tags=["policies"])
+def policy_list(request: Request, after: int = After) -> Page:
+    """The policy library, oldest first, entries with an id above ``after``; ``active`` marks
+    the active one."""
+    settings = _settings(request)
+    rows = sorted(policies.list_policies(settings), key=lambda p: p.id)
+    active = policies.active_policy(settings) if rows else None
+    items = [
+        {**p.model_dump(mode="json"), "active": active is not None and active.id == p.id}
+        for p in rows
+        if p.id > after
+    ]
+    return Page(items=items, next_after=max([after, *(p.id for p in rows)]))
+
+
+@router.get("/policies/active", tags=["policies"])
+def policy_active(request: Request) -> dict[str, Any]:
+    active = policies.active_policy(_settings(request))
+    return {"policy": active.model_dump(mode="json") if active else None}
+
+
+@router.get("/policies/{policy_id}", tags=["policies"])
+def policy_show(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]:
+    return policies.show_policy(_settings(request), policy_id).model_dump(mode="json")
+
+
+@router.post("/policies/{policy_id}/activate", tags=["policies"])
+def policy_activate(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]:
+    """Make a library entry the active policy (its file's sha256 is checked first)."""
+    record = policies.activate_policy(_settings(request), policy_id)
+    return {"policy": record.model_dump(mode="json"), "active": True}
+
+
+@router.get("/schedule/jobs", tags=["schedule"])
+def schedule_jobs(request: Request) -> dict[str, Any]:
+    """The scheduler's jobs with their cron, next run time and last run, and the pid of the
+    scheduler running for this home (None when none runs)."""
+    settings = _settings(request)
+    return {
+        "scheduler_pid": schedule.scheduler_holder(settings),
+        "jobs": [j.model_dump(mode="json") for j in schedule.list_jobs(settings)],
+    }
+
+
+@router.get("/schedule/runs", response_model=Page, tags=["schedule"])
+def schedule_runs(
+    request: Request,
+    after: int = After,
+    job: str | None = Query(None, pattern=r"^[a-z_]{1,32}$"),
+) -> Page:
+    rows = schedule.schedule_runs(_settings(request), job=job, after=after)
+    return Page(
+        items=[r.model_dump(mode="json") for r in rows],
+        next_after=max([after, *(r.id for r in rows)]),
+    )
+
+
+@router.post("/schedule/{job}/run", status_code=202, response_model=JobStarted, tags=["schedule"])
+def schedule_run_now(request: Request, job: str = Path(pattern=r"^[a-z_]{1,32}$")) -> JobStarted:
+    """Run one job now in a worker process; its run appears in ``/api/schedule/runs``."""
+    schedule.job_spec(job)
+    worker = workers.spawn(
+        _settings(request), f"job-{job}", ["scheduler", "run-now", job, "--json"]
+    )
+    return JobStarted(job=job, pid=worker.pid)
+
+
+__all__ = ["router"]
