@@ -6,17 +6,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from stable_baselines3 import PPO
+from stable_baselines3.common.policies import ActorCriticPolicy
 
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, load_market
 from alphaloop.metrics import TRADING_DAYS
+from alphaloop.pipeline import PpoAllocator
 from alphaloop.rl_engine import load_policy, policy_weights
 from alphaloop.trials import TrialBudget, TrialResult, reference, run_trial, simulate, strategies
 
@@ -319,14 +321,15 @@ def test_unified_moves_only_targets_that_break_the_cap_or_the_cvar_budget(
     config = TINY_PPO.model_copy(update={"max_position_pct": 0.25})
 
     def fixed_policy(weights: np.ndarray):
-        def targets(model: PPO, returns: np.ndarray, start: int, end: int, *args: int):
-            return np.tile(weights, (end - start, 1))
+        # The PPO allocator stage of the pipeline, deciding fixed weights every rebalance.
+        def allocate(self: PpoAllocator, day: object, selected: np.ndarray, state: object):
+            return weights.copy(), None
 
-        return targets
+        return allocate
 
     results = {}
     for name, weights in (("equal", np.full(6, 1 / 6)), ("all_in", np.eye(6)[2])):
-        monkeypatch.setattr(strategies, "policy_weights", fixed_policy(weights))
+        monkeypatch.setattr(PpoAllocator, "allocate", fixed_policy(weights))
         for mode in ("ppo_only", "unified"):
             results[name, mode] = run_trial(mode, config, data, TINY_BUDGET, seed=0)
     # Equal weight is within the cap and is the CVaR budget itself: the overlay leaves it.
@@ -410,10 +413,11 @@ def test_huge_learning_rate_is_a_crash_with_the_reason(data: MarketData) -> None
 def test_nan_weights_from_the_policy_are_a_crash(
     data: MarketData, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def nan_weights(model: PPO, returns: np.ndarray, start: int, end: int, *args: int):
-        return np.full((end - start, returns.shape[1]), np.nan)
+    def nan_logits(self: object, obs: torch.Tensor) -> object:
+        # A diverged policy: its distribution's mode (the deterministic action) is NaN.
+        return SimpleNamespace(mode=lambda: torch.full((1, 6), math.nan))
 
-    monkeypatch.setattr(strategies, "policy_weights", nan_weights)
+    monkeypatch.setattr(ActorCriticPolicy, "get_distribution", nan_logits)
     for mode in ("ppo_only", "unified"):
         with pytest.raises(TrialCrashed, match="non-finite weights on the evaluation window"):
             run_trial(mode, TINY_PPO, data, TINY_BUDGET, seed=0)

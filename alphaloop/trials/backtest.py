@@ -54,12 +54,6 @@ def simulate(
     return Backtest(net, turnover, holdings, held)
 
 
-def drifted(weights: np.ndarray, returns: np.ndarray) -> np.ndarray:
-    """Weights after holding ``weights`` through the rows of ``returns``."""
-    growth = np.prod(1.0 + returns, axis=0) * weights
-    return growth / growth.sum()
-
-
 def window_slice(data: MarketData, window: Window) -> slice:
     """The rows of ``data.returns`` an evaluation on ``window`` scores."""
     if window == "validation":

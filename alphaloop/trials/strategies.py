@@ -1,11 +1,15 @@
 """What each mode decides: the target weights and rebalance days of a trial on a window.
 
-Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it.
+Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it. Every mode is
+a weight-centric pipeline (:mod:`alphaloop.pipeline`) run day by day over the window, the same
+pipeline the portfolio manager runs one tick at a time: a backtest and a live book decide the
+same weights from the same inputs. The sequential state of a strategy (the scenario
+generator, the previous solution behind the turnover penalty, the scenarios PPO rebalances
+reuse) starts fresh at the window's first day.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,16 +17,19 @@ from typing import Any
 import numpy as np
 
 from alphaloop.exceptions import TrialCrashed
-from alphaloop.knobs import MODES, Mode, TrialConfig, config_hash, effective_max_weight
+from alphaloop.knobs import MODES, Mode, TrialConfig, config_hash
 from alphaloop.market import MarketData
-from alphaloop.portfolio_opt import (
-    bootstrap_scenarios,
-    risk_overlay,
-    solve_mean_cvar,
-    start_sequence,
+from alphaloop.pipeline import (
+    ConstantTiming,
+    MeanCvarAllocator,
+    StaticUniverse,
+    WeightCentricPipeline,
+    pipeline_for,
+    run_sequence,
 )
-from alphaloop.rl_engine import load_policy, policy_weights, save_policy, train_ppo
-from alphaloop.trials.backtest import check_deadline, drifted, window_slice
+from alphaloop.portfolio_opt import start_sequence
+from alphaloop.rl_engine import load_policy, save_policy, train_ppo
+from alphaloop.trials.backtest import check_deadline, window_slice
 from alphaloop.trials.models import TrialBudget, Window
 
 
@@ -50,120 +57,71 @@ def rolling_cvar(
 
     Every ``hold_days`` the solver sees ``n_scenarios`` block-bootstrapped ``hold_days``-horizon
     returns drawn from the trailing ``scenario_window`` days (never the day being traded), and a
-    turnover penalty equal to the cost the evaluator will charge.
+    turnover penalty equal to the cost the evaluator will charge. Built on the weight-centric
+    pipeline (:class:`~alphaloop.pipeline.MeanCvarAllocator` as the allocator stage).
     """
-    rng = np.random.default_rng(seed)
-    n_days, n = win.stop - win.start, data.n_assets
-    targets = np.empty((n_days, n))
-    rebalance = np.zeros(n_days, dtype=bool)
-    current: np.ndarray | None = None
-    last_day = 0
-    for day in range(0, n_days, hold_days):
-        check_deadline(deadline)
-        t = win.start + day
-        history = data.returns[max(0, t - scenario_window) : t]
-        scenarios = bootstrap_scenarios(history, hold_days, n_scenarios, rng)
-        if current is not None:
-            current = drifted(current, data.returns[win.start + last_day : t])
-        if risk_aversion is None:
-            sol = solve_mean_cvar(scenarios, alpha, max_weight, risk_aversion=1e6)
-        else:
-            sol = solve_mean_cvar(
-                scenarios,
-                alpha,
-                max_weight,
-                risk_aversion=risk_aversion,
-                prev_weights=current,
-                turnover_cost=cost_bps / 1e4,
-            )
-        current, last_day = sol.weights, day
-        targets[day : day + hold_days] = sol.weights
-        rebalance[day] = True
+    allocator = MeanCvarAllocator(
+        alpha=alpha,
+        max_weight=max_weight,
+        n_scenarios=n_scenarios,
+        hold_days=hold_days,
+        scenario_window=scenario_window,
+        cost_bps=cost_bps,
+        risk_aversion=risk_aversion,
+        seed=seed,
+    )
+    pipeline = WeightCentricPipeline(StaticUniverse(), allocator, ConstantTiming(), (), hold_days)
+    targets, rebalance, _ = run_sequence(
+        pipeline, data.returns, win.start, win.stop, on_rebalance=_deadline_check(deadline)
+    )
     return targets, rebalance
 
 
-def _ppo_targets(
+def _deadline_check(deadline: float | None) -> Callable[[int], None]:
+    return lambda _step: check_deadline(deadline)
+
+
+def trained_model(
     config: TrialConfig,
     data: MarketData,
-    win: slice,
     budget: TrialBudget,
     seed: int,
     policy_path: Path | None,
     policy_dir: Path | None,
     on_update: Callable[[int, float], None] | None,
     deadline: float | None,
-) -> tuple[np.ndarray, np.ndarray, dict]:
+) -> tuple[Any, dict]:
+    """The PPO a trial decides with: loaded from ``policy_path``, or trained on TRAIN for the
+    budget (and saved under ``policy_dir``); and what training produced."""
     extra: dict = {}
     if policy_path is not None:
-        model = load_policy(policy_path)
         extra["policy_path"] = str(policy_path)
-    else:
+        return load_policy(policy_path), extra
 
-        def progress(timestep: int, reward: float) -> None:
-            check_deadline(deadline)
-            if on_update is not None:
-                on_update(timestep, reward)
-
-        trained = train_ppo(
-            data.returns[data.train],
-            config,
-            budget.total_timesteps,
-            budget.n_envs,
-            seed,
-            on_update=progress,
-            truncate_drawdown=budget.truncate_drawdown,
-            stop_properly=budget.stop_properly,
-            advantage=budget.advantage,
-        )
-        model = trained.model
-        extra["timesteps"] = trained.timesteps
-        extra["curve"] = [(int(t), float(r)) for t, r in trained.curve]
-        if policy_dir is not None:
-            path = Path(policy_dir) / f"ppo-{config_hash(config)[:12]}-s{seed}.zip"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            save_policy(model, path)
-            extra["policy_path"] = str(path)
-    targets = policy_weights(
-        model, data.returns, win.start, win.stop, config.lookback, config.rebal_freq
-    )
-    if not np.all(np.isfinite(targets)):
-        raise TrialCrashed("policy produced non-finite weights on the evaluation window")
-    rebalance = np.zeros(win.stop - win.start, dtype=bool)
-    rebalance[:: config.rebal_freq] = True
-    return targets, rebalance, extra
-
-
-def _overlay(
-    targets: np.ndarray,
-    rebalance: np.ndarray,
-    config: TrialConfig,
-    data: MarketData,
-    win: slice,
-    budget: TrialBudget,
-    seed: int,
-    deadline: float | None,
-) -> np.ndarray:
-    """The weight-centric pipeline's risk stage: each PPO target is moved (as little as possible,
-    in L1) to respect the position cap and a CVaR budget on fresh scenarios. Scenarios are
-    re-drawn every ``cufolio_hold_days`` and reused for the PPO decisions in between."""
-    rng = np.random.default_rng(seed)
-    cap = effective_max_weight(config, data.n_assets)
-    out = targets.copy()
-    scenarios: np.ndarray | None = None
-    drawn_on = -math.inf
-    for day in np.flatnonzero(rebalance):
+    def progress(timestep: int, reward: float) -> None:
         check_deadline(deadline)
-        if day - drawn_on >= config.cufolio_hold_days:
-            t = win.start + day
-            history = data.returns[max(0, t - budget.scenario_window) : t]
-            scenarios = bootstrap_scenarios(
-                history, config.cufolio_hold_days, config.n_scenarios, rng
-            )
-            drawn_on = day
-        sol = risk_overlay(targets[day], scenarios, config.cvar_alpha, cap)
-        end = day + config.rebal_freq
-        out[day:end] = sol.weights
-    return out
+        if on_update is not None:
+            on_update(timestep, reward)
+
+    trained = train_ppo(
+        data.returns[data.train],
+        config,
+        budget.total_timesteps,
+        budget.n_envs,
+        seed,
+        on_update=progress,
+        truncate_drawdown=budget.truncate_drawdown,
+        stop_properly=budget.stop_properly,
+        advantage=budget.advantage,
+    )
+    extra["timesteps"] = trained.timesteps
+    extra["curve"] = [(int(t), float(r)) for t, r in trained.curve]
+    if policy_dir is not None:
+        path = Path(policy_dir) / f"ppo-{config_hash(config)[:12]}-s{seed}.zip"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_policy(trained.model, path)
+        extra["policy_path"] = str(path)
+    return trained.model, extra
 
 
 def strategy_targets(
@@ -189,32 +147,31 @@ def strategy_targets(
     check_mode(mode)
     start_sequence()
     win = window_slice(data, window)
-    if mode == "cufolio_only":
-        targets, rebalance = rolling_cvar(
+    extra: dict[str, Any] = {}
+    model = None
+    if mode != "cufolio_only":
+        model, extra = trained_model(
+            config,
             data,
-            win,
-            hold_days=config.cufolio_hold_days,
-            alpha=config.cvar_alpha,
-            max_weight=effective_max_weight(config, data.n_assets),
-            n_scenarios=config.n_scenarios,
-            scenario_window=budget.scenario_window,
-            cost_bps=budget.eval_cost_bps,
-            risk_aversion=1.0,
-            seed=seed,
-            deadline=deadline,
+            budget,
+            seed,
+            Path(policy_path) if policy_path else None,
+            Path(policy_dir) if policy_dir else None,
+            on_update,
+            deadline,
         )
-        return targets, rebalance, {}
-    targets, rebalance, extra = _ppo_targets(
+    pipeline = pipeline_for(
+        mode,
         config,
-        data,
-        win,
-        budget,
-        seed,
-        Path(policy_path) if policy_path else None,
-        Path(policy_dir) if policy_dir else None,
-        on_update,
-        deadline,
+        data.n_assets,
+        seed=seed,
+        scenario_window=budget.scenario_window,
+        cost_bps=budget.eval_cost_bps,
+        model=model,
     )
-    if mode == "unified":
-        targets = _overlay(targets, rebalance, config, data, win, budget, seed, deadline)
+    targets, rebalance, _ = run_sequence(
+        pipeline, data.returns, win.start, win.stop, on_rebalance=_deadline_check(deadline)
+    )
+    if not np.all(np.isfinite(targets)):
+        raise TrialCrashed("policy produced non-finite weights on the evaluation window")
     return targets, rebalance, extra
