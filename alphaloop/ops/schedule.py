@@ -218,6 +218,8 @@ def _operation(module: str, name: str) -> Callable[..., Any]:
 
 
 def _prefs_extract(settings: Settings) -> Any:
+    if not settings.journal_path.exists():
+        raise Skipped("no journal yet: no decisions or sessions to extract pairs from")
     return _operation("prefs", "extract_preferences")(settings)
 
 

@@ -81,7 +81,11 @@ def interpret(request: Request, body: InterpretRequest) -> ChartReadOut:
             raise HTTPException(
                 422, "image_b64 is not base64; send the image's bytes encoded"
             ) from None
-        if image_kind(raw) == "png":
+        try:
+            kind = image_kind(raw)
+        except ValueError as err:
+            raise HTTPException(422, str(err)) from None
+        if kind == "png":
             png = raw  # a JPEG is checked but not forwarded: the vision path takes PNG
     ctx = body.context
     built = _figure(request, body.kind, ctx.session_id, ctx.trial_idx)

@@ -40,20 +40,20 @@ def sessions(request: Request, after: int = After) -> Page:
 
 
 def _trials_after(trials: list[Any], after: int) -> tuple[list[Any], int]:
-    """Trials with an index above ``after``, and the cursor to poll from next: the index before
-    the first trial still running, so a row that finishes later is sent again."""
-    rows = [t for t in trials if t.idx > after]
-    running = [t.idx for t in rows if t.status == "running"]
+    """Trials with a (journal-wide) id above ``after``, and the cursor to poll from next: the id
+    before the first trial still running, so a row that finishes later is sent again."""
+    rows = [t for t in trials if t.id > after]
+    running = [t.id for t in rows if t.status == "running"]
     if running:
         return rows, min(running) - 1
-    return rows, max((t.idx for t in rows), default=after)
+    return rows, max((t.id for t in rows), default=after)
 
 
 @router.get("/sessions/{session_id}/journal", tags=["sessions"])
 def session_journal(
     request: Request, session_id: str = SessionPath, after: int = After
 ) -> dict[str, Any]:
-    """The full journal of one session: leaderboard, trials (index above ``after``) with their
+    """The full journal of one session: leaderboard, trials (id above ``after``) with their
     clips, the test-window result, chart reads, the newest validation report."""
     settings = _settings(request)
     r = ops.session_review(settings, session_id)
@@ -103,7 +103,7 @@ def research_current(
     after: int = After,
 ) -> dict[str, Any]:
     """The snapshot of a research session (default: the newest): status, counted trials, best
-    so far, the trials running now, and the trials with an index above ``after``."""
+    so far, the trials running now, and the trials with an id above ``after``."""
     settings = _settings(request)
     sid = session_id or _newest(settings, manual=False)
     if sid is None:

@@ -1,0 +1,123 @@
+"""A live uvicorn server on 127.0.0.1 (in a thread, or a subprocess) and journal factories."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from alphaloop.journal import Journal
+from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.server import create_app
+from alphaloop.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def live_server(settings: Settings, *, auth_reads: bool = False) -> Iterator[str]:
+    """The app served by a real uvicorn on a free loopback port, in a thread."""
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings, auth_reads=auth_reads), host="127.0.0.1", port=port, log_level="error"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@contextmanager
+def serve_subprocess(home: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """``python -m alphaloop serve`` in a subprocess on a free port."""
+    port = free_port()
+    env = {**os.environ, "ALPHALOOP_HOME": str(home), **(extra_env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "alphaloop", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"alphaloop serve did not start (exit {proc.poll()})")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def new_session(journal: Journal, **overrides: Any) -> str:
+    values: dict[str, Any] = dict(
+        goal="maximise Sharpe",
+        mode="cufolio_only",
+        objective={"metric": "sharpe", "max_drawdown": None, "max_turnover": None},
+        proposer="tpe",
+        budget=1000,
+        seed=0,
+        data_source="synthetic",
+        data_fingerprint="fp",
+        settings={},
+        baseline_config=TrialConfig().model_dump(),
+    )
+    return journal.create_session(**{**values, **overrides})
+
+
+def add_trials(journal: Journal, session_id: str, n: int, *, start: float = 0.5) -> None:
+    """``n`` finished search trials with objectives ``start + i/100`` (every 3rd kept)."""
+    config = TrialConfig(lookback=30)
+    for i in range(n):
+        row = journal.start_trial(
+            session_id,
+            kind="search",
+            config=config.model_dump(),
+            config_hash=config_hash(config),
+            delta={"changes": {"lookback": 30}, "rationale": "r"},
+            parent_id=None,
+            seed=i,
+            rationale="r",
+            proposer="tpe",
+        )
+        journal.finish_trial(
+            row.id,
+            status="keep" if i % 3 == 0 else "discard",
+            objective=start + i / 100,
+            metrics={"sharpe": start + i / 100, "max_drawdown": 0.1},
+            elapsed_s=0.01,
+        )
