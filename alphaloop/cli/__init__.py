@@ -20,6 +20,8 @@ from alphaloop.cli import (
     trial,
     validate,
 )
+from alphaloop.cli import dpo as dpo_cli
+from alphaloop.cli import prefs as prefs_cli
 from alphaloop.cli import scheduler as scheduler_cli
 from alphaloop.cli import serve as serve_cli
 from alphaloop.cli._app import app
@@ -46,6 +48,8 @@ def root(
 
 app.add_typer(research.research_app, name="research")
 app.add_typer(policies.policies_app, name="policies")
+app.add_typer(prefs_cli.prefs_app, name="prefs")
+app.add_typer(dpo_cli.dpo_app, name="dpo")
 app.add_typer(scheduler_cli.scheduler_app, name="scheduler")
 for command in (
     review.sessions,

@@ -193,6 +193,7 @@ def train_pairs(
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers.trainer_callback import PrinterCallback
     from trl import DPOConfig, DPOTrainer
 
     torch.manual_seed(options.seed)
@@ -263,6 +264,8 @@ def train_pairs(
         peft_config=peft_config,
         callbacks=[_Logs()],
     )
+    # With progress bars off the Trainer prints each log dict on stdout, which is the command's.
+    trainer.remove_callback(PrinterCallback)
     trainer.train()
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))

@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import DataError, InvalidVerdict
-from alphaloop.flywheel import check_verdict, label_decision, write_jsonl
+from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import session_pairs
 from alphaloop.journal import Journal
 from alphaloop.journal.flywheel import DecisionView, PreferenceSource
@@ -21,6 +21,19 @@ from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ExportResult",
+    "ExtractResult",
+    "PreferenceStats",
+    "ReviewItem",
+    "decide",
+    "export_preferences",
+    "extract_preferences",
+    "parse_weights",
+    "preference_stats",
+    "review_decisions",
+]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 

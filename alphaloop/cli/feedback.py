@@ -1,0 +1,92 @@
+"""People's verdicts on portfolio decisions: ``alphaloop pm review`` and ``alphaloop pm decide``.
+
+A verdict is recorded once. Five trading days later ``alphaloop prefs extract`` labels the
+decision by its outcome: the proposed weights against the alternative the verdict names.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.exceptions import DecisionNotFound, InvalidVerdict
+from alphaloop.ops import prefs
+from alphaloop.settings import get_settings
+
+VERDICTS = ("approve", "reject", "override")
+
+
+def _weights(weights: dict[str, float]) -> str:
+    return ", ".join(f"{s} {w:.1%}" for s, w in sorted(weights.items()) if w) or "cash"
+
+
+def usage_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """:func:`guarded`, with a bad verdict or an unknown decision as bad usage (exit 2)."""
+
+    def call() -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (InvalidVerdict, DecisionNotFound) as err:  # before guarded's exit 1
+            raise fail(str(err), 2) from None
+
+    return guarded(call)
+
+
+def review(as_json: JsonFlag = False) -> None:
+    """List portfolio decisions awaiting a verdict, oldest first.
+
+    Example: alphaloop pm review --json
+    """
+    items = guarded(prefs.review_decisions, get_settings())
+    if as_json:
+        typer.echo(json.dumps([i.model_dump(mode="json") for i in items]))
+        return
+    if not items:
+        console.print("no decision awaits a verdict")
+        return
+    table = Table("id", "book", "date", "policy", "held before", "proposed")
+    for i in items:
+        table.add_row(
+            str(i.id),
+            i.book,
+            i.date,
+            "-" if i.policy_id is None else f"#{i.policy_id}",
+            _weights(i.pre_weights),
+            _weights(i.target_weights),
+        )
+    console.print(table)
+    console.print("record a verdict with `alphaloop pm decide ID approve|reject|override`")
+
+
+def decide(
+    decision_id: int = typer.Argument(..., help="the decision's id (see `alphaloop pm review`)"),
+    verdict: str = typer.Argument(..., help="approve, reject or override"),
+    weights: str = typer.Option(
+        None, help="the weights to hold instead, with override: AAPL=0.3,MSFT=0.2 (rest cash)"
+    ),
+    note: str = typer.Option(None, help="why, in a few words (journaled with the verdict)"),
+    as_json: JsonFlag = False,
+) -> None:
+    """Record a verdict on a portfolio decision: approve, reject or override it.
+
+    Override weights must name the decision's symbols only, be non-negative and sum to at most 1.
+
+    Example: alphaloop pm decide 12 override --weights AAPL=0.3,MSFT=0.2 --note "too much tech"
+    """
+    if verdict not in VERDICTS:
+        raise fail(f"unknown verdict {verdict!r}; choose one of {', '.join(VERDICTS)}", 2)
+    parsed = None
+    if weights is not None:
+        try:
+            parsed = prefs.parse_weights(weights)
+        except InvalidVerdict as err:
+            raise fail(str(err), 2) from None
+    decision = usage_errors(prefs.decide, get_settings(), decision_id, verdict, parsed, note)
+    if as_json:
+        typer.echo(json.dumps(decision.model_dump(mode="json")))
+        return
+    console.print(f"decision {decision.id}: {decision.verdict.value} recorded")
