@@ -185,3 +185,12 @@ class InvalidVerdict(FlywheelError, ValueError):
 class ModelDirError(FlywheelError, ValueError):
     """A directory that does not hold a local causal language model (config.json, weights and
     a tokenizer), or an output directory that cannot be used."""
+
+
+class PmError(AlphaloopError):
+    """The portfolio manager cannot tick: no active policy, no prices for the day, a book
+    that does not exist."""
+
+
+class BrokerError(PmError):
+    """A broker could not be reached or refused to report the account (missing keys, 403)."""

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from alphaloop.cli import (
     charts,
     chat,
+    pm,
     policies,
     replay,
     research,
@@ -47,6 +48,7 @@ def root(
 
 
 app.add_typer(research.research_app, name="research")
+app.add_typer(pm.pm_app, name="pm")
 app.add_typer(policies.policies_app, name="policies")
 app.add_typer(prefs_cli.prefs_app, name="prefs")
 app.add_typer(dpo_cli.dpo_app, name="dpo")

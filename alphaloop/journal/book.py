@@ -1,12 +1,218 @@
 """The portfolio manager's books, decisions and fills.
 
-Part of :class:`~alphaloop.journal.Journal`.
+Part of :class:`~alphaloop.journal.Journal`. A book is a named ledger (cash, share positions,
+peak equity, a manual halt); every tick of the portfolio manager is a decision row whether it
+traded or was halted; every fill is a row of its own. The verdict columns of ``decisions``
+(``verdict``, ``override_weights``, ``note``, ``decided_at``) are written by the preference
+flywheel, not here; :class:`DecisionRecord` reads them.
 """
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any, ClassVar, Literal
+
+from alphaloop.exceptions import JournalError
+from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile
+from alphaloop.journal.models import _Record
+
+__all__ = ["BookRecord", "BookStore", "DecisionRecord", "FillRecord"]
+
+DecisionStatus = Literal["sent", "halted", "failed"]
+
+
+class BookRecord(_Record):
+    """One book: its broker, cash, share positions by symbol, peak equity (for the drawdown
+    halt), the date of its last tick and the manual halt's reason (None when trading)."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset({"positions"})
+
+    name: str
+    broker: str
+    initial_cash: float
+    cash: float
+    positions: dict[str, float]
+    peak_equity: float
+    as_of: str | None = None
+    halted: str | None = None
+    created_at: str
+    updated_at: str
+
+
+class DecisionRecord(_Record):
+    """One tick: the day, the policy, the weights before and after each pipeline stage
+    (``stages``, with the pipeline state handed to the next tick under ``state``), the orders,
+    the kill-switch verdict (``status``, ``halt_reason``), the fills and the equity before."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset(
+        {"symbols", "pre_weights", "stages", "target_weights", "orders", "fills",
+         "override_weights"}
+    )  # fmt: skip
+
+    id: int
+    book: str
+    date: str
+    policy_id: int | None = None
+    status: DecisionStatus
+    halt_reason: str | None = None
+    symbols: list[str]
+    pre_weights: dict[str, float] | None = None
+    stages: dict[str, Any] | None = None
+    target_weights: dict[str, float] | None = None
+    truncated: bool = False
+    orders: list[dict[str, Any]]
+    fills: list[dict[str, Any]]
+    equity_before: float | None = None
+    error: str | None = None
+    verdict: str | None = None
+    override_weights: dict[str, float] | None = None
+    note: str | None = None
+    decided_at: str | None = None
+    created_at: str
+
+
+class FillRecord(_Record):
+    """One executed trade: signed shares at a price, its cost, the broker's order id."""
+
+    id: int
+    book: str
+    decision_id: int
+    date: str
+    symbol: str
+    shares: float
+    price: float
+    cost: float
+    broker_order_id: str | None = None
+    created_at: str
 
 
 class BookStore(JournalFile):
     """Reads and writes of the ``pm_books``, ``decisions`` and ``pm_fills`` tables."""
+
+    # --- books -------------------------------------------------------------------------------
+
+    def get_book(self, name: str) -> BookRecord | None:
+        """The book called ``name``, or None."""
+        rows = self._rows("SELECT * FROM pm_books WHERE name = ?", (name,))
+        return BookRecord.from_row(rows[0]) if rows else None
+
+    def list_books(self) -> list[BookRecord]:
+        """Every book, most recently updated first."""
+        rows = self._rows("SELECT * FROM pm_books ORDER BY updated_at DESC")
+        return [BookRecord.from_row(r) for r in rows]
+
+    def create_book(self, name: str, broker: str, initial_cash: float) -> BookRecord:
+        """Opens a book holding ``initial_cash`` in cash.
+
+        Raises:
+            JournalError: a book of that name exists.
+        """
+        stamp = now()
+        row = {
+            "name": name,
+            "broker": broker,
+            "initial_cash": float(initial_cash),
+            "cash": float(initial_cash),
+            "positions": "{}",
+            "peak_equity": float(initial_cash),
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        try:
+            with self._write():
+                self.db["pm_books"].insert(row)
+        except sqlite3.IntegrityError:
+            raise JournalError(f"a book named {name!r} already exists") from None
+        return self._book(name)
+
+    def update_book(
+        self,
+        name: str,
+        *,
+        cash: float,
+        positions: dict[str, float],
+        peak_equity: float,
+        as_of: str | None,
+    ) -> BookRecord:
+        """Replaces the book's cash, positions, peak equity and last tick date."""
+        values = columns(
+            BookRecord,
+            {"cash": cash, "positions": positions, "peak_equity": peak_equity, "as_of": as_of},
+        )
+        with self._write():
+            self.db["pm_books"].update(name, {**values, "updated_at": now()})
+        return self._book(name)
+
+    def set_halt(self, name: str, why: str | None) -> BookRecord:
+        """Halts the book with a reason (``why``) or lifts the halt (None)."""
+        self._book(name)
+        with self._write():
+            self.db["pm_books"].update(name, {"halted": why, "updated_at": now()})
+        return self._book(name)
+
+    def delete_book(self, name: str) -> None:
+        """Removes a book with its decisions and fills (a deployment check run again)."""
+        with self._write() as conn:
+            conn.execute("DELETE FROM pm_fills WHERE book = ?", (name,))
+            conn.execute("DELETE FROM decisions WHERE book = ?", (name,))
+            conn.execute("DELETE FROM pm_books WHERE name = ?", (name,))
+
+    def _book(self, name: str) -> BookRecord:
+        book = self.get_book(name)
+        if book is None:
+            known = ", ".join(b.name for b in self.list_books()) or "none yet"
+            raise JournalError(f"no book named {name!r} (books: {known})")
+        return book
+
+    # --- decisions and fills -----------------------------------------------------------------
+
+    def add_decision(self, **fields: Any) -> DecisionRecord:
+        """Journals one tick with its fills (``fills`` rows go to ``pm_fills`` too, each a dict
+        with ``symbol``, ``shares``, ``price``, ``cost`` and optional ``broker_order_id``)."""
+        row = columns(DecisionRecord, fields)
+        row["created_at"] = now()
+        with self._write() as conn:
+            decision_id = int(self.db["decisions"].insert(row).last_rowid)
+            for fill in fields.get("fills") or []:
+                conn.execute(
+                    "INSERT INTO pm_fills (book, decision_id, date, symbol, shares, price, cost, "
+                    "broker_order_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fields["book"],
+                        decision_id,
+                        fields["date"],
+                        fill["symbol"],
+                        float(fill["shares"]),
+                        float(fill["price"]),
+                        float(fill["cost"]),
+                        fill.get("broker_order_id"),
+                        row["created_at"],
+                    ),
+                )
+        return self.get_decision(decision_id)
+
+    def get_decision(self, decision_id: int) -> DecisionRecord:
+        """One decision.
+
+        Raises:
+            JournalError: no such id.
+        """
+        rows = self._rows("SELECT * FROM decisions WHERE id = ?", (decision_id,))
+        if not rows:
+            raise JournalError(f"no decision {decision_id!r} in {self.path}")
+        return DecisionRecord.from_row(rows[0])
+
+    def list_decisions(self, book: str, limit: int | None = None) -> list[DecisionRecord]:
+        """Decisions of a book, newest first."""
+        sql = "SELECT * FROM decisions WHERE book = ? ORDER BY id DESC"
+        params: tuple[Any, ...] = (book,)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (book, limit)
+        return [DecisionRecord.from_row(r) for r in self._rows(sql, params)]
+
+    def list_fills(self, book: str) -> list[FillRecord]:
+        """Fills of a book, oldest first."""
+        rows = self._rows("SELECT * FROM pm_fills WHERE book = ? ORDER BY id", (book,))
+        return [FillRecord.from_row(r) for r in rows]

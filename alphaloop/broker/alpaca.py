@@ -1,0 +1,94 @@
+"""Alpaca paper trading through ``alpaca-py``'s ``TradingClient``.
+
+Holdings come from ``GET /v2/account`` and ``GET /v2/positions``; each order is one market
+``POST /v2/orders`` (day order, whole or fractional ``qty``), then ``GET /v2/orders/{id}`` reads
+whether it filled. A rate limit (429) is retried the way alpaca-py does it (3 attempts, 3 s
+apart); any other error response rejects the order: it is journaled with Alpaca's code and
+message and never sent again blind (the next tick plans from the holdings Alpaca reports).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from alphaloop.broker.base import Execution
+from alphaloop.exceptions import BrokerError
+from alphaloop.journal.book import BookRecord
+
+if TYPE_CHECKING:
+    from alphaloop.pm.orders import OrderPlan
+from alphaloop.settings import Settings
+
+__all__ = ["AlpacaBroker"]
+
+
+class AlpacaBroker:
+    name = "alpaca"
+
+    def __init__(self, settings: Settings) -> None:
+        if not settings.alpaca_api_key or not settings.alpaca_secret_key:
+            raise BrokerError(
+                "the Alpaca broker needs ALPHALOOP_ALPACA_API_KEY and "
+                "ALPHALOOP_ALPACA_SECRET_KEY (paper-trading keys from the Alpaca dashboard)"
+            )
+        from alpaca.trading.client import TradingClient
+
+        self.client = TradingClient(
+            settings.alpaca_api_key,
+            settings.alpaca_secret_key,
+            paper=True,
+            url_override=settings.alpaca_base_url,
+        )
+
+    def holdings(self, book: BookRecord) -> tuple[float, dict[str, float]]:
+        from alpaca.common.exceptions import APIError
+
+        try:
+            account = self.client.get_account()
+            positions = self.client.get_all_positions()
+        except APIError as err:
+            raise BrokerError(f"Alpaca refused to report the account: {_why(err)}") from None
+        held = {p.symbol: float(p.qty) for p in positions}
+        return float(account.cash or 0.0), held
+
+    def execute(self, plan: OrderPlan) -> Execution:
+        from alpaca.common.exceptions import APIError
+        from alpaca.trading.enums import OrderSide, TimeInForce
+        from alpaca.trading.requests import MarketOrderRequest
+
+        orders: list[dict[str, Any]] = []
+        fills: list[dict[str, Any]] = []
+        for order in plan.orders:
+            entry: dict[str, Any] = order.model_dump()
+            request = MarketOrderRequest(
+                symbol=order.symbol,
+                qty=round(abs(order.shares), 9),
+                side=OrderSide.BUY if order.shares > 0 else OrderSide.SELL,
+                time_in_force=TimeInForce.DAY,
+            )
+            try:
+                sent = self.client.submit_order(request)
+                placed = self.client.get_order_by_id(sent.id)
+            except APIError as err:
+                orders.append({**entry, "status": "rejected", "error": _why(err)})
+                continue
+            entry |= {"broker_order_id": str(placed.id), "status": str(placed.status.value)}
+            orders.append(entry)
+            filled = float(placed.filled_qty or 0)
+            if filled > 0 and placed.filled_avg_price is not None:
+                sign = 1.0 if order.shares > 0 else -1.0
+                fills.append(
+                    {
+                        "symbol": order.symbol,
+                        "shares": sign * filled,
+                        "price": float(placed.filled_avg_price),
+                        "cost": 0.0,  # Alpaca charges no commission; slippage is in the price
+                        "broker_order_id": str(placed.id),
+                    }
+                )
+        return Execution(orders=orders, fills=fills)
+
+
+def _why(err: Exception) -> str:
+    code = getattr(err, "status_code", None)
+    return f"HTTP {code}: {err}" if code else str(err)

@@ -1,0 +1,178 @@
+"""One tick of the portfolio manager: decide day D from prices up to D-1, check the kill
+switch, send the orders, journal the decision.
+
+The pipeline's sequential state travels from tick to tick in the journal (the ``state`` entry
+of each decision's ``stages``): a book's sequence starts at its first tick, and each tick
+continues it exactly as a backtest loop would. Orders fill at the last close the decision saw
+(the evaluator's "open of day D" in close-to-close data), so a book run over a window with
+fractional shares holds the evaluator's weights day for day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from alphaloop.broker.base import Broker, Execution
+from alphaloop.journal import Journal
+from alphaloop.journal.book import DecisionRecord
+from alphaloop.pipeline import PipelineState, WeightCentricPipeline
+from alphaloop.pm.killswitch import KillSwitch, halt_reason
+from alphaloop.pm.orders import OrderPlan, weights_to_orders
+from alphaloop.portfolio_opt import start_sequence
+
+__all__ = ["TickSetup", "equity_at", "stale_reason", "tick"]
+
+# Business days allowed between the last close and the decided day: 1 is the day before, 2
+# lets one exchange holiday pass (the weekday calendar does not know holidays).
+MAX_BUSINESS_DAYS = 2
+
+
+@dataclass(frozen=True)
+class TickSetup:
+    """What every tick of a book shares: its policy and pipeline, prices and returns, costs
+    and limits."""
+
+    policy_id: int | None
+    pipeline: WeightCentricPipeline
+    prices: pd.DataFrame  # rows dates, columns the policy's symbols
+    returns: np.ndarray  # (T, N) returns of prices[1:], row i dated prices.index[i + 1]
+    cost_bps: float
+    limits: KillSwitch
+    min_trade: float
+    fractional: bool
+
+
+def stale_reason(prices: pd.DataFrame, day: pd.Timestamp) -> str | None:
+    """Why the closes before ``day`` cannot price a decision for it, or None."""
+    before = prices[prices.index < day]
+    if before.empty:
+        return f"missing prices: the data has no close before {day.date()}"
+    last = before.index[-1]
+    gap = int(np.busday_count(last.date(), day.date()))
+    if gap > MAX_BUSINESS_DAYS:
+        return (
+            f"stale prices: the last close is {last.date()}, {gap} business days before "
+            f"{day.date()}; update the data"
+        )
+    row = before.iloc[-1]
+    bad = [str(s) for s, v in row.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        return f"missing prices for {', '.join(bad)} on {last.date()}"
+    return None
+
+
+def equity_at(cash: float, positions: dict[str, float], prices: pd.Series) -> float:
+    return float(cash + sum(q * float(prices[s]) for s, q in positions.items()))
+
+
+def _last_state(journal: Journal, book: str) -> PipelineState | None:
+    for decision in journal.list_decisions(book, limit=50):
+        if decision.stages and decision.stages.get("state"):
+            return PipelineState.from_json(decision.stages["state"])
+    return None
+
+
+def tick(
+    journal: Journal,
+    book_name: str,
+    broker: Broker,
+    setup: TickSetup,
+    day: pd.Timestamp,
+    *,
+    free_trade: bool = False,
+    fresh_sequence: bool = True,
+) -> DecisionRecord:
+    """Decides ``day`` for the book, trades unless the kill switch says no, journals it.
+
+    ``free_trade`` waives the cost of this tick's orders (a deployment check opens its book at
+    the first target for free, as the evaluator's backtest does). ``fresh_sequence`` starts a
+    new solver sequence (a single tick); a run of ticks starts one for the whole run.
+    """
+    book = journal.get_book(book_name)
+    assert book is not None  # the caller opens it
+    if fresh_sequence:
+        start_sequence()
+    symbols = [str(s) for s in setup.prices.columns]
+    stale = stale_reason(setup.prices, day)
+    cash, positions = broker.holdings(book)
+    fields: dict = {"book": book_name, "date": str(day.date()), "policy_id": setup.policy_id}
+    fields |= {"symbols": symbols, "orders": [], "fills": []}
+    if stale:
+        fields |= {"status": "halted", "halt_reason": stale}
+        return journal.add_decision(**fields)
+    closes = setup.prices[setup.prices.index < day].iloc[-1]
+    equity = equity_at(cash, positions, closes)
+    pre = {s: float(positions.get(s, 0.0)) * float(closes[s]) / equity for s in symbols}
+    n_before = int(setup.prices.index.searchsorted(day)) - 1  # returns rows before ``day``
+    state = None if book.as_of is None else _last_state(journal, book_name)
+    decided = setup.pipeline.run(setup.returns[:n_before], state)
+    target = {s: float(w) for s, w in zip(symbols, decided.weights, strict=True)}
+    stages = {name: np.asarray(v).tolist() for name, v in decided.stages.items()}
+    stages["state"] = decided.state.to_json()
+    if decided.cut_by:
+        stages["cut_by"] = list(decided.cut_by)
+    plan = None
+    if decided.rebalance:
+        plan = weights_to_orders(
+            target,
+            positions,
+            cash,
+            {s: float(closes[s]) for s in symbols},
+            cost_bps=0.0 if free_trade else setup.cost_bps,
+            min_trade=setup.min_trade,
+            fractional=setup.fractional,
+        )
+    why = halt_reason(
+        setup.limits,
+        manual=book.halted,
+        stale=None,
+        equity=equity,
+        peak_equity=book.peak_equity,
+        turnover=plan.turnover if plan else None,
+    )
+    fields |= {
+        "pre_weights": pre,
+        "stages": stages,
+        "target_weights": target,
+        "truncated": decided.truncated,
+        "equity_before": equity,
+        "orders": [o.model_dump() for o in plan.orders] if plan else [],
+    }
+    peak = max(book.peak_equity, equity)
+    if why:
+        journal.update_book(
+            book_name, cash=cash, positions=positions, peak_equity=peak, as_of=fields["date"]
+        )
+        return journal.add_decision(**fields, status="halted", halt_reason=why)
+    execution = broker.execute(plan) if plan and plan.orders else Execution(orders=[], fills=[])
+    cash, positions = _after(broker, book, plan, execution, cash, positions)
+    journal.update_book(
+        book_name, cash=cash, positions=positions, peak_equity=peak, as_of=fields["date"]
+    )
+    fields |= {"orders": execution.orders or fields["orders"], "fills": execution.fills}
+    rejected = execution.rejected
+    if rejected:
+        errors = "; ".join(f"{o['symbol']}: {o['error']}" for o in rejected)
+        fields["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
+    status = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
+    return journal.add_decision(**fields, status=status)
+
+
+def _after(
+    broker: Broker,
+    book: object,
+    plan: OrderPlan | None,
+    execution: Execution,
+    cash: float,
+    positions: dict[str, float],
+) -> tuple[float, dict[str, float]]:
+    """The book's holdings after the tick: the plan's for the paper ledger (every order fills),
+    the broker's own report otherwise."""
+    if not execution.orders:
+        return cash, positions
+    if broker.name == "paper" and plan is not None:
+        return plan.cash, plan.positions
+    return broker.holdings(book)  # type: ignore[arg-type]
