@@ -11,26 +11,20 @@ from typing import Any
 
 import pandas as pd
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from alphaloop.cli import app, feedback
+from alphaloop.cli import app
 from alphaloop.journal import Journal, TrialKind
 from alphaloop.settings import Settings
 from tests.flywheel.helpers import add_decision
 
-pm = typer.Typer()  # the verdict commands as `alphaloop pm` registers them
-pm.command()(feedback.review)
-pm.command()(feedback.decide)
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
 
 
-def run(*args: str, on: typer.Typer = app) -> Any:
-    result = CliRunner().invoke(on, list(args))
-    return result
-
-
-def ok_json(*args: str, on: typer.Typer = app) -> Any:
-    result = run(*args, "--json", on=on)
+def ok_json(*args: str) -> Any:
+    result = run(*args, "--json")
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -50,13 +44,13 @@ def test_prefs_end_to_end(settings: Settings, tmp_path: Path) -> None:
                           target={"A": 0.5, "B": 0.5})  # fmt: skip
         d2 = add_decision(journal, date="2024-01-04", symbols=["A", "B"], pre={"A": 0.5},
                           target={"B": 1.0})  # fmt: skip
-    review = ok_json("review", on=pm)
+    review = ok_json("pm", "review")
     assert [r["id"] for r in review] == [d1, d2]
-    assert ok_json("decide", str(d1), "reject", on=pm)["verdict"] == "reject"
-    bad = run("decide", str(d2), "override", "--weights", "A=0.8,B=0.4", on=pm)
+    assert ok_json("pm", "decide", str(d1), "reject")["verdict"] == "reject"
+    bad = run("pm", "decide", str(d2), "override", "--weights", "A=0.8,B=0.4")
     assert bad.exit_code == 2 and "sum to 1.2" in bad.stderr
-    assert run("decide", "99", "approve", on=pm).exit_code == 2
-    decided = ok_json("decide", str(d2), "override", "--weights", "A=1", "--note", "x", on=pm)
+    assert run("pm", "decide", "99", "approve").exit_code == 2
+    decided = ok_json("pm", "decide", str(d2), "override", "--weights", "A=1", "--note", "x")
     assert decided["override_weights"] == {"A": 1.0} and decided["note"] == "x"
 
     first = ok_json("prefs", "extract", "--data", str(prices))
@@ -98,7 +92,7 @@ def test_bad_usage_exits_2(settings: Settings, tmp_path: Path) -> None:
         pass
     bad = run("prefs", "export", "--out", str(tmp_path / "x.jsonl"), "--source", "web")
     assert bad.exit_code == 2 and "unknown source 'web'" in bad.stderr
-    assert run("decide", "1", "maybe", on=pm).exit_code == 2
-    assert run("decide", "1", "override", "--weights", "A", on=pm).exit_code == 2
-    assert ok_json("review", on=pm) == []
+    assert run("pm", "decide", "1", "maybe").exit_code == 2
+    assert run("pm", "decide", "1", "override", "--weights", "A").exit_code == 2
+    assert ok_json("pm", "review") == []
     assert ok_json("prefs", "stats")["total"] == 0

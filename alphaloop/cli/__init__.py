@@ -22,6 +22,7 @@ from alphaloop.cli import (
     validate,
 )
 from alphaloop.cli import dpo as dpo_cli
+from alphaloop.cli import feedback as feedback_cli
 from alphaloop.cli import prefs as prefs_cli
 from alphaloop.cli import scheduler as scheduler_cli
 from alphaloop.cli import serve as serve_cli
@@ -48,6 +49,9 @@ def root(
 
 
 app.add_typer(research.research_app, name="research")
+# The verdicts on decisions live with the flywheel; people reach them as `pm review|decide`.
+pm.pm_app.command("review")(feedback_cli.review)
+pm.pm_app.command("decide")(feedback_cli.decide)
 app.add_typer(pm.pm_app, name="pm")
 app.add_typer(policies.policies_app, name="policies")
 app.add_typer(prefs_cli.prefs_app, name="prefs")

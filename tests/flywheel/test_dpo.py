@@ -38,14 +38,14 @@ def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path, offline
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 20)
     out = tmp_path / "out"
-    run = train_dpo(settings, model, out, max_steps=12, learning_rate=5e-3, seed=0)
+    run = train_dpo(settings, model, out, max_steps=6, learning_rate=5e-3, seed=0)
     assert run.status == "finished"
     assert run.n_train + run.n_heldout == 20 and run.n_heldout >= 1
     assert run.accuracy_before == 0.5  # policy == reference: every implicit reward ties
     assert run.margin_before == 0.0
     assert run.accuracy_after == 1.0 > run.accuracy_before
     assert run.margin_after > 0
-    assert len(run.loss_curve) == 12
+    assert len(run.loss_curve) == 6
     assert run.loss_curve[-1]["loss"] < run.loss_curve[0]["loss"]
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
     assert list_dpo_runs(settings)[0].id == run.id
