@@ -9,14 +9,11 @@ message and never sent again blind (the next tick plans from the holdings Alpaca
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from alphaloop.broker.base import Execution
+from alphaloop.broker.base import Execution, OrderPlan
 from alphaloop.exceptions import BrokerError
 from alphaloop.journal.book import BookRecord
-
-if TYPE_CHECKING:
-    from alphaloop.pm.orders import OrderPlan
 from alphaloop.settings import Settings
 
 __all__ = ["AlpacaBroker"]

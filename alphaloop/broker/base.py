@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.journal.book import BookRecord
 
-if TYPE_CHECKING:
-    from alphaloop.pm.orders import OrderPlan
+__all__ = ["Broker", "Execution", "Order", "OrderPlan"]
 
-__all__ = ["Broker", "Execution"]
+
+class Order(BaseModel):
+    """Buy (``shares`` > 0) or sell ``shares`` of ``symbol`` at ``price``, paying ``cost``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    symbol: str
+    shares: float
+    price: float
+    cost: float
+
+    @property
+    def notional(self) -> float:
+        return self.shares * self.price
+
+
+class OrderPlan(BaseModel):
+    """The orders of one tick and what the book holds once they fill."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    orders: list[Order]
+    equity: float
+    turnover: float
+    cost: float
+    positions: dict[str, float]
+    cash: float
 
 
 class Execution(BaseModel):

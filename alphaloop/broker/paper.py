@@ -3,13 +3,8 @@ in full at its price with the plan's cost."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from alphaloop.broker.base import Execution
+from alphaloop.broker.base import Execution, OrderPlan
 from alphaloop.journal.book import BookRecord
-
-if TYPE_CHECKING:
-    from alphaloop.pm.orders import OrderPlan
 
 __all__ = ["PaperBroker"]
 

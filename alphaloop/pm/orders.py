@@ -9,37 +9,10 @@ fractional shares and no minimum trade the book then holds exactly the evaluator
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from alphaloop.broker.base import Order, OrderPlan
 
 __all__ = ["Order", "OrderPlan", "weights_to_orders"]
-
-
-class Order(BaseModel):
-    """Buy (``shares`` > 0) or sell ``shares`` of ``symbol`` at ``price``, paying ``cost``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    symbol: str
-    shares: float
-    price: float
-    cost: float
-
-    @property
-    def notional(self) -> float:
-        return self.shares * self.price
-
-
-class OrderPlan(BaseModel):
-    """The orders of one tick and what the book holds once they fill."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    orders: list[Order]
-    equity: float
-    turnover: float
-    cost: float
-    positions: dict[str, float]
-    cash: float
 
 
 def weights_to_orders(
