@@ -59,8 +59,8 @@ class Atoms:
     probabilities: np.ndarray  # (n_rows,), sums to 1
 
 
-def compress(scenarios: np.ndarray) -> Atoms:
-    """Merges identical scenario rows into atoms, padding to a bucketed size.
+def compress(scenarios: np.ndarray, pad: bool = True) -> Atoms:
+    """Merges identical scenario rows into atoms, padding to a bucketed size (when ``pad``).
 
     Rows are compared bytewise, which is exact; rows equal in value but not in bytes (``0.0``
     and ``-0.0``) merely stay separate atoms, which changes nothing in the LP.
@@ -71,7 +71,7 @@ def compress(scenarios: np.ndarray) -> Atoms:
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     if len(first) > 0.8 * n_scen:  # little to gain; keep the plain uniform problem
         return Atoms(rows, np.full(n_scen, 1.0 / n_scen))
-    size = min(n_scen, -(-len(first) // _BUCKET) * _BUCKET)
+    size = min(n_scen, -(-len(first) // _BUCKET) * _BUCKET) if pad else len(first)
     returns = np.zeros((size, n_assets))
     probabilities = np.zeros(size)
     returns[: len(first)] = rows[first]

@@ -1,0 +1,194 @@
+"""Mean-CVaR by scenario generation, certified by a lower bound (internal).
+
+Only the tail scenarios shape the optimum: in the Rockafellar-Uryasev LP a scenario whose loss
+stays below the VaR ``z`` has ``u_s = 0`` and could be deleted. So the LP is solved on a subset
+``S`` (the worst scenarios of the equal-weight portfolio, twice the tail mass), then every
+scenario outside ``S`` whose loss under the new weights exceeds the subset's VaR is added, and
+the subset is solved again. When no scenario outside ``S`` exceeds the VaR, the subset optimum
+is feasible for the full problem and hence optimal. A typical 10,000-scenario problem converges
+in two to five rounds on 1,000-1,500 scenarios.
+
+Exactness is certified, not assumed. The tail masses ``q`` of the last subset solve are a
+feasible point of the CVaR's dual representation, ``CVaR(w) >= q . loss(w) / (1 - alpha)`` for
+every ``w``, so minimising that linear function over the capped simplex (a greedy fill, exact)
+gives a lower bound on the optimum. The caller compares it with the exact objective of the
+returned weights; their difference bounds how far from optimal the weights can be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from alphaloop.portfolio_opt import _ipm
+
+# The first subset holds the worst scenarios of the equal-weight portfolio up to this multiple
+# of the tail mass; scenarios added per round are capped at this multiple too.
+_INITIAL_TAIL_MULTIPLE = 2.0
+_ROUND_TAIL_MULTIPLE = 1.0
+_MAX_ROUNDS = 50
+_IPM_TOL = 1e-10
+
+
+@dataclass(frozen=True)
+class Certified:
+    """Weights with the exact objective (upper bound) and a certified lower bound."""
+
+    weights: np.ndarray
+    upper: float
+    lower: float
+    rounds: int
+    n_scenarios_used: int
+
+
+def solve(
+    returns: np.ndarray,
+    probabilities: np.ndarray,
+    alpha: float,
+    cap: float,
+    risk_aversion: float,
+    mean: np.ndarray,
+    prev: np.ndarray | None,
+    cost: float,
+) -> Certified:
+    """Minimises ``risk_aversion * CVaR - mean . w + cost * |w - prev|_1`` on the capped simplex.
+
+    Args:
+        returns: (n_atoms, n_assets) scenario returns.
+        probabilities: (n_atoms,) their probabilities, summing to 1.
+        alpha: CVaR level; cap: weight cap; risk_aversion: >= 0.
+        mean: (n_assets,) expected returns.
+        prev, cost: the turnover term (``prev`` None for none).
+    """
+    tail = 1.0 - alpha
+    n_atoms, n_assets = returns.shape
+    turnover = prev is not None and cost > 0.0
+    prev_v = prev if turnover else None
+    if risk_aversion == 0.0:  # a linear objective: the greedy fill is exact
+        weights = linear_minimiser(-mean, cap, prev_v, cost)
+        value = _objective(returns, probabilities, tail, 0.0, mean, prev_v, cost, weights)
+        return Certified(weights, value, value, 0, 0)
+
+    # The interior point sees the objective divided by risk_aversion (same minimiser): at the
+    # 1e6 a minimum-CVaR solve passes, the matrix would otherwise hold entries ~1e7 next to 1s.
+    scale = 1.0 / tail
+    ipm_mean = mean / risk_aversion
+    ipm_cost = cost / risk_aversion if turnover else 0.0
+    losses = -(returns @ np.full(n_assets, 1.0 / n_assets))
+    chosen = np.zeros(n_atoms, dtype=bool)
+    chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
+    rounds = 0
+    while rounds < _MAX_ROUNDS:
+        rounds += 1
+        subset = np.flatnonzero(chosen)
+        result = _ipm.solve(
+            _ipm.RestrictedDual(
+                returns[subset],
+                probabilities[subset],
+                ipm_mean,
+                scale,
+                tail,
+                cap,
+                ipm_cost,
+                prev_v,
+            ),
+            tol=_IPM_TOL,
+        )
+        weights = _clean(result.weights, cap)
+        losses = -(returns @ weights)
+        outside = np.flatnonzero(~chosen & (losses > result.var))
+        if len(outside) == 0:
+            break
+        order = np.argsort(-losses[outside], kind="stable")
+        take = np.cumsum(probabilities[outside[order]]) <= _ROUND_TAIL_MULTIPLE * tail
+        take[0] = True
+        chosen[outside[order[take]]] = True
+
+    tail_mass = _feasible_tail(result.tail_mass, probabilities[subset], tail)
+    direction = -(risk_aversion / tail) * (returns[subset].T @ tail_mass) - mean
+    lower_w = linear_minimiser(direction, cap, prev_v, cost)
+    lower = float(direction @ lower_w) + _turnover(lower_w, prev_v, cost)
+    upper = _objective(returns, probabilities, tail, risk_aversion, mean, prev_v, cost, weights)
+    return Certified(weights, upper, lower, rounds, len(subset))
+
+
+def linear_minimiser(
+    direction: np.ndarray, cap: float, prev: np.ndarray | None, cost: float
+) -> np.ndarray:
+    """Exact minimiser of ``direction . w + cost * |w - prev|_1`` on ``{sum w = 1, 0 <= w <= cap}``.
+
+    Each asset's term is convex piecewise linear (slope ``c - cost`` up to ``prev``, ``c + cost``
+    above), so filling the cheapest slopes first until the weights sum to 1 is optimal.
+    """
+    n = len(direction)
+    if prev is None or cost == 0.0:
+        starts = np.zeros(n)
+        lengths = np.full(n, cap)
+        slopes = direction
+        owner = np.arange(n)
+    else:
+        kink = np.clip(prev, 0.0, cap)
+        starts = np.concatenate([np.zeros(n), kink])
+        lengths = np.concatenate([kink, cap - kink])
+        slopes = np.concatenate([direction - cost, direction + cost])
+        owner = np.concatenate([np.arange(n), np.arange(n)])
+    weights = np.zeros(n)
+    left = 1.0
+    for seg in np.argsort(slopes, kind="stable"):
+        if left <= 0.0:
+            break
+        step = min(lengths[seg], left)
+        weights[owner[seg]] = starts[seg] + step
+        left -= step
+    return weights
+
+
+def weighted_cvar(losses: np.ndarray, probabilities: np.ndarray, tail: float) -> float:
+    """CVaR of a discrete loss distribution: the mean of its worst ``tail`` probability mass."""
+    order = np.argsort(-losses, kind="stable")
+    mass = probabilities[order]
+    before = np.concatenate([[0.0], np.cumsum(mass)[:-1]])
+    share = np.clip(tail - before, 0.0, mass)
+    return float(share @ losses[order]) / tail
+
+
+def _objective(
+    returns: np.ndarray,
+    probabilities: np.ndarray,
+    tail: float,
+    risk_aversion: float,
+    mean: np.ndarray,
+    prev: np.ndarray | None,
+    cost: float,
+    weights: np.ndarray,
+) -> float:
+    cvar = weighted_cvar(-(returns @ weights), probabilities, tail) if risk_aversion else 0.0
+    return risk_aversion * cvar - float(mean @ weights) + _turnover(weights, prev, cost)
+
+
+def _turnover(weights: np.ndarray, prev: np.ndarray | None, cost: float) -> float:
+    return 0.0 if prev is None else cost * float(np.abs(weights - prev).sum())
+
+
+def _worst(losses: np.ndarray, probabilities: np.ndarray, mass: float) -> np.ndarray:
+    """Indices of the largest losses holding at least ``mass`` probability (all if less)."""
+    order = np.argsort(-losses, kind="stable")
+    before = np.concatenate([[0.0], np.cumsum(probabilities[order])[:-1]])
+    return order[before < mass]
+
+
+def _clean(raw: np.ndarray, cap: float) -> np.ndarray:
+    """Interior-point weights clipped into the box and renormalised (a 1e-12 correction)."""
+    w = np.clip(raw, 0.0, cap)
+    return w / w.sum()
+
+
+def _feasible_tail(q: np.ndarray, mass: np.ndarray, tail: float) -> np.ndarray:
+    """``q`` moved into ``{0 <= q <= mass, sum q = tail}``, where the CVaR bound holds exactly."""
+    q = np.clip(q, 0.0, mass)
+    total = float(q.sum())
+    if total > tail:
+        return q * (tail / total)
+    room = mass - q
+    return q + room * ((tail - total) / float(room.sum()))
