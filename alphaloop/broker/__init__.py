@@ -1,10 +1,10 @@
 """Brokers the portfolio manager sends orders to: the embedded paper ledger and Alpaca paper
 trading."""
 
-from alphaloop.broker.base import Broker, Execution
+from alphaloop.broker.base import Broker, Execution, Order, OrderPlan
 from alphaloop.broker.paper import PaperBroker
 
-__all__ = ["Broker", "Execution", "PaperBroker", "broker_for"]
+__all__ = ["Broker", "Execution", "Order", "OrderPlan", "PaperBroker", "broker_for"]
 
 
 def broker_for(name: str, settings: object) -> Broker:
