@@ -22,12 +22,13 @@ function toast(text) {
 }
 function cell(text, cls) { const td = document.createElement("td"); td.textContent = text ?? ""; if (cls) td.className = cls; return td; }
 function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) : (x ?? "-"); }
-function countPoints(fig) { return (fig.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
+// Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
+function countPoints(div) { return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
 
 function plot(id, fig) {
   const div = document.getElementById(id);
   Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height: 320 }, { responsive: true, displaylogo: false });
-  div.dataset.points = String(countPoints(fig));
+  div.dataset.points = String(countPoints(div));
 }
 
 // 1. the env

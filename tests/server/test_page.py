@@ -1,0 +1,124 @@
+"""The page in a real browser (the system Chromium) against ``alphaloop serve`` in a subprocess:
+a short session's chart gains points, it is stopped, a policy activated, a decision decided,
+a job run now. A screenshot is kept as a test artifact."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from alphaloop.journal import Journal
+from alphaloop.settings import Settings
+
+from .helpers import add_trials, new_session, serve_subprocess
+
+try:
+    from tests.flywheel.helpers import add_decision
+except ImportError:  # plain ``pytest``
+    from flywheel.helpers import add_decision  # type: ignore[no-redef]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _seed(settings: Settings) -> tuple[int, int]:
+    """A finished session with a library entry and an undecided decision."""
+    with Journal(settings.journal_path) as j:
+        sid = new_session(j, budget=3)
+        add_trials(j, sid, 3)
+        j.update_session(sid, status="finished", owner_pid=None)
+        trial = j.trials(sid)[0]
+        policy = j.add_policy(
+            kind="mean_cvar", source="session", session_id=sid, trial_id=trial.id,
+            mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
+            seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},
+            objective={"metric": "sharpe"}, val_objective=0.5,
+        )  # fmt: skip
+        decision = add_decision(j, date="2024-01-02", symbols=["A", "B"], pre=None,
+                                target={"A": 0.5, "B": 0.5})  # fmt: skip
+    return policy.id, decision
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH (Playwright's own "
+                    "browser download cannot be used here)")  # fmt: skip
+def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    policy_id, decision_id = _seed(settings)
+    with serve_subprocess(settings.home) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 2400})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + "/")
+        expect(page.locator("#knobs-table tbody tr")).to_have_count(16)
+        # panels in workflow order
+        ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
+        assert ids == ["panel-env", "panel-research", "panel-train", "panel-ratio",
+                       "panel-policies", "panel-prefs", "panel-schedule"]  # fmt: skip
+
+        # a short session: the chart gains points as trials finish, then it is stopped
+        page.fill("#research-form input[name=goal]", "maximise Sharpe")
+        page.fill("#research-form input[name=budget]", "30")
+        page.fill("#research-form input[name=data]", "synthetic")
+        page.click("#research-start")
+        chart = page.locator("#research-chart")
+        page.wait_for_function(
+            "() => Number(document.querySelector('#research-chart').dataset.points) > 0",
+            timeout=90_000,
+        )
+        first = int(chart.get_attribute("data-points") or 0)
+        page.wait_for_function(
+            f"() => Number(document.querySelector('#research-chart').dataset.points) > {first}",
+            timeout=90_000,
+        )
+        page.click("#research-stop")
+        expect(page.locator("#research-status")).to_contain_text(
+            re.compile("stopping|finished"), timeout=60_000
+        )
+        assert page.locator("#trials-table tbody tr").count() >= 2
+
+        # Analyze: 4-6 bullets signed by the embedded reader
+        page.click("button.analyze[data-chart=research-chart]")
+        read = page.locator("#research-chart-read")
+        expect(read.locator(".sig")).to_contain_text("embedded reader", timeout=30_000)
+        assert 4 <= read.locator("li").count() <= 6
+
+        # the policy library: activate
+        page.click(f"button.activate[data-id='{policy_id}']", timeout=15_000)
+        expect(page.locator("#policies-table tr.active")).to_have_count(1, timeout=15_000)
+
+        # a decision: approve
+        page.click(f"button.verdict-approve[data-id='{decision_id}']", timeout=15_000)
+        expect(page.locator("#decisions-table tbody tr")).to_have_count(0, timeout=15_000)
+
+        # the scheduler: run now, then its last run shows up
+        page.click("button.run-now[data-job=retrain]", timeout=15_000)
+        expect(page.locator("#jobs-table tr[data-job=retrain]")).not_to_contain_text(
+            "never", timeout=60_000
+        )
+        shot = tmp_path / "page.png"
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+        if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
+            target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, target / "page.png")
+        assert not errors, errors
+        assert httpx.get(base + "/api/policies/active").json()["policy"]["id"] == policy_id
+    with Journal(settings.journal_path) as j:
+        assert j.decision_view(decision_id).verdict == "approve"
+        assert [r.trigger for r in j.schedule_runs(job="retrain")] == ["manual"]
