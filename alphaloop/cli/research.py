@@ -144,20 +144,29 @@ def research_start(
     truncate_drawdown: TruncateDrawdownOption = None,
     stop_properly: StopProperlyOption = None,
     advantage: AdvantageOption = "gae",
+    workers: int = typer.Option(
+        1, help="trials in flight at once, each in a single-threaded worker process"
+    ),
+    ray_address: str = typer.Option(
+        None, help="run the trials as Ray tasks on this cluster: auto or ray://HOST:PORT"
+    ),
     as_json: JsonFlag = False,
 ) -> None:
     """Start a research session.
 
-    With --json there is no live view: the review is printed as JSON at the end.
+    With --json there is no live view: the review is printed as JSON at the end. With
+    --workers N, N trials run at once; verdicts are still given in trial order.
 
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
-    --budget 20 --max-drawdown 0.15
+    --budget 20 --max-drawdown 0.15 --workers 2
     """
     from pydantic import ValidationError
 
     check_seed(seed, ops.SESSION_SEED_MAX, " (the baselines use the seeds after it)")
     if budget < 1:
         raise fail(f"--budget must be at least 1 trial, got {budget}", 2)
+    if workers < 1:
+        raise fail(f"--workers must be at least 1, got {workers}", 2)
     settings = get_settings()
     if proposer == "llm" and not settings.llm_configured:
         raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
@@ -178,6 +187,8 @@ def research_start(
             symbols=parse_symbols(symbols),
             seed=seed,
             noise_seeds=noise_seeds,
+            workers=workers,
+            ray_address=ray_address,
             trial_budget=trial_budget(
                 total_timesteps,
                 truncate_drawdown=truncate_drawdown,

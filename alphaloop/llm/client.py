@@ -12,6 +12,7 @@ from typing import Any
 
 import openai
 
+from alphaloop import telemetry
 from alphaloop.exceptions import (
     LLMNotConfigured,
     LLMTimeout,
@@ -24,6 +25,8 @@ from alphaloop.llm_json import strip_think
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
+# The GenAI semantic conventions name the API spoken: every endpoint here speaks OpenAI's.
+GENAI_PROVIDER = "openai"
 
 
 def nemotron_system_prompt(base_text: str, reasoning: bool) -> str:
@@ -144,6 +147,39 @@ class LLMClient:
             LLMError: a subclass saying what went wrong; ``ToolsUnsupported`` when the
                 endpoint cannot do tool calling.
         """
+        # One "chat <model>" span per call (retries included), with the GenAI attributes.
+        attrs = telemetry.genai_attributes(provider=GENAI_PROVIDER, request_model=self.model)
+        with telemetry.span(f"chat {self.model}", attrs) as current:
+            reply = self._chat(
+                messages, tools, tool_choice, purpose, session_id, trial_id, temperature, max_tokens
+            )
+            telemetry.set_attributes(
+                current,
+                {
+                    **telemetry.genai_attributes(
+                        provider=GENAI_PROVIDER,
+                        request_model=self.model,
+                        response_model=reply.model,
+                        input_tokens=reply.prompt_tokens,
+                        output_tokens=reply.completion_tokens,
+                    ),
+                    "alphaloop.llm.purpose": purpose,
+                    "alphaloop.llm.attempts": reply.attempts,
+                },
+            )
+            return reply
+
+    def _chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+        purpose: str,
+        session_id: str | None,
+        trial_id: int | str | None,
+        temperature: float | None,
+        max_tokens: int | None,
+    ) -> LLMReply:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import logging
 import statistics
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict
 
+from alphaloop import telemetry
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent import keep_rule
 from alphaloop.meta_agent.keep_rule import SeedMean
+from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.recording import (
     best_so_far,
@@ -39,24 +42,32 @@ from alphaloop.meta_agent.state import (
     outcome_of,
     proposal_of,
 )
+from alphaloop.meta_agent.tracing import PROPOSE, RECORD, TRIAL
 from alphaloop.metrics import Metrics
 from alphaloop.trials import run_trial as evaluate
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # --- reading the journal -------------------------------------------------------------------
 
 
-def proposal_context(ctx: SessionContext, rows: list[TrialRecord] | None = None) -> ProposalContext:
+def proposal_context(
+    ctx: SessionContext,
+    rows: list[TrialRecord] | None = None,
+    pending: list[TrialRecord] | None = None,
+) -> ProposalContext:
     """What the proposer may see: validation results of baseline and search trials only.
 
-    ``rows`` are the finished trials when the caller has just read them.
+    ``rows`` are the finished trials when the caller has just read them; ``pending`` the search
+    trials still running (parallel workers), which the proposer must not propose again.
     """
     rows = finished_trials(ctx) if rows is None else rows
     clips_by_trial: dict[int, list[BoundsClip]] = {}
     for c in ctx.journal.session_clips(ctx.session_id):
         clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
-    history = [_view(ctx, t, clips_by_trial.get(t.id, [])) for t in rows]
+    history = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in rows]
+    running = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in pending or ()]
     best, best_obj = best_so_far(rows)
     session = ctx.journal.get_session(ctx.session_id)
     counted = ctx.journal.counted_trials(ctx.session_id)
@@ -73,14 +84,16 @@ def proposal_context(ctx: SessionContext, rows: list[TrialRecord] | None = None)
         best_objective=best_obj,
         history=history,
         seed=ctx.seed,
+        pending=running,
     )
 
 
-def _view(ctx: SessionContext, t: TrialRecord, clips: list[BoundsClip]) -> TrialView:
+def trial_view(objective: Objective, t: TrialRecord, clips: list[BoundsClip]) -> TrialView:
+    """A journaled trial as a proposer sees it (validation figures only)."""
     metrics = dict(t.metrics or {})
     violation = None
     if metrics and t.status in (TrialStatus.keep, TrialStatus.discard):
-        violation = ctx.objective.violation(Metrics(**metrics))
+        violation = objective.violation(Metrics(**metrics))
     return TrialView(
         idx=t.idx,
         kind=t.kind,
@@ -119,6 +132,24 @@ def run_outcome(
     return TrialOutcome(status=OutcomeStatus.ok, result=result)
 
 
+def in_span(ctx: SessionContext, name: str, attributes: dict[str, Any], fn: Callable[[], T]) -> T:
+    """Runs ``fn`` in a span ``name``, a child of the iteration in progress."""
+
+    def spanned() -> T:
+        with telemetry.span(name, attributes):
+            return fn()
+
+    return ctx.open_iteration().run(spanned)
+
+
+def trial_attributes(row: TrialRecord) -> dict[str, Any]:
+    return {
+        "alphaloop.trial.idx": row.idx,
+        "alphaloop.trial.kind": row.kind,
+        "alphaloop.seed": row.seed,
+    }
+
+
 # --- nodes ---------------------------------------------------------------------------------
 
 
@@ -146,22 +177,33 @@ def baseline(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         outcome = run_outcome(ctx, row, config)
         rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), "baseline")
         ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+    set_noise_floor(ctx)
+    return {"session_id": ctx.session_id}
+
+
+def set_noise_floor(ctx: SessionContext) -> None:
+    """Journals the noise floor: the standard deviation of the baseline seeds' objectives.
+
+    Raises:
+        TrialCrashed: every baseline trial failed.
+    """
     baselines = finished_trials(ctx, (TrialKind.baseline,))
     objectives = [t.objective for t in baselines if t.objective is not None]
     if not objectives:
         raise TrialCrashed("every baseline trial failed; see `alphaloop journal` for the errors")
     spread = statistics.stdev(objectives) if len(objectives) > 1 else 0.0
     ctx.journal.update_session(ctx.session_id, noise_floor=spread)
-    return {"session_id": ctx.session_id}
 
 
 def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     ctx = runtime.context
     rows = finished_trials(ctx)
-    delta = ctx.proposer.propose(proposal_context(ctx, rows))
+    what = {"alphaloop.proposer": ctx.proposer.name}
+    delta = in_span(ctx, PROPOSE, what, lambda: ctx.proposer.propose(proposal_context(ctx, rows)))
     best, _ = best_so_far(rows)
+    prompt = getattr(ctx.proposer, "last_prompt", None)
     return {
-        "proposal": Proposal.of(delta, ctx.proposer.last_name),
+        "proposal": Proposal.of(delta, ctx.proposer.last_name, prompt),
         "parent_id": best.id if best else None,
         "trial_id": None,
         "outcome": None,
@@ -191,7 +233,9 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         seed=ctx.seed,
         rationale=proposal.rationale,
         proposer=proposal.proposer,
+        prompt=proposal.prompt,
     )
+    ctx.open_iteration().set({"alphaloop.trial.idx": row.idx})
     clips = clips_of(state)
     if clips:
         ctx.journal.add_clips(row.id, clips)
@@ -199,7 +243,8 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         LoopEvent.trial_started,
         {"idx": row.idx, "kind": "search", "proposal": proposal.model_dump(), "clips": clips},
     )
-    return {"trial_id": row.id, "outcome": run_outcome(ctx, row, config)}
+    outcome = in_span(ctx, TRIAL, trial_attributes(row), lambda: run_outcome(ctx, row, config))
+    return {"trial_id": row.id, "outcome": outcome}
 
 
 def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
@@ -227,7 +272,9 @@ def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
             proposer="confirm",
         )
         ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
-        outcome = run_outcome(ctx, row, config)
+        outcome = in_span(
+            ctx, TRIAL, trial_attributes(row), lambda row=row: run_outcome(ctx, row, config)
+        )
         rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
         ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
     return {}
@@ -240,11 +287,19 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     trial_id, outcome = state["trial_id"], outcome_of(state)
     row = ctx.journal.get_trial(trial_id)
     if row.status != TrialStatus.running:
+        ctx.close_iteration()
         return {"proposal": None, "outcome": None}
-    found = verdict(ctx, trial_id, outcome)
-    rec = finish_outcome(ctx, trial_id, outcome, found.status, found.reason, found.seeds)
+    rec = in_span(ctx, RECORD, trial_attributes(row), lambda: decide(ctx, trial_id, outcome))
+    ctx.open_iteration().set({"alphaloop.trial.status": rec.status.value})
+    ctx.close_iteration()
     ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
     return {"proposal": None, "outcome": None}
+
+
+def decide(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> TrialRecord:
+    """Gives search trial ``trial_id`` its verdict and journals it (see :func:`verdict`)."""
+    found = verdict(ctx, trial_id, outcome)
+    return finish_outcome(ctx, trial_id, outcome, found.status, found.reason, found.seeds)
 
 
 class Verdict(BaseModel):
@@ -372,4 +427,7 @@ def route_after_clip(state: SessionState, runtime: Runtime[SessionContext]) -> s
     have changed since ``route_next``, and tokens already spent on this proposal are worth its
     trial."""
     ctx = runtime.context
-    return "finalize" if ctx.journal.stop_requested(ctx.session_id) else "run_trial"
+    if ctx.journal.stop_requested(ctx.session_id):
+        ctx.close_iteration()
+        return "finalize"
+    return "run_trial"

@@ -56,6 +56,7 @@ RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
 # The nodes that run while a search trial's row is still running, its outcome in the checkpoint.
 _HOLDS_OUTCOME = (("confirm",), ("record",))
+MAX_WORKERS = 256
 
 
 class SessionSpec(DataSpec):
@@ -72,6 +73,17 @@ class SessionSpec(DataSpec):
     noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
     confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
     trial_budget: TrialBudget = TrialBudget()
+    # Trials in flight at once; more than 1 (or a Ray address) runs the parallel loop
+    # (:mod:`.parallel`), one single-threaded worker process (or Ray task) per trial.
+    workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
+    ray_address: str | None = Field(default=None, min_length=1)
+
+    @field_validator("ray_address")
+    @classmethod
+    def _a_ray_address(cls, value: str | None) -> str | None:
+        if value is None or value == "auto" or value.startswith("ray://") or ":" in value:
+            return value
+        raise ValueError(f"expected auto, ray://HOST:PORT or HOST:PORT, got {value!r}")
 
     @field_validator("noise_seeds")
     @classmethod
@@ -173,6 +185,8 @@ def _context(
         time_budget_s=spec.time_budget_s,
         max_tokens_total=spec.max_tokens_total,
         on_event=on_event or (lambda kind, payload: None),
+        workers=spec.workers,
+        ray_address=spec.ray_address,
     )
 
 
@@ -216,6 +230,9 @@ def run_session(
         ctx = _context(journal, session_id, spec, settings, on_event)
         _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
+        if spec.workers > 1 or spec.ray_address:
+            _invoke_parallel(ctx)
+            return dict(journal.get_session(session_id).final or {})
         with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             saver = SqliteSaver(conn, serde=checkpoint_serde())
@@ -287,12 +304,34 @@ def _invoke_graph(ctx: SessionContext, saver: SqliteSaver, budget: int) -> None:
         else:
             graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
     except BaseException as err:
+        ctx.close_iteration(err)
         # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
         journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
         raise
     # Finished: the journal holds everything; the checkpoints (a copy of the state after every
     # node) would only grow the file across sessions.
     saver.delete_thread(session_id)
+
+
+def _invoke_parallel(ctx: SessionContext) -> None:
+    """Runs the parallel loop (:mod:`.parallel`) after reaping the trials a dead process left
+    running (each runs again once); marks the session interrupted if anything stops it."""
+    from alphaloop.meta_agent.parallel import run_parallel
+
+    journal, session_id = ctx.journal, ctx.session_id
+    reaped = journal.reap_interrupted(session_id)
+    if reaped:
+        logger.info("session %s: %d interrupted trial(s) will run again", session_id, len(reaped))
+        journal.add_event(
+            session_id,
+            EventKind.resumed,
+            {"interrupted_trials": [t.idx for t in reaped], "next": ["parallel"]},
+        )
+    try:
+        run_parallel(ctx)
+    except BaseException as err:
+        journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
+        raise
 
 
 def _reap(journal: Journal, session_id: str, snapshot: Any) -> None:

@@ -29,6 +29,7 @@ from alphaloop.market import MarketData
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer
+from alphaloop.meta_agent.tracing import ITERATION, OpenSpan, iteration_attributes
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialBudget, TrialResult
 
@@ -37,17 +38,24 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class Proposal(BaseModel):
-    """An edit a proposer made, and who made it (journaled with the trial it becomes)."""
+    """An edit a proposer made, and who made it (journaled with the trial it becomes), with
+    the exact prompt an LLM made it from (chat messages as JSON text; None for TPE)."""
 
     model_config = _FROZEN
 
     changes: dict[str, float]
     rationale: str
     proposer: str
+    prompt: str | None = None
 
     @classmethod
-    def of(cls, delta: ConfigDelta, proposer: str) -> Self:
-        return cls(changes=dict(delta.changes), rationale=delta.rationale, proposer=proposer)
+    def of(cls, delta: ConfigDelta, proposer: str, prompt: str | None = None) -> Self:
+        return cls(
+            changes=dict(delta.changes),
+            rationale=delta.rationale,
+            proposer=proposer,
+            prompt=prompt,
+        )
 
     def delta(self) -> ConfigDelta:
         return ConfigDelta(changes=self.changes, rationale=self.rationale)
@@ -152,6 +160,22 @@ class SessionContext:
     time_budget_s: float | None = None
     max_tokens_total: int | None = None
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
+    workers: int = 1
+    ray_address: str | None = None
+    # The research.iteration span open across the graph's nodes (see :mod:`.tracing`).
+    iteration: OpenSpan | None = None
+
+    def open_iteration(self) -> OpenSpan:
+        """The iteration span in progress, or a new one (a resumed session opens one at the
+        node it resumes at)."""
+        if self.iteration is None:
+            self.iteration = OpenSpan(ITERATION, iteration_attributes(self.session_id, self.mode))
+        return self.iteration
+
+    def close_iteration(self, err: BaseException | None = None) -> None:
+        if self.iteration is not None:
+            self.iteration.end(err)
+            self.iteration = None
 
     @property
     def confirm_seed_range(self) -> range:

@@ -61,6 +61,9 @@ class ProposalContext(BaseModel):
     best_objective: float | None
     history: list[TrialView]
     seed: int
+    # Trials proposed but still running (only with parallel workers): a proposer must not
+    # propose them again (TPE treats them as "constant liars", the LLM is shown them).
+    pending: list[TrialView] = []
 
 
 @runtime_checkable
@@ -89,6 +92,7 @@ class ProposerBase:
     """What a proposer that spends no tokens and never delegates has in common."""
 
     name: str = "proposer"
+    last_prompt: str | None = None  # only an LLM proposal has a prompt to journal
 
     @property
     def last_name(self) -> str:

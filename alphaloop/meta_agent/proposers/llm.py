@@ -31,9 +31,11 @@ from alphaloop.llm_json import parse_json_object
 from alphaloop.meta_agent.proposers.base import ProposalContext, Proposer
 from alphaloop.meta_agent.proposers.llm_prompt import (
     PROPOSE_TOOL,
+    messages_text,
     one_line,
     proposal_args_model,
     proposal_instruction,
+    proposal_messages,
     proposal_prompt,
     propose_tool,
 )
@@ -164,6 +166,8 @@ class LLMProposer:
         self.tokens_before = tokens_before
         self.use_tools = use_tools
         self.last_name: str = self.name
+        # The exact prompt of the last proposal (chat messages as JSON), None after a fallback.
+        self.last_prompt: str | None = None
         self._endpoint_failures = 0
 
     @classmethod
@@ -196,6 +200,7 @@ class LLMProposer:
         return self.tokens_before + self.client.total_tokens
 
     def propose(self, ctx: ProposalContext) -> ConfigDelta:
+        self.last_prompt = None
         if self._endpoint_failures >= self.disable_after:
             return self._fall_back(
                 ctx,
@@ -204,13 +209,11 @@ class LLMProposer:
                 event=False,
             )
         system = self.client.system_prompt(prompts.load("propose_system"))
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": proposal_prompt(ctx, use_tools=self.use_tools)},
-        ]
+        messages = proposal_messages(ctx, system, use_tools=self.use_tools)
         reason = ""
         attempt = 0
         while attempt < self.max_attempts:
+            sent = messages_text(messages)
             try:
                 reply = self._ask(messages, ctx.mode)
             except ToolsUnsupported as err:
@@ -243,10 +246,12 @@ class LLMProposer:
                     proposer=self.name,
                     delta_raw=_excerpt(reply),
                     error=f"unusable LLM reply (attempt {attempt}/{self.max_attempts}): {reason}",
+                    prompt=sent,
                 )
                 messages += self._feedback(reply, reason)
                 continue
             self.last_name = self.name
+            self.last_prompt = sent
             return delta
         return self._fall_back(
             ctx, f"{self.max_attempts} unusable LLM replies in a row; last: {reason}"

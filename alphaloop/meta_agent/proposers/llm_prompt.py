@@ -8,6 +8,7 @@ validation figures and nothing from the test window; the wording lives in
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -20,9 +21,11 @@ from alphaloop.meta_agent.proposers.base import ProposalContext, TrialView
 
 __all__ = [
     "PROPOSE_TOOL",
+    "messages_text",
     "one_line",
     "proposal_args_model",
     "proposal_instruction",
+    "proposal_messages",
     "proposal_prompt",
     "propose_tool",
 ]
@@ -183,11 +186,48 @@ def _clips(ctx: ProposalContext) -> str:
     return "\n".join(lines)
 
 
+def _pending(ctx: ProposalContext) -> str:
+    lines = [
+        "",
+        "## Trials running now (proposed, no result yet)",
+        "",
+        "Other workers are running these edits; propose a different one.",
+        "",
+    ]
+    for v in ctx.pending:
+        edit = ", ".join(f"{k}={x:g}" for k, x in v.changes.items()) or "(no change)"
+        lines.append(f"- trial {v.idx}: {edit}")
+    return "\n".join(lines) + "\n"
+
+
 def proposal_prompt(ctx: ProposalContext, *, use_tools: bool = True) -> str:
     """The user message asking for the next edit.
 
     Built only from ``ctx``, which carries validation figures and nothing from the test window.
+    With trials still running (parallel workers) their edits are listed after the prompt, so
+    the model proposes something else; with none the prompt is the one-worker prompt.
     """
+    text = _prompt_text(ctx, use_tools)
+    return text + _pending(ctx) if ctx.pending else text
+
+
+def proposal_messages(
+    ctx: ProposalContext, system: str, *, use_tools: bool = True
+) -> list[dict[str, Any]]:
+    """The chat messages of a proposal request: ``system`` (the system prompt as sent, with
+    its reasoning switch) and the user prompt built from ``ctx``."""
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": proposal_prompt(ctx, use_tools=use_tools)},
+    ]
+
+
+def messages_text(messages: list[dict[str, Any]]) -> str:
+    """Chat messages as the JSON text journaled in ``trials.prompt``."""
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def _prompt_text(ctx: ProposalContext, use_tools: bool) -> str:
     groups = MODE_GROUPS[ctx.mode]
     others = [g for g in ("env", "ppo", "cvar") if g not in groups]
     ignored = (

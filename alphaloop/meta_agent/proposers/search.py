@@ -3,6 +3,12 @@
 Both are stateless between calls: each proposal rebuilds an in-memory Optuna study from the
 journaled history. A few hundred trials replay in milliseconds, and a resumed session proposes
 exactly as if it had never stopped.
+
+With parallel workers the trials still running are added to the study as running trials and
+TPE samples with ``constant_liar`` (each running point counts as a bad result), so a batch of
+asks does not pile onto one point. The sampler's seed counts running trials as history, so the
+``k``-th proposal draws from the same seed whatever the number of workers: random search and
+TPE's warm-up draw the same points as a one-worker session.
 """
 
 from __future__ import annotations
@@ -36,15 +42,16 @@ def distributions(mode: str) -> dict[str, BaseDistribution]:
 class _StudyProposer(ProposerBase):
     name = "study"
 
-    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+    def _sampler(self, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
         raise NotImplementedError
 
     def propose(self, ctx: ProposalContext) -> ConfigDelta:
         dists = distributions(ctx.mode)
         # Seeded by the history length too, so a resumed session draws what it would have drawn;
         # folded into 0 .. 2**32 - 1, the range optuna's samplers (numpy RandomState) accept.
-        seed = (ctx.seed * 100_003 + len(ctx.history)) % 2**32
-        study = optuna.create_study(direction="maximize", sampler=self._sampler(seed))
+        seed = (ctx.seed * 100_003 + len(ctx.history) + len(ctx.pending)) % 2**32
+        sampler = self._sampler(seed, parallel=bool(ctx.pending))
+        study = optuna.create_study(direction="maximize", sampler=sampler)
         for view in ctx.history:
             if view.kind not in ("baseline", "search") or view.status == "running":
                 continue
@@ -60,6 +67,15 @@ class _StudyProposer(ProposerBase):
             study.add_trial(
                 optuna.trial.create_trial(
                     params=params, distributions=dists, value=value, state=state
+                )
+            )
+        for view in ctx.pending:
+            config = view.config.model_dump()
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params={name: config[name] for name in dists},
+                    distributions=dists,
+                    state=optuna.trial.TrialState.RUNNING,
                 )
             )
         # Counted before ``ask`` adds the new trial, and only finished ones: TPE leaves its
@@ -81,12 +97,12 @@ class TPEProposer(_StudyProposer):
     def __init__(self, n_startup_trials: int = 8) -> None:
         self.n_startup_trials = n_startup_trials
 
-    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+    def _sampler(self, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
         return optuna.samplers.TPESampler(
             seed=seed,
             n_startup_trials=self.n_startup_trials,
             multivariate=True,
-            constant_liar=False,
+            constant_liar=parallel,
         )
 
     def _rationale(self, n_seen: int) -> str:
@@ -100,7 +116,7 @@ class RandomProposer(_StudyProposer):
 
     name = "random"
 
-    def _sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+    def _sampler(self, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
         return optuna.samplers.RandomSampler(seed=seed)
 
     def _rationale(self, n_seen: int) -> str:
