@@ -26,6 +26,7 @@ from alphaloop.exceptions import (
     DataError,
     InvalidDelta,
     JournalError,
+    PmError,
     PolicyTampered,
     UnknownChartKind,
 )
@@ -54,7 +55,8 @@ def _status(err: Exception) -> int:
         return 409
     if isinstance(err, WorkerFailed):
         return 422 if err.exit_code == 2 else 500
-    if isinstance(err, PolicyTampered | ActivePolicyError):
+    # The state forbids it now (no active policy, no such book yet, a tampered file).
+    if isinstance(err, PolicyTampered | ActivePolicyError | PmError):
         return 409
     if isinstance(err, ValueError | InvalidDelta | DataError | UnknownChartKind | ChartDataError):
         return 422

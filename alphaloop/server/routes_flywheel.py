@@ -8,8 +8,10 @@ import importlib
 from typing import Any
 
 from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.server.models import Page, Verdict
+from alphaloop.server import workers
+from alphaloop.server.models import DataName, JobStarted, Page, Verdict
 
 After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
@@ -76,9 +78,63 @@ def _dpo_router(dpo: Any) -> APIRouter:
     return router
 
 
+class TickRequest(BaseModel):
+    """Tick the active policy for one day (in a worker process)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    data: DataName | None = None
+    book: str = Field(default="main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+
+
+class HaltRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    why: str = Field(min_length=1, max_length=500)
+    book: str = Field(default="main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+
+
+def _pm_router(pm: Any) -> APIRouter:
+    router = APIRouter(prefix="/api/pm", tags=["portfolio manager"])
+
+    @router.get("/status")
+    def status(
+        request: Request, book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+    ) -> dict[str, Any]:
+        """A book: cash, positions, equity, halt state and its last decisions."""
+        return pm.pm_status(_settings(request), book=book).model_dump(mode="json")
+
+    @router.post("/tick", status_code=202, response_model=JobStarted)
+    def tick(request: Request, body: TickRequest) -> JobStarted:
+        """Decide one day with the active policy, in a worker; the decision is journaled."""
+        args = ["pm", "tick", "--json", "--book", body.book]
+        if body.date:
+            args += ["--date", body.date]
+        if body.data:
+            args += ["--data", body.data]
+        worker = workers.spawn(_settings(request), "pm-tick", args)
+        return JobStarted(job="pm_tick", pid=worker.pid)
+
+    @router.post("/halt")
+    def halt(request: Request, body: HaltRequest) -> dict[str, Any]:
+        """Pull the kill switch: ticks journal the halt and send nothing."""
+        return pm.pm_halt(_settings(request), body.why, book=body.book).model_dump(mode="json")
+
+    @router.post("/resume")
+    def resume(
+        request: Request, book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+    ) -> dict[str, Any]:
+        return pm.pm_resume(_settings(request), book=book).model_dump(mode="json")
+
+    return router
+
+
 def routers() -> list[APIRouter]:
     """The routers whose operations exist in this alphaloop."""
     found = []
+    if (pm := _ops("pm")) is not None:
+        found.append(_pm_router(pm))
     if (prefs := _ops("prefs")) is not None:
         found.append(_prefs_router(prefs))
     if (dpo := _ops("dpo")) is not None:

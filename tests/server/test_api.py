@@ -242,3 +242,19 @@ def test_env_knobs_and_page_assets(settings: Settings) -> None:
         js = httpx.get(f"{base}/plotly.min.js")
         assert js.status_code == 200 and "plotly.js" in js.text[:200]
         assert "openapi" in httpx.get(f"{base}/openapi.json").json()
+
+
+def test_pm_halt_resume_and_status(settings: Settings) -> None:
+    with Journal(settings.journal_path):
+        pass
+    with live_server(settings) as base:
+        assert httpx.post(f"{base}/api/pm/halt", json={"why": ""}).status_code == 422
+        halted = httpx.post(f"{base}/api/pm/halt", json={"why": "earnings week"})
+        assert halted.status_code == 200 and "earnings week" in json.dumps(halted.json())
+        assert httpx.get(f"{base}/api/pm/status").status_code == 200
+        resumed = httpx.post(f"{base}/api/pm/resume")
+        assert resumed.status_code == 200 and "earnings week" not in json.dumps(resumed.json())
+        missing = httpx.get(f"{base}/api/pm/status?book=other")
+        assert missing.status_code == 409 and "pm tick" in missing.json()["detail"]
+        bad = httpx.post(f"{base}/api/pm/tick", json={"date": "yesterday"})
+        assert bad.status_code == 422
