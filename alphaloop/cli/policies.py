@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.exceptions import ActivePolicyError, PolicyNotFound
 from alphaloop.ops import policies as ops_policies
@@ -74,33 +75,19 @@ def list_(as_json: JsonFlag = False) -> None:
             "the library is empty: a finished research session or `alphaloop train` adds entries"
         )
         return
-    table = Table(title="policy library")
-    for col in (
-        "id",
-        "kind",
-        "source",
-        "session",
-        "trial",
-        "objective",
-        "val",
-        "test",
-        "gates",
-        "created",
-    ):
-        table.add_column(col)
+    table = Table(title="policy library", title_justify="left")
+    for col in ("id", "kind", "source", "session", "objective", "validation", "test", "gates"):
+        table.add_column(col, no_wrap=col == "session")
     for r in rows:
-        gates = {True: "pass", False: "fail", None: "-"}[r.gates_passed]
         table.add_row(
             f"{r.id}{' *' if r.id == active else ''}",
             r.kind.value,
             r.source.value,
             r.session_id,
-            str(r.trial_id),
             str(r.objective.get("metric", "sharpe")),
             _metric(r, "val_metrics"),
             _metric(r, "test_metrics"),
-            gates,
-            r.created_at[:19],
+            {True: "pass", False: "fail", None: "-"}[r.gates_passed],
         )
     console.print(table)
     if active is not None:
@@ -119,18 +106,24 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
         return
     p = detail.policy
     console.print(
-        f"[bold]policy {p.id}[/bold] ({p.kind.value}, from {p.source.value} {p.session_id} "
-        f"trial {p.trial_id}){' [green]active[/green]' if detail.active else ''}"
+        f"[bold]policy {p.id}[/bold] ({p.kind.value}, {p.source.value} run "
+        f"{p.session_id}, trial {p.trial_id})" + (" [green]active[/green]" if detail.active else "")
     )
-    console.print(f"config hash {p.config_hash}, seed {p.seed}, data {escape(str(p.data_spec))}")
-    console.print(f"symbols: {', '.join(p.symbols)}")
-    console.print(f"objective: {p.objective}; validation objective {p.val_objective}")
-    console.print(f"validation metrics: {p.val_metrics}")
-    console.print(f"test metrics: {p.test_metrics}; gates passed: {p.gates_passed}")
+    data = ", ".join(f"{k}={v}" for k, v in p.data_spec.items() if v is not None)
+    console.print(f"config {p.config_hash[:12]}, seed {p.seed}; data {escape(data)}")
+    console.print(f"symbols: {escape(', '.join(p.symbols))}")
+    gates = {True: "passed", False: "failed", None: "not evaluated"}[p.gates_passed]
+    console.print(f"objective {p.objective.get('metric', 'sharpe')}; go/no-go gates {gates}")
+    console.print(
+        views.metrics_table("metrics", {"validation": p.val_metrics, "test": p.test_metrics})
+    )
     if p.path:
-        console.print(f"file {escape(p.path)} (sha256 {p.sha256})")
+        console.print(f"file {escape(p.path)}\nsha256 {p.sha256}")
     for r in detail.replays:
-        console.print(f"replay {r.id}: {r.start}..{r.end} {r.metrics.get('sharpe')}")
+        console.print(
+            f"replay {r.id}: {r.start}..{r.end} sharpe {r.metrics.get('sharpe', float('nan')):.3f}"
+            + (" (in-sample warning)" if r.warning else "")
+        )
 
 
 @policies_app.command()

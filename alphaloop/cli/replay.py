@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -11,7 +11,6 @@ from rich.markup import escape
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
 from alphaloop.exceptions import PolicyNotFound, ReplayWindowError, TrialNotFound
-from alphaloop.ops import rerun
 from alphaloop.settings import get_settings
 
 
@@ -40,6 +39,8 @@ def replay(
 
     Example: alphaloop replay --trial s-20260101-120000-ab12:4 --start 2020-01-01 --end 2020-06-30
     """
+    from alphaloop.ops import rerun  # loads the evaluator (torch): only when a replay runs
+
     if (trial is None) == (policy is None):
         raise fail("give exactly one of --trial SESSION:IDX or --policy ID", 2)
     if trial is not None:
@@ -49,7 +50,7 @@ def replay(
             raise fail(str(err), 2) from None
     request = rerun.ReplayRequest(trial=trial, policy_id=policy, start=start, end=end, data=data)
 
-    def call() -> rerun.ReplayRun:
+    def call() -> Any:
         try:
             return rerun.replay(get_settings(), request)
         except (ReplayWindowError, PolicyNotFound, TrialNotFound) as err:

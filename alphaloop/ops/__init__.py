@@ -28,6 +28,15 @@ from alphaloop.ops.charts import (
     interpret_chart,
 )
 from alphaloop.ops.knobs import CLIP_RULES, KnobInfo, UnknownKnob, list_knobs
+from alphaloop.ops.policies import (
+    PolicyCheck,
+    PolicyDetail,
+    activate_policy,
+    active_policy,
+    list_policies,
+    show_policy,
+    verify_policies,
+)
 from alphaloop.ops.reads import (
     Leaderboard,
     SessionDigest,
@@ -96,7 +105,11 @@ __all__ = [
     "ManualRunSpec",
     "NoJournal",
     "Objective",
+    "PolicyCheck",
+    "PolicyDetail",
     "ProposerName",
+    "ReplayRequest",
+    "ReplayRun",
     "SessionBusy",
     "SessionDigest",
     "SessionFailed",
@@ -114,6 +127,8 @@ __all__ = [
     "UnknownKnob",
     "ValidationReport",
     "ValidationUnavailable",
+    "activate_policy",
+    "active_policy",
     "build_chart",
     "chart_kind",
     "check_export",
@@ -125,6 +140,7 @@ __all__ = [
     "latest_validation",
     "leaderboard",
     "list_knobs",
+    "list_policies",
     "list_sessions",
     "log_llm_call",
     "open_journal",
@@ -135,12 +151,14 @@ __all__ = [
     "session_digest",
     "session_review",
     "session_status",
+    "show_policy",
     "start_session",
     "stop_session",
     "train",
     "trial_budget",
     "trial_detail",
     "validate_session",
+    "verify_policies",
 ]
 
 _LAZY = {
@@ -153,6 +171,8 @@ _LAZY = {
     "SessionNotRunning": "alphaloop.meta_agent.session",
     "SessionSpec": "alphaloop.meta_agent.session",
     "TrialBudget": "alphaloop.trials",
+    "ReplayRequest": "alphaloop.ops.rerun",
+    "ReplayRun": "alphaloop.ops.rerun",
 }
 
 
