@@ -17,6 +17,7 @@ from benchmarks import (
     bench_env,
     bench_journal,
     bench_keep_rule,
+    bench_pm,
     bench_research,
     bench_trials,
     bench_validation,
@@ -32,6 +33,7 @@ BENCHMARKS = (
     ("research efficiency, TPE against random", bench_research),
     ("the keep rule: seed-only changes and real gains", bench_keep_rule),
     ("PBO on noise and on a real edge, CSCV time", bench_validation),
+    ("portfolio manager ticks and deployment check", bench_pm),
 )
 
 

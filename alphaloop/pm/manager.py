@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from alphaloop.broker.base import Broker, Execution
+from alphaloop.exceptions import PmError
 from alphaloop.journal import Journal
 from alphaloop.journal.book import DecisionRecord
 from alphaloop.pipeline import PipelineState, WeightCentricPipeline
@@ -92,7 +93,8 @@ def tick(
     new solver sequence (a single tick); a run of ticks starts one for the whole run.
     """
     book = journal.get_book(book_name)
-    assert book is not None  # the caller opens it
+    if book is None:
+        raise PmError(f"no book named {book_name!r}; open it before ticking")
     if fresh_sequence:
         start_sequence()
     symbols = [str(s) for s in setup.prices.columns]
