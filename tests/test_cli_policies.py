@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from typer.testing import CliRunner
 
+from alphaloop import telemetry
 from alphaloop.journal import EventKind, Journal
 from alphaloop.settings import Settings
 
@@ -35,9 +39,32 @@ def ok_json(result: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Spans of the module's runs, in memory."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.configure(provider=provider)
+    yield exporter
+    telemetry.reset()
+
+
+@pytest.fixture(scope="module")
+def trained(
+    tmp_path_factory: pytest.TempPathFactory, spans: InMemorySpanExporter
+) -> Iterator[tuple[Path, Any]]:
     home = tmp_path_factory.mktemp("policies") / "home"
     yield home, ok_json(cli(home, "train", *TINY, "--json"))
+
+
+def test_a_train_run_is_traced(trained: tuple[Path, Any], spans: InMemorySpanExporter) -> None:
+    _, run = trained
+    (span,) = [s for s in spans.get_finished_spans() if s.name == "train.manual"]
+    attributes = dict(span.attributes)
+    assert attributes["alphaloop.session_id"] == run["session"]["id"]
+    assert attributes["alphaloop.policy_id"] == run["session"]["final"]["policy_id"]
+    assert attributes["alphaloop.total_timesteps"] == 64
+    assert attributes["alphaloop.objective"] == run["trial"]["objective"]
 
 
 def test_a_train_run_is_a_library_entry(trained: tuple[Path, Any]) -> None:
