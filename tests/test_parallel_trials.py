@@ -1,0 +1,181 @@
+"""Parallel trials (``--workers``): the same session as one worker where the proposer allows,
+verdicts in index order, a batch of TPE asks without repeats, and a session killed with two
+trials in flight resumed through the CLI with each interrupted trial run again exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from alphaloop.cli import app
+from alphaloop.journal import Journal, TrialRecord
+from alphaloop.knobs import TrialConfig
+from alphaloop.meta_agent import Objective, ProposalContext, TPEProposer, TrialView
+from alphaloop.settings import Settings
+
+try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
+    from tests.test_cli_research import spawn, wait_for
+except ImportError:
+    from test_cli_research import spawn, wait_for  # type: ignore[no-redef]
+
+SESSION = [
+    "research",
+    "maximise validation Sharpe",
+    "--mode",
+    "cufolio_only",
+    "--data",
+    "synthetic",
+    "--noise-seeds",
+    "2",
+    "--seed",
+    "5",
+    "--json",
+]
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def rows_of(settings: Settings, sid: str) -> list[TrialRecord]:
+    with Journal(settings.journal_path) as journal:
+        return journal.trials(sid, series=False)
+
+
+def context(pending: list[TrialConfig]) -> ProposalContext:
+    history = [
+        TrialView(
+            idx=i,
+            kind="search",
+            status="discard",
+            config=TrialConfig(),
+            changes={},
+            objective=0.1 * i,
+        )
+        for i in range(10)
+    ]
+    views = [
+        TrialView(idx=10 + i, kind="search", status="running", config=c, changes={})
+        for i, c in enumerate(pending)
+    ]
+    return ProposalContext(
+        session_id="s",
+        goal="g",
+        objective=Objective(),
+        mode="cufolio_only",
+        n_assets=8,
+        budget_total=20,
+        budget_left=10,
+        noise_floor=0.05,
+        best_config=TrialConfig(),
+        best_objective=0.9,
+        history=history,
+        seed=0,
+        pending=views,
+    )
+
+
+def test_tpe_asks_a_batch_without_repeating_a_running_point() -> None:
+    tpe = TPEProposer(n_startup_trials=2)
+    batch: list[TrialConfig] = []
+    for _ in range(4):
+        delta = tpe.propose(context(batch))
+        batch.append(TrialConfig(**{**TrialConfig().model_dump(), **delta.changes}))
+    assert len({c.model_dump_json() for c in batch}) == 4
+    # The same ask with no trial running is one-worker TPE: the same point as before.
+    again = tpe.propose(context([]))
+    assert again.changes == tpe.propose(context([])).changes
+
+
+@pytest.mark.slow
+def test_two_workers_run_the_one_worker_session_of_a_seeded_proposer(settings: Settings) -> None:
+    one = run_cli(*SESSION, "--budget", "4", "--proposer", "random")
+    two = run_cli(*SESSION, "--budget", "4", "--proposer", "random", "--workers", "2")
+    assert one.exit_code == 0, one.output
+    assert two.exit_code == 0, two.output
+    a, b = (rows_of(settings, json.loads(r.stdout)["session"]["id"]) for r in (one, two))
+    for rows in (a, b):
+        assert [t.idx for t in rows] == list(range(len(rows)))  # unique, in order
+        assert sum(t.counted for t in rows) == 4
+        assert all(t.status != "running" for t in rows)
+
+    def search(rows: list[TrialRecord]) -> list[tuple[Any, ...]]:
+        return [(t.config_hash, t.seed, t.status, t.objective) for t in rows if t.kind == "search"]
+
+    # Same proposals (random draws are seeded by their position), same results, and the same
+    # verdicts: each given in index order against the best so far as of that index.
+    assert search(a) == search(b)
+    finals = [json.loads(r.stdout)["final"] for r in (one, two)]
+    for key in ("best_validation_objective", "baseline_test_objective", "n_trials"):
+        assert finals[0].get(key) == finals[1].get(key)
+
+
+@pytest.mark.slow
+def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
+    settings: Settings, tmp_path: Path
+) -> None:
+    log = tmp_path / "session.out"
+    args = [
+        "research",
+        "maximise validation Sharpe",
+        "--mode",
+        "ppo_only",
+        "--budget",
+        "2",
+        "--data",
+        "synthetic",
+        "--noise-seeds",
+        "2",
+        "--total-timesteps",
+        "64",
+        "--proposer",
+        "tpe",
+        "--seed",
+        "3",
+        "--workers",
+        "2",
+        "--json",
+    ]
+    proc = spawn(args, settings, log)
+    try:
+        sid = wait_for(settings, lambda j: (j.list_sessions() or [None])[0], proc).id
+        running = wait_for(
+            settings,
+            lambda j: (lambda r: r if len(r) == 2 else None)(
+                [t for t in j.trials(sid, kind="search") if t.status == "running"]
+            ),
+            proc,
+            timeout=120,
+        )
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    result = run_cli("research", "resume", sid, "--json")
+    assert result.exit_code == 0, result.output
+    rows = rows_of(settings, sid)
+    with Journal(settings.journal_path) as journal:
+        session = journal.get_session(sid)
+        [resumed] = journal.events(sid, kind="Resumed")
+    assert [t.idx for t in rows] == list(range(len(rows)))
+    assert session.status == "finished" and session.final["n_trials"] == 2
+    assert all(t.status != "running" for t in rows)
+    search = [t for t in rows if t.kind == "search"]
+    cut = [t for t in search if t.interrupted]
+    assert {t.id for t in cut} >= {t.id for t in running}
+    assert set(resumed.payload["interrupted_trials"]) >= {t.idx for t in running}
+    for t in cut:  # each interrupted trial ran again exactly once, as it was proposed
+        [again] = [r for r in search if (r.delta or {}).get("rerun_of") == t.id]
+        assert (again.config_hash, again.seed, again.parent_id) == (
+            t.config_hash,
+            t.seed,
+            t.parent_id,
+        )
+        assert again.status in ("keep", "discard") and again.counted
+    assert sum(t.counted for t in rows) == 2
