@@ -11,11 +11,6 @@ from alphaloop.exceptions import ChartExportError, UnknownChartKind
 from alphaloop.settings import Settings
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(home=tmp_path / "home")
-
-
 def test_an_empty_home_has_no_sessions(settings: Settings) -> None:
     assert ops.list_sessions(settings) == []
     assert ops.session_status(settings) is None
