@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,19 @@ try:  # ``python -m pytest`` (or a tests/__init__.py) makes ``tests`` a package.
     from tests.fake_openai import FakeOpenAI
 except ImportError:  # ...plain ``pytest`` only puts tests/ itself on sys.path
     from fake_openai import FakeOpenAI  # type: ignore[no-redef]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A test that names no home still writes into a temporary one, never into the working
+    directory's ``.alphaloop`` (or the machine's own ``ALPHALOOP_HOME``)."""
+    saved = os.environ.get("ALPHALOOP_HOME")
+    os.environ["ALPHALOOP_HOME"] = str(tmp_path_factory.mktemp("default-home"))
+    yield
+    if saved is None:
+        os.environ.pop("ALPHALOOP_HOME", None)
+    else:
+        os.environ["ALPHALOOP_HOME"] = saved
 
 
 @pytest.fixture
