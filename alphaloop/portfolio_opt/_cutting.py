@@ -23,12 +23,13 @@ import numpy as np
 
 from alphaloop.portfolio_opt import _ipm
 
-# The first subset holds the worst scenarios of the equal-weight portfolio up to this multiple
-# of the tail mass; scenarios added per round are capped at this multiple too.
+# Each subset holds the worst scenarios of the current weights (the equal-weight portfolio at
+# first) up to this multiple of the tail mass.
 _INITIAL_TAIL_MULTIPLE = 2.0
-_ROUND_TAIL_MULTIPLE = 1.0
 _MAX_ROUNDS = 50
 _IPM_TOL = 1e-10
+# Rounds before the subset holds the whole tail only steer the search; they stop early.
+_ROUGH_TOL = 1e-3
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,13 @@ def solve(
     chosen = np.zeros(n_atoms, dtype=bool)
     chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
     rounds = 0
+    tol = _ROUGH_TOL
+    state = None
     while rounds < _MAX_ROUNDS:
         rounds += 1
         subset = np.flatnonzero(chosen)
-        result = _ipm.solve(
-            _ipm.RestrictedDual(
+        if state is None:
+            lp = _ipm.RestrictedDual(
                 returns[subset],
                 probabilities[subset],
                 ipm_mean,
@@ -92,18 +95,22 @@ def solve(
                 cap,
                 ipm_cost,
                 prev_v,
-            ),
-            tol=_IPM_TOL,
-        )
+            )
+        result = _ipm.solve(lp, tol=tol, state=state)
+        state = None
         weights = _clean(result.weights, cap)
         losses = -(returns @ weights)
         outside = np.flatnonzero(~chosen & (losses > result.var))
         if len(outside) == 0:
-            break
-        order = np.argsort(-losses[outside], kind="stable")
-        take = np.cumsum(probabilities[outside[order]]) <= _ROUND_TAIL_MULTIPLE * tail
-        take[0] = True
-        chosen[outside[order[take]]] = True
+            if tol == _IPM_TOL:
+                break
+            # The subset holds the tail: finish the same solve to the tight tolerance.
+            tol, state = _IPM_TOL, result.state
+            continue
+        # Add the worst scenarios beyond the VaR (one tail's mass at most) and the neighbourhood
+        # of the new weights' tail, so that later rounds rarely find stragglers.
+        chosen[outside[_worst(losses[outside], probabilities[outside], tail)]] = True
+        chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
 
     tail_mass = _feasible_tail(result.tail_mass, probabilities[subset], tail)
     direction = -(risk_aversion / tail) * (returns[subset].T @ tail_mass) - mean
