@@ -17,6 +17,7 @@ from benchmarks import (
     bench_env,
     bench_journal,
     bench_keep_rule,
+    bench_parallel,
     bench_pm,
     bench_research,
     bench_trials,
@@ -34,6 +35,7 @@ BENCHMARKS = (
     ("the keep rule: seed-only changes and real gains", bench_keep_rule),
     ("PBO on noise and on a real edge, CSCV time", bench_validation),
     ("portfolio manager ticks and deployment check", bench_pm),
+    ("parallel trials, 1 against 2 workers", bench_parallel),
 )
 
 
