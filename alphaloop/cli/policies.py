@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from alphaloop.cli import views
-from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
 from alphaloop.exceptions import ActivePolicyError, PolicyNotFound
 from alphaloop.ops import policies as ops_policies
 from alphaloop.settings import get_settings
@@ -20,7 +20,8 @@ T = TypeVar("T")
 
 policies_app = typer.Typer(
     no_args_is_help=True,
-    help="The policy library: every strategy a person might deploy, and the active one.",
+    help="The policy library: every strategy a person might deploy, and the active one.\n\n"
+    "Example: alphaloop policies list; alphaloop policies activate 3",
 )
 PolicyId = Annotated[int, typer.Argument(help="a library id (`alphaloop policies list`)")]
 
@@ -45,9 +46,11 @@ def _metric(record: Any, which: str) -> str:
 
 
 def _active_id(settings: Any) -> int | None:
+    """The active id; a garbled pointer is reported on stderr and listed as none active."""
     try:
         return ops_policies.active_policy_id(settings)
-    except ActivePolicyError:
+    except ActivePolicyError as err:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(str(err))}")
         return None
 
 
@@ -59,7 +62,7 @@ def list_(as_json: JsonFlag = False) -> None:
     """
     settings = get_settings()
     rows = guarded(ops_policies.list_policies, settings)
-    active = guarded(_active_id, settings)
+    active = _active_id(settings)
     if as_json:
         typer.echo(
             json.dumps(
@@ -143,8 +146,9 @@ def activate(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
 @policies_app.command()
 def verify(as_json: JsonFlag = False) -> None:
-    """Check every entry's file against the sha256 the library journaled (exit 1 if any
-    differs or is gone; nothing is unpickled).
+    """Check every entry's file against the sha256 the library journaled.
+
+    Exit 1 when a file differs or is gone; nothing is unpickled.
 
     Example: alphaloop policies verify --json
     """
