@@ -22,10 +22,10 @@ from collections import defaultdict
 from itertools import combinations
 
 from alphaloop.flywheel.pairs import PairDraft
-from alphaloop.flywheel.session_prompt import render_prompt
 from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, TrialStatus
 from alphaloop.journal.flywheel import PreferenceSource
 from alphaloop.journal.models import is_interrupted
+from alphaloop.meta_agent.prompt_log import render_proposal_prompt
 
 SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
 FAILED = frozenset({TrialStatus.crash, TrialStatus.timeout, TrialStatus.invalid})
@@ -97,7 +97,11 @@ def session_pairs(
             if known is not None and key in known:
                 continue
             first, second = (a, b) if a.idx < b.idx else (b, a)
-            prompt = first.prompt or second.prompt or render_prompt(journal, session, first.idx)
+            prompt = (
+                first.prompt
+                or second.prompt
+                or render_proposal_prompt(journal, session.id, first.idx)
+            )
             drafts.append(
                 PairDraft(
                     source=PreferenceSource.research,
