@@ -28,7 +28,6 @@ from alphaloop.meta_agent import nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
-from alphaloop.settings import get_settings
 from alphaloop.validation import DSR_SET, evaluate_gates, search_set, session_dsr, session_pbo
 
 
@@ -210,18 +209,10 @@ def _publish_policy(
 
 
 def _auto_activate(ctx: SessionContext, record: PolicyRecord, final: dict[str, Any]) -> None:
-    """The ``auto_activate`` rule on the new entry, its decision kept in ``final``.
-
-    The setting is read from the environment of the process running the session; it applies
-    only when that names this session's home (its policies directory), so a session run on
-    another home never moves this home's pointer."""
-    settings = get_settings()
-    if settings.policies_dir.absolute() != ctx.policy_dir.absolute():
-        if settings.auto_activate:
-            final["auto_activation"] = {
-                "activated": False,
-                "reason": "the session runs on another alphaloop home than the settings name",
-            }
+    """The ``auto_activate`` rule on the new entry, under the settings the session runs with;
+    its decision is kept in ``final``."""
+    settings = ctx.settings
+    if settings is None:
         return
     try:
         decision = library.auto_activate(

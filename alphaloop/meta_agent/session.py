@@ -187,6 +187,7 @@ def _context(
         on_event=on_event or (lambda kind, payload: None),
         workers=spec.workers,
         ray_address=spec.ray_address,
+        settings=settings,
     )
 
 

@@ -31,6 +31,7 @@ from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer
 from alphaloop.meta_agent.tracing import ITERATION, OpenSpan, iteration_attributes
 from alphaloop.metrics import Metrics
+from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, TrialResult
 
 TRACEBACK_TAIL = 2000  # characters of a crashed trial's traceback kept in its row
@@ -162,6 +163,8 @@ class SessionContext:
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
     workers: int = 1
     ray_address: str | None = None
+    # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
+    settings: Settings | None = None
     # The research.iteration span open across the graph's nodes (see :mod:`.tracing`).
     iteration: OpenSpan | None = None
 
