@@ -1,4 +1,9 @@
-"""Cached, parameterised cvxpy LPs behind :mod:`.cvar` and :mod:`.overlay` (internal).
+"""Cached, parameterised cvxpy LPs behind :mod:`.overlay` and the former Mean-CVaR path (internal).
+
+Mean-CVaR solves now go through :mod:`._cutting` (scenario generation around a dense interior
+point, certified); the dual LP below is the former path, kept selectable (``cvar._SOLVER``) so
+benchmarks can time both in one run, and the fallback when the interior point fails. The
+measurements quoted below are of that former path.
 
 Why the Mean-CVaR problem is solved in its *dual* form: the Rockafellar-Uryasev primal has one
 row per scenario (5,000 rows at the default knob), and both simplex and interior-point solvers
