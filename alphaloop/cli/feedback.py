@@ -21,7 +21,9 @@ VERDICTS = ("approve", "reject", "override")
 
 
 def _weights(weights: dict[str, float]) -> str:
-    return ", ".join(f"{s} {w:.1%}" for s, w in sorted(weights.items()) if w) or "cash"
+    """The positions a person can see (0.1% and up), largest first; the rest is cash."""
+    shown = sorted(((w, s) for s, w in weights.items() if abs(w) >= 0.0005), reverse=True)
+    return ", ".join(f"{s} {w:.1%}" for w, s in shown) or "cash"
 
 
 def usage_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:

@@ -36,6 +36,9 @@ class BookRecord(_Record):
     peak_equity: float
     as_of: str | None = None
     halted: str | None = None
+    # ``live``: a book that trades; ``check``: a deployment check (``pm run``), whose decisions
+    # nobody reviews.
+    purpose: str = "live"
     created_at: str
     updated_at: str
 
@@ -102,8 +105,10 @@ class BookStore(JournalFile):
         rows = self._rows("SELECT * FROM pm_books ORDER BY updated_at DESC")
         return [BookRecord.from_row(r) for r in rows]
 
-    def create_book(self, name: str, broker: str, initial_cash: float) -> BookRecord:
-        """Opens a book holding ``initial_cash`` in cash.
+    def create_book(
+        self, name: str, broker: str, initial_cash: float, *, purpose: str = "live"
+    ) -> BookRecord:
+        """Opens a book holding ``initial_cash`` in cash (``purpose``: ``live`` or ``check``).
 
         Raises:
             JournalError: a book of that name exists.
@@ -116,6 +121,7 @@ class BookStore(JournalFile):
             "cash": float(initial_cash),
             "positions": "{}",
             "peak_equity": float(initial_cash),
+            "purpose": purpose,
             "created_at": stamp,
             "updated_at": stamp,
         }

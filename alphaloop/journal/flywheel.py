@@ -134,10 +134,12 @@ class FlywheelStore(JournalFile):
         return DecisionView.from_row(rows[0])
 
     def undecided_decisions(self) -> list[DecisionView]:
-        """Decisions with target weights and no verdict yet, oldest first."""
+        """Decisions of live books (not deployment checks) with target weights and no verdict
+        yet, oldest first."""
         rows = self._rows(
             f"SELECT {_DECISION_COLUMNS} FROM decisions "
-            "WHERE verdict IS NULL AND target_weights IS NOT NULL ORDER BY date, id"
+            "WHERE verdict IS NULL AND target_weights IS NOT NULL "
+            "AND book IN (SELECT name FROM pm_books WHERE purpose = 'live') ORDER BY date, id"
         )
         return [DecisionView.from_row(r) for r in rows]
 

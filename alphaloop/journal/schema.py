@@ -189,6 +189,7 @@ LOOP_TABLES: dict[str, str] = {
             peak_equity REAL NOT NULL,
             as_of TEXT,
             halted TEXT,
+            purpose TEXT NOT NULL DEFAULT 'live' CHECK (purpose IN ('live', 'check')),
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL
         )""",

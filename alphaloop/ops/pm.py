@@ -133,7 +133,7 @@ def pm_run(
         name = book or f"check-{record.id}-{start}-{end}"
         if journal.get_book(name) is not None:
             journal.delete_book(name)
-        journal.create_book(name, "paper", settings.pm_initial_cash)
+        journal.create_book(name, "paper", settings.pm_initial_cash, purpose="check")
         setup = setup_for(record, prices, market, _limits(settings), min_trade=0.0, fractional=True)
         broker = broker_for("paper", settings)
         start_sequence()

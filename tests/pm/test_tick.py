@@ -123,3 +123,17 @@ def test_status_shows_the_book(active: Settings) -> None:
     status = json.loads(result.stdout)
     assert status["book"]["name"] == "main" and len(status["decisions"]) == 1
     assert status["equity"] > 0
+
+
+def test_review_lists_live_decisions_not_deployment_checks(active: Settings) -> None:
+    check = CliRunner().invoke(app, ["pm", "run", "--start", DAY, "--end", "2013-07-05", "--json"])
+    assert check.exit_code == 0, check.output
+    live = _tick("--date", DAY)
+    review = CliRunner().invoke(app, ["pm", "review", "--json"])
+    assert review.exit_code == 0, review.output
+    listed = json.loads(review.stdout)
+    items = listed if isinstance(listed, list) else listed["decisions"]
+    assert [d["id"] for d in items] == [live["id"]]
+    with Journal(active.journal_path) as journal:
+        assert {b.name: b.purpose for b in journal.list_books()}["main"] == "live"
+        assert sum(b.purpose == "check" for b in journal.list_books()) == 1
