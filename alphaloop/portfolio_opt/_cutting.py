@@ -32,7 +32,6 @@ _MAX_ROUNDS = 50
 _IPM_TOL = 1e-10
 # Rounds before the subset holds the whole tail only steer the search; they stop early.
 _ROUGH_TOL = 1e-3
-_THREADED_ASSETS = 128
 # Up to this many scenarios (e.g. a compressed bootstrap) the whole set is solved at once.
 _SMALL = 1024
 
@@ -67,10 +66,10 @@ def solve(
         mean: (n_assets,) expected returns.
         prev, cost: the turnover term (``prev`` None for none).
     """
-    # Below ~128 assets the BLAS products are too small to share between threads: a second
-    # thread only adds hand-off latency, and on a loaded machine a spinning one costs 5-10x.
-    limit = 1 if returns.shape[1] < _THREADED_ASSETS else None
-    with _blas().limit(limits=limit, user_api="blas"):
+    # One BLAS thread: the products are at most (2,700 x 392), too small to share well, and on
+    # a shared 2-core machine a second, spinning BLAS thread made the 392-asset solve 8-13x
+    # slower (0.95-1.0 s single-threaded against 8-13 s, measured back to back at load ~4).
+    with _blas().limit(limits=1, user_api="blas"):
         return _solve(returns, probabilities, alpha, cap, risk_aversion, mean, prev, cost)
 
 

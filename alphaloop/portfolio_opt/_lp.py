@@ -76,11 +76,20 @@ def compress(scenarios: np.ndarray, pad: bool = True) -> Atoms:
     _, first, counts = np.unique(keys, return_index=True, return_counts=True)
     if len(first) > 0.8 * n_scen:  # little to gain; keep the plain uniform problem
         return Atoms(rows, np.full(n_scen, 1.0 / n_scen))
-    size = min(n_scen, -(-len(first) // _BUCKET) * _BUCKET) if pad else len(first)
+    atoms = Atoms(rows[first], counts / n_scen)
+    return padded(atoms, n_scen) if pad else atoms
+
+
+def padded(atoms: Atoms, n_scenarios: int) -> Atoms:
+    """Atoms padded with zero-mass rows up to a bucketed size (at most ``n_scenarios`` rows)."""
+    n_rows, n_assets = atoms.returns.shape
+    size = min(n_scenarios, -(-n_rows // _BUCKET) * _BUCKET)
+    if size <= n_rows:
+        return atoms
     returns = np.zeros((size, n_assets))
     probabilities = np.zeros(size)
-    returns[: len(first)] = rows[first]
-    probabilities[: len(first)] = counts / n_scen
+    returns[:n_rows] = atoms.returns
+    probabilities[:n_rows] = atoms.probabilities
     return Atoms(returns, probabilities)
 
 

@@ -8,7 +8,14 @@ from scipy.optimize import linprog
 from skfolio import RiskMeasure
 from skfolio.optimization import MeanRisk, ObjectiveFunction
 
-from alphaloop.portfolio_opt import _cutting, _ipm, cvar, solve_mean_cvar, solve_min_cvar
+from alphaloop.portfolio_opt import (
+    _cutting,
+    _ipm,
+    bootstrap_scenarios,
+    cvar,
+    solve_mean_cvar,
+    solve_min_cvar,
+)
 
 pytestmark = pytest.mark.filterwarnings("error")  # an "inaccurate" warning is a failure here
 
@@ -52,9 +59,9 @@ def full_primal_linprog(
     [
         (0, 1500, 5, 0.95, 0.4, 1.0),
         (1, 2000, 30, 0.95, 0.1, 2.0),
-        (2, 1200, 60, 0.9, 0.05, 5.0),
+        (2, 1500, 60, 0.9, 0.05, 5.0),
         (3, 3000, 12, 0.99, 0.25, 0.5),
-        (4, 800, 25, 0.85, 1.0, 1e6),
+        (4, 1100, 25, 0.85, 1.0, 1e6),
     ],
 )
 def test_matches_the_full_lp_on_random_problems(
@@ -65,6 +72,17 @@ def test_matches_the_full_lp_on_random_problems(
     expected = full_primal_linprog(scen, alpha, cap, lam)
     assert sol.objective == pytest.approx(expected, rel=1e-7, abs=1e-12)
     assert sol.status == "optimal"
+
+
+def test_small_scenario_sets_keep_the_cached_simplex(make_history, monkeypatch, caplog):
+    # A trial's bootstrap merges 5,000 draws into at most ~500 atoms: the former path solves it.
+    history = make_history(seed=3, n_days=300, n_assets=20)
+    scen = bootstrap_scenarios(history, 21, 5000, np.random.default_rng(1))
+    assert len(np.unique(scen, axis=0)) <= cvar._FEW_ATOMS
+    monkeypatch.setattr(_ipm, "_MAX_ITER", 1)  # the interior point would fail if it were used
+    sol = solve_mean_cvar(scen, 0.95, 0.25, 2.0)
+    assert sol.status == "optimal"
+    assert "scenario generation failed" not in caplog.text  # it was never tried
 
 
 def test_certificate_brackets_the_optimum(make_scenarios):
@@ -123,7 +141,7 @@ def test_same_inputs_give_the_same_bits_whatever_ran_before(make_scenarios):
 
 
 def test_interior_point_failure_falls_back_to_the_simplex(make_scenarios, monkeypatch, caplog):
-    scen = make_scenarios(19, 1000, 10)
+    scen = make_scenarios(19, 1500, 10)
     reference = solve_mean_cvar(scen, 0.95, 0.3)
     monkeypatch.setattr(_ipm, "_MAX_ITER", 1)  # a real non-convergence
     sol = solve_mean_cvar(scen, 0.95, 0.3)
