@@ -92,6 +92,55 @@ class JournalReader(JournalFile):
             sql, params = sql + " AND kind = ?", (*params, TrialKind(kind).value)
         return [TrialRecord.from_row(r) for r in self._rows(sql + " ORDER BY idx", params)]
 
+    def trials_after(
+        self, session_id: str, after_id: int = 0, *, series: bool = False
+    ) -> list[TrialRecord]:
+        """The trials of a session with a journal id above ``after_id``, in index order: what a
+        poller holding the cursor ``after_id`` has not seen yet. Without the per-day series by
+        default (``series`` as in :meth:`trials`): a poller redraws tables and charts of
+        verdicts and objectives, and reading every series of a long session is most of a
+        poll's cost."""
+        columns = "*" if series else _WITHOUT_SERIES
+        rows = self._rows(
+            f"SELECT {columns} FROM trials WHERE session_id = ? AND id > ? ORDER BY idx",
+            (session_id, after_id),
+        )
+        return [TrialRecord.from_row(r) for r in rows]
+
+    def running_trials(self, session_id: str) -> list[TrialRecord]:
+        """A session's trials still running, with their live training curves."""
+        rows = self._rows(
+            "SELECT * FROM trials WHERE session_id = ? AND status = ? ORDER BY idx",
+            (session_id, TrialStatus.running.value),
+        )
+        return [TrialRecord.from_row(r) for r in rows]
+
+    def clips_after(self, session_id: str, after_id: int = 0) -> list[ClipRecord]:
+        """The bounds clips of a session's trials with a journal id above ``after_id``, by trial
+        index (the clips :meth:`trials_after` rows were made with)."""
+        rows = self._rows(
+            "SELECT c.* FROM bounds_clips c JOIN trials t ON t.id = c.trial_id "
+            "WHERE t.session_id = ? AND t.id > ? ORDER BY t.idx, c.id",
+            (session_id, after_id),
+        )
+        return [ClipRecord.from_row(r) for r in rows]
+
+    def completed_trials_without_series(
+        self, kinds: tuple[TrialKind | str, ...] = (TrialKind.search, TrialKind.baseline)
+    ) -> list[TrialRecord]:
+        """:meth:`completed_trials` without the per-day series (they come back None): what a
+        chart ranking every run by its metrics reads."""
+        wanted = [TrialKind(k).value for k in kinds]
+        if not wanted:
+            return []
+        marks = ", ".join("?" for _ in wanted)
+        rows = self._rows(
+            f"SELECT {_WITHOUT_SERIES} FROM trials WHERE kind IN ({marks}) AND status IN (?, ?) "
+            "AND metrics IS NOT NULL ORDER BY finished_at, id",
+            (*wanted, *_SCORED),
+        )
+        return [TrialRecord.from_row(r) for r in rows]
+
     def get_trial(self, trial_id: int) -> TrialRecord:
         """One trial by its journal id.
 

@@ -13,7 +13,9 @@ from alphaloop.journal import (
     LLMUsageRecord,
     SessionRecord,
     TrialRecord,
+    pid_alive,
 )
+from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -153,3 +155,17 @@ def log_llm_call(settings: Settings, **record: object) -> None:
 
     with Journal(settings.journal_path) as journal:
         journal.log_llm_call(**record)
+
+
+def running_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
+    """DPO runs journaled ``running`` whose process is still alive, oldest first. A run whose
+    process is gone (a kill -9) stays ``running`` in the journal but is not listed: it will
+    never finish, and must not stop a new run from starting."""
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as j:
+        rows = j.dpo_runs()
+    return sorted(
+        (r for r in rows if r.status == DpoStatus.running and pid_alive(r.owner_pid)),
+        key=lambda r: r.id,
+    )

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import (
     ChartReadRecord,
     ClipRecord,
@@ -195,3 +196,108 @@ def session_review(settings: Settings, session_id: str, *, top: int = 10) -> Ses
     """
     with open_journal(settings) as j:
         return _review(j, session_id, top)
+
+
+class SessionSnapshot(BaseModel):
+    """What a poller of a session needs: its row, the best so far, the trials running now, and
+    the trials (without their per-day series) and clips it has not seen yet."""
+
+    model_config = _FROZEN
+
+    session: SessionRecord
+    counted_trials: int
+    best: TrialRecord | None
+    running: list[LiveTrial]
+    resume: str | None
+    trials: list[TrialRecord]  # journal id above the poller's cursor
+    clips: dict[int, list[ClipRecord]]  # trial id -> its clips, for those trials
+
+
+def _clips_by_trial(rows: list[ClipRecord]) -> dict[int, list[ClipRecord]]:
+    clips: dict[int, list[ClipRecord]] = {}
+    for c in rows:
+        clips.setdefault(c.trial_id, []).append(c)
+    return clips
+
+
+def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> SessionSnapshot:
+    """A session as a poller sees it, reading only what changed since its cursor ``after`` (a
+    journal trial id): the cost of a poll follows the trials it returns, not the session's size.
+
+    Raises:
+        NoJournal: there is no journal.
+        SessionNotFound: no such session.
+    """
+    with open_journal(settings) as j:
+        s = j.get_session(session_id)
+        top = j.leaderboard(session_id, 1)
+        return SessionSnapshot(
+            session=s,
+            counted_trials=j.counted_trials(session_id),
+            best=top[0] if top else None,
+            running=[LiveTrial.of(t) for t in j.running_trials(session_id)],
+            resume=resume_command(s),
+            trials=j.trials_after(session_id, after),
+            clips=_clips_by_trial(j.clips_after(session_id, after)),
+        )
+
+
+def session_review_after(
+    settings: Settings, session_id: str, *, after: int = 0, series: bool = False, top: int = 10
+) -> SessionReview:
+    """:func:`session_review` of the trials with a journal id above ``after`` only, with their
+    per-day series (``val_returns``, ``final_weights``, ``curve``) only when ``series`` is set.
+    The leaderboard and chart reads are whole.
+
+    Raises:
+        NoJournal: there is no journal.
+        SessionNotFound: no such session.
+    """
+    with open_journal(settings) as j:
+        s = j.get_session(session_id)
+        return SessionReview(
+            session=s,
+            counted_trials=j.counted_trials(session_id),
+            leaderboard=j.leaderboard(session_id, top),
+            trials=j.trials_after(session_id, after, series=series),
+            clips=_clips_by_trial(j.clips_after(session_id, after)),
+            chart_reads=j.chart_reads(session_id),
+        )
+
+
+def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) -> Any:
+    """``research_progress`` (of ``session_id``, default the newest session) or
+    ``ratio_curve`` (every run), drawn from trials read without their per-day series: these
+    charts plot objectives and metrics only, and a page redraws them while a session runs.
+    Returns an :class:`alphaloop.charts.Chart`.
+
+    Raises:
+        NoJournal: there is no journal.
+        SessionNotFound: no such session.
+        ChartDataError: nothing to draw yet, or a session given to ``ratio_curve``.
+        ValueError: ``kind`` is another chart (draw it with ``build_chart``).
+    """
+    # Imported here: plotly is not a cost every journal read should pay.
+    from alphaloop.charts import Chart, ratio_curve, research_progress
+    from alphaloop.charts.build import ALL_RUNS_GOAL
+
+    if kind not in ("research_progress", "ratio_curve"):
+        raise ValueError(f"metrics_chart draws research_progress or ratio_curve, not {kind!r}")
+    with open_journal(settings) as j:
+        if kind == "ratio_curve":
+            if session_id is not None:
+                raise ChartDataError(
+                    "ratio_curve ranks the trials of every run; a session does not apply"
+                )
+            figure = ratio_curve(j.completed_trials_without_series(), j.list_sessions())
+            return Chart(kind=kind, figure=figure, goal=ALL_RUNS_GOAL)
+        if session_id is None:
+            newest = j.list_sessions()
+            if not newest:
+                raise ChartDataError(
+                    "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
+                )
+            session_id = newest[0].id
+        s = j.get_session(session_id)
+        figure = research_progress(s, j.trials(s.id, series=False))
+    return Chart(kind=kind, figure=figure, goal=s.goal, session_id=s.id)

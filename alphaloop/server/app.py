@@ -7,6 +7,8 @@ without waiting, and writers queue on the busy timeout.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import logging
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
@@ -44,6 +46,52 @@ def plotly_js() -> Path:
     spec = importlib.util.find_spec("plotly")
     assert spec is not None and spec.origin is not None
     return Path(spec.origin).parent / "package_data" / "plotly.min.js"
+
+
+# The page's files: revalidated on every load (a 304 when unchanged, so an upgraded page is
+# picked up at once), and plotly.js under an address naming its version, kept for a year.
+REVALIDATE = "no-cache"
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def plotly_version() -> str:
+    return importlib.metadata.version("plotly")
+
+
+class RevalidatedFiles(StaticFiles):
+    """Static files with ``Cache-Control: no-cache``: the browser keeps them and asks with
+    their ETag each time, and StaticFiles answers 304 when nothing changed."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = REVALIDATE
+        return response
+
+
+def _index_html() -> bytes:
+    """index.html with plotly.js under its versioned address."""
+    text = (STATIC / "index.html").read_text(encoding="utf-8")
+    return text.replace(
+        'src="/plotly.min.js"', f'src="/plotly.min.js?v={plotly_version()}"'
+    ).encode()
+
+
+def _not_modified(request: Request, etag: str) -> bool:
+    given = request.headers.get("if-none-match", "")
+    return etag in [tag.strip().removeprefix("W/") for tag in given.split(",")]
+
+
+def _validators(headers: Any) -> dict[str, str]:
+    return {k: headers[k] for k in ("etag", "cache-control", "last-modified") if k in headers}
+
+
+def _cached(request: Request, body: bytes, media_type: str, cache: str) -> Response:
+    """``body`` with an ETag of its content; 304 when the browser already has it."""
+    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    headers = {"ETag": etag, "Cache-Control": cache}
+    if _not_modified(request, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(content=body, media_type=media_type, headers=headers)
 
 
 def _status(err: Exception) -> int:
@@ -129,15 +177,23 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
 
     # The page's files carry no data: served without the token (see security.py).
     page = FastAPI()
-    page.mount("/static", StaticFiles(directory=STATIC), name="static")
+    page.mount("/static", RevalidatedFiles(directory=STATIC), name="static")
+    index_html = _index_html()
 
     @page.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
+    def index(request: Request) -> Response:
+        return _cached(request, index_html, "text/html; charset=utf-8", REVALIDATE)
 
     @page.get("/plotly.min.js", include_in_schema=False)
-    def plotly() -> FileResponse:
-        return FileResponse(plotly_js(), media_type="application/javascript")
+    def plotly(request: Request, v: str | None = None) -> Response:
+        # The versioned address the page uses never changes content: cached for good.
+        cache = IMMUTABLE if v == plotly_version() else REVALIDATE
+        path = plotly_js()
+        response = FileResponse(path, media_type="application/javascript", stat_result=path.stat())
+        response.headers["Cache-Control"] = cache
+        if _not_modified(request, response.headers["etag"]):
+            return Response(status_code=304, headers=_validators(response.headers))
+        return response
 
     app.mount("/", page)
     return app

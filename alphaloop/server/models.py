@@ -80,6 +80,46 @@ class JobStarted(BaseModel):
     pid: int
 
 
+# A name a client may give: letters, digits, "_" and "-"; never a path.
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
+
+
+class DpoTrainRequest(BaseModel):
+    """Train the server's DPO model on the labelled preference pairs (in a worker process).
+
+    Clients name things, never paths: the model is the server's ``ALPHALOOP_DPO_MODEL``
+    (``model_id``, if given, must be its folder name) and the result goes to
+    ``<home>/dpo/<run>``."""
+
+    model_config = _STRICT
+
+    model_id: str | None = Field(
+        default=None,
+        pattern=NAME,
+        description="the configured model's folder name, to make sure which model is trained",
+    )
+    run: str | None = Field(
+        default=None,
+        pattern=NAME,
+        description="the new output folder's name under <home>/dpo (default: run-<UTC time>)",
+    )
+    lora: bool = Field(default=False, description="train a LoRA adapter instead of all weights")
+    max_steps: int = Field(default=50, ge=1, le=100_000, description="optimizer steps")
+
+
+class DpoStarted(BaseModel):
+    """A DPO run started in a worker: follow it with ``GET /api/dpo/runs``."""
+
+    model_config = _STRICT
+
+    run: str
+    model_id: str
+    pid: int
+    dpo_run_id: int | None = Field(
+        description="its journal id; null if the worker had not journaled it yet when answered"
+    )
+
+
 class ChartContext(BaseModel):
     model_config = _STRICT
 

@@ -5,13 +5,26 @@ alphaloop."""
 from __future__ import annotations
 
 import importlib
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop.ops import reads
 from alphaloop.server import workers
-from alphaloop.server.models import DataName, JobStarted, Page, Verdict
+from alphaloop.server.models import (
+    DataName,
+    DpoStarted,
+    DpoTrainRequest,
+    JobStarted,
+    Page,
+    Verdict,
+)
 
 After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
@@ -41,7 +54,9 @@ def _prefs_router(prefs: Any) -> APIRouter:
         )
 
     @router.post("/decisions/{decision_id}/verdict")
-    def verdict(request: Request, body: Verdict, decision_id: int = Path(ge=1)) -> dict[str, Any]:
+    def verdict(
+        request: Request, body: Verdict, decision_id: int = PathParam(ge=1)
+    ) -> dict[str, Any]:
         """Approve, override (with weights) or reject a decision."""
         view = prefs.decide(
             _settings(request), decision_id, body.verdict, weights=body.weights, note=body.note
@@ -75,7 +90,95 @@ def _dpo_router(dpo: Any) -> APIRouter:
             next_after=max([after, *(r.id for r in rows)]),
         )
 
+    @router.post(
+        "/dpo/train",
+        status_code=202,
+        response_model=DpoStarted,
+        responses={
+            409: {"description": "a DPO run is running, the run name is taken, or too few pairs"},
+            422: {"description": "no model configured (ALPHALOOP_DPO_MODEL), an unknown model_id"},
+        },
+    )
+    def dpo_train(request: Request, body: DpoTrainRequest) -> DpoStarted:
+        """Start a DPO run on every labelled pair in a worker process (``alphaloop dpo
+        train``) with the server's model, ``ALPHALOOP_DPO_MODEL``; the trained model goes to
+        ``<home>/dpo/<run>``. One run at a time: 409 while another is running."""
+        settings = _settings(request)
+        model = _dpo_model(settings, body.model_id)
+        run = body.run or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        out = (settings.home / "dpo" / run).absolute()
+        with _dpo_lock:  # check and start as one step: two requests never start two runs
+            _check_dpo_free(settings, run, out)
+            args = ["dpo", "train", "--json", "--model", str(model), "--out", str(out)]
+            args += ["--max-steps", str(body.max_steps), *(["--lora"] if body.lora else [])]
+            worker = workers.spawn(settings, "dpo", args)
+        run_id = _wait_for_dpo_run(settings, dpo, worker)
+        return DpoStarted(run=run, model_id=model.name, pid=worker.pid, dpo_run_id=run_id)
+
     return router
+
+
+_dpo_lock = threading.Lock()
+
+
+def _dpo_model(settings: Any, model_id: str | None) -> Path:
+    model = settings.dpo_model
+    if model is None:
+        raise HTTPException(
+            422,
+            "no DPO model is configured on this server: set ALPHALOOP_DPO_MODEL to a local "
+            "model directory (config, weights, tokenizer) and restart `alphaloop serve`",
+        )
+    if model_id is not None and model_id != model.name:
+        raise HTTPException(
+            422,
+            f"unknown model_id {model_id!r}: this server trains {model.name!r} "
+            "(ALPHALOOP_DPO_MODEL); leave model_id out or send that name",
+        )
+    return Path(model).absolute()
+
+
+def _check_dpo_free(settings: Any, run: str, out: Path) -> None:
+    """Raises HTTPException 409 when a run is going on, the name is taken or pairs are few."""
+    busy = workers.running("dpo") or [r.owner_pid for r in reads.running_dpo_runs(settings)]
+    if busy:
+        raise HTTPException(
+            409,
+            f"a DPO run is already running (process {busy[0]}); wait for it to finish "
+            "(GET /api/dpo/runs) and start again",
+        )
+    if out.exists():
+        raise HTTPException(409, f"a DPO run named {run!r} exists already; pick a new run name")
+    prefs = _ops("prefs")
+    labelled = prefs.preference_stats(settings).labelled if prefs is not None else 0
+    if labelled < 2:
+        raise HTTPException(
+            409,
+            f"DPO needs at least 2 labelled preference pairs, the journal has {labelled}: give "
+            "verdicts (POST /api/decisions/{id}/verdict), then run `alphaloop prefs extract`",
+        )
+
+
+def _wait_for_dpo_run(settings: Any, dpo: Any, worker: workers.Worker) -> int | None:
+    """The journal id of the run ``worker`` started (runs record their owner's pid), or None
+    if it is still loading its libraries after ``SESSION_WAIT_S``.
+
+    Raises:
+        WorkerFailed: the worker ended without journaling a run (its error line in the
+            message; exit code 2, a directory that is not a model, answers 422).
+    """
+    deadline = time.monotonic() + workers.SESSION_WAIT_S
+    while time.monotonic() < deadline:
+        code = workers.exit_code(worker.pid)
+        mine = [r.id for r in dpo.list_dpo_runs(settings) if r.owner_pid == worker.pid]
+        if mine:
+            return mine[0]
+        if code is not None:
+            raise workers.WorkerFailed(
+                f"the DPO worker exited ({code}) before starting: {workers.log_tail(worker)}", code
+            )
+        time.sleep(0.2)
+    return None
 
 
 class TickRequest(BaseModel):

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 
 from alphaloop import ops
 from alphaloop.ops import policies, schedule
+from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
 from alphaloop.server import workers
 from alphaloop.server.models import (
@@ -44,11 +45,15 @@ def knobs() -> dict[str, Any]:
     }
 
 
+# Charts of objectives and metrics only: drawn without reading any trial's per-day series.
+_METRICS_CHARTS = ("research_progress", "ratio_curve")
+
+
 def _figure(request: Request, kind: str, session_id: str | None, trial_idx: int | None) -> Any:
-    chart = ops.build_chart(
-        ops.chart_kind(kind), _settings(request), session_id=session_id, trial_idx=trial_idx
-    )
-    return chart
+    name = ops.chart_kind(kind)
+    if name in _METRICS_CHARTS and trial_idx is None:
+        return ops_sessions.metrics_chart(_settings(request), name, session_id)
+    return ops.build_chart(name, _settings(request), session_id=session_id, trial_idx=trial_idx)
 
 
 @router.get("/charts/{kind}", tags=["charts"])

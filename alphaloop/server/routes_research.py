@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Path, Query, Request
 
 from alphaloop import ops
+from alphaloop.exceptions import ChartDataError
+from alphaloop.ops import sessions as ops_sessions
 from alphaloop.server import workers
 from alphaloop.server._json import jsonable
 from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
@@ -39,40 +42,63 @@ def sessions(request: Request, after: int = After) -> Page:
     return Page(items=items, next_after=max(after, len(rows)))
 
 
-def _trials_after(trials: list[Any], after: int) -> tuple[list[Any], int]:
-    """Trials with a (journal-wide) id above ``after``, and the cursor to poll from next: the id
-    before the first trial still running, so a row that finishes later is sent again."""
-    rows = [t for t in trials if t.id > after]
+# The per-day series of a trial (754 daily returns over the embedded data's validation window,
+# a weight per asset, a training curve): null in answers unless asked for. A trial's prompt and
+# traceback tail are never sent.
+SERIES_FIELDS = frozenset({"val_returns", "final_weights", "curve"})
+_NEVER = frozenset({"prompt", "traceback_tail"})
+
+
+def _cursor(rows: list[Any], after: int) -> int:
+    """The cursor to poll from next, given the trials with an id above ``after``: the id before
+    the first trial still running, so a row that finishes later is sent again."""
     running = [t.id for t in rows if t.status == "running"]
     if running:
-        return rows, min(running) - 1
-    return rows, max((t.id for t in rows), default=after)
+        return min(running) - 1
+    return max((t.id for t in rows), default=after)
+
+
+def _dump(t: Any, *, series: bool = False) -> dict[str, Any]:
+    """A trial as JSON; its series null unless ``series`` (the shape stays the same)."""
+    row = t.model_dump(mode="json", exclude=set(_NEVER))
+    if not series:
+        row.update(dict.fromkeys(SERIES_FIELDS))
+    return jsonable(row)
+
+
+def _trial(t: Any, clips: dict[int, list[Any]], *, series: bool = False) -> dict[str, Any]:
+    return {
+        **_dump(t, series=series),
+        "clips": [c.model_dump(mode="json") for c in clips.get(t.id, [])],
+    }
 
 
 @router.get("/sessions/{session_id}/journal", tags=["sessions"])
 def session_journal(
-    request: Request, session_id: str = SessionPath, after: int = After
+    request: Request,
+    session_id: str = SessionPath,
+    after: int = After,
+    series: bool = Query(
+        False,
+        description="also send each trial's per-day series (val_returns: a return per "
+        "validation day; final_weights; curve: the PPO training curve), in the trials and the "
+        "leaderboard; without it they are null. They are most of a long session's size.",
+    ),
 ) -> dict[str, Any]:
-    """The full journal of one session: leaderboard, trials (id above ``after``) with their
-    clips, the test-window result, chart reads, the newest validation report."""
+    """The journal of one session: leaderboard, trials (id above ``after``) with their clips,
+    the test-window result, chart reads, the newest validation report. Trials come without
+    their per-day series unless ``series=true``."""
     settings = _settings(request)
-    r = ops.session_review(settings, session_id)
-    trials, nxt = _trials_after(r.trials, after)
+    r = ops_sessions.session_review_after(settings, session_id, after=after, series=series)
     return {
         "session": r.session.model_dump(mode="json"),
         "counted_trials": r.counted_trials,
-        "leaderboard": [t.model_dump(mode="json") for t in r.leaderboard],
-        "trials": [
-            {
-                **t.model_dump(mode="json", exclude={"prompt", "traceback_tail"}),
-                "clips": [c.model_dump(mode="json") for c in r.clips.get(t.id, [])],
-            }
-            for t in trials
-        ],
+        "leaderboard": [_dump(t, series=series) for t in r.leaderboard],
+        "trials": [_trial(t, r.clips, series=series) for t in r.trials],
         "final": jsonable(r.session.final),
         "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
         "validation": jsonable(ops.latest_validation(settings, session_id)),
-        "next_after": nxt,
+        "next_after": _cursor(r.trials, after),
     }
 
 
@@ -83,16 +109,15 @@ def _newest(settings: Any, manual: bool) -> str | None:
     return None
 
 
-def _snapshot(status: ops.SessionStatus, after: int) -> dict[str, Any]:
-    trials, nxt = _trials_after(status.trials, after)
+def _snapshot(snap: ops_sessions.SessionSnapshot, after: int) -> dict[str, Any]:
     return {
-        "session": status.session.model_dump(mode="json"),
-        "counted_trials": status.counted_trials,
-        "best": status.best.model_dump(mode="json") if status.best else None,
-        "running": [r.model_dump(mode="json") for r in status.running],
-        "resume": status.resume,
-        "trials": [t.model_dump(mode="json", exclude={"prompt", "traceback_tail"}) for t in trials],
-        "next_after": nxt,
+        "session": snap.session.model_dump(mode="json"),
+        "counted_trials": snap.counted_trials,
+        "best": _dump(snap.best) if snap.best else None,
+        "running": [r.model_dump(mode="json") for r in snap.running],
+        "resume": snap.resume,
+        "trials": [_trial(t, snap.clips) for t in snap.trials],
+        "next_after": _cursor(snap.trials, after),
     }
 
 
@@ -101,16 +126,39 @@ def research_current(
     request: Request,
     session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
     after: int = After,
+    chart: bool = Query(
+        False,
+        description="also send the session's research_progress chart (plotly figure JSON, "
+        "null while no trial has finished), so a first poll can draw it at once",
+    ),
 ) -> dict[str, Any]:
     """The snapshot of a research session (default: the newest): status, counted trials, best
-    so far, the trials running now, and the trials with an id above ``after``."""
+    so far, the trials running now, and the trials with an id above ``after`` with their clips
+    (without per-day series; ``GET /api/sessions/{id}/journal?series=true`` has them). A poll
+    reads only what changed since ``after``, so its cost does not grow with the session."""
     settings = _settings(request)
     sid = session_id or _newest(settings, manual=False)
     if sid is None:
-        return {"session": None, "trials": [], "running": [], "best": None, "next_after": after}
-    status = ops.session_status(settings, sid)
-    assert status is not None  # an id was given
-    return _snapshot(status, after)
+        return {
+            "session": None,
+            "trials": [],
+            "running": [],
+            "best": None,
+            "next_after": after,
+            **({"chart": None} if chart else {}),
+        }
+    answer = _snapshot(ops_sessions.session_snapshot(settings, sid, after=after), after)
+    if chart:
+        answer["chart"] = _progress_figure(settings, sid)
+    return answer
+
+
+def _progress_figure(settings: Any, session_id: str) -> Any:
+    try:
+        drawn = ops_sessions.metrics_chart(settings, "research_progress", session_id)
+    except ChartDataError:  # no trial finished yet
+        return None
+    return json.loads(drawn.figure.to_json())
 
 
 def _research_args(body: ResearchRequest) -> list[str]:

@@ -44,6 +44,7 @@ class Worker(BaseModel):
 
 
 _children: dict[int, subprocess.Popen] = {}
+_kinds: dict[int, str] = {}  # pid -> the kind of work it was started for
 _lock = threading.Lock()
 
 
@@ -67,6 +68,7 @@ def spawn(settings: Settings, kind: str, args: list[str]) -> Worker:
         )
     with _lock:
         _children[proc.pid] = proc
+        _kinds[proc.pid] = kind
     threading.Thread(target=_reap, args=(proc,), daemon=True, name=f"reap-{proc.pid}").start()
     return Worker(pid=proc.pid, command=command[2:], log=str(log))
 
@@ -80,6 +82,13 @@ def exit_code(pid: int) -> int | None:
     with _lock:
         proc = _children.get(pid)
     return None if proc is None else proc.poll()
+
+
+def running(kind: str) -> list[int]:
+    """The pids of this server's workers of ``kind`` that have not exited."""
+    with _lock:
+        procs = [p for pid, p in _children.items() if _kinds.get(pid) == kind]
+    return [p.pid for p in procs if p.poll() is None]
 
 
 def log_tail(worker: Worker, lines: int = 5) -> str:

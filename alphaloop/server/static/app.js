@@ -25,7 +25,14 @@ function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) :
 // Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
 function countPoints(div) { return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
 
-function plot(id, fig) {
+// plotly.js is deferred after this file: charts wait for it, the API calls do not.
+const plotlyReady = new Promise((resolve) => {
+  if (window.Plotly) return resolve();
+  document.getElementById("plotly-js").addEventListener("load", resolve, { once: true });
+});
+
+async function plot(id, fig) {
+  await plotlyReady;
   const div = document.getElementById(id);
   Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height: 320 }, { responsive: true, displaylogo: false });
   div.dataset.points = String(countPoints(div));
@@ -84,23 +91,27 @@ document.querySelectorAll("#trials-table th").forEach((th) => th.addEventListene
   const key = th.dataset.key; state.sortAsc = state.sortKey === key ? !state.sortAsc : true; state.sortKey = key; renderTrials();
 }));
 
+// One call a tick: the snapshot holds the trials after the cursor with their clips. The first
+// one also carries the progress chart, so the page draws it without a second round trip.
 async function pollResearch() {
   const q = new URLSearchParams({ after: state.trialsAfter });
   if (state.sessionId) q.set("session_id", state.sessionId);
+  if (!state.lastResearchSig) q.set("chart", "true");
   const snap = await api("/api/research/current?" + q);
   if (!snap.session) return;
   if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.trials.clear(); }
-  const j = await api(`/api/sessions/${snap.session.id}/journal?after=${state.trialsAfter}`);
-  for (const t of j.trials) state.trials.set(t.id, t);
-  state.trialsAfter = j.next_after;
+  for (const t of snap.trials) state.trials.set(t.id, t);
+  state.trialsAfter = snap.next_after;
   const s = snap.session;
   $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
     `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
-  renderTrials();
   const sig = `${s.id}:${s.status}:${[...state.trials.values()].map((t) => t.id + t.status).join(",")}`;
   if (sig !== state.lastResearchSig && state.trials.size) {
+    const drawn = snap.chart ? plot("research-chart", snap.chart) : null;
     state.lastResearchSig = sig;
-    try { plot("research-chart", await api(`/api/charts/research_progress?session_id=${s.id}`)); } catch (e) { /* no trial finished yet */ }
+    renderTrials();
+    try { await (drawn || api(`/api/charts/research_progress?session_id=${s.id}`).then((fig) => plot("research-chart", fig))); }
+    catch (e) { /* no trial finished yet */ }
   }
 }
 
