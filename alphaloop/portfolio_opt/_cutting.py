@@ -209,7 +209,13 @@ def _turnover(weights: np.ndarray, prev: np.ndarray | None, cost: float) -> floa
 
 def _worst(losses: np.ndarray, probabilities: np.ndarray, mass: float) -> np.ndarray:
     """Indices of the largest losses holding at least ``mass`` probability (all if less)."""
-    order = np.argsort(-losses, kind="stable")
+    # Only the top ``count`` rows can be needed (each holds at least the smallest probability),
+    # so a partition and a short sort replace sorting all scenarios.
+    count = min(len(losses), int(mass / float(probabilities.min())) + 2)
+    order = np.arange(len(losses))
+    if count < len(losses):
+        order = np.argpartition(-losses, count - 1)[:count]
+    order = order[np.argsort(-losses[order], kind="stable")]
     before = np.concatenate([[0.0], np.cumsum(probabilities[order])[:-1]])
     return order[before < mass]
 
