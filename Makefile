@@ -18,13 +18,10 @@ lock:
 	PY=$(PY) bash scripts/lock.sh
 
 # A short Mean-CVaR session and a short unified (PPO + CVaR overlay) session on the embedded
-# S&P 500 data with the embedded TPE proposer, then the journal review of both.
+# S&P 500 data with the embedded TPE proposer, then the loop on the first one's winner: the
+# policy library, a deployment check, a paper tick, its review and the preference pairs.
 demo: $(STAMP)
-	$(BIN)/alphaloop research "maximise Sharpe, max drawdown under 25%" --mode cufolio_only \
-		--budget 12 --max-drawdown 0.25 --proposer tpe
-	$(BIN)/alphaloop research "maximise Sharpe with PPO under a CVaR overlay" --mode unified \
-		--budget 4 --proposer tpe
-	$(BIN)/alphaloop sessions
+	BIN=$(BIN) bash scripts/demo.sh
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q --timeout=900
