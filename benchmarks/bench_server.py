@@ -1,10 +1,19 @@
 """The REST API under load: ``python -m benchmarks.bench_server [--quick]``.
 
-1. Latency of the session snapshot and of the full journal of a 1,000-trial session (median and
-   p95 of sequential requests) while a writer thread appends trials to it through the Journal.
-2. Page load to first chart drawn (Playwright with the system Chromium; median of a few loads).
-3. Concurrent pollers: 8/32/64/128 clients each polling the snapshot in a loop for a few
-   seconds against one uvicorn; errors (any non-200 or transport error) and requests per second.
+A 1,000-trial session whose trials carry what real ones do (754 daily validation returns, final
+weights, the prompt of an LLM proposal), while a writer thread appends more through the Journal.
+Each measure is taken twice in one run, side by side:
+
+- *before*: the former full reads, kept here as baseline routes (every trial of the session
+  read with its series, then filtered, on every request);
+- *after*: the routes as served (trials after the poller's cursor only, no series unless asked).
+
+1. Latency of the snapshot (an up-to-date poller, and a first poll with ``after=0``) and of the
+   session's journal (median and p95 of sequential requests).
+2. Page load to first chart drawn (Playwright with the system Chromium): cold (a new browser
+   context each time, nothing cached) and warm (a reload, plotly.js from the cache).
+3. Concurrent pollers: 8/32/64/128 clients each polling the snapshot in a loop for a few seconds
+   against one uvicorn; errors (any non-200 or transport error) and requests per second.
 
 Reports numbers only; it asserts nothing.
 """
@@ -18,13 +27,102 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+from fastapi import APIRouter, FastAPI
 
+from alphaloop import ops
 from alphaloop.journal import Journal
+from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.server import create_app
 from alphaloop.settings import Settings
 from benchmarks._report import SummaryRow, parse_quick, print_rows
-from tests.server.helpers import add_trials, live_server, new_session
+from tests.server.helpers import live_server, new_session
+
+N_DAYS = 754  # validation days of the embedded S&P 500 data
+N_ASSETS = 20
+PROMPT = "x" * 3000  # an LLM proposal's prompt: the goal, the knob table, the top trials
+
+
+def _add_trials(journal: Journal, session_id: str, n: int, start: int = 0) -> None:
+    """``n`` finished search trials with the series a real trial journals."""
+    config = TrialConfig(lookback=30)
+    for i in range(start, start + n):
+        row = journal.start_trial(
+            session_id,
+            kind="search",
+            config=config.model_dump(),
+            config_hash=config_hash(config),
+            delta={"changes": {"lookback": 30}, "rationale": "r"},
+            parent_id=None,
+            seed=i,
+            rationale="r",
+            proposer="llm",
+            prompt=PROMPT,
+        )
+        journal.finish_trial(
+            row.id,
+            status="keep" if i % 3 == 0 else "discard",
+            objective=0.5 + i / 1000,
+            metrics={"sharpe": 0.5 + i / 1000, "max_drawdown": 0.1},
+            val_returns=[0.0004 * ((d * 7 + i) % 11 - 5) for d in range(N_DAYS)],
+            final_weights=[1 / N_ASSETS] * N_ASSETS,
+            elapsed_s=0.01,
+        )
+
+
+def _before_routes(settings: Settings) -> APIRouter:
+    """The former snapshot and journal routes: every trial read in full, then filtered."""
+    router = APIRouter(prefix="/before")
+    never = {"prompt", "traceback_tail"}
+
+    def cursor(rows: list[Any], after: int) -> int:
+        running = [t.id for t in rows if t.status == "running"]
+        return min(running) - 1 if running else max((t.id for t in rows), default=after)
+
+    @router.get("/snapshot")
+    def snapshot(session_id: str, after: int = 0) -> dict[str, Any]:
+        status = ops.session_status(settings, session_id)
+        assert status is not None
+        rows = [t for t in status.trials if t.id > after]
+        return {
+            "session": status.session.model_dump(mode="json"),
+            "counted_trials": status.counted_trials,
+            "best": status.best.model_dump(mode="json") if status.best else None,
+            "running": [r.model_dump(mode="json") for r in status.running],
+            "resume": status.resume,
+            "trials": [t.model_dump(mode="json", exclude=never) for t in rows],
+            "next_after": cursor(rows, after),
+        }
+
+    @router.get("/journal")
+    def journal(session_id: str, after: int = 0) -> dict[str, Any]:
+        r = ops.session_review(settings, session_id)
+        rows = [t for t in r.trials if t.id > after]
+        return {
+            "session": r.session.model_dump(mode="json"),
+            "leaderboard": [t.model_dump(mode="json") for t in r.leaderboard],
+            "trials": [
+                {
+                    **t.model_dump(mode="json", exclude=never),
+                    "clips": [c.model_dump(mode="json") for c in r.clips.get(t.id, [])],
+                }
+                for t in rows
+            ],
+            "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
+            "validation": ops.latest_validation(settings, session_id),
+            "next_after": cursor(rows, after),
+        }
+
+    return router
+
+
+def _app(settings: Settings) -> FastAPI:
+    app = create_app(settings)
+    # Ahead of the page mounted at "/", which would answer every other path.
+    app.router.routes[:0] = _before_routes(settings).routes
+    return app
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -34,7 +132,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def _latency(base: str, path: str, n: int) -> tuple[float, float]:
     times = []
-    with httpx.Client(base_url=base, timeout=60) as c:
+    with httpx.Client(base_url=base, timeout=120) as c:
+        c.get(path).raise_for_status()  # warm-up: imports, first parse
         for _ in range(n):
             t0 = time.perf_counter()
             c.get(path).raise_for_status()
@@ -61,13 +160,17 @@ async def _pollers(base: str, path: str, clients: int, seconds: float) -> tuple[
     return ok, errors
 
 
-def _page_load(base: str, loads: int) -> float | None:
+_FIRST_CHART = "() => Number(document.querySelector('#research-chart').dataset.points) > 0"
+
+
+def _page_load(base: str, loads: int) -> tuple[float, float] | None:
+    """Median seconds to the first chart drawn: cold (a new context) and warm (a reload)."""
     chromium = shutil.which("chromium")
     if chromium is None:
         return None
     from playwright.sync_api import sync_playwright
 
-    times = []
+    cold, warm = [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
@@ -76,74 +179,127 @@ def _page_load(base: str, loads: int) -> float | None:
             page = browser.new_page()
             t0 = time.perf_counter()
             page.goto(base + "/")
-            page.wait_for_function(
-                "() => Number(document.querySelector('#research-chart').dataset.points) > 0",
-                timeout=60_000,
-            )
-            times.append(time.perf_counter() - t0)
+            page.wait_for_function(_FIRST_CHART, timeout=60_000)
+            cold.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            page.reload()
+            page.wait_for_function(_FIRST_CHART, timeout=60_000)
+            warm.append(time.perf_counter() - t0)
             page.close()
         browser.close()
-    return statistics.median(times)
+    return statistics.median(cold), statistics.median(warm)
+
+
+def _ms(m: tuple[float, float]) -> str:
+    return f"{m[0]:.1f} / {m[1]:.1f} ms"
 
 
 def main(argv: list[str] | None = None) -> list[SummaryRow]:
     quick = parse_quick(__doc__ or "", argv)
     n_trials, n_req, loads = (300, 20, 2) if quick else (1000, 60, 3)
     ramp, seconds = ((8, 32), 2.0) if quick else ((8, 32, 64, 128), 4.0)
-    rows: list[SummaryRow] = []
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(ALPHALOOP_HOME=str(Path(tmp) / "home"))
         with Journal(settings.journal_path) as j:
             sid = new_session(j, budget=n_trials * 2)
-            add_trials(j, sid, n_trials)
+            _add_trials(j, sid, n_trials)
         stop = threading.Event()
 
         def write() -> None:
             with Journal(settings.journal_path) as j:
+                i = n_trials
                 while not stop.is_set():
-                    add_trials(j, sid, 1)
+                    _add_trials(j, sid, 1, start=i)
+                    i += 1
                     time.sleep(0.05)
 
         writer = threading.Thread(target=write, daemon=True)
         writer.start()
+        lat: dict[str, tuple[float, float]] = {}
+        polls: dict[tuple[str, int], tuple[float, int]] = {}
         try:
-            with live_server(settings) as base:
-                snap = _latency(
-                    base, f"/api/research/current?session_id={sid}&after=999999999", n_req
-                )
-                full = _latency(base, f"/api/sessions/{sid}/journal", max(5, n_req // 4))
+            with live_server(settings, app=_app(settings)) as base:
+                q = f"session_id={sid}"
+                paths = {
+                    "snapshot, up to date": (
+                        f"/before/snapshot?{q}&after=999999999",
+                        f"/api/research/current?{q}&after=999999999",
+                    ),
+                    "snapshot, first poll": (
+                        f"/before/snapshot?{q}&after=0",
+                        f"/api/research/current?{q}&after=0",
+                    ),
+                    "journal": (f"/before/journal?{q}", f"/api/sessions/{sid}/journal"),
+                    "journal ?series=true": (None, f"/api/sessions/{sid}/journal?series=true"),
+                }
+                for name, (old, new) in paths.items():
+                    n = n_req if name.startswith("snapshot, up") else max(5, n_req // 4)
+                    if old:
+                        lat[f"{name} before"] = _latency(base, old, n)
+                    lat[f"{name} after"] = _latency(base, new, n)
                 load = _page_load(base, loads)
-                ramp_rows = []
                 for clients in ramp:
-                    path = f"/api/research/current?session_id={sid}&after=999999999"
-                    ok, errors = asyncio.run(_pollers(base, path, clients, seconds))
-                    ramp_rows.append((clients, ok / seconds, errors))
+                    for tag, path in (
+                        ("before", paths["snapshot, up to date"][0]),
+                        ("after", paths["snapshot, up to date"][1]),
+                    ):
+                        ok, errors = asyncio.run(_pollers(base, path, clients, seconds))
+                        polls[(tag, clients)] = (ok / seconds, errors)
         finally:
             stop.set()
             writer.join()
-    print(f"REST API over a {n_trials}-trial session with a writer appending trials")
-    print_rows(
-        [
-            ("snapshot latency median / p95", f"{snap[0]:.1f} ms / {snap[1]:.1f} ms"),
-            (f"journal ({n_trials} trials) median / p95", f"{full[0]:.1f} ms / {full[1]:.1f} ms"),
-            ("page load to first chart (median)", f"{load:.2f} s" if load else "no chromium"),
-            *[(f"{c} pollers", f"{rps:.0f} req/s, {e} errors") for c, rps, e in ramp_rows],
-        ]
+    print(
+        f"REST API over a {n_trials}-trial session ({N_DAYS} daily returns a trial) with a "
+        "writer appending trials; latency median / p95, before -> after (ratio of medians)"
     )
-    rows.append(
-        ("API snapshot latency, median (p95)", f"{snap[0]:.1f} ms ({snap[1]:.1f})", "with a writer")
-    )
-    rows.append(
+    lines = []
+    for name in paths:
+        after = lat[f"{name} after"]
+        before = lat.get(f"{name} before")
+        if before:
+            ratio = before[0] / after[0]
+            lines.append((name, f"{_ms(before)} -> {_ms(after)}  ({ratio:.0f}x)"))
+        else:
+            lines.append((name, f"{_ms(after)}"))
+    if load:
+        lines.append(
+            ("page load to first chart, cold / warm", f"{load[0]:.2f} s / {load[1]:.2f} s")
+        )
+    else:
+        lines.append(("page load to first chart", "no chromium"))
+    for clients in ramp:
+        (b_rps, b_err), (a_rps, a_err) = polls[("before", clients)], polls[("after", clients)]
+        lines.append(
+            (
+                f"{clients} pollers",
+                f"{b_rps:.0f} req/s ({b_err} errors) -> {a_rps:.0f} req/s ({a_err} errors)",
+            )
+        )
+    print_rows(lines)
+    snap_b, snap_a = lat["snapshot, up to date before"], lat["snapshot, up to date after"]
+    full_b, full_a = lat["journal before"], lat["journal after"]
+    rows: list[SummaryRow] = [
+        (
+            "API snapshot latency, median (p95)",
+            f"{snap_a[0]:.1f} ms ({snap_a[1]:.1f})",
+            f"full read {snap_b[0]:.0f} ms ({snap_b[1]:.0f}), with a writer",
+        ),
         (
             f"API journal of {n_trials} trials, median (p95)",
-            f"{full[0]:.0f} ms ({full[1]:.0f})",
-            "with a writer",
+            f"{full_a[0]:.0f} ms ({full_a[1]:.0f})",
+            f"with series {full_b[0]:.0f} ms ({full_b[1]:.0f}), with a writer",
+        ),
+    ]
+    if load:
+        rows.append(("page load to first chart", f"{load[0]:.2f} s", f"warm {load[1]:.2f} s"))
+    top = ramp[-1]
+    rows.append(
+        (
+            f"snapshot throughput, {top} pollers",
+            f"{polls[('after', top)][0]:.0f} req/s ({polls[('after', top)][1]} errors)",
+            f"full read {polls[('before', top)][0]:.0f} req/s",
         )
     )
-    if load:
-        rows.append(("page load to first chart", f"{load:.2f} s", "median"))
-    held = max((c for c, _, e in ramp_rows if e == 0), default=0)
-    rows.append(("concurrent pollers held with no error", str(held), f"of {ramp[-1]} tried"))
     return rows
 
 

@@ -230,7 +230,7 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
     """
     with open_journal(settings) as j:
         s = j.get_session(session_id)
-        top = j.leaderboard(session_id, 1)
+        top = j.leaderboard_without_series(session_id, 1)
         return SessionSnapshot(
             session=s,
             counted_trials=j.counted_trials(session_id),
@@ -246,8 +246,8 @@ def session_review_after(
     settings: Settings, session_id: str, *, after: int = 0, series: bool = False, top: int = 10
 ) -> SessionReview:
     """:func:`session_review` of the trials with a journal id above ``after`` only, with their
-    per-day series (``val_returns``, ``final_weights``, ``curve``) only when ``series`` is set.
-    The leaderboard and chart reads are whole.
+    per-day series (``val_returns``, ``final_weights``, ``curve``), in them and in the
+    leaderboard, only when ``series`` is set. The leaderboard and chart reads are whole.
 
     Raises:
         NoJournal: there is no journal.
@@ -258,7 +258,11 @@ def session_review_after(
         return SessionReview(
             session=s,
             counted_trials=j.counted_trials(session_id),
-            leaderboard=j.leaderboard(session_id, top),
+            leaderboard=(
+                j.leaderboard(session_id, top)
+                if series
+                else j.leaderboard_without_series(session_id, top)
+            ),
             trials=j.trials_after(session_id, after, series=series),
             clips=_clips_by_trial(j.clips_after(session_id, after)),
             chart_reads=j.chart_reads(session_id),

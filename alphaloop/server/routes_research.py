@@ -60,10 +60,10 @@ def _cursor(rows: list[Any], after: int) -> int:
 
 def _dump(t: Any, *, series: bool = False) -> dict[str, Any]:
     """A trial as JSON; its series null unless ``series`` (the shape stays the same)."""
-    row = t.model_dump(mode="json", exclude=set(_NEVER))
-    if not series:
-        row.update(dict.fromkeys(SERIES_FIELDS))
-    return jsonable(row)
+    if series:
+        return jsonable(t.model_dump(mode="json", exclude=set(_NEVER)))
+    row = t.model_dump(mode="json", exclude=set(_NEVER | SERIES_FIELDS))
+    return jsonable({**row, **dict.fromkeys(SERIES_FIELDS)})
 
 
 def _trial(t: Any, clips: dict[int, list[Any]], *, series: bool = False) -> dict[str, Any]:

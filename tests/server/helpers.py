@@ -31,12 +31,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(settings: Settings, *, auth_reads: bool = False) -> Iterator[str]:
-    """The app served by a real uvicorn on a free loopback port, in a thread."""
+def live_server(
+    settings: Settings, *, auth_reads: bool = False, app: Any | None = None
+) -> Iterator[str]:
+    """The app (default: ``create_app(settings)``) served by a real uvicorn on a free loopback
+    port, in a thread."""
     port = free_port()
-    config = uvicorn.Config(
-        create_app(settings, auth_reads=auth_reads), host="127.0.0.1", port=port, log_level="error"
-    )
+    app = app if app is not None else create_app(settings, auth_reads=auth_reads)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -107,11 +107,11 @@ async function pollResearch() {
     `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
   const sig = `${s.id}:${s.status}:${[...state.trials.values()].map((t) => t.id + t.status).join(",")}`;
   if (sig !== state.lastResearchSig && state.trials.size) {
-    const drawn = snap.chart ? plot("research-chart", snap.chart) : null;
     state.lastResearchSig = sig;
-    renderTrials();
-    try { await (drawn || api(`/api/charts/research_progress?session_id=${s.id}`).then((fig) => plot("research-chart", fig))); }
+    // The chart first, then the table: a long session's table is the slower of the two.
+    try { await plot("research-chart", snap.chart || await api(`/api/charts/research_progress?session_id=${s.id}`)); }
     catch (e) { /* no trial finished yet */ }
+    renderTrials();
   }
 }
 
@@ -232,11 +232,21 @@ async function pollSchedule() {
   }
 }
 
-function every(ms, fn) { const run = () => fn().catch((e) => console.warn(e)).finally(() => setTimeout(run, ms)); run(); }
-loadEnv().catch((e) => toast(e.message));
-every(1500, pollResearch);
-every(1500, pollTrain);
-every(5000, pollRatio);
-every(4000, pollPolicies);
-every(4000, pollPrefs);
-every(3000, pollSchedule);
+// Runs fn now and every ms after each run ends; resolves when the first run has ended.
+function every(ms, fn) {
+  let first;
+  const run = () => fn().catch((e) => console.warn(e)).finally(() => setTimeout(run, ms));
+  const started = new Promise((resolve) => { first = resolve; });
+  fn().catch((e) => console.warn(e)).finally(() => { first(); setTimeout(run, ms); });
+  return started;
+}
+// The research panel first, alone: its first answer carries the first chart. The other panels
+// start once it is drawn, so they do not compete with it for the server.
+every(1500, pollResearch).finally(() => {
+  loadEnv().catch((e) => toast(e.message));
+  every(1500, pollTrain);
+  every(5000, pollRatio);
+  every(4000, pollPolicies);
+  every(4000, pollPrefs);
+  every(3000, pollSchedule);
+});
