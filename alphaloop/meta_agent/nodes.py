@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from langgraph.runtime import Runtime
@@ -254,12 +254,27 @@ def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     session runs only the confirmations a kill cut short."""
     ctx = runtime.context
     candidate = ctx.journal.get_trial(state["trial_id"])
-    done = {t.seed for t in confirmations(ctx, candidate.id)}
     config = TrialConfig(**candidate.config)
+    for row in start_confirmations(ctx, candidate):
+        outcome = in_span(
+            ctx, TRIAL, trial_attributes(row), lambda row=row: run_outcome(ctx, row, config)
+        )
+        finish_confirmation(ctx, candidate, row, outcome)
+    return {}
+
+
+def _confirmation_reason(candidate: TrialRecord) -> str:
+    return f"confirmation of trial {candidate.idx} on a fresh seed"
+
+
+def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator[TrialRecord]:
+    """Journals (and yields, one at a time) a ``confirm`` row for each of the candidate's fresh
+    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
+    done = {t.seed for t in confirmations(ctx, candidate.id)}
+    why = _confirmation_reason(candidate)
     for seed in ctx.confirm_seed_range:
         if seed in done:
             continue
-        why = f"confirmation of trial {candidate.idx} on a fresh seed"
         row = ctx.journal.start_trial(
             ctx.session_id,
             kind=TrialKind.confirm,
@@ -272,12 +287,15 @@ def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
             proposer="confirm",
         )
         ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
-        outcome = in_span(
-            ctx, TRIAL, trial_attributes(row), lambda row=row: run_outcome(ctx, row, config)
-        )
-        rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
-        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
-    return {}
+        yield row
+
+
+def finish_confirmation(
+    ctx: SessionContext, candidate: TrialRecord, row: TrialRecord, outcome: TrialOutcome
+) -> None:
+    """Journals a confirmation run's outcome (kept when it ran: the verdict is the candidate's)."""
+    rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), _confirmation_reason(candidate))
+    ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
 
 
 def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:

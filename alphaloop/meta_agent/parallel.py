@@ -32,7 +32,7 @@ from alphaloop.journal import TrialKind, TrialRecord
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent import finalize, nodes
 from alphaloop.meta_agent.executors import Pending, TrialJob, TrialRunner, open_runner
-from alphaloop.meta_agent.recording import best_so_far, confirmations, finished_trials
+from alphaloop.meta_agent.recording import best_so_far, finished_trials
 from alphaloop.meta_agent.state import LoopEvent, Proposal, SessionContext, TrialOutcome
 from alphaloop.meta_agent.tracing import (
     ITERATION,
@@ -263,30 +263,12 @@ def _settle(ctx: SessionContext, runner: TrialRunner, trial: InFlight) -> None:
 def _confirm(ctx: SessionContext, runner: TrialRunner, trial: InFlight) -> None:
     """The candidate's confirmation seeds, side by side (as the graph's ``confirm`` node)."""
     candidate = trial.row
-    done = {t.seed for t in confirmations(ctx, candidate.id)}
     config = TrialConfig(**candidate.config)
     started: list[tuple[TrialRecord, Pending, OpenSpan]] = []
-    for seed in ctx.confirm_seed_range:
-        if seed in done:
-            continue
-        why = f"confirmation of trial {candidate.idx} on a fresh seed"
-        row = ctx.journal.start_trial(
-            ctx.session_id,
-            kind=TrialKind.confirm,
-            config=candidate.config,
-            config_hash=candidate.config_hash,
-            delta={"changes": {}, "rationale": why},
-            parent_id=candidate.id,
-            seed=seed,
-            rationale=why,
-            proposer="confirm",
-        )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
+    for row in nodes.start_confirmations(ctx, candidate):
         span = trial.iteration.child(TRIAL, nodes.trial_attributes(row))
         started.append((row, runner.submit(_job(ctx, row, config)), span))
     for row, pending, span in started:
         outcome = _outcome(pending)
         span.end()
-        why = f"confirmation of trial {candidate.idx} on a fresh seed"
-        rec = nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), why)
-        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+        nodes.finish_confirmation(ctx, candidate, row, outcome)
