@@ -9,9 +9,9 @@ from fastapi import APIRouter, Path, Query, Request
 
 from alphaloop import ops
 from alphaloop.exceptions import ChartDataError
+from alphaloop.journal import jsonable
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.server import workers
-from alphaloop.server._json import jsonable
 from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
 
 router = APIRouter(prefix="/api")
