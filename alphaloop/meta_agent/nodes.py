@@ -157,26 +157,8 @@ def baseline(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     """Runs the default config with ``noise_seeds`` seeds (skipping any already journaled) and
     sets the noise floor: the standard deviation of their objectives."""
     ctx = runtime.context
-    done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
-    config = TrialConfig()
-    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
-        if seed in done:
-            continue
-        row = ctx.journal.start_trial(
-            ctx.session_id,
-            kind=TrialKind.baseline,
-            config=config.model_dump(),
-            config_hash=config_hash(config),
-            delta={"changes": {}, "rationale": "baseline"},
-            parent_id=None,
-            seed=seed,
-            rationale="baseline: default config",
-            proposer="baseline",
-        )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
-        outcome = run_outcome(ctx, row, config)
-        rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), "baseline")
-        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+    for row in start_baselines(ctx):
+        finish_baseline(ctx, row, run_outcome(ctx, row, TrialConfig()))
     set_noise_floor(ctx)
     return {"session_id": ctx.session_id}
 
@@ -261,6 +243,35 @@ def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         )
         finish_confirmation(ctx, candidate, row, outcome)
     return {}
+
+
+def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
+    """Journals (and yields, one at a time) a baseline row for each of the ``noise_seeds``
+    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
+    done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
+    config = TrialConfig()
+    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
+        if seed in done:
+            continue
+        row = ctx.journal.start_trial(
+            ctx.session_id,
+            kind=TrialKind.baseline,
+            config=config.model_dump(),
+            config_hash=config_hash(config),
+            delta={"changes": {}, "rationale": "baseline"},
+            parent_id=None,
+            seed=seed,
+            rationale="baseline: default config",
+            proposer="baseline",
+        )
+        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
+        yield row
+
+
+def finish_baseline(ctx: SessionContext, row: TrialRecord, outcome: TrialOutcome) -> None:
+    """Journals a baseline run's outcome (kept when it ran)."""
+    rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), "baseline")
+    ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
 
 
 def _confirmation_reason(candidate: TrialRecord) -> str:

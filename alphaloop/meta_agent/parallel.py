@@ -106,29 +106,10 @@ def _outcome(pending: Pending) -> TrialOutcome:
 
 def _baseline(ctx: SessionContext, runner: TrialRunner) -> None:
     """The baseline seeds not yet journaled, side by side, recorded in seed order."""
-    done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
     config = TrialConfig()
-    started: list[tuple[TrialRecord, Pending]] = []
-    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
-        if seed in done:
-            continue
-        row = ctx.journal.start_trial(
-            ctx.session_id,
-            kind=TrialKind.baseline,
-            config=config.model_dump(),
-            config_hash=config_hash(config),
-            delta={"changes": {}, "rationale": "baseline"},
-            parent_id=None,
-            seed=seed,
-            rationale="baseline: default config",
-            proposer="baseline",
-        )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
-        started.append((row, runner.submit(_job(ctx, row, config))))
+    started = [(row, runner.submit(_job(ctx, row, config))) for row in nodes.start_baselines(ctx)]
     for row, pending in started:
-        outcome = _outcome(pending)
-        rec = nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "baseline")
-        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+        nodes.finish_baseline(ctx, row, _outcome(pending))
     nodes.set_noise_floor(ctx)
 
 
