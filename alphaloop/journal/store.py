@@ -29,6 +29,13 @@ _WITHOUT_SERIES = ", ".join(
     f"NULL AS {name}" if name in _SERIES else name for name in TrialRecord.model_fields
 )
 _NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
+
+
+def _columns(series: bool) -> str:
+    """The trial columns to select: all of them, or the per-day series as NULL."""
+    return "*" if series else _WITHOUT_SERIES
+
+
 _LIVE = (SessionStatus.running.value, SessionStatus.stopping.value)
 # Trials that finished with a verdict on their metrics, and the search/baseline kinds (the
 # validation window), as SQL bound parameters.
@@ -85,7 +92,7 @@ class JournalReader(JournalFile):
                 ``curve`` come back None). Parsing them is most of a read's cost (~0.4 ms a
                 trial), and a reader of verdicts, configs and metrics needs none of them.
         """
-        columns = "*" if series else _WITHOUT_SERIES
+        columns = _columns(series)
         sql = f"SELECT {columns} FROM trials WHERE session_id = ?"
         params: tuple[Any, ...] = (session_id,)
         if kind is not None:
@@ -100,7 +107,7 @@ class JournalReader(JournalFile):
         default (``series`` as in :meth:`trials`): a poller redraws tables and charts of
         verdicts and objectives, and reading every series of a long session is most of a
         poll's cost."""
-        columns = "*" if series else _WITHOUT_SERIES
+        columns = _columns(series)
         rows = self._rows(
             f"SELECT {columns} FROM trials WHERE session_id = ? AND id > ? ORDER BY idx",
             (session_id, after_id),
@@ -124,22 +131,6 @@ class JournalReader(JournalFile):
             (session_id, after_id),
         )
         return [ClipRecord.from_row(r) for r in rows]
-
-    def completed_trials_without_series(
-        self, kinds: tuple[TrialKind | str, ...] = (TrialKind.search, TrialKind.baseline)
-    ) -> list[TrialRecord]:
-        """:meth:`completed_trials` without the per-day series (they come back None): what a
-        chart ranking every run by its metrics reads."""
-        wanted = [TrialKind(k).value for k in kinds]
-        if not wanted:
-            return []
-        marks = ", ".join("?" for _ in wanted)
-        rows = self._rows(
-            f"SELECT {_WITHOUT_SERIES} FROM trials WHERE kind IN ({marks}) AND status IN (?, ?) "
-            "AND metrics IS NOT NULL ORDER BY finished_at, id",
-            (*wanted, *_SCORED),
-        )
-        return [TrialRecord.from_row(r) for r in rows]
 
     def get_trial(self, trial_id: int) -> TrialRecord:
         """One trial by its journal id.
@@ -176,39 +167,35 @@ class JournalReader(JournalFile):
         raise TrialNotFound(f"session {session_id} has no trial #{idx}; {has}")
 
     def completed_trials(
-        self, kinds: tuple[TrialKind | str, ...] = (TrialKind.search, TrialKind.baseline)
+        self,
+        kinds: tuple[TrialKind | str, ...] = (TrialKind.search, TrialKind.baseline),
+        *,
+        series: bool = True,
     ) -> list[TrialRecord]:
         """Every trial of every session that finished with metrics (``keep`` or ``discard``), of
         the given kinds, in the order they finished. The default leaves out test-window rows, so
-        every number compared is a validation number."""
+        every number compared is a validation number. With ``series=False`` the per-day series
+        come back None (what a chart ranking every run by its metrics reads)."""
         wanted = [TrialKind(k).value for k in kinds]
         if not wanted:
             return []
         marks = ", ".join("?" for _ in wanted)
         rows = self._rows(
-            f"SELECT * FROM trials WHERE kind IN ({marks}) AND status IN (?, ?) "
+            f"SELECT {_columns(series)} FROM trials WHERE kind IN ({marks}) AND status IN (?, ?) "
             "AND metrics IS NOT NULL ORDER BY finished_at, id",
             (*wanted, *_SCORED),
         )
         return [TrialRecord.from_row(r) for r in rows]
 
-    def leaderboard(self, session_id: str, k: int = 10) -> list[TrialRecord]:
+    def leaderboard(
+        self, session_id: str, k: int = 10, *, series: bool = True
+    ) -> list[TrialRecord]:
         """The ``k`` best finished search and baseline trials (validation window), best first:
         trials within the session's limits before those that break one (a discarded trial with
         a higher objective is no better than one that respects the limits), then by objective,
-        ties broken by the earlier index. Test-window rows never appear."""
-        if k < 1:
-            raise ValueError(f"leaderboard needs k >= 1, got {k}")
-        rows = self._rows(
-            "SELECT * FROM trials WHERE session_id = ? AND kind IN (?, ?) "
-            f"AND status != ? AND objective IS NOT NULL {_BEST_FIRST} LIMIT ?",
-            (session_id, *_VALIDATION_KINDS, TrialStatus.running.value, k),
-        )
-        return [TrialRecord.from_row(r) for r in rows]
-
-    def leaderboard_without_series(self, session_id: str, k: int = 10) -> list[TrialRecord]:
-        """:meth:`leaderboard` without the per-day series (they come back None). The ranking
-        sorts ids only, so its cost does not grow with the size of the trials' rows."""
+        ties broken by the earlier index. Test-window rows never appear. With ``series=False``
+        the per-day series come back None. The ranking sorts ids only, so its cost does not grow
+        with the size of the trials' rows."""
         if k < 1:
             raise ValueError(f"leaderboard needs k >= 1, got {k}")
         ranked = (
@@ -216,7 +203,7 @@ class JournalReader(JournalFile):
             f"AND status != ? AND objective IS NOT NULL {_BEST_FIRST} LIMIT ?"
         )
         rows = self._rows(
-            f"SELECT {_WITHOUT_SERIES} FROM trials WHERE id IN ({ranked}) {_BEST_FIRST}",
+            f"SELECT {_columns(series)} FROM trials WHERE id IN ({ranked}) {_BEST_FIRST}",
             (session_id, *_VALIDATION_KINDS, TrialStatus.running.value, k),
         )
         return [TrialRecord.from_row(r) for r in rows]

@@ -230,7 +230,7 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
     """
     with open_journal(settings) as j:
         s = j.get_session(session_id)
-        top = j.leaderboard_without_series(session_id, 1)
+        top = j.leaderboard(session_id, 1, series=False)
         return SessionSnapshot(
             session=s,
             counted_trials=j.counted_trials(session_id),
@@ -261,7 +261,7 @@ def session_review_after(
             leaderboard=(
                 j.leaderboard(session_id, top)
                 if series
-                else j.leaderboard_without_series(session_id, top)
+                else j.leaderboard(session_id, top, series=False)
             ),
             trials=j.trials_after(session_id, after, series=series),
             clips=_clips_by_trial(j.clips_after(session_id, after)),
@@ -293,7 +293,7 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
                 raise ChartDataError(
                     "ratio_curve ranks the trials of every run; a session does not apply"
                 )
-            figure = ratio_curve(j.completed_trials_without_series(), j.list_sessions())
+            figure = ratio_curve(j.completed_trials(series=False), j.list_sessions())
             return Chart(kind=kind, figure=figure, goal=ALL_RUNS_GOAL)
         if session_id is None:
             newest = j.list_sessions()
