@@ -72,6 +72,8 @@ class DecisionRecord(_Record):
     override_weights: dict[str, float] | None = None
     note: str | None = None
     decided_at: str | None = None
+    # Which version of the frozen evaluator produced its numbers (None before schema 5).
+    evaluator_version: str | None = None
     created_at: str
 
 

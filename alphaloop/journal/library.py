@@ -81,6 +81,8 @@ class ReplayRecord(_Record):
     metrics: dict[str, Any]
     returns: list[float]
     warning: str | None = None
+    # Which version of the frozen evaluator produced its numbers (None before schema 5).
+    evaluator_version: str | None = None
     created_at: str
 
 

@@ -194,6 +194,8 @@ class TrialRecord(_Record):
     seed_mean: float | None = None
     # The exact prompt (chat messages as JSON text) an LLM proposal was made from; None for TPE.
     prompt: str | None = None
+    # Which version of the frozen evaluator produced its numbers (None before schema 5).
+    evaluator_version: str | None = None
 
     @property
     def score(self) -> float | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -85,6 +85,8 @@ TABLES: dict[str, str] = {
             n_seeds INTEGER,
             seed_mean REAL,
             prompt TEXT,
+            evaluator_version TEXT,
+            outcome TEXT,
             UNIQUE (session_id, idx)
         )""",
     "bounds_clips": """
@@ -176,6 +178,7 @@ LOOP_TABLES: dict[str, str] = {
             metrics TEXT NOT NULL,
             returns TEXT NOT NULL,
             warning TEXT,
+            evaluator_version TEXT,
             created_at TEXT NOT NULL,
             CHECK ((parent_trial_id IS NULL) != (parent_policy_id IS NULL))
         )""",
@@ -214,6 +217,7 @@ LOOP_TABLES: dict[str, str] = {
             override_weights TEXT,
             note TEXT,
             decided_at TEXT,
+            evaluator_version TEXT,
             created_at TEXT NOT NULL
         )""",
     "pm_fills": """
@@ -369,11 +373,30 @@ def _add_the_continuous_loop(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def _add_evaluator_versions_and_outcomes(conn: sqlite3.Connection) -> None:
+    """Schema 4 -> 5: ``evaluator_version`` on trials, replays and decisions (which version of
+    the frozen evaluator produced their numbers; NULL for rows written before it was recorded),
+    and ``trials.outcome``: what a finished search trial produced while it awaits its verdict,
+    so a resumed session gives that verdict from the journal instead of running it again
+    (cleared once the verdict is journaled)."""
+    # A journal migrated from an older schema may have them already: earlier steps build
+    # ``trials`` and the loop's tables from today's definitions.
+    for table, column in (
+        ("trials", "evaluator_version"),
+        ("trials", "outcome"),
+        ("replays", "evaluator_version"),
+        ("decisions", "evaluator_version"),
+    ):
+        if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
     2: _add_confirmations,
     3: _add_the_continuous_loop,
+    4: _add_evaluator_versions_and_outcomes,
 }
 
 

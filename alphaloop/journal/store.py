@@ -25,6 +25,9 @@ from alphaloop.journal.models import (
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "JournalReader", "pid_alive"]
 
 _SERIES = ("val_returns", "final_weights", "curve", "prompt")
+# Explicit columns, never ``*``: ``trials.outcome`` (a result awaiting its verdict, see
+# ``awaiting_verdict``) is the loop's working state, not part of a trial's record.
+_ALL_COLUMNS = ", ".join(TrialRecord.model_fields)
 _WITHOUT_SERIES = ", ".join(
     f"NULL AS {name}" if name in _SERIES else name for name in TrialRecord.model_fields
 )
@@ -33,7 +36,7 @@ _NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
 
 def _columns(series: bool) -> str:
     """The trial columns to select: all of them, or the per-day series as NULL."""
-    return "*" if series else _WITHOUT_SERIES
+    return _ALL_COLUMNS if series else _WITHOUT_SERIES
 
 
 _LIVE = (SessionStatus.running.value, SessionStatus.stopping.value)
@@ -117,7 +120,7 @@ class JournalReader(JournalFile):
     def running_trials(self, session_id: str) -> list[TrialRecord]:
         """A session's trials still running, with their live training curves."""
         rows = self._rows(
-            "SELECT * FROM trials WHERE session_id = ? AND status = ? ORDER BY idx",
+            f"SELECT {_ALL_COLUMNS} FROM trials WHERE session_id = ? AND status = ? ORDER BY idx",
             (session_id, TrialStatus.running.value),
         )
         return [TrialRecord.from_row(r) for r in rows]
@@ -132,13 +135,26 @@ class JournalReader(JournalFile):
         )
         return [ClipRecord.from_row(r) for r in rows]
 
+    def awaiting_verdict(self, session_id: str) -> list[tuple[TrialRecord, str]]:
+        """Running trials whose outcome is held (see ``Journal.hold_outcome``), in index order,
+        each with that outcome's JSON text: what a killed process left to judge."""
+        rows = self._rows(
+            f"SELECT {_ALL_COLUMNS}, outcome AS held FROM trials WHERE session_id = ? "
+            "AND status = ? AND outcome IS NOT NULL ORDER BY idx",
+            (session_id, TrialStatus.running.value),
+        )
+        return [
+            (TrialRecord.from_row({k: v for k, v in r.items() if k != "held"}), r["held"])
+            for r in rows
+        ]
+
     def get_trial(self, trial_id: int) -> TrialRecord:
         """One trial by its journal id.
 
         Raises:
             TrialNotFound: no such id.
         """
-        rows = self._rows("SELECT * FROM trials WHERE id = ?", (trial_id,))
+        rows = self._rows(f"SELECT {_ALL_COLUMNS} FROM trials WHERE id = ?", (trial_id,))
         if not rows:
             raise TrialNotFound(f"no trial with id {trial_id!r} in {self.path}")
         return TrialRecord.from_row(rows[0])
@@ -151,7 +167,7 @@ class JournalReader(JournalFile):
             TrialNotFound: the session has no trial with that index (the message gives the range).
         """
         rows = self._rows(
-            "SELECT * FROM trials WHERE session_id = ? AND idx = ?", (session_id, idx)
+            f"SELECT {_ALL_COLUMNS} FROM trials WHERE session_id = ? AND idx = ?", (session_id, idx)
         )
         if rows:
             return TrialRecord.from_row(rows[0])
@@ -218,8 +234,8 @@ class JournalReader(JournalFile):
         ):
             marks = ", ".join("?" for _ in statuses)
             rows = self._rows(
-                f"SELECT * FROM trials WHERE session_id = ? AND kind = ? AND status IN ({marks}) "
-                f"AND objective IS NOT NULL {order} LIMIT 1",
+                f"SELECT {_ALL_COLUMNS} FROM trials WHERE session_id = ? AND kind = ? "
+                f"AND status IN ({marks}) AND objective IS NOT NULL {order} LIMIT 1",
                 (session_id, kind.value, *statuses),
             )
             if rows:

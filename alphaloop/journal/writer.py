@@ -291,8 +291,10 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
         violation: str | None = None,
         n_seeds: int | None = None,
         seed_mean: float | None = None,
+        evaluator_version: str | None = None,
     ) -> TrialRecord:
-        """Records how a running trial ended. A search trial that ended ``keep``, ``discard``,
+        """Records how a running trial ended (and drops the outcome :meth:`hold_outcome` kept
+        for it). A search trial that ended ``keep``, ``discard``,
         ``crash`` or ``timeout`` is counted against the budget (an interrupted one is not).
 
         ``elapsed_s`` defaults to the wall time since the trial started. ``env_steps`` is the
@@ -326,6 +328,7 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
             "violation": violation,
             "n_seeds": n_seeds,
             "seed_mean": seed_mean,
+            "evaluator_version": evaluator_version,
         }
         values = columns(TrialRecord, fields)
         with self._write() as conn:
@@ -346,17 +349,35 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
                 and not is_interrupted(final, error)
             )
             values["finished_at"] = stamp
+            values["outcome"] = None
             assignments = ", ".join(f"{name} = ?" for name in values)
             conn.execute(
                 f"UPDATE trials SET {assignments} WHERE id = ?", (*values.values(), trial_id)
             )
         return self.get_trial(trial_id)
 
+    def hold_outcome(self, trial_id: int, outcome: str) -> None:
+        """Keeps what a running trial produced (``outcome``, JSON text) while it awaits its
+        verdict, so a process killed before the verdict leaves it to be judged on resume
+        instead of run again. :meth:`finish_trial` drops it.
+
+        Raises:
+            TrialNotRunning: the trial is not running (no such trial, or already finished).
+        """
+        with self._write() as conn:
+            done = conn.execute(
+                "UPDATE trials SET outcome = ? WHERE id = ? AND status = ?",
+                (outcome, trial_id, TrialStatus.running.value),
+            )
+            if done.rowcount != 1:
+                raise TrialNotRunning(f"trial {trial_id} is not running: no outcome to hold")
+
     def reap_interrupted(
         self, session_id: str, *, keep: Collection[int] = (), own_pid_alive: bool = False
     ) -> list[TrialRecord]:
         """Marks trials left ``running`` by a dead process as ``crash`` with error
-        ``"interrupted"`` (not counted: they will run again). Returns the reaped rows.
+        ``"interrupted"`` (not counted: they will run again). Returns the reaped rows. A trial
+        whose outcome is held (:meth:`hold_outcome`) was not interrupted: it awaits its verdict.
 
         Args:
             session_id: the session to clean up.
@@ -367,7 +388,8 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
         me = os.getpid()
         with self._write() as conn:
             rows = conn.execute(
-                "SELECT id, owner_pid FROM trials WHERE session_id = ? AND status = ?",
+                "SELECT id, owner_pid FROM trials WHERE session_id = ? AND status = ? "
+                "AND outcome IS NULL",
                 (session_id, TrialStatus.running.value),
             ).fetchall()
             dead = [
