@@ -1,7 +1,8 @@
-"""Where a parallel session's trials run: worker processes on this machine, or Ray tasks on a
-cluster. Either way a trial is the frozen evaluator's ``run_trial`` on a :class:`TrialJob`, and
-what comes back is a :class:`~.state.TrialOutcome` (a failing trial is an outcome, never an
-exception). The journal is never touched here: the driver alone writes it.
+"""Where a session's trials run: in the loop's own process (one worker), in worker processes on
+this machine, or as Ray tasks on a cluster. Either way a trial is the frozen evaluator's
+``run_trial`` on a :class:`TrialJob`, and what comes back is a :class:`~.state.TrialOutcome` (a
+failing trial is an outcome, never an exception). The journal is never touched here: the loop
+alone writes it.
 
 The market data goes to each worker once per session (a pool initializer's argument, or one
 object in Ray's object store), not with every trial. Each worker runs single-threaded (BLAS,
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import Mode, TrialConfig
-from alphaloop.market import MarketData
+from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
 from alphaloop.trials import TrialBudget
 from alphaloop.trials import run_trial as evaluate
@@ -46,6 +47,8 @@ class TrialJob(BaseModel):
     policy_dir: str
     idx: int  # for logs only
     kind: str
+    window: Window = "validation"
+    policy_path: str | None = None  # evaluate this saved policy instead of training one
 
 
 def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
@@ -57,8 +60,10 @@ def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
             data,
             job.budget,
             job.seed,
+            window=job.window,
             metric=job.metric,
             policy_dir=job.policy_dir,
+            policy_path=job.policy_path,
         )
     except Exception as err:  # a failing trial is a journaled crash, and the loop goes on
         outcome = TrialOutcome.failed(err)
@@ -90,6 +95,39 @@ class TrialRunner(Protocol):
     def submit(self, job: TrialJob) -> Pending: ...
 
     def close(self, *, wait: bool = True) -> None: ...
+
+
+# --- in the loop's process ----------------------------------------------------------------
+
+
+class _Deferred:
+    """A trial that runs when its result is asked for (in the caller's thread)."""
+
+    def __init__(self, job: TrialJob, data: MarketData) -> None:
+        self._job, self._data = job, data
+        self._outcome: TrialOutcome | None = None
+
+    def result(self) -> TrialOutcome:
+        if self._outcome is None:
+            self._outcome = execute(self._job, self._data)
+        return self._outcome
+
+
+class InlineTrials:
+    """One worker: each trial runs in this process when the loop waits for it, so a session
+    with one worker pays no process start or data shipping, and keeps the threads BLAS and
+    torch would use anyway."""
+
+    workers = 1
+
+    def __init__(self, data: MarketData) -> None:
+        self._data = data
+
+    def submit(self, job: TrialJob) -> _Deferred:
+        return _Deferred(job, self._data)
+
+    def close(self, *, wait: bool = True) -> None:
+        pass
 
 
 # --- worker processes ----------------------------------------------------------------------
@@ -190,7 +228,10 @@ class RayTrials:
 
 
 def open_runner(data: MarketData, workers: int, ray_address: str | None) -> TrialRunner:
-    """The runner a session asked for: Ray tasks when it gave a Ray address, else processes."""
+    """The runner a session asked for: Ray tasks when it gave a Ray address, worker processes
+    for more than one worker, else this process."""
     if ray_address:
         return RayTrials(data, workers, ray_address)
-    return ProcessTrials(data, workers)
+    if workers > 1:
+        return ProcessTrials(data, workers)
+    return InlineTrials(data)

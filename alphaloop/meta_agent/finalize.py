@@ -24,7 +24,7 @@ from alphaloop.journal import (
 )
 from alphaloop.journal import best_kept as best_kept_trial
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.meta_agent import nodes
+from alphaloop.meta_agent import flight, nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
@@ -90,10 +90,8 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
         rationale="held-out test evaluation",
         proposer="finalize",
     )
-    kwargs: dict[str, Any] = {"window": "test"}
-    if evaluated.policy_path:
-        kwargs["policy_path"] = evaluated.policy_path
-    outcome = nodes.run_outcome(ctx, row, config, **kwargs)
+    pending = flight.submit(ctx, row, config, window="test", policy_path=evaluated.policy_path)
+    outcome = flight.outcome_of(pending)
     return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
 
 

@@ -1,14 +1,29 @@
-"""The research loop's nodes (verbs) and routers; the keep rule's statistics are in
-:mod:`.keep_rule`. Each node reads the journal, does one thing, and
-writes its result to the journal before returning, so a kill between any two nodes loses at
-most the node in flight. ``finalize`` lives in :mod:`.finalize`."""
+"""The research loop's nodes (verbs) and routers, for one worker or many; the keep rule's
+statistics are in :mod:`.keep_rule`, trials in flight in :mod:`.flight`, ``finalize`` in
+:mod:`.finalize`.
+
+    baseline -> (route_next) -> propose -> (route_after_propose) -> run_trial
+             -> (route_after_trial) -> [confirm ->] record -> (route_next) -> ... -> finalize
+
+``propose`` starts search trials until ``workers`` are in flight (trials a killed run
+interrupted first, each run again once); ``run_trial`` waits for the oldest trial in flight and
+holds its outcome in the journal; ``confirm`` re-runs a candidate that passed the keep rule's
+screen on fresh seeds; ``record`` gives the verdict against the best so far as of its index.
+``route_next`` proposes while there is room, waits for the oldest trial while any is in flight,
+and finalizes when neither. With one worker that is propose, run, [confirm,] record, in turn.
+
+Each node reads the journal, does one thing, and writes its result to the journal before
+returning, and every node is idempotent on resume, so the graph needs no checkpoint: a resumed
+session starts at ``baseline`` (which runs only the seeds without an outcome) and rebuilds its
+flight from the journal.
+"""
 
 from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections import deque
+from collections.abc import Iterator
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict
@@ -16,150 +31,64 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop import telemetry
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
-from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
-from alphaloop.meta_agent import keep_rule
+from alphaloop.knobs import TrialConfig
+from alphaloop.meta_agent import flight, keep_rule
+from alphaloop.meta_agent.executors import Pending
 from alphaloop.meta_agent.keep_rule import SeedMean
-from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.recording import (
     best_so_far,
     confirmations,
     finished_trials,
     incumbent_seeds,
+    proposal_context,
     record_outcome,
     seed_noise,
+    trial_view,
     violation_of,
 )
 from alphaloop.meta_agent.state import (
+    InFlight,
     LoopEvent,
     OutcomeStatus,
-    Proposal,
     SessionContext,
     SessionState,
     TrialOutcome,
-    clips_of,
-    config_of,
-    outcome_of,
-    proposal_of,
 )
-from alphaloop.meta_agent.tracing import PROPOSE, RECORD, TRIAL
-from alphaloop.metrics import Metrics
-from alphaloop.trials import run_trial as evaluate
+from alphaloop.meta_agent.tracing import RECORD, TRIAL, OpenSpan
+
+__all__ = [
+    "Verdict",
+    "baseline",
+    "confirm",
+    "decide",
+    "proposal_context",
+    "propose",
+    "record",
+    "route_after_propose",
+    "route_after_trial",
+    "route_next",
+    "run_trial",
+    "screened",
+    "stop_reason",
+    "trial_view",
+    "verdict",
+]
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
-
-# --- reading the journal -------------------------------------------------------------------
-
-
-def proposal_context(
-    ctx: SessionContext,
-    rows: list[TrialRecord] | None = None,
-    pending: list[TrialRecord] | None = None,
-) -> ProposalContext:
-    """What the proposer may see: validation results of baseline and search trials only.
-
-    ``rows`` are the finished trials when the caller has just read them; ``pending`` the search
-    trials still running (parallel workers), which the proposer must not propose again.
-    """
-    rows = finished_trials(ctx) if rows is None else rows
-    clips_by_trial: dict[int, list[BoundsClip]] = {}
-    for c in ctx.journal.session_clips(ctx.session_id):
-        clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
-    history = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in rows]
-    running = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in pending or ()]
-    best, best_obj = best_so_far(rows)
-    session = ctx.journal.get_session(ctx.session_id)
-    counted = ctx.journal.counted_trials(ctx.session_id)
-    return ProposalContext(
-        session_id=ctx.session_id,
-        goal=ctx.goal,
-        objective=ctx.objective,
-        mode=ctx.mode,
-        n_assets=ctx.data.n_assets,
-        budget_total=ctx.budget,
-        budget_left=max(ctx.budget - counted, 0),
-        noise_floor=session.noise_floor or 0.0,
-        best_config=TrialConfig(**best.config) if best else TrialConfig(),
-        best_objective=best_obj,
-        history=history,
-        seed=ctx.seed,
-        pending=running,
-    )
-
-
-def trial_view(objective: Objective, t: TrialRecord, clips: list[BoundsClip]) -> TrialView:
-    """A journaled trial as a proposer sees it (validation figures only)."""
-    metrics = dict(t.metrics or {})
-    violation = None
-    if metrics and t.status in (TrialStatus.keep, TrialStatus.discard):
-        violation = objective.violation(Metrics(**metrics))
-    return TrialView(
-        idx=t.idx,
-        kind=t.kind,
-        status=t.status,
-        config=TrialConfig(**t.config),
-        changes=dict((t.delta or {}).get("changes", {})),
-        rationale=t.rationale or "",
-        objective=t.objective,
-        metrics=metrics,
-        reason=t.reason,
-        violation=violation,
-        error=t.error,
-        clips=clips,
-    )
-
-
-def run_outcome(
-    ctx: SessionContext, row: TrialRecord, config: TrialConfig, **kwargs: Any
-) -> TrialOutcome:
-    """Runs one trial for a journal row; a failing trial is an outcome, never an exception."""
-    try:
-        result = evaluate(
-            ctx.mode,
-            config,
-            ctx.data,
-            ctx.trial_budget,
-            row.seed,
-            metric=ctx.objective.metric,
-            policy_dir=ctx.session_policy_dir,
-            **kwargs,
-        )
-    except Exception as err:  # a failing trial is a journaled crash, and the loop goes on
-        outcome = TrialOutcome.failed(err)
-        logger.warning("trial %d (%s) ended %s: %s", row.idx, row.kind, outcome.status, err)
-        return outcome
-    return TrialOutcome(status=OutcomeStatus.ok, result=result)
-
-
-def in_span(ctx: SessionContext, name: str, attributes: dict[str, Any], fn: Callable[[], T]) -> T:
-    """Runs ``fn`` in a span ``name``, a child of the iteration in progress."""
-
-    def spanned() -> T:
-        with telemetry.span(name, attributes):
-            return fn()
-
-    return ctx.open_iteration().run(spanned)
-
-
-def trial_attributes(row: TrialRecord) -> dict[str, Any]:
-    return {
-        "alphaloop.trial.idx": row.idx,
-        "alphaloop.trial.kind": row.kind,
-        "alphaloop.seed": row.seed,
-    }
 
 
 # --- nodes ---------------------------------------------------------------------------------
 
 
 def baseline(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
-    """Runs the default config with ``noise_seeds`` seeds (skipping any already journaled) and
-    sets the noise floor: the standard deviation of their objectives."""
+    """Runs the default config on the ``noise_seeds`` seeds without an outcome (side by side
+    when there are workers), sets the noise floor (the spread of their objectives), and takes
+    up what a killed run left: trials awaiting their verdict, and interrupted ones to rerun."""
     ctx = runtime.context
-    for row in start_baselines(ctx):
-        finish_baseline(ctx, row, run_outcome(ctx, row, TrialConfig()))
+    run_seeds(ctx, flight.start_baselines(ctx), TrialConfig(), "baseline")
     set_noise_floor(ctx)
+    ctx.flight.extend(flight.awaiting_verdict(ctx))
+    ctx.reruns.extend(flight.interrupted_without_rerun(ctx))
     return {"session_id": ctx.session_id}
 
 
@@ -178,157 +107,102 @@ def set_noise_floor(ctx: SessionContext) -> None:
 
 
 def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    """Starts search trials while there is room: interrupted ones again first, then new
+    proposals. Stops short when a stop is requested while the proposer thinks."""
     ctx = runtime.context
-    rows = finished_trials(ctx)
-    what = {"alphaloop.proposer": ctx.proposer.name}
-    delta = in_span(ctx, PROPOSE, what, lambda: ctx.proposer.propose(proposal_context(ctx, rows)))
-    best, _ = best_so_far(rows)
-    prompt = getattr(ctx.proposer, "last_prompt", None)
-    return {
-        "proposal": Proposal.of(delta, ctx.proposer.last_name, prompt),
-        "parent_id": best.id if best else None,
-        "trial_id": None,
-        "outcome": None,
-    }
-
-
-def clip_config(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
-    ctx = runtime.context
-    parent = ctx.journal.get_trial(state["parent_id"]) if state.get("parent_id") else None
-    base = TrialConfig(**parent.config) if parent else TrialConfig()
-    config, clips = clip(
-        base, proposal_of(state).delta(), ctx.data.n_assets, ctx.trial_budget.n_envs
-    )
-    return {"config": config, "clips": clips}
-
-
-def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
-    ctx = runtime.context
-    proposal, config = proposal_of(state), config_of(state)
-    row = ctx.journal.start_trial(
-        ctx.session_id,
-        kind=TrialKind.search,
-        config=config.model_dump(),
-        config_hash=config_hash(config),
-        delta={"changes": proposal.changes, "rationale": proposal.rationale},
-        parent_id=state.get("parent_id"),
-        seed=ctx.seed,
-        rationale=proposal.rationale,
-        proposer=proposal.proposer,
-        prompt=proposal.prompt,
-    )
-    ctx.open_iteration().set({"alphaloop.trial.idx": row.idx})
-    clips = clips_of(state)
-    if clips:
-        ctx.journal.add_clips(row.id, clips)
-    ctx.on_event(
-        LoopEvent.trial_started,
-        {"idx": row.idx, "kind": "search", "proposal": proposal.model_dump(), "clips": clips},
-    )
-    outcome = in_span(ctx, TRIAL, trial_attributes(row), lambda: run_outcome(ctx, row, config))
-    return {"trial_id": row.id, "outcome": outcome}
-
-
-def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
-    """Re-runs a candidate that passed the screen on the session's confirmation seeds, one
-    ``confirm`` row each (not counted against the budget; their time counts against the time
-    budget). Idempotent: seeds whose row already has an outcome are skipped, so a resumed
-    session runs only the confirmations a kill cut short."""
-    ctx = runtime.context
-    candidate = ctx.journal.get_trial(state["trial_id"])
-    config = TrialConfig(**candidate.config)
-    for row in start_confirmations(ctx, candidate):
-        outcome = in_span(
-            ctx, TRIAL, trial_attributes(row), lambda row=row: run_outcome(ctx, row, config)
-        )
-        finish_confirmation(ctx, candidate, row, outcome)
+    while may_start(ctx):
+        if ctx.reruns:
+            started = flight.rerun(ctx, ctx.reruns.popleft())
+        else:
+            started = flight.propose_and_start(ctx)
+        if started is None:
+            break
+        ctx.flight.append(started)
     return {}
 
 
-def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
-    """Journals (and yields, one at a time) a baseline row for each of the ``noise_seeds``
-    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
-    done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
-    config = TrialConfig()
-    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
-        if seed in done:
-            continue
-        row = ctx.journal.start_trial(
-            ctx.session_id,
-            kind=TrialKind.baseline,
-            config=config.model_dump(),
-            config_hash=config_hash(config),
-            delta={"changes": {}, "rationale": "baseline"},
-            parent_id=None,
-            seed=seed,
-            rationale="baseline: default config",
-            proposer="baseline",
-        )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
-        yield row
+def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    """Waits for the oldest trial in flight and holds its outcome in the journal, where its
+    verdict will read it (a kill from here on judges it on resume instead of rerunning it)."""
+    ctx = runtime.context
+    trial = ctx.flight[0]
+    outcome = flight.outcome_of(trial.pending)
+    telemetry.set_attributes(trial.trial_span.span, {"alphaloop.outcome": outcome.status.value})
+    trial.trial_span.end()
+    ctx.journal.hold_outcome(trial.row.id, outcome.model_dump_json())
+    return {}
 
 
-def finish_baseline(ctx: SessionContext, row: TrialRecord, outcome: TrialOutcome) -> None:
-    """Journals a baseline run's outcome (kept when it ran)."""
-    rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), "baseline")
-    ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    """Re-runs the oldest trial in flight, which passed the screen, on the session's
+    confirmation seeds side by side, one ``confirm`` row each (not counted against the budget;
+    their time counts against the time budget). Seeds whose row already has an outcome are
+    skipped, so a resumed session runs only the confirmations a kill cut short."""
+    ctx = runtime.context
+    trial = ctx.flight[0]
+    candidate = trial.row
+    rows = flight.start_confirmations(ctx, candidate)
+    why = flight.confirmation_reason(candidate)
+    run_seeds(ctx, rows, TrialConfig(**candidate.config), why, trial.iteration)
+    return {}
 
 
-def _confirmation_reason(candidate: TrialRecord) -> str:
-    return f"confirmation of trial {candidate.idx} on a fresh seed"
-
-
-def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator[TrialRecord]:
-    """Journals (and yields, one at a time) a ``confirm`` row for each of the candidate's fresh
-    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
-    done = {t.seed for t in confirmations(ctx, candidate.id)}
-    why = _confirmation_reason(candidate)
-    for seed in ctx.confirm_seed_range:
-        if seed in done:
-            continue
-        row = ctx.journal.start_trial(
-            ctx.session_id,
-            kind=TrialKind.confirm,
-            config=candidate.config,
-            config_hash=candidate.config_hash,
-            delta={"changes": {}, "rationale": why},
-            parent_id=candidate.id,
-            seed=seed,
-            rationale=why,
-            proposer="confirm",
-        )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
-        yield row
-
-
-def finish_confirmation(
-    ctx: SessionContext, candidate: TrialRecord, row: TrialRecord, outcome: TrialOutcome
+def run_seeds(
+    ctx: SessionContext,
+    rows: Iterator[TrialRecord],
+    config: TrialConfig,
+    why: str,
+    iteration: OpenSpan | None = None,
 ) -> None:
-    """Journals a confirmation run's outcome (kept when it ran: the verdict is the candidate's)."""
-    rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), _confirmation_reason(candidate))
-    ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+    """Runs ``config`` for each row ``rows`` journals (baseline or confirmation seeds), up to
+    ``workers`` at once, and journals each outcome in order (kept when it ran: these rows earn
+    no verdict of their own). A row is journaled only when a worker is free for it, so a kill
+    interrupts no more seeds than were running. ``iteration``: the span the runs nest under."""
+    running: deque[tuple[TrialRecord, Pending, OpenSpan | None]] = deque()
+
+    def finish() -> None:
+        row, pending, span = running.popleft()
+        outcome = flight.outcome_of(pending)
+        if span is not None:
+            span.end()
+        rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
+        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+
+    for row in rows:
+        span = iteration.child(TRIAL, flight.trial_attributes(row)) if iteration else None
+        running.append((row, flight.submit(ctx, row, config), span))
+        if len(running) >= ctx.workers:
+            finish()
+    while running:
+        finish()
 
 
 def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
-    """Gives the verdict (keep / discard, or the crash) and journals it. Idempotent: a trial
-    already finished (a resumed session replaying this node) is left as it is."""
+    """Gives the oldest trial in flight its verdict (keep / discard, or the crash), journals
+    it and takes it out of flight."""
     ctx = runtime.context
-    trial_id, outcome = state["trial_id"], outcome_of(state)
-    row = ctx.journal.get_trial(trial_id)
-    if row.status != TrialStatus.running:
-        ctx.close_iteration()
-        return {"proposal": None, "outcome": None}
-    rec = in_span(ctx, RECORD, trial_attributes(row), lambda: decide(ctx, trial_id, outcome))
-    ctx.open_iteration().set({"alphaloop.trial.status": rec.status.value})
-    ctx.close_iteration()
+    trial: InFlight = ctx.flight[0]
+    outcome = flight.outcome_of(trial.pending)
+
+    def judge() -> TrialRecord:
+        with telemetry.span(RECORD, flight.trial_attributes(trial.row)):
+            return decide(ctx, trial.row.id, outcome)
+
+    rec = trial.iteration.run(judge)
+    ctx.flight.popleft()
+    trial.iteration.set({"alphaloop.trial.status": rec.status.value})
+    trial.iteration.end()
     ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
-    return {"proposal": None, "outcome": None}
+    return {}
 
 
 def decide(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> TrialRecord:
     """Gives search trial ``trial_id`` its verdict and journals it (see :func:`verdict`)."""
     found = verdict(ctx, trial_id, outcome)
     return finish_outcome(ctx, trial_id, outcome, found.status, found.reason, found.seeds)
+
+
+# --- verdicts ------------------------------------------------------------------------------
 
 
 class Verdict(BaseModel):
@@ -439,24 +313,37 @@ def stop_reason(ctx: SessionContext) -> str | None:
     return None
 
 
+def may_start(ctx: SessionContext) -> bool:
+    """Whether another search trial may start: a worker is free, and no stop rule fires with
+    the trials in flight counted against the budget."""
+    if len(ctx.flight) >= ctx.workers:
+        return False
+    if ctx.journal.counted_trials(ctx.session_id) + len(ctx.flight) >= ctx.budget:
+        return False
+    return stop_reason(ctx) is None
+
+
+# --- routers -------------------------------------------------------------------------------
+
+
 def route_next(state: SessionState, runtime: Runtime[SessionContext]) -> str:
-    return "finalize" if stop_reason(runtime.context) else "propose"
+    """Propose while there is room, wait for the oldest trial while any is in flight, else
+    finalize."""
+    ctx = runtime.context
+    if may_start(ctx):
+        return "propose"
+    return "run_trial" if ctx.flight else "finalize"
+
+
+def route_after_propose(state: SessionState, runtime: Runtime[SessionContext]) -> str:
+    """Nothing in flight after ``propose`` means a stop came while the proposer was thinking:
+    the session ends before another trial starts."""
+    return "run_trial" if runtime.context.flight else "finalize"
 
 
 def route_after_trial(state: SessionState, runtime: Runtime[SessionContext]) -> str:
     """A search trial that passed the keep rule's screen is confirmed on fresh seeds before its
     verdict; any other goes straight to ``record``."""
-    first = screened(runtime.context, outcome_of(state))
-    return "confirm" if first is not None and first.passed else "record"
-
-
-def route_after_clip(state: SessionState, runtime: Runtime[SessionContext]) -> str:
-    """A stop requested while the proposer was thinking (an LLM can take minutes) ends the
-    session before another trial starts. Only the stop flag is checked here: budgets cannot
-    have changed since ``route_next``, and tokens already spent on this proposal are worth its
-    trial."""
     ctx = runtime.context
-    if ctx.journal.stop_requested(ctx.session_id):
-        ctx.close_iteration()
-        return "finalize"
-    return "run_trial"
+    first = screened(ctx, flight.outcome_of(ctx.flight[0].pending))
+    return "confirm" if first is not None and first.passed else "record"

@@ -17,8 +17,10 @@ from alphaloop.journal import (
     TrialStatus,
     best_kept,
 )
+from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean
 from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialResult
@@ -96,6 +98,64 @@ def violation_of(objective: Objective, row: TrialRecord) -> str | None:
     """The limit ``row``'s metrics break, computed (not read from ``row.violation``) so rows of
     a schema-1 journal, which never had it, are judged too."""
     return objective.violation(Metrics(**row.metrics)) if row.metrics else None
+
+
+def proposal_context(
+    ctx: SessionContext,
+    rows: list[TrialRecord] | None = None,
+    pending: list[TrialRecord] | None = None,
+) -> ProposalContext:
+    """What the proposer may see: validation results of baseline and search trials only.
+
+    ``rows`` are the finished trials when the caller has just read them; ``pending`` the search
+    trials still running (parallel workers), which the proposer must not propose again.
+    """
+    rows = finished_trials(ctx) if rows is None else rows
+    clips_by_trial: dict[int, list[BoundsClip]] = {}
+    for c in ctx.journal.session_clips(ctx.session_id):
+        clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
+    history = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in rows]
+    running = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in pending or ()]
+    best, best_obj = best_so_far(rows)
+    session = ctx.journal.get_session(ctx.session_id)
+    counted = ctx.journal.counted_trials(ctx.session_id)
+    return ProposalContext(
+        session_id=ctx.session_id,
+        goal=ctx.goal,
+        objective=ctx.objective,
+        mode=ctx.mode,
+        n_assets=ctx.data.n_assets,
+        budget_total=ctx.budget,
+        budget_left=max(ctx.budget - counted, 0),
+        noise_floor=session.noise_floor or 0.0,
+        best_config=TrialConfig(**best.config) if best else TrialConfig(),
+        best_objective=best_obj,
+        history=history,
+        seed=ctx.seed,
+        pending=running,
+    )
+
+
+def trial_view(objective: Objective, t: TrialRecord, clips: list[BoundsClip]) -> TrialView:
+    """A journaled trial as a proposer sees it (validation figures only)."""
+    metrics = dict(t.metrics or {})
+    violation = None
+    if metrics and t.status in (TrialStatus.keep, TrialStatus.discard):
+        violation = objective.violation(Metrics(**metrics))
+    return TrialView(
+        idx=t.idx,
+        kind=t.kind,
+        status=t.status,
+        config=TrialConfig(**t.config),
+        changes=dict((t.delta or {}).get("changes", {})),
+        rationale=t.rationale or "",
+        objective=t.objective,
+        metrics=metrics,
+        reason=t.reason,
+        violation=violation,
+        error=t.error,
+        clips=clips,
+    )
 
 
 def record_result(

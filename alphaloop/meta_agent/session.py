@@ -1,16 +1,13 @@
 """Starting, resuming and stopping research sessions.
 
-How the journal and the LangGraph checkpoint stay consistent: the journal is the source of
-truth for everything that happened (trials, verdicts, counts, the incumbent, the stop flag);
-the checkpoint (thread id = session id, its own SQLite file beside the journal, saved
-synchronously after every node) only remembers which node runs next and what was in flight.
-Every node re-reads what it needs from the journal and writes before it returns, and the nodes
-that write rows are idempotent (``baseline`` skips seeds already run, ``confirm`` skips seeds
-already confirmed, ``record`` leaves a finished row alone, ``finalize`` reuses test rows already
-written). On resume, trials still ``running`` whose owner died become ``crash`` ("interrupted",
-not counted) — except the search trial whose finished outcome the checkpoint holds for
-``confirm`` or ``record`` — and the graph continues from its
-checkpoint; with no checkpoint it starts over at ``baseline``, which skips what is done.
+The journal is the checkpoint of record: it holds everything that happened (trials, verdicts,
+counts, the incumbent, the stop flag) and what was in flight (a trial's row is journaled before
+it runs, a search trial's outcome before its verdict). A resumed session reaps the trials a dead
+process left running (``crash``, "interrupted", not counted), then runs the graph from the
+start: ``baseline`` runs only the seeds without an outcome, search trials awaiting their verdict
+are judged from their held outcome, each interrupted search trial runs again once (same config,
+seed and parent), confirmations skip the seeds already confirmed, and ``finalize`` reuses test
+rows already written. One worker or many, it is the same graph (:mod:`.graph`).
 
 A session finished by a stop request before its budget was used up can be resumed too: it is
 reopened (its previous ``final`` kept in a ``ResumedAfterStop`` event), the search goes on from
@@ -23,20 +20,17 @@ from __future__ import annotations
 
 import logging
 import os
-import sqlite3
 from collections.abc import Callable
-from contextlib import closing
-from pathlib import Path
 from typing import Any, Self
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from alphaloop.exceptions import AlphaloopError, SessionNotResumable
 from alphaloop.journal import EventKind, Journal, SessionRecord, SessionStatus
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
-from alphaloop.meta_agent.graph import checkpoint_serde, compile_graph
+from alphaloop.meta_agent.executors import open_runner
+from alphaloop.meta_agent.graph import compile_graph
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
@@ -54,8 +48,6 @@ MIN_NOISE_SEEDS = 2
 SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
-# The nodes that run while a search trial's row is still running, its outcome in the checkpoint.
-_HOLDS_OUTCOME = (("confirm",), ("record",))
 MAX_WORKERS = 256
 
 
@@ -73,8 +65,8 @@ class SessionSpec(DataSpec):
     noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
     confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
     trial_budget: TrialBudget = TrialBudget()
-    # Trials in flight at once; more than 1 (or a Ray address) runs the parallel loop
-    # (:mod:`.parallel`), one single-threaded worker process (or Ray task) per trial.
+    # Trials in flight at once; more than 1 (or a Ray address) runs them in single-threaded
+    # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     ray_address: str | None = Field(default=None, min_length=1)
 
@@ -146,10 +138,6 @@ def make_proposer(
     from alphaloop.meta_agent.proposers.llm import LLMProposer
 
     return LLMProposer.from_settings(settings, journal, session_id, fallback=TPEProposer())
-
-
-def checkpoint_path(settings: Settings) -> Path:
-    return settings.home / "checkpoints.db"
 
 
 def _context(
@@ -229,15 +217,10 @@ def run_session(
         _check_runnable(session)
         spec = _stored_spec(session)
         ctx = _context(journal, session_id, spec, settings, on_event)
+        resumed = not reopen and journal.trials(session_id, series=False) != []
         _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
-        if spec.workers > 1 or spec.ray_address:
-            _invoke_parallel(ctx)
-            return dict(journal.get_session(session_id).final or {})
-        with closing(sqlite3.connect(checkpoint_path(settings), check_same_thread=False)) as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
-            saver = SqliteSaver(conn, serde=checkpoint_serde())
-            _invoke_graph(ctx, saver, spec.budget)
+        _invoke(ctx, resumed)
         return dict(journal.get_session(session_id).final or {})
 
 
@@ -290,70 +273,39 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
     journal.update_session(session.id, owner_pid=os.getpid(), status=status)
 
 
-def _invoke_graph(ctx: SessionContext, saver: SqliteSaver, budget: int) -> None:
-    """Runs the graph from its checkpoint (or from the start), after reaping the trials a dead
-    process left running; marks the session interrupted if anything stops it, and drops the
-    checkpoints once it finished."""
-    journal, session_id = ctx.journal, ctx.session_id
-    graph = compile_graph(saver)
-    config = {"configurable": {"thread_id": session_id}, "recursion_limit": 6 * budget + 100}
-    snapshot = graph.get_state(config)
-    _reap(journal, session_id, snapshot)
-    try:
-        if snapshot.next:
-            graph.invoke(None, config, context=ctx, durability="sync")
-        else:
-            graph.invoke({"session_id": session_id}, config, context=ctx, durability="sync")
-    except BaseException as err:
-        ctx.close_iteration(err)
-        # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
-        journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
-        raise
-    # Finished: the journal holds everything; the checkpoints (a copy of the state after every
-    # node) would only grow the file across sessions.
-    saver.delete_thread(session_id)
-
-
-def _invoke_parallel(ctx: SessionContext) -> None:
-    """Runs the parallel loop (:mod:`.parallel`) after reaping the trials a dead process left
-    running (each runs again once); marks the session interrupted if anything stops it."""
-    from alphaloop.meta_agent.parallel import run_parallel
-
+def _invoke(ctx: SessionContext, resumed: bool) -> None:
+    """Runs the graph after reaping the trials a dead process left running (journaling the
+    resume when this run takes up an earlier one); marks the session interrupted if anything
+    stops it."""
     journal, session_id = ctx.journal, ctx.session_id
     reaped = journal.reap_interrupted(session_id)
-    if reaped:
-        logger.info("session %s: %d interrupted trial(s) will run again", session_id, len(reaped))
+    if resumed:
+        awaiting = [row.idx for row, _ in journal.awaiting_verdict(session_id)]
+        logger.info(
+            "session %s: resuming; %d interrupted trial(s) will run again, %d await a verdict",
+            session_id,
+            len(reaped),
+            len(awaiting),
+        )
         journal.add_event(
             session_id,
             EventKind.resumed,
-            {"interrupted_trials": [t.idx for t in reaped], "next": ["parallel"]},
+            {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
         )
+    ctx.runner = open_runner(ctx.data, ctx.workers, ctx.ray_address)
+    # Trials, baselines, confirmations and tests each take one step or more: a generous bound
+    # that still stops a graph that would loop forever.
+    limit = 10 * (ctx.budget + ctx.noise_seeds + ctx.confirm_seeds + ctx.workers) + 100
     try:
-        run_parallel(ctx)
+        graph = compile_graph()
+        graph.invoke({"session_id": session_id}, {"recursion_limit": limit}, context=ctx)
     except BaseException as err:
+        ctx.end_flight(err)
+        ctx.runner.close(wait=False)
+        # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
         journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
         raise
-
-
-def _reap(journal: Journal, session_id: str, snapshot: Any) -> None:
-    """Marks trials a dead process left running as interrupted, except the search trial whose
-    finished outcome the checkpoint holds for ``confirm`` or ``record``, and journals the
-    resume."""
-    pending = snapshot.values.get("trial_id") if snapshot.next in _HOLDS_OUTCOME else None
-    reaped = journal.reap_interrupted(session_id, keep={pending} if pending else set())
-    if not (reaped or snapshot.next):
-        return
-    logger.info(
-        "session %s: resuming at %s; %d interrupted trial(s) will run again",
-        session_id,
-        ", ".join(snapshot.next) or "baseline",
-        len(reaped),
-    )
-    journal.add_event(
-        session_id,
-        EventKind.resumed,
-        {"interrupted_trials": [t.idx for t in reaped], "next": list(snapshot.next)},
-    )
+    ctx.runner.close()
 
 
 def request_stop(session_id: str, settings: Settings) -> SessionRecord:

@@ -1,38 +1,40 @@
-"""The research loop's state (checkpointed) and its runtime context (not checkpointed).
+"""The research loop's state and its runtime context.
 
-The journal is the source of truth; the checkpointed state only carries what is in flight
-between two nodes (a proposal, the clipped config, a finished trial awaiting its verdict), so a
-resumed session can pick up mid-step without asking the proposer (or paying an LLM) again.
+The journal is the checkpoint of record: everything that happened (trials, verdicts, counts,
+the incumbent, the stop flag) and what is in flight (a trial's row is journaled before it runs,
+and its outcome before its verdict, see ``Journal.hold_outcome``) is there, so the graph keeps
+no checkpoint of its own and a resumed session rebuilds its flight from the journal alone.
 
-The in-flight values are frozen models. LangGraph's SQLite checkpointer stores them with their
-class names, and :data:`CHECKPOINT_TYPES` is the list it may rebuild them from; the nodes read
-them back through :func:`proposal_of`, :func:`outcome_of`, :func:`config_of` and
-:func:`clips_of`, which also accept the plain dicts a checkpoint written by an older alphaloop
-holds.
+The graph's state carries only the session id and why it stopped; live objects (the runner, the
+trials in flight, the proposer) are in the runtime context, rebuilt on resume.
 """
 
 from __future__ import annotations
 
 import traceback
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Self, TypedDict
+from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import AlphaloopError, TrialTimeout
-from alphaloop.journal import Journal
-from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
+from alphaloop.journal import Journal, TrialRecord
+from alphaloop.knobs import ConfigDelta
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer
-from alphaloop.meta_agent.tracing import ITERATION, OpenSpan, iteration_attributes
+from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, TrialResult
+
+if TYPE_CHECKING:  # executors import this module
+    from alphaloop.meta_agent.executors import Pending, TrialRunner
 
 TRACEBACK_TAIL = 2000  # characters of a crashed trial's traceback kept in its row
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -109,36 +111,18 @@ class LoopEvent(StrEnum):
 
 class SessionState(TypedDict, total=False):
     session_id: str
-    proposal: Proposal | None
-    config: TrialConfig | None  # the clipped config of the trial about to run
-    clips: list[BoundsClip]
-    parent_id: int | None
-    trial_id: int | None
-    outcome: TrialOutcome | None  # what run_trial produced, awaiting record's verdict
     stop_reason: str | None
 
 
-# (module, class) of every type the checkpointed state holds, for the checkpointer's allowlist.
-CHECKPOINT_TYPES: tuple[tuple[str, str], ...] = tuple(
-    (t.__module__, t.__name__)
-    for t in (Proposal, TrialOutcome, OutcomeStatus, TrialResult, Metrics, TrialConfig, BoundsClip)
-)
+@dataclass
+class InFlight:
+    """A search trial started and awaiting its verdict: running (``pending``), or finished
+    with its outcome held in the journal (a resumed session's, ``pending`` already done)."""
 
-
-def proposal_of(state: SessionState) -> Proposal:
-    return Proposal.model_validate(state["proposal"])
-
-
-def outcome_of(state: SessionState) -> TrialOutcome:
-    return TrialOutcome.model_validate(state["outcome"])
-
-
-def config_of(state: SessionState) -> TrialConfig:
-    return TrialConfig.model_validate(state["config"])
-
-
-def clips_of(state: SessionState) -> list[BoundsClip]:
-    return [BoundsClip.model_validate(c) for c in state.get("clips") or []]
+    row: TrialRecord
+    pending: Pending
+    iteration: OpenSpan
+    trial_span: OpenSpan
 
 
 @dataclass
@@ -165,20 +149,18 @@ class SessionContext:
     ray_address: str | None = None
     # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
     settings: Settings | None = None
-    # The research.iteration span open across the graph's nodes (see :mod:`.tracing`).
-    iteration: OpenSpan | None = None
+    # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,
+    # oldest first; search trials a killed run interrupted wait in ``reruns`` to run again.
+    runner: TrialRunner | None = None
+    flight: deque[InFlight] = field(default_factory=deque)
+    reruns: deque[TrialRecord] = field(default_factory=deque)
 
-    def open_iteration(self) -> OpenSpan:
-        """The iteration span in progress, or a new one (a resumed session opens one at the
-        node it resumes at)."""
-        if self.iteration is None:
-            self.iteration = OpenSpan(ITERATION, iteration_attributes(self.session_id, self.mode))
-        return self.iteration
-
-    def close_iteration(self, err: BaseException | None = None) -> None:
-        if self.iteration is not None:
-            self.iteration.end(err)
-            self.iteration = None
+    def end_flight(self, err: BaseException | None = None) -> None:
+        """Ends the spans of the trials still in flight (the loop stopped under them)."""
+        while self.flight:
+            trial = self.flight.popleft()
+            trial.trial_span.end(err)
+            trial.iteration.end(err)
 
     @property
     def confirm_seed_range(self) -> range:

@@ -15,7 +15,7 @@ from scipy import stats
 from alphaloop.journal import Journal
 from alphaloop.knobs import ConfigDelta, TrialConfig
 from alphaloop.market import MarketData
-from alphaloop.meta_agent import keep_rule, nodes, session
+from alphaloop.meta_agent import executors, keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer
@@ -260,13 +260,13 @@ class SeedOnly(RandomProposer):
 def test_a_session_of_seed_only_changes_keeps_no_more_than_chance(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    real = nodes.evaluate
+    real = executors.evaluate
 
     def evaluate(mode: str, config: TrialConfig, data: Any, budget: Any, seed: int, **kw: Any):
         j = config.n_scenarios - 5000
         return real(mode, TrialConfig(), data, budget, seed + 1000 * j if j > 0 else seed, **kw)
 
-    clean_env.setattr(nodes, "evaluate", evaluate)
+    clean_env.setattr(executors, "evaluate", evaluate)
     clean_env.setattr(session, "make_proposer", lambda *args: SeedOnly())
     settings = Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
     spec = SessionSpec(goal="g", data="synthetic", budget=12, noise_seeds=3, seed=2)

@@ -1,7 +1,7 @@
 """Research sessions through the library: the keep rule and its noise floor, crashes that do not
 stop the loop, resuming after an interruption at any step, and what the proposer may see.
 
-Sessions run for real (SQLite journal, LangGraph checkpoint, Mean-CVaR trials) on the seeded
+Sessions run for real (SQLite journal, LangGraph graph, Mean-CVaR trials) on the seeded
 synthetic data, each in a temporary alphaloop home.
 """
 
@@ -24,7 +24,7 @@ from alphaloop.cli import views
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
-from alphaloop.meta_agent import nodes, session
+from alphaloop.meta_agent import executors, nodes, session
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
@@ -136,7 +136,7 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds(settings: Setting
 def test_failing_trials_are_journaled_and_the_loop_goes_on(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = nodes.evaluate
+    real = executors.evaluate
     calls: list[int] = []
 
     def failing(*args: Any, **kwargs: Any) -> Any:
@@ -151,7 +151,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
             raise failure
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(nodes, "evaluate", failing)
+    monkeypatch.setattr(executors, "evaluate", failing)
     sid = run(settings, budget=4, seed=4)
     s, rows = read(settings, sid)
     search = [t for t in rows if t.kind == "search"]
@@ -167,11 +167,16 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
     assert s.status == "finished" and s.final["n_trials"] == 4
 
 
+def where_is(name: str) -> Any:
+    """The module ``name`` is looked up in: the evaluator where trials run, else the nodes."""
+    return executors if name == "evaluate" else nodes
+
+
 def interrupt(name: str, at_call: int) -> Callable[..., Any]:
-    """``nodes.<name>`` raising KeyboardInterrupt (a kill, as far as the journal can tell) on
-    its n-th call; every other call goes through. Graph nodes keep their (state, runtime)
+    """``<module>.<name>`` raising KeyboardInterrupt (a kill, as far as the journal can tell)
+    on its n-th call; every other call goes through. Graph nodes keep their (state, runtime)
     signature, which is how LangGraph knows to pass the runtime."""
-    real, calls = getattr(nodes, name), []
+    real, calls = getattr(where_is(name), name), []
 
     def check() -> None:
         calls.append(name)
@@ -240,7 +245,7 @@ def test_a_session_interrupted_anywhere_resumes_as_if_it_never_stopped(
     at_call: int,
 ) -> None:
     sid = create_session(spec(budget=5, seed=4, noise_seeds=3), settings)
-    monkeypatch.setattr(nodes, where, interrupt(where, at_call))
+    monkeypatch.setattr(where_is(where), where, interrupt(where, at_call))
     with pytest.raises(KeyboardInterrupt):
         run_session(sid, settings)
     s, rows = read(settings, sid)
@@ -465,9 +470,10 @@ def test_a_stop_requested_while_proposing_runs_no_further_trial(
     assert s.final["n_trials"] == 2 and len([t for t in rows if t.kind == "test"]) >= 1
 
 
-def test_a_finished_session_leaves_no_checkpoint_behind(settings: Settings) -> None:
-    first, second = run(settings, budget=1), run(settings, budget=1)
-    with sqlite3.connect(session.checkpoint_path(settings)) as conn:
-        threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
-        writes = conn.execute("SELECT COUNT(*) FROM writes").fetchone()[0]
-    assert not threads & {first, second} and writes == 0
+def test_the_journal_is_the_only_database(settings: Settings) -> None:
+    run(settings, budget=1)
+    files = {p.name for p in settings.home.iterdir() if p.suffix == ".db"}
+    assert files == {settings.journal_path.name}
+    with sqlite3.connect(settings.journal_path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert not {"checkpoints", "writes"} & tables

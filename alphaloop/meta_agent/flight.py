@@ -1,0 +1,252 @@
+"""Trials in flight: journaling a trial's row, handing it to the session's runner, and taking
+its outcome back.
+
+A row is journaled before its trial runs, so a kill never loses a trial that started: its row
+stays ``running`` and is reaped on resume (an interrupted search trial runs again once, as
+proposed; baseline and confirmation seeds without an outcome are simply run). A search trial's
+outcome is held in the journal before its verdict (``Journal.hold_outcome``), so a kill between
+the two leaves it to be judged, not run again.
+
+With one worker a trial runs in the loop's own process when its outcome is asked for; with more,
+up to ``workers`` search trials run at once in worker processes or on Ray
+(:mod:`.executors`), and the loop waits for the oldest. Waiting for the oldest (rather than any)
+costs a little idle time when a later trial finishes first, and buys determinism: what each
+proposal saw, and so every verdict, does not depend on which worker finished first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from alphaloop import telemetry
+from alphaloop.journal import TrialKind, TrialRecord
+from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
+from alphaloop.meta_agent.executors import Pending, TrialJob
+from alphaloop.meta_agent.recording import (
+    best_so_far,
+    confirmations,
+    finished_trials,
+    proposal_context,
+)
+from alphaloop.meta_agent.state import (
+    InFlight,
+    LoopEvent,
+    Proposal,
+    SessionContext,
+    TrialOutcome,
+)
+from alphaloop.meta_agent.tracing import ITERATION, PROPOSE, TRIAL, OpenSpan, iteration_attributes
+from alphaloop.trials import Window
+
+logger = logging.getLogger(__name__)
+
+
+def job(
+    ctx: SessionContext,
+    row: TrialRecord,
+    config: TrialConfig,
+    *,
+    window: Window = "validation",
+    policy_path: str | None = None,
+) -> TrialJob:
+    return TrialJob(
+        mode=ctx.mode,
+        config=config,
+        budget=ctx.trial_budget,
+        seed=row.seed,
+        metric=ctx.objective.metric,
+        policy_dir=str(ctx.session_policy_dir),
+        idx=row.idx,
+        kind=row.kind,
+        window=window,
+        policy_path=policy_path,
+    )
+
+
+def submit(ctx: SessionContext, row: TrialRecord, config: TrialConfig, **where: str) -> Pending:
+    """Hands ``row``'s trial to the session's runner (``where``: the window and a saved policy,
+    as :func:`job` takes them)."""
+    if ctx.runner is None:
+        raise RuntimeError("the session's runner is not open")
+    return ctx.runner.submit(job(ctx, row, config, **where))
+
+
+def outcome_of(pending: Pending) -> TrialOutcome:
+    """What a trial produced; a worker that died (or a Ray task lost) is a crash."""
+    try:
+        return pending.result()
+    except Exception as err:  # journaled as the trial's crash, and the loop goes on
+        logger.warning("a trial's worker failed: %r", err)
+        return TrialOutcome.failed(err)
+
+
+def trial_attributes(row: TrialRecord) -> dict[str, object]:
+    return {
+        "alphaloop.trial.idx": row.idx,
+        "alphaloop.trial.kind": row.kind,
+        "alphaloop.seed": row.seed,
+    }
+
+
+# --- baseline and confirmation seeds -------------------------------------------------------
+
+
+def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
+    """Journals (and yields, one at a time) a baseline row for each of the ``noise_seeds``
+    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
+    done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
+    config = TrialConfig()
+    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
+        if seed in done:
+            continue
+        row = ctx.journal.start_trial(
+            ctx.session_id,
+            kind=TrialKind.baseline,
+            config=config.model_dump(),
+            config_hash=config_hash(config),
+            delta={"changes": {}, "rationale": "baseline"},
+            parent_id=None,
+            seed=seed,
+            rationale="baseline: default config",
+            proposer="baseline",
+        )
+        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
+        yield row
+
+
+def confirmation_reason(candidate: TrialRecord) -> str:
+    return f"confirmation of trial {candidate.idx} on a fresh seed"
+
+
+def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator[TrialRecord]:
+    """Journals (and yields, one at a time) a ``confirm`` row for each of the candidate's fresh
+    seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
+    done = {t.seed for t in confirmations(ctx, candidate.id)}
+    why = confirmation_reason(candidate)
+    for seed in ctx.confirm_seed_range:
+        if seed in done:
+            continue
+        row = ctx.journal.start_trial(
+            ctx.session_id,
+            kind=TrialKind.confirm,
+            config=candidate.config,
+            config_hash=candidate.config_hash,
+            delta={"changes": {}, "rationale": why},
+            parent_id=candidate.id,
+            seed=seed,
+            rationale=why,
+            proposer="confirm",
+        )
+        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
+        yield row
+
+
+# --- search trials -------------------------------------------------------------------------
+
+
+def interrupted_without_rerun(ctx: SessionContext) -> list[TrialRecord]:
+    """Search trials a killed run interrupted that have not been run again, in index order."""
+    rows = ctx.journal.trials(ctx.session_id, kind=TrialKind.search, series=False)
+    rerun = {(t.delta or {}).get("rerun_of") for t in rows}
+    return [t for t in rows if t.interrupted and t.id not in rerun]
+
+
+def propose_and_start(ctx: SessionContext) -> InFlight | None:
+    """Asks the proposer for an edit of the best config so far (showing it the trials in
+    flight, so it proposes something else), clips it and starts it; None when a stop was
+    requested while the proposer was thinking (an LLM can take minutes)."""
+    iteration = OpenSpan(ITERATION, iteration_attributes(ctx.session_id, ctx.mode))
+    rows = finished_trials(ctx)
+    context = proposal_context(ctx, rows, pending=[f.row for f in ctx.flight])
+
+    def propose() -> Proposal:
+        with telemetry.span(PROPOSE, {"alphaloop.proposer": ctx.proposer.name}):
+            delta = ctx.proposer.propose(context)
+        prompt = getattr(ctx.proposer, "last_prompt", None)
+        return Proposal.of(delta, ctx.proposer.last_name, prompt)
+
+    proposal = iteration.run(propose)
+    if ctx.journal.stop_requested(ctx.session_id):
+        iteration.end()
+        return None
+    best, _ = best_so_far(rows)
+    base = TrialConfig(**best.config) if best else TrialConfig()
+    config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
+    delta = {"changes": proposal.changes, "rationale": proposal.rationale}
+    parent = best.id if best else None
+    return _start(ctx, iteration, proposal, config, clips, parent, delta)
+
+
+def rerun(ctx: SessionContext, cut: TrialRecord) -> InFlight:
+    """Runs an interrupted search trial again: its config, seed, parent, proposal and clips
+    (its new row's ``delta["rerun_of"]`` names the row it reruns)."""
+    attrs = {**iteration_attributes(ctx.session_id, ctx.mode), "alphaloop.rerun_of": cut.idx}
+    iteration = OpenSpan(ITERATION, attrs)
+    changes = dict((cut.delta or {}).get("changes", {}))
+    proposal = Proposal(
+        changes=changes,
+        rationale=cut.rationale or "",
+        proposer=cut.proposer or "",
+        prompt=ctx.journal.get_trial(cut.id).prompt,  # a series: the listing leaves it out
+    )
+    clips = [c.to_bounds_clip() for c in ctx.journal.clips(cut.id)]
+    delta = {"changes": changes, "rationale": cut.rationale or "", "rerun_of": cut.id}
+    config = TrialConfig(**cut.config)
+    return _start(ctx, iteration, proposal, config, clips, cut.parent_id, delta, cut.seed)
+
+
+def _start(
+    ctx: SessionContext,
+    iteration: OpenSpan,
+    proposal: Proposal,
+    config: TrialConfig,
+    clips: list[BoundsClip],
+    parent_id: int | None,
+    delta: dict,
+    seed: int | None = None,
+) -> InFlight:
+    row = ctx.journal.start_trial(
+        ctx.session_id,
+        kind=TrialKind.search,
+        config=config.model_dump(),
+        config_hash=config_hash(config),
+        delta=delta,
+        parent_id=parent_id,
+        seed=ctx.seed if seed is None else seed,
+        rationale=proposal.rationale,
+        proposer=proposal.proposer,
+        prompt=proposal.prompt,
+    )
+    if clips:
+        ctx.journal.add_clips(row.id, clips)
+    iteration.set({"alphaloop.trial.idx": row.idx})
+    ctx.on_event(
+        LoopEvent.trial_started,
+        {"idx": row.idx, "kind": "search", "proposal": proposal.model_dump(), "clips": clips},
+    )
+    trial_span = iteration.child(TRIAL, trial_attributes(row))
+    return InFlight(row, submit(ctx, row, config), iteration, trial_span)
+
+
+class _Held:
+    """The outcome a killed run held in the journal for a trial awaiting its verdict."""
+
+    def __init__(self, outcome: TrialOutcome) -> None:
+        self._outcome = outcome
+
+    def result(self) -> TrialOutcome:
+        return self._outcome
+
+
+def awaiting_verdict(ctx: SessionContext) -> list[InFlight]:
+    """The search trials a killed run left finished but unjudged, as trials in flight whose
+    outcome is known (oldest first)."""
+    held = []
+    for row, text in ctx.journal.awaiting_verdict(ctx.session_id):
+        attrs = iteration_attributes(ctx.session_id, ctx.mode, row.idx)
+        iteration = OpenSpan(ITERATION, attrs)
+        trial_span = iteration.child(TRIAL, trial_attributes(row))
+        pending = _Held(TrialOutcome.model_validate_json(text))
+        held.append(InFlight(row, pending, iteration, trial_span))
+    return held
