@@ -179,3 +179,58 @@ def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
         )
         assert again.status in ("keep", "discard") and again.counted
     assert sum(t.counted for t in rows) == 2
+
+
+def _search(settings: Settings, sid: str) -> list[tuple[Any, ...]]:
+    return [
+        (t.config_hash, t.seed, t.status, t.objective)
+        for t in rows_of(settings, sid)
+        if t.kind == "search" and t.counted
+    ]
+
+
+@pytest.mark.slow
+def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_rerun(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.runtime import Runtime
+
+    from alphaloop.meta_agent import nodes
+    from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+
+    spec = SessionSpec(
+        goal="maximise validation Sharpe",
+        data="synthetic",
+        budget=3,
+        noise_seeds=2,
+        seed=5,
+        proposer="random",
+        workers=2,
+    )
+    reference = create_session(spec, settings)
+    run_session(reference, settings)
+
+    real = nodes.record
+
+    def killed(state: Any, runtime: Runtime) -> dict:  # a kill once the outcome is held
+        raise KeyboardInterrupt
+
+    sid = create_session(spec, settings)
+    monkeypatch.setattr(nodes, "record", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_session(sid, settings)
+    with Journal(settings.journal_path) as journal:
+        held = [row.idx for row, _ in journal.awaiting_verdict(sid)]
+    assert len(held) == 1
+    monkeypatch.setattr(nodes, "record", real)
+    run_session(sid, settings)
+    with Journal(settings.journal_path) as journal:
+        [event] = journal.events(sid, kind="Resumed")
+        assert journal.awaiting_verdict(sid) == []
+    assert event.payload["awaiting_verdict"] == held
+    rows = rows_of(settings, sid)
+    # The held trial kept its row (judged, not rerun); the other one in flight ran again once.
+    [judged] = [t for t in rows if t.idx == held[0]]
+    assert judged.counted and not judged.interrupted and judged.status in ("keep", "discard")
+    assert len(event.payload["interrupted_trials"]) == 1
+    assert _search(settings, sid) == _search(settings, reference)
