@@ -293,9 +293,9 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
         seed_mean: float | None = None,
         evaluator_version: str | None = None,
     ) -> TrialRecord:
-        """Records how a running trial ended (and drops the outcome :meth:`hold_outcome` kept
-        for it). A search trial that ended ``keep``, ``discard``,
-        ``crash`` or ``timeout`` is counted against the budget (an interrupted one is not).
+        """Records how a running trial ended (and drops the outcome :meth:`hold_outcome` held
+        for it). A search trial that ended ``keep``, ``discard``, ``crash`` or ``timeout`` is
+        counted against the budget (an interrupted one is not).
 
         ``elapsed_s`` defaults to the wall time since the trial started. ``env_steps`` is the
         PPO env steps trained; ``violation`` the limit the trial's metrics break, if any;
@@ -330,7 +330,11 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
             "seed_mean": seed_mean,
             "evaluator_version": evaluator_version,
         }
-        values = columns(TrialRecord, fields)
+        self._write_finish(trial_id, final, columns(TrialRecord, fields))
+        return self.get_trial(trial_id)
+
+    def _write_finish(self, trial_id: int, final: TrialStatus, values: dict[str, Any]) -> None:
+        """Writes a running trial's final columns, its count and its end time at once."""
         with self._write() as conn:
             row = conn.execute(
                 "SELECT kind, status, started_at FROM trials WHERE id = ?", (trial_id,)
@@ -346,7 +350,7 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
             values["counted"] = int(
                 kind == TrialKind.search
                 and final in COUNTED_STATUSES
-                and not is_interrupted(final, error)
+                and not is_interrupted(final, values["error"])
             )
             values["finished_at"] = stamp
             values["outcome"] = None
@@ -354,7 +358,6 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
             conn.execute(
                 f"UPDATE trials SET {assignments} WHERE id = ?", (*values.values(), trial_id)
             )
-        return self.get_trial(trial_id)
 
     def hold_outcome(self, trial_id: int, outcome: str) -> None:
         """Keeps what a running trial produced (``outcome``, JSON text) while it awaits its

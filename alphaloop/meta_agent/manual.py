@@ -43,7 +43,7 @@ from alphaloop.meta_agent.recording import record_result
 from alphaloop.meta_agent.state import TRACEBACK_TAIL
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget, run_trial
+from alphaloop.trials import TrialBudget, TrialResult, run_trial
 
 MANUAL_GOAL = "manual PPO run"
 MANUAL_PROPOSER = "manual"
@@ -168,30 +168,37 @@ def train_manual(
             reason=MANUAL_REASON,
             max_curve_points=max_curve_points,
         )
-        # Every manual run is a library entry a person might deploy.
-        entry, note = library.try_publish(
-            journal,
-            settings.policies_dir,
-            session=journal.get_session(row.session_id),
-            trial=trial,
-            source=PolicySource.manual,
-        )
-        published = {"policy_id": entry.id} if entry is not None else {"policy_note": note}
-        session = journal.update_session(
-            row.session_id,
-            status=SessionStatus.finished,
-            best_trial_id=trial.id,
-            owner_pid=os.getpid(),
-            final={
-                "stop_reason": MANUAL_REASON,
-                "n_trials": 1,
-                "best_trial_id": trial.id,
-                "best_validation_objective": result.objective,
-                "timesteps": result.timesteps,
-                **published,
-            },
-        )
+        session = _close_run(journal, settings, trial, result)
         return ManualRun(session=session, trial=trial, clips=clip_rows)
+
+
+def _close_run(
+    journal: Journal, settings: Settings, trial: TrialRecord, result: TrialResult
+) -> SessionRecord:
+    """Publishes the run's policy to the library (every manual run is an entry a person might
+    deploy) and closes its session with its result."""
+    entry, note = library.try_publish(
+        journal,
+        settings.policies_dir,
+        session=journal.get_session(trial.session_id),
+        trial=trial,
+        source=PolicySource.manual,
+    )
+    published = {"policy_id": entry.id} if entry is not None else {"policy_note": note}
+    return journal.update_session(
+        trial.session_id,
+        status=SessionStatus.finished,
+        best_trial_id=trial.id,
+        owner_pid=os.getpid(),
+        final={
+            "stop_reason": MANUAL_REASON,
+            "n_trials": 1,
+            "best_trial_id": trial.id,
+            "best_validation_objective": result.objective,
+            "timesteps": result.timesteps,
+            **published,
+        },
+    )
 
 
 def _open_run(
