@@ -7,7 +7,10 @@ C(S, S/2) ways to pick half the blocks is one in-sample (IS) set, the other half
 out-of-sample (OOS) complement. For each, the trial with the best IS Sharpe is the one a search
 would have picked; its OOS Sharpe is ranked among all trials' OOS Sharpes, the relative rank
 ``w = rank / (N + 1)`` mapped to the logit ``log(w / (1 - w))``. PBO is the share of
-combinations whose logit is not positive: the IS winner did no better than the OOS median.
+combinations whose logit is negative, a logit of exactly 0 (the IS winner ranked at the OOS
+median) counting half: it did neither better nor worse than the median. Counting it whole, as a
+plain ``logit <= 0`` does, biases PBO up whenever N is odd, since the median rank is then one
+of the ranks a pick can have (with 3 trials, every pick ranked second OOS).
 
 Pure noise trials give PBO near 1/2; one trial with a real edge keeps winning OOS and gives PBO
 near 0. All combinations are scored at once from per-block sums, so S = 16 (12,870
@@ -35,7 +38,7 @@ class CSCVResult(BaseModel):
     ``itertools.combinations(range(n_blocks), n_blocks // 2)``.
 
     Attributes:
-        pbo: share of combinations whose logit is <= 0.
+        pbo: share of combinations whose logit is < 0, those at exactly 0 counting half.
         n_blocks: S.
         n_trials: N, the columns of the matrix.
         n_days: days used (T rounded down to a multiple of S).
@@ -100,12 +103,13 @@ def _sharpe_from_sums(total: np.ndarray, squares: np.ndarray, days: np.ndarray) 
     return np.where(flat, 0.0, mean / np.where(flat, 1.0, sd))
 
 
-def _relative_rank(oos: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """Rank of each row's ``chosen`` column among the row (1 = worst, ties averaged), over N+1."""
+def _doubled_rank(oos: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """Twice the rank of each row's ``chosen`` column among the row (1 = worst, ties
+    averaged): an integer, so the median (``N + 1``) is told exactly, not up to rounding."""
     picked = oos[np.arange(oos.shape[0]), chosen][:, None]
     below = (oos < picked).sum(axis=1)
     tied = (oos == picked).sum(axis=1)  # the chosen column itself included
-    return (below + (tied + 1) / 2.0) / (oos.shape[1] + 1)
+    return 2 * below + tied + 1
 
 
 def _degradation(is_sr: np.ndarray, oos_sr: np.ndarray) -> tuple[float | None, float | None]:
@@ -155,12 +159,14 @@ def cscv_pbo(
     oos_sr = _sharpe_from_sums(block_sum.sum(0) - is_sum, block_sq.sum(0) - is_sq, half_days)
     chosen = np.argmax(is_sr, axis=1)
     rows = np.arange(len(combos))
-    rank = _relative_rank(oos_sr, chosen)
+    doubled = _doubled_rank(oos_sr, chosen)
+    rank = doubled / (2.0 * (n_trials + 1))
     logits = np.log(rank / (1.0 - rank))
+    at_median = doubled == n_trials + 1
     picked_is, picked_oos = is_sr[rows, chosen], oos_sr[rows, chosen]
     slope, intercept = _degradation(picked_is, picked_oos)
     return CSCVResult(
-        pbo=float(np.mean(logits <= 0.0)),
+        pbo=float(np.mean((doubled < n_trials + 1) + 0.5 * at_median)),
         n_blocks=n_blocks,
         n_trials=n_trials,
         n_days=n_days - dropped,

@@ -73,16 +73,32 @@ def test_vectorised_cscv_matches_a_brute_force_loop(
     np.testing.assert_allclose(out.is_sharpe, [e[1] for e in expected], rtol=1e-9)
     np.testing.assert_allclose(out.oos_sharpe, [e[2] for e in expected], rtol=1e-9)
     np.testing.assert_allclose(out.logits, [e[3] for e in expected], rtol=1e-12)
-    assert out.pbo == pytest.approx(np.mean([e[3] <= 0 for e in expected]))
+    half_at_median = [
+        1.0 if e[3] < -1e-12 else 0.5 if abs(e[3]) <= 1e-12 else 0.0 for e in expected
+    ]
+    assert out.pbo == pytest.approx(np.mean(half_at_median))
 
 
 def test_identical_trials_tie_at_the_median() -> None:
-    # Three clones: every OOS Sharpe ties, the average rank is 2 of 3, w = 1/2, logit 0,
-    # which counts as overfit (the pick did no better than the median).
+    # Three clones: every OOS Sharpe ties, the average rank is 2 of 3, w = 1/2, logit 0: the
+    # pick did neither better nor worse than the median, so each combination counts half.
     col = np.random.default_rng(1).normal(0.001, 0.01, 40)
     out = cscv_pbo(np.column_stack([col, col, col]), n_blocks=4)
     np.testing.assert_allclose(out.logits, 0.0, atol=1e-12)
-    assert out.pbo == 1.0
+    assert out.pbo == 0.5
+
+
+def test_a_pick_at_the_median_counts_half_with_an_odd_number_of_trials() -> None:
+    # Three trials, two blocks: A is best in block 0 and middling in block 1, C the other way
+    # round, B always middling-to-worst. Each half's IS winner ranks second of three OOS:
+    # w = 2/4, logit exactly 0. Counted whole (logit <= 0), PBO would be 1; it is 1/2.
+    a = [0.02, 0.01, 0.02, 0.01] + [0.001, 0.0, 0.001, 0.0]
+    b = [0.0, -0.01, 0.0, -0.01] + [-0.001, -0.002, -0.001, -0.002]
+    c = [0.001, 0.0, 0.001, 0.0] + [0.02, 0.01, 0.02, 0.01]
+    out = cscv_pbo(np.column_stack([a, b, c]), n_blocks=2, labels=["A", "B", "C"])
+    assert out.selected == (0, 2)
+    assert out.logits == (0.0, 0.0) and out.oos_rank == (0.5, 0.5)
+    assert out.pbo == 0.5
 
 
 def test_pure_noise_gives_pbo_near_one_half() -> None:
