@@ -92,9 +92,8 @@ def test_a_pick_at_the_median_counts_half_with_an_odd_number_of_trials() -> None
     # Three trials, two blocks: A is best in block 0 and middling in block 1, C the other way
     # round, B always middling-to-worst. Each half's IS winner ranks second of three OOS:
     # w = 2/4, logit exactly 0. Counted whole (logit <= 0), PBO would be 1; it is 1/2.
-    a = [0.02, 0.01, 0.02, 0.01] + [0.001, 0.0, 0.001, 0.0]
-    b = [0.0, -0.01, 0.0, -0.01] + [-0.001, -0.002, -0.001, -0.002]
-    c = [0.001, 0.0, 0.001, 0.0] + [0.02, 0.01, 0.02, 0.01]
+    high, middle, low = [0.02, 0.01] * 2, [0.001, 0.0] * 2, [-0.001, -0.002] * 2
+    a, b, c = [*high, *middle], [*[0.0, -0.01] * 2, *low], [*middle, *high]
     out = cscv_pbo(np.column_stack([a, b, c]), n_blocks=2, labels=["A", "B", "C"])
     assert out.selected == (0, 2)
     assert out.logits == (0.0, 0.0) and out.oos_rank == (0.5, 0.5)
