@@ -1,13 +1,16 @@
-"""The package map as a test: which alphaloop package may import which.
+"""The package map as a test: which alphaloop package may import which, package by package.
 
 Imports are read with ``ast`` from every module, function-level and ``TYPE_CHECKING`` imports
-included (a lazy import is still an arrow). Arrows point one way::
+included (a lazy import is still an arrow). Arrows point one way (DESIGN.md)::
 
-    front ends (cli, tools, chat) -> ops -> meta_agent, trials, journal, charts, llm
-        -> engines (rl_engine, portfolio_opt) -> knobs, market, metrics
+    front ends (cli, server, tools, chat, scheduler) -> ops
+        -> meta_agent, flywheel, pm, library, validation, charts -> trials
+        -> engines (pipeline, rl_engine, portfolio_opt) -> knobs, market, metrics
 
-with ``exceptions`` and ``settings`` usable from anywhere. The README's package map says the
-same in words.
+The journal is read and written from ``ops`` and the loop's packages, never from the engines or
+the evaluator. :data:`ALLOWED` names, for each package, every package it may import; a new arrow
+is a decision made here, in review, not by accident. The README's package map says the same in
+words.
 """
 
 from __future__ import annotations
@@ -24,42 +27,94 @@ import alphaloop
 
 ROOT = Path(alphaloop.__file__).parent
 
-# The scheduler drives ops on a clock, as a front end does on a request.
-FRONT_ENDS = {"cli", "tools", "chat", "server", "scheduler"}
-ENGINES = {"rl_engine", "portfolio_opt", "pipeline"}
-FOUNDATIONS = {"knobs", "market", "metrics"}
+# Usable from anywhere: errors, settings, the lazy-import helper, tracing.
 SHARED = {"exceptions", "settings", "_lazy", "telemetry"}
-# The research and evaluation core: what ``ops`` composes.
-CORE = {
-    "meta_agent",
-    "trials",
-    "journal",
-    "charts",
-    "validation",
-    "llm",
-    "llm_json",
-    "prompts",
-    # the continuous loop: policy library, portfolio manager, brokers, preference flywheel
-    "library",
-    "pm",
-    "broker",
-    "flywheel",
-}
+FOUNDATIONS = {"knobs", "market", "metrics"}
+ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
+FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
 
-# package -> packages it must never import (directly or lazily)
-FORBIDDEN: dict[str, set[str]] = {
-    **{p: FRONT_ENDS | {"ops"} for p in CORE | ENGINES | FOUNDATIONS | SHARED},
-    "ops": set(FRONT_ENDS),
-    # A front end goes through ops for anything that runs or reads research.
-    **{
-        p: {"meta_agent", "trials", "charts", "rl_engine", "portfolio_opt", "market", "validation"}
-        for p in FRONT_ENDS
+# package -> the alphaloop packages it may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    # shared and foundations
+    "exceptions": set(),
+    "settings": set(),
+    "_lazy": set(),
+    "telemetry": {"settings"},
+    "knobs": {"exceptions"},
+    "market": {"exceptions", "settings"},
+    "metrics": {"exceptions"},
+    "llm_json": {"exceptions"},
+    "prompts": set(),
+    # engines: no journal, no evaluator, no loop
+    "portfolio_opt": {"exceptions", "metrics", "knobs"},
+    "rl_engine": {"_lazy", "exceptions", "knobs", "metrics"},
+    "pipeline": {"exceptions", "knobs", "portfolio_opt", "rl_engine"},
+    # the frozen evaluator: engines and foundations only
+    "trials": {"exceptions", "settings", "knobs", "market", "metrics", *ENGINES},
+    # the journal stores rows; it knows the knobs' types and nothing above them
+    "journal": {"exceptions", "knobs"},
+    "llm": {"exceptions", "settings", "telemetry", "llm_json"},
+    # what the operations layer composes
+    "validation": {"exceptions", "knobs", "market", "metrics", "trials"},
+    "charts": {"exceptions", "settings", "telemetry", "journal", "llm", "market", "metrics"},
+    "library": {"exceptions", "settings", "journal", "knobs", "market", "trials"},
+    "broker": {"exceptions", "settings", "journal"},
+    "pm": {
+        "exceptions",
+        "settings",
+        "broker",
+        "journal",
+        "knobs",
+        "library",
+        "market",
+        "metrics",
+        "pipeline",
+        "portfolio_opt",
+        "trials",
     },
+    "meta_agent": {
+        "exceptions",
+        "settings",
+        "telemetry",
+        "journal",
+        "knobs",
+        "library",
+        "llm",
+        "llm_json",
+        "market",
+        "metrics",
+        "prompts",
+        "trials",
+        "validation",
+    },
+    "flywheel": {"exceptions", "settings", "journal", "knobs", "market", "meta_agent"},
+    "ops": {
+        "exceptions",
+        "settings",
+        "telemetry",
+        "_lazy",
+        "broker",
+        "charts",
+        "flywheel",
+        "journal",
+        "knobs",
+        "library",
+        "market",
+        "meta_agent",
+        "metrics",
+        "pm",
+        "portfolio_opt",
+        "rl_engine",
+        "trials",
+        "validation",
+    },
+    # front ends: through ops (the journal's read models are the types ops returns)
+    "server": {"exceptions", "settings", "journal", "ops"},
+    "tools": {"exceptions", "settings", "journal", "knobs", "llm", "metrics", "ops"},
+    "chat": {"exceptions", "settings", "llm", "ops", "prompts", "tools"},
+    "scheduler": {"exceptions", "settings", "ops"},
+    "cli": {"exceptions", "settings", "chat", "knobs", "metrics", "ops", "scheduler", "server"},
 }
-for engine in ENGINES:
-    FORBIDDEN[engine] |= {"journal", "meta_agent", "trials", "charts", "llm"}
-# Foundations import no other alphaloop package but the shared ones.
-ALLOWED_FOUNDATION_IMPORTS = SHARED
 
 
 def _package(module: str) -> str | None:
@@ -143,21 +198,29 @@ def test_no_cycle_between_packages() -> None:
     assert _cycle(package_graph()) is None
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_arrows_point_one_way(package: str) -> None:
-    wrong = package_graph().get(package, set()) & FORBIDDEN[package]
-    assert not wrong, f"alphaloop.{package} imports {sorted(wrong)}"
-
-
-@pytest.mark.parametrize("package", sorted(FOUNDATIONS))
-def test_foundations_stand_alone(package: str) -> None:
-    wrong = package_graph().get(package, set()) - ALLOWED_FOUNDATION_IMPORTS
-    assert not wrong, f"alphaloop.{package} imports {sorted(wrong)}"
+def test_the_allowed_arrows_point_one_way() -> None:
+    assert _cycle(ALLOWED) is None
 
 
 def test_every_package_is_placed_in_the_map() -> None:
-    placed = FRONT_ENDS | ENGINES | FOUNDATIONS | SHARED | CORE | {"ops"}
-    assert set(package_graph()) <= placed
+    assert set(package_graph()) <= set(ALLOWED)
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_a_package_imports_only_what_the_map_allows(package: str) -> None:
+    wrong = package_graph().get(package, set()) - ALLOWED[package]
+    assert not wrong, f"alphaloop.{package} imports {sorted(wrong)}, not in its arrows"
+
+
+@pytest.mark.parametrize("package", sorted(ENGINES | {"trials"}))
+def test_engines_and_the_evaluator_never_touch_the_journal_or_the_loop(package: str) -> None:
+    assert not ALLOWED[package] & {"journal", "meta_agent", "ops", *FRONT_ENDS}
+
+
+@pytest.mark.parametrize("package", sorted(FRONT_ENDS))
+def test_front_ends_run_research_only_through_ops(package: str) -> None:
+    engines = {"meta_agent", "trials", "validation", "charts", "market", "pm", *ENGINES}
+    assert not ALLOWED[package] & engines
 
 
 def _loaded_after(statement: str) -> set[str]:
