@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from alphaloop.cli import app
 from alphaloop.journal import Journal
+from alphaloop.market import DataSpec
 from alphaloop.metrics import (
     Metrics,
     deflated_sharpe,
@@ -22,7 +23,7 @@ from alphaloop.metrics import (
     trial_sharpes,
 )
 from alphaloop.settings import Settings, get_settings
-from alphaloop.validation import Gates, cscv_pbo, evaluate_gates
+from alphaloop.validation import Gates, cscv_pbo, evaluate_gates, excess_evidence
 
 SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic"]
 SESSION += ["--noise-seeds", "2", "--proposer", "random", "--seed", "3", "--json"]
@@ -81,8 +82,62 @@ def test_finalize_deflates_over_the_search_trials_only(settings: Settings, sessi
     assert final["pbo"] == pbo.pbo and final["pbo_summary"]["n_combinations"] == 12870
     assert sum(final["pbo_summary"]["histogram_counts"]) == 12870
     reported = final["best_test"] if "best_trial_id" in final else final["baseline_test"]
-    gates = evaluate_gates(Metrics(**reported), oracle.dsr, pbo.pbo)
-    assert final["gates_passed"] is gates.passed and final["gates"] == gates.model_dump(mode="json")
+    excess = excess_oracle(rows, chosen, search)
+    gates = evaluate_gates(Metrics(**reported), oracle.dsr, pbo.pbo, excess=excess)
+    assert final["gates_passed"] is gates.passed
+    for got, want in zip(final["gates"]["results"], gates.results, strict=True):
+        assert {**got, "value": None, "reason": None} == {
+            **want.model_dump(mode="json"),
+            "value": None,
+            "reason": None,
+        }
+        assert got["value"] == (want.value and pytest.approx(want.value, rel=1e-9, abs=1e-12))
+    assert [r["gate"] for r in final["gates"]["results"]][-4:] == [
+        "beats_default",
+        "excess_dsr_default",
+        "beats_equal_weight",
+        "excess_dsr_equal_weight",
+    ]
+
+
+def excess_oracle(rows: list[Any], chosen: Any, search: list[Any]) -> dict[str, Any]:
+    """The pick's TEST evidence against the default and 1/N, rebuilt from the journaled rows
+    and a 1/N book simulated here: equal weights, rebalanced every 21 days at the open, paying
+    10 bps of the equity per unit of one-way turnover."""
+    data = DataSpec(data="synthetic").load()
+    tests = {t.parent_id: t for t in rows if t.kind == "test"}
+    baseline = next(t for t in rows if t.kind == "baseline")
+
+    def one_over_n(win: slice) -> np.ndarray:
+        r = data.returns[win]
+        w, out = np.full(r.shape[1], 1 / r.shape[1]), []
+        for day, row in enumerate(r):
+            cost = 0.0
+            if day and day % 21 == 0:
+                target = np.full(r.shape[1], 1 / r.shape[1])
+                cost, w = np.abs(target - w).sum() * 10e-4, target
+            gross = float(w @ row)
+            out.append((1 - cost) * (1 + gross) - 1)
+            w = w * (1 + row) / (1 + gross)
+        return np.array(out)
+
+    ew_val, ew_test = one_over_n(data.val), one_over_n(data.test)
+    pick = tests[chosen.id].val_returns
+    out: dict[str, Any] = {}
+    if chosen.kind == "baseline":
+        out["default"] = "the pick is the default config: no search trial beat it"
+    else:
+        base = np.array(baseline.val_returns)
+        out["default"] = excess_evidence(
+            "default",
+            pick,
+            tests[baseline.id].val_returns,
+            [np.array(t.val_returns) - base for t in search],
+        )
+    out["equal_weight"] = excess_evidence(
+        "equal_weight", pick, ew_test, [np.array(t.val_returns) - ew_val for t in search]
+    )
+    return out
 
 
 def test_validate_json_is_one_document_and_journaled(settings: Settings, session: str) -> None:
@@ -103,6 +158,10 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
         "hit_rate",
         "profit_factor",
         "deflated_sharpe",
+        "beats_default",
+        "excess_dsr_default",
+        "beats_equal_weight",
+        "excess_dsr_equal_weight",
     ]
     wf = report["walk_forward"]
     assert len(wf["windows"]) == 6 and all("net" not in w for w in wf["windows"])
@@ -137,10 +196,15 @@ def test_gates_fail_and_pass_on_a_hand_built_case() -> None:
         annual_return=0.12, total_return=0.4, annual_turnover=2.0, hit_rate=0.55,
         profit_factor=1.3, n_days=500,
     )  # fmt: skip
-    assert evaluate_gates(good, 0.97, 0.2).passed
-    bad = evaluate_gates(good.model_copy(update={"max_drawdown": 0.35}), 0.97, 0.6)
+    absolute = Gates(max_excess_p_value=None, min_excess_deflated_sharpe=None)
+    assert evaluate_gates(good, 0.97, 0.2, absolute).passed
+    bad = evaluate_gates(good.model_copy(update={"max_drawdown": 0.35}), 0.97, 0.6, absolute)
     assert [r.gate for r in bad.failed] == ["max_drawdown", "pbo"]
-    assert evaluate_gates(good, 0.9, 0.6, Gates(min_deflated_sharpe=None, max_pbo=None)).passed
+    lenient = absolute.model_copy(update={"min_deflated_sharpe": None, "max_pbo": None})
+    assert evaluate_gates(good, 0.9, 0.6, lenient).passed
+    # With no evidence against the default and 1/N, a strategy good on its own is no GO.
+    alone = evaluate_gates(good, 0.97, 0.2)
+    assert not alone.passed and alone.summary().startswith("NO-GO: does not beat 1/N")
 
 
 def test_bad_input_exits_2(settings: Settings, session: str) -> None:

@@ -22,6 +22,8 @@ GATE_FIELDS = (
     "min_profit_factor",
     "min_deflated_sharpe",
     "max_pbo",
+    "max_excess_p_value",
+    "min_excess_deflated_sharpe",
 )
 
 

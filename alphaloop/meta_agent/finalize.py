@@ -9,6 +9,7 @@ import math
 import shutil
 from typing import Any
 
+import numpy as np
 from langgraph.runtime import Runtime
 
 from alphaloop import library
@@ -24,11 +25,24 @@ from alphaloop.journal import (
 )
 from alphaloop.journal import best_kept as best_kept_trial
 from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.market import MarketData
 from alphaloop.meta_agent import flight, nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
-from alphaloop.validation import DSR_SET, evaluate_gates, search_set, session_dsr, session_pbo
+from alphaloop.trials import TrialBudget, equal_weight_backtest
+from alphaloop.validation import (
+    DSR_SET,
+    REFERENCES,
+    ExcessEvidence,
+    evaluate_gates,
+    excess_evidence,
+    search_set,
+    session_dsr,
+    session_pbo,
+)
+
+_WINDOWS = ("validation", "test")
 
 
 def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
@@ -43,14 +57,16 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     final: dict[str, Any] = {
         "stop_reason": reason,
         "n_trials": ctx.journal.counted_trials(ctx.session_id),
+        "pick": "search" if best is not None else "default",
     }
+    tests: dict[str, TrialRecord] = {}
     if base_rows:
-        base_test = _test_row(ctx, base_rows[0])
+        base_test = tests["default"] = _test_row(ctx, base_rows[0])
         final["baseline_trial_id"] = base_rows[0].id
         final["baseline_test"] = base_test.metrics
         final["baseline_test_objective"] = base_test.objective
     if best is not None:
-        best_test = _test_row(ctx, best)
+        best_test = tests["search"] = _test_row(ctx, best)
         final["best_trial_id"] = best.id
         final["best_validation_objective"] = best.objective
         final["best_test"] = best_test.metrics
@@ -59,7 +75,12 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     final.update(_admissibility(ctx, rows, chosen, best is not None))
     if chosen is not None and chosen.val_returns:
         final.update(_sharpe_odds(rows, chosen))
-    final.update(_overfitting(rows, final))
+    excess = reference_evidence(ctx.data, ctx.trial_budget, rows, tests)
+    final["excess"] = {
+        ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
+        for ref, e in excess.items()
+    }
+    final.update(_overfitting(rows, final, excess))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
     ctx.journal.update_session(
@@ -119,7 +140,57 @@ def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord) -> dict[str, Any]
     return out
 
 
-def _overfitting(rows: list[TrialRecord], final: dict[str, Any]) -> dict[str, Any]:
+def reference_evidence(
+    data: MarketData,
+    budget: TrialBudget,
+    rows: list[TrialRecord],
+    tests: dict[str, TrialRecord],
+) -> dict[str, ExcessEvidence | str]:
+    """The pick's TEST evidence against the default config and against 1/N (see
+    :mod:`alphaloop.validation.excess`), or why there is none.
+
+    ``tests`` holds the TEST rows of the default (``default``) and of the best search trial
+    (``search``) when there is one; the pick is the search trial, else the default. The search
+    trials' validation excess over each reference (same seed, same days) deflates the pick's.
+    """
+    pick = tests.get("search") or tests.get("default")
+    if pick is None or not pick.val_returns:
+        return {ref: "no TEST returns of the pick" for ref in REFERENCES}
+    base_val = next((t.val_returns for t in rows if t.kind == TrialKind.baseline), None)
+    equal_weight = {w: equal_weight_backtest(data, w, budget).net for w in _WINDOWS}
+    search = [t.val_returns for t in search_set(rows)]
+    out: dict[str, ExcessEvidence | str] = {}
+    default_test = tests.get("default")
+    if "search" not in tests:
+        out["default"] = "the pick is the default config: no search trial beat it"
+    elif default_test is None or not default_test.val_returns or base_val is None:
+        out["default"] = "no TEST returns of the default config"
+    else:
+        out["default"] = excess_evidence(
+            "default", pick.val_returns, default_test.val_returns, _excess(search, base_val)
+        )
+    out["equal_weight"] = excess_evidence(
+        "equal_weight",
+        pick.val_returns,
+        equal_weight["test"],
+        _excess(search, equal_weight["validation"]),
+    )
+    return out
+
+
+def _excess(series: list[list[float]], reference: Any) -> list[np.ndarray]:
+    """Each series minus ``reference`` on their common, latest days."""
+    ref = np.asarray(reference, dtype=float)
+    out = []
+    for s in series:
+        days = min(len(s), ref.size)
+        out.append(np.asarray(s[len(s) - days :], dtype=float) - ref[ref.size - days :])
+    return out
+
+
+def _overfitting(
+    rows: list[TrialRecord], final: dict[str, Any], excess: dict[str, ExcessEvidence | str]
+) -> dict[str, Any]:
     """PBO by CSCV over the search set (its summary, not every combination) and the go/no-go
     gates on the reported trial's test metrics, its deflated Sharpe and PBO.
 
@@ -139,7 +210,9 @@ def _overfitting(rows: list[TrialRecord], final: dict[str, Any]) -> dict[str, An
     if not reported:
         out["gates_note"] = "no test-window metrics of the reported trial to gate"
         return out
-    report = evaluate_gates(Metrics(**reported), final.get("deflated_sharpe"), out["pbo"])
+    report = evaluate_gates(
+        Metrics(**reported), final.get("deflated_sharpe"), out["pbo"], excess=excess
+    )
     out["gates"] = report.model_dump(mode="json")
     out["gates_passed"] = report.passed
     out["gates_summary"] = report.summary()

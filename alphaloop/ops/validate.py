@@ -114,6 +114,22 @@ def _evidence(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, st
     )
 
 
+def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict[str, Any]:
+    """The reported trial's TEST evidence against the default and 1/N, as finalize computes
+    it (none before finalize: there are no TEST returns yet)."""
+    from alphaloop.meta_agent.finalize import reference_evidence
+
+    tested = {t.parent_id: t for t in rows if t.kind == "test" and t.val_returns}
+    baseline = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
+    tests = {}
+    if baseline is not None and baseline.id in tested:
+        tests["default"] = tested[baseline.id]
+    if chosen.kind == "search" and chosen.id in tested:
+        tests["search"] = tested[chosen.id]
+    loop_rows = [t for t in rows if t.kind in ("baseline", "search")]
+    return reference_evidence(*inputs, loop_rows, tests)
+
+
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
     with open_journal(settings) as j:
         s = j.get_session(session_id)
@@ -251,6 +267,7 @@ def validate_session(
     stress = _stress(s, chosen, rows, inputs, cost_multiplier)
     timings["stress"] = time.monotonic() - clock
     evidence = _evidence(rows, chosen)
+    excess = _excess(rows, chosen, inputs)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
@@ -263,7 +280,7 @@ def validate_session(
         pbo=pbo,
         walk_forward=wf,
         stress=stress,
-        gates=evaluate_gates(evidence[0], dsr.dsr, pbo.pbo, gates),
+        gates=evaluate_gates(evidence[0], dsr.dsr, pbo.pbo, gates, excess=excess),
         gates_evidence=evidence[1],
         timings_s=timings,
         elapsed_s=time.monotonic() - started,

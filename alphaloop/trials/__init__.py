@@ -29,6 +29,7 @@ from alphaloop.trials.reference import (
     BASELINE_SEED,
     baseline_backtests,
     baselines,
+    equal_weight_backtest,
 )
 from alphaloop.trials.run import run_trial
 from alphaloop.trials.strategies import strategy_targets
@@ -56,6 +57,7 @@ __all__ = [
     "Window",
     "baseline_backtests",
     "baselines",
+    "equal_weight_backtest",
     "run_trial",
     "simulate",
     "span_reruns",

@@ -23,6 +23,15 @@ BASELINE_MAX_WEIGHT = 0.25
 BASELINE_SEED = 0
 
 
+def equal_weight_backtest(data: MarketData, window: Window, budget: TrialBudget) -> Backtest:
+    """Equal weight (1/N) on ``window``, rebalanced monthly at the evaluation cost."""
+    rets = data.returns[window_slice(data, window)]
+    n_days, n = rets.shape
+    monthly = np.zeros(n_days, dtype=bool)
+    monthly[::BASELINE_HOLD_DAYS] = True
+    return simulate(rets, np.full((n_days, n), 1.0 / n), monthly, budget.eval_cost_bps)
+
+
 def baseline_backtests(
     data: MarketData, window: Window, budget: TrialBudget
 ) -> dict[str, Backtest]:
@@ -30,10 +39,7 @@ def baseline_backtests(
     rolling minimum CVaR. Not cached; :func:`baselines` caches their metrics."""
     start_sequence()
     win = window_slice(data, window)
-    rets = data.returns[win]
-    n_days, n = rets.shape
-    monthly = np.zeros(n_days, dtype=bool)
-    monthly[::BASELINE_HOLD_DAYS] = True
+    n = data.returns.shape[1]
     targets, rebalance = rolling_cvar(
         data,
         win,
@@ -47,10 +53,8 @@ def baseline_backtests(
         seed=BASELINE_SEED,
     )
     return {
-        "equal_weight": simulate(
-            rets, np.full((n_days, n), 1.0 / n), monthly, budget.eval_cost_bps
-        ),
-        "min_cvar": simulate(rets, targets, rebalance, budget.eval_cost_bps),
+        "equal_weight": equal_weight_backtest(data, window, budget),
+        "min_cvar": simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps),
     }
 
 

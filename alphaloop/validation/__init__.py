@@ -9,7 +9,13 @@ front end can call it alike.
 
 from __future__ import annotations
 
-from alphaloop.validation.gates import GateReport, GateResult, Gates, evaluate_gates
+from alphaloop.validation.excess import (
+    ExcessEvidence,
+    SharpeDifference,
+    excess_evidence,
+    sharpe_difference,
+)
+from alphaloop.validation.gates import REFERENCES, GateReport, GateResult, Gates, evaluate_gates
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
 from alphaloop.validation.stress import (
     CRISIS_WINDOWS,
@@ -38,25 +44,30 @@ __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_COST_MULTIPLIER",
     "DSR_SET",
+    "REFERENCES",
     "Backtested",
     "CSCVResult",
     "CrisisWindow",
+    "ExcessEvidence",
     "GateReport",
     "GateResult",
     "Gates",
     "PBOSummary",
     "Rerun",
+    "SharpeDifference",
     "StressCase",
     "StressReport",
     "aligned_matrix",
     "crisis_windows_in",
     "cscv_pbo",
     "evaluate_gates",
+    "excess_evidence",
     "n_combinations",
     "recosted",
     "search_set",
     "session_dsr",
     "session_pbo",
+    "sharpe_difference",
     "stress_test",
     "summarize_pbo",
 ]

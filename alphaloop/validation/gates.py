@@ -7,16 +7,29 @@ luck of the best of N) and a probability of backtest overfitting below 0.5 (Bail
 Lopez de Prado & Zhu, 2017: the search's pick beats the out-of-sample median more often than
 not). Every threshold is strict, and evidence that is missing or not a number fails its gate:
 a gate that cannot be checked has not been passed.
+
+Those absolute gates ask "is this strategy good?". A user deciding whether to deploy a search's
+pick asks "is it better than what I already have?": the untuned default config, or simply
+holding 1/N. The excess gates ask that on TEST, on the same days (:mod:`.excess`): the paired
+Sharpe-difference test of the pick against each reference must reject "no better" at 5%, and
+the deflated Sharpe of its excess series, deflated by the configs the search tried, must pass
+0.95. A pick that does not beat 1/N with confidence is NO-GO whatever its own Sharpe, and the
+summary says so first.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.metrics import Metrics
+from alphaloop.validation.excess import ExcessEvidence
+
+# The references a pick's excess is measured against, and how a report names them.
+REFERENCES: dict[str, str] = {"default": "the default config", "equal_weight": "1/N"}
 
 
 class Gates(BaseModel):
@@ -29,6 +42,10 @@ class Gates(BaseModel):
         min_profit_factor: gains over losses must be above this.
         min_deflated_sharpe: the deflated Sharpe ratio must be above this.
         max_pbo: the probability of backtest overfitting must be below this.
+        max_excess_p_value: the paired test of the pick's TEST Sharpe against the default's
+            and against 1/N's must reject "no better" below this p-value.
+        min_excess_deflated_sharpe: the deflated Sharpe of the pick's TEST excess over each
+            reference must be above this.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -39,6 +56,8 @@ class Gates(BaseModel):
     min_profit_factor: float | None = Field(default=1.1, ge=0, allow_inf_nan=False)
     min_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
     max_pbo: float | None = Field(default=0.5, gt=0, le=1)
+    max_excess_p_value: float | None = Field(default=0.05, gt=0, lt=1)
+    min_excess_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
 
 
 class GateResult(BaseModel):
@@ -67,12 +86,15 @@ class GateReport(BaseModel):
         return tuple(r for r in self.results if not r.passed)
 
     def summary(self) -> str:
-        """``GO: 6 of 6 gates passed`` or ``NO-GO: ...`` naming each failed gate's reason."""
+        """``GO: 10 of 10 gates passed`` or ``NO-GO: ...`` naming each failed gate's reason,
+        a pick that does not beat 1/N said first."""
         n = len(self.results)
         if self.passed:
             return f"GO: {n} of {n} gates passed"
-        reasons = "; ".join(r.reason for r in self.failed)
-        return f"NO-GO: {n - len(self.failed)} of {n} gates passed ({reasons})"
+        first = [r for r in self.failed if r.gate == "beats_equal_weight"]
+        headline = "does not beat 1/N with confidence; " if first else ""
+        reasons = "; ".join(r.reason for r in (*first, *(r for r in self.failed if r not in first)))
+        return f"NO-GO: {headline}{n - len(self.failed)} of {n} gates passed ({reasons})"
 
 
 # gate name -> (Gates field, comparison, what the value is, how to show it)
@@ -117,14 +139,19 @@ def evaluate_gates(
     dsr: float | None,
     pbo: float | None,
     gates: Gates | None = None,
+    excess: Mapping[str, ExcessEvidence | str] | None = None,
 ) -> GateReport:
-    """Checks a strategy's out-of-sample metrics, deflated Sharpe and PBO against ``gates``.
+    """Checks a strategy's out-of-sample metrics, deflated Sharpe, PBO and its excess over the
+    default and 1/N against ``gates``.
 
     Args:
         metrics: the strategy's metrics on the held-out (test) window.
         dsr: its deflated Sharpe ratio (``DeflatedSharpe.dsr``), None when not computed.
         pbo: the session's PBO (``CSCVResult.pbo``), None when not computed.
         gates: thresholds; the defaults of :class:`Gates` when None.
+        excess: per reference (``default``, ``equal_weight``), the pick's excess evidence on
+            TEST, or why there is none (say, "the pick is the default config"); a reference
+            missing here fails its gates as not computed.
 
     Returns:
         A verdict per enabled gate, in a fixed order, and whether all passed.
@@ -143,4 +170,40 @@ def evaluate_gates(
         threshold = getattr(gates, field)
         if threshold is not None:
             results.append(_judge(gate, label, fmt, values[gate], threshold, op))
+    for reference in REFERENCES:
+        results.extend(_excess_gates(reference, (excess or {}).get(reference), gates))
     return GateReport(passed=all(r.passed for r in results), results=tuple(results))
+
+
+def _excess_gates(
+    reference: str, evidence: ExcessEvidence | str | None, gates: Gates
+) -> list[GateResult]:
+    """The paired-test gate and the excess deflated Sharpe gate against one reference."""
+    name = REFERENCES[reference]
+    out = []
+    if gates.max_excess_p_value is not None:
+        gate, threshold = f"beats_{reference}", gates.max_excess_p_value
+        if isinstance(evidence, ExcessEvidence):
+            t = evidence.test
+            label = f"TEST Sharpe {t.sharpe_a:.3f} vs {name}'s {t.sharpe_b:.3f}: p-value"
+            out.append(_judge(gate, label, "{:.3f}", t.p_value, threshold, "<"))
+        else:
+            out.append(_missing(gate, f"p-value over {name}", evidence, threshold, "<"))
+    if gates.min_excess_deflated_sharpe is not None:
+        gate, threshold = f"excess_dsr_{reference}", gates.min_excess_deflated_sharpe
+        label = f"deflated Sharpe of the excess over {name}"
+        if isinstance(evidence, ExcessEvidence):
+            out.append(_judge(gate, label, "{:.3f}", evidence.excess_dsr, threshold, ">"))
+        else:
+            out.append(_missing(gate, label, evidence, threshold, ">"))
+    return out
+
+
+def _missing(
+    gate: str, label: str, why: str | None, threshold: float, op: Literal[">", "<"]
+) -> GateResult:
+    """A gate whose evidence does not exist, and why (failed: unchecked is not passed)."""
+    reason = f"{label} not computed ({why or 'no evidence given'}); needs {op} {threshold:.3f}"
+    return GateResult(
+        gate=gate, passed=False, value=None, threshold=threshold, comparison=op, reason=reason
+    )

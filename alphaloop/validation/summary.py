@@ -40,7 +40,7 @@ class PBOSummary(BaseModel):
     """PBO and the shape of its logit distribution, small enough to journal.
 
     Attributes:
-        pbo: share of combinations whose logit is <= 0.
+        pbo: share of combinations whose logit is < 0, those at exactly 0 counting half.
         n_blocks, n_trials, n_days, n_combinations: what CSCV ran over.
         prob_oos_loss: share of combinations whose in-sample winner lost out of sample.
         degradation_slope: slope of the winner's OOS Sharpe on its IS Sharpe (None if flat).

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from alphaloop.metrics import Metrics, compute_metrics
-from alphaloop.validation import Gates, evaluate_gates
+from alphaloop.validation import ExcessEvidence, Gates, evaluate_gates, excess_evidence
 
 
 def _metrics(**values: float) -> Metrics:
@@ -19,26 +19,45 @@ def _metrics(**values: float) -> Metrics:
 PASSING = {"sharpe": 1.2, "max_drawdown": 0.12, "hit_rate": 0.53, "profit_factor": 1.4}
 
 
+def _excess(edge: float, seed: int = 0) -> dict[str, ExcessEvidence]:
+    """Evidence of a pick earning ``edge`` a day over both references, on 500 TEST days, with
+    20 search trials of no edge to deflate by."""
+    rng = np.random.default_rng(seed)
+    market = rng.normal(0.0004, 0.01, 500)
+    pick = market + rng.normal(edge, 0.002, 500)
+    search = [rng.normal(0.0, 0.002, 500) for _ in range(20)]
+    return {ref: excess_evidence(ref, pick, market, search) for ref in ("default", "equal_weight")}
+
+
+BEATS = _excess(0.0006)
+NAMES = [
+    "sharpe",
+    "max_drawdown",
+    "hit_rate",
+    "profit_factor",
+    "deflated_sharpe",
+    "pbo",
+    "beats_default",
+    "excess_dsr_default",
+    "beats_equal_weight",
+    "excess_dsr_equal_weight",
+]
+
+
 def test_defaults_are_the_common_practice_thresholds() -> None:
     g = Gates()
     assert (g.min_sharpe, g.max_drawdown, g.min_hit_rate) == (0.8, 0.30, 0.48)
     assert (g.min_profit_factor, g.min_deflated_sharpe, g.max_pbo) == (1.1, 0.95, 0.5)
+    assert (g.max_excess_p_value, g.min_excess_deflated_sharpe) == (0.05, 0.95)
     with pytest.raises(ValueError):
         g.max_pbo = 0.9  # frozen
 
 
 def test_a_strategy_clearing_every_gate_is_a_go() -> None:
-    report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2)
+    report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=BEATS)
     assert report.passed and report.failed == ()
-    assert [r.gate for r in report.results] == [
-        "sharpe",
-        "max_drawdown",
-        "hit_rate",
-        "profit_factor",
-        "deflated_sharpe",
-        "pbo",
-    ]
-    assert report.summary() == "GO: 6 of 6 gates passed"
+    assert [r.gate for r in report.results] == NAMES
+    assert report.summary() == "GO: 10 of 10 gates passed"
     assert report.results[1].reason == "max drawdown 12.0% passes < 30.0%"
 
 
@@ -54,21 +73,21 @@ def test_a_strategy_clearing_every_gate_is_a_go() -> None:
 def test_each_metric_gate_fails_on_its_own(
     field: str, value: float, gate: str, reason: str
 ) -> None:
-    report = evaluate_gates(_metrics(**{**PASSING, field: value}), dsr=0.97, pbo=0.2)
+    report = evaluate_gates(_metrics(**{**PASSING, field: value}), dsr=0.97, pbo=0.2, excess=BEATS)
     assert not report.passed
     assert [r.gate for r in report.failed] == [gate]
     assert report.failed[0].reason == reason
-    assert report.summary() == f"NO-GO: 5 of 6 gates passed ({reason})"
+    assert report.summary() == f"NO-GO: 9 of 10 gates passed ({reason})"
 
 
 def test_thresholds_are_strict() -> None:
     at = {"sharpe": 0.8, "max_drawdown": 0.30, "hit_rate": 0.48, "profit_factor": 1.1}
-    report = evaluate_gates(_metrics(**at), dsr=0.95, pbo=0.5)
+    report = evaluate_gates(_metrics(**at), dsr=0.95, pbo=0.5, excess=BEATS)
     assert not report.passed and len(report.failed) == 6
 
 
 def test_missing_or_nan_evidence_fails_its_gate() -> None:
-    report = evaluate_gates(_metrics(**PASSING), dsr=None, pbo=float("nan"))
+    report = evaluate_gates(_metrics(**PASSING), dsr=None, pbo=float("nan"), excess=BEATS)
     failed = {r.gate: r.reason for r in report.failed}
     assert failed == {
         "deflated_sharpe": "deflated Sharpe not computed; needs > 0.950",
@@ -78,7 +97,13 @@ def test_missing_or_nan_evidence_fails_its_gate() -> None:
 
 
 def test_a_gate_set_to_none_is_not_checked() -> None:
-    gates = Gates(max_pbo=None, min_deflated_sharpe=None, min_sharpe=1.0)
+    gates = Gates(
+        max_pbo=None,
+        min_deflated_sharpe=None,
+        min_sharpe=1.0,
+        max_excess_p_value=None,
+        min_excess_deflated_sharpe=None,
+    )
     report = evaluate_gates(_metrics(**PASSING), dsr=None, pbo=None, gates=gates)
     assert report.passed and len(report.results) == 4
     assert report.results[0].threshold == 1.0
@@ -91,3 +116,30 @@ def test_gates_reject_nonsense_thresholds() -> None:
         Gates(min_sharpe=math.inf)
     with pytest.raises(ValueError):
         Gates(unknown=1.0)  # type: ignore[call-arg]
+
+
+def test_a_pick_that_does_not_beat_one_over_n_is_no_go_said_first() -> None:
+    # A pick with no edge over either reference: the absolute gates pass, the excess ones fail.
+    report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=_excess(0.0, seed=1))
+    assert not report.passed
+    assert {r.gate for r in report.failed} >= {"beats_equal_weight", "beats_default"}
+    assert report.summary().startswith("NO-GO: does not beat 1/N with confidence; ")
+    first = report.summary().split("(", 1)[1]
+    assert first.startswith("TEST Sharpe ") and "vs 1/N's" in first.split(";")[0]
+
+
+def test_excess_gates_without_evidence_fail_and_say_why() -> None:
+    excess = {"default": "the pick is the default config: nothing beat it"}
+    report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=excess)
+    failed = {r.gate: r.reason for r in report.failed}
+    assert set(failed) == {
+        "beats_default",
+        "excess_dsr_default",
+        "beats_equal_weight",
+        "excess_dsr_equal_weight",
+    }
+    assert failed["beats_default"] == (
+        "p-value over the default config not computed (the pick is the default config: "
+        "nothing beat it); needs < 0.050"
+    )
+    assert "no evidence given" in failed["beats_equal_weight"]
