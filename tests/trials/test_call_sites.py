@@ -6,53 +6,21 @@ written out here as the oracle, so a change of the shared path cannot move the n
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import MarketData, load_market
-from alphaloop.metrics import Metrics, compute_metrics
+from alphaloop.market import load_market
+from alphaloop.metrics import compute_metrics
 from alphaloop.ops.rerun import ReplayRequest, replay
 from alphaloop.pm.policy import evaluator_equity, load_data, window_rows
 from alphaloop.settings import Settings
-from alphaloop.trials import (
-    Backtest,
-    TrialBudget,
-    baselines,
-    simulate,
-    span_reruns,
-    strategy_targets,
-)
+from alphaloop.trials import TrialBudget, span_reruns
 from tests.pm.helpers import add_policy
+from tests.trials.helpers import by_hand
 
 START, END = "2013-07-01", "2013-08-30"  # inside the synthetic validation window
-
-
-def by_hand(
-    mode: str,
-    config: TrialConfig,
-    data: MarketData,
-    rows: slice,
-    budget: TrialBudget,
-    seed: int,
-    *,
-    policy_path: str | Path | None = None,
-    train: slice | None = None,
-    cost_bps: float | None = None,
-) -> tuple[Backtest, dict[str, Metrics]]:
-    """The book and baselines of ``rows`` as the callers once built them by hand."""
-    fields = {"val": rows} if train is None else {"train": train, "val": rows}
-    sub = dataclasses.replace(data, **fields)
-    targets, rebalance, _ = strategy_targets(
-        mode, config, sub, "validation", budget, seed, policy_path=policy_path
-    )
-    bps = budget.eval_cost_bps if cost_bps is None else cost_bps
-    book = simulate(data.returns[rows], targets, rebalance, bps)
-    return book, baselines(sub, "validation", budget)
 
 
 @pytest.mark.parametrize("kind", ["mean_cvar", "ppo"])
