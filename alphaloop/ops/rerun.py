@@ -280,6 +280,7 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
             metrics=result.metrics.model_dump(),
             returns=result.daily_returns,
             warning=warning,
+            evaluator_version=result.evaluator_version,
         )
     return ReplayRun(
         replay=record,

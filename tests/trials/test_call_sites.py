@@ -16,7 +16,7 @@ from alphaloop.metrics import compute_metrics
 from alphaloop.ops.rerun import ReplayRequest, replay
 from alphaloop.pm.policy import evaluator_equity, load_data, window_rows
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget, span_reruns
+from alphaloop.trials import EVALUATOR_VERSION, TrialBudget, span_reruns
 from tests.pm.helpers import add_policy
 from tests.trials.helpers import by_hand
 
@@ -46,6 +46,7 @@ def test_the_reference_book_and_a_replay_are_the_recipe(settings: Settings, kind
     assert run.replay.returns == [float(x) for x in book.net]
     assert run.metrics == compute_metrics(book.net, book.turnover)
     assert run.baselines == base
+    assert run.replay.evaluator_version == EVALUATOR_VERSION
 
 
 def test_stress_reruns_are_the_recipe_at_every_cost() -> None:
