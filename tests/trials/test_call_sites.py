@@ -18,7 +18,7 @@ from alphaloop.pm.policy import evaluator_equity, load_data, window_rows
 from alphaloop.settings import Settings
 from alphaloop.trials import EVALUATOR_VERSION, TrialBudget, span_reruns
 from tests.pm.helpers import add_policy
-from tests.trials.helpers import by_hand
+from tests.trials.recipe import by_hand
 
 START, END = "2013-07-01", "2013-08-30"  # inside the synthetic validation window
 

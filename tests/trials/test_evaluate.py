@@ -31,7 +31,7 @@ from alphaloop.trials import (
     split_for,
 )
 from tests.test_trials import TINY_BUDGET, TINY_PPO, perturbed
-from tests.trials.helpers import by_hand
+from tests.trials.recipe import by_hand
 
 FAST_CVAR = TrialConfig(cufolio_hold_days=10, n_scenarios=1000)
 FAST_BUDGET = TrialBudget(scenario_window=120)
