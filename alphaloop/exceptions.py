@@ -43,6 +43,11 @@ class TrialTimeout(AlphaloopError, RuntimeError):
     """A trial ran past its time limit; the journal marks it timeout."""
 
 
+class EvaluationWindowError(AlphaloopError, ValueError):
+    """An explicit window the frozen evaluator cannot score: rows or dates outside the data, or
+    no trading day between its dates."""
+
+
 class LLMError(AlphaloopError):
     """A call to the LLM endpoint failed; the message says why and what to check.
 

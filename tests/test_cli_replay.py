@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
+from alphaloop.trials import EVALUATOR_VERSION
 
 UNSET = {str(a): None for f in Settings.model_fields.values() for a in f.validation_alias.choices}
 TINY = ["--data", "synthetic", "--set", "n_steps=64", "--set", "batch_size=64", "--set",
@@ -97,7 +98,14 @@ def test_replays_are_bit_identical_and_journaled(home: dict[str, Any]) -> None:
     assert a["metrics"] == b["metrics"] and a["replay"]["returns"] == b["replay"]["returns"]
     assert a["replay"]["parent_policy_id"] == policy_id and a["warning"] is None
     with Journal(home["path"] / "journal.db") as journal:
-        assert len(journal.list_replays(parent_policy_id=policy_id)) >= 2
+        replays = journal.list_replays(parent_policy_id=policy_id)
+        trials = journal.trials(session["id"])
+    assert len(replays) >= 2
+    # Every number journaled names the evaluator version that produced it: the replays and
+    # the research loop's trials alike.
+    assert {r.evaluator_version for r in replays} == {EVALUATOR_VERSION}
+    assert first["replay"]["evaluator_version"] == EVALUATOR_VERSION
+    assert trials and {t.evaluator_version for t in trials} == {EVALUATOR_VERSION}
 
 
 def test_a_policy_replayed_on_its_validation_window_gives_the_trials_returns(

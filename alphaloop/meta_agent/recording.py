@@ -171,8 +171,9 @@ def record_result(
 ) -> TrialRecord:
     """Journals what a running trial produced: its PPO training curve (an even sample of at most
     ``max_curve_points`` points, for charts), the env steps PPO actually trained, and its
-    finished row with ``violation``, the limit its metrics break (if any), and ``seeds``, its
-    mean over the seeds it was confirmed on (if it was)."""
+    finished row with ``violation``, the limit its metrics break (if any), ``seeds``, its
+    mean over the seeds it was confirmed on (if it was), and the evaluator version that
+    produced its numbers."""
     if result.curve:
         journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
     return journal.finish_trial(
@@ -190,6 +191,7 @@ def record_result(
         violation=violation,
         n_seeds=seeds.n if seeds else None,
         seed_mean=seeds.mean if seeds else None,
+        evaluator_version=result.evaluator_version,
     )
 
 

@@ -1,12 +1,12 @@
 """``alphaloop replay``: a journaled trial or a library policy re-run on a window of one's own.
 
-The frozen evaluator only scores its named windows (validation, test), so a replay hands it a
-copy of the market data whose validation slice *is* the requested window: the rows before it
-stay in place as history (the policy's lookback, the scenario window), nothing after it is
-read, and the evaluator's own code decides and scores (``strategy_targets``, ``simulate``,
-``compute_metrics``). Nothing trains: a PPO trial replays its saved zip (or cannot be
-replayed), a library policy loads its verified file, a Mean-CVaR config re-solves with its
-pinned seed. The same inputs give bit-identical metrics.
+A replay is the frozen evaluator's :func:`~alphaloop.trials.evaluate` of the parent as a
+published policy (:class:`~alphaloop.trials.PolicySubject`) on the requested rows: the rows
+before them stay in place as history (the policy's lookback, the scenario window), nothing
+after them is read, and the evaluator's own code decides and scores. Nothing trains: a PPO
+trial replays its saved zip (or cannot be replayed), a library policy loads its verified file,
+a Mean-CVaR config re-solves with its pinned seed. The same inputs give bit-identical metrics,
+journaled with the evaluator version that produced them.
 
 Decisions:
 
@@ -22,25 +22,22 @@ Decisions:
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
-from alphaloop import trials as evaluator
-from alphaloop.exceptions import ReplayError, ReplayWindowError
+from alphaloop.exceptions import ReplayError, ReplayWindowError, TrialCrashed
 from alphaloop.journal import PolicyKind, ReplayRecord, SessionRecord
 from alphaloop.knobs import Mode, TrialConfig, config_hash
 from alphaloop.market import MIN_EVAL_ROWS, DataSpec, MarketData
-from alphaloop.metrics import Metrics, compute_metrics, objective_value
+from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.replay import session_budget, session_market
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget
+from alphaloop.trials import PolicySubject, Rows, TrialBudget, TrialResult, evaluate
 
 PPO_MODES = ("ppo_only", "unified")
 CVAR_MODES = ("cufolio_only", "unified")
@@ -232,6 +229,22 @@ def _overlap_warning(parent: _Parent, data: MarketData, win: slice) -> str | Non
     )
 
 
+def _evaluate(parent: _Parent, data: MarketData, win: slice) -> TrialResult:
+    """The frozen evaluator's score of ``parent`` as a published policy on rows ``win``."""
+    subject = PolicySubject(
+        mode=parent.mode,
+        config=parent.config,
+        budget=parent.budget,
+        seed=parent.seed,
+        metric=parent.metric,
+        policy_path=parent.policy_path,
+    )
+    try:
+        return evaluate(subject, Rows.of(win), data)
+    except TrialCrashed as err:
+        raise ReplayError(f"the replay of {parent.label} failed: {err}") from None
+
+
 def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
     """Re-runs a trial or a policy on ``request``'s window and journals the replay.
 
@@ -240,7 +253,8 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
         ValueError: not exactly one of ``trial`` / ``policy_id``, or a malformed trial reference.
         SessionNotFound, TrialNotFound, PolicyNotFound: the parent does not exist.
         ReplayWindowError: the window is outside the data, reversed, too short, or lacks history.
-        ReplayError: a PPO trial without its saved policy, or its data cannot be loaded.
+        ReplayError: a PPO trial without its saved policy, its data cannot be loaded, or the
+            evaluator could not score it (a diverged policy, a failed solve).
         PolicyTampered: the policy's file changed since it was published (nothing was loaded).
         DataError: ``request.data`` cannot be loaded with the parent's symbols.
     """
@@ -254,44 +268,27 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
         data = _market(parent, request.data)
         win = window_rows(data, request.start, request.end, _history(parent))
         warning = _overlap_warning(parent, data, win)
-        # The evaluator scores its validation window: here, the requested rows.
-        windowed = dataclasses.replace(data, val=win)
-        targets, rebalance, _ = evaluator.strategy_targets(
-            parent.mode,
-            parent.config,
-            windowed,
-            "validation",
-            parent.budget,
-            parent.seed,
-            policy_path=parent.policy_path,
-        )
-        book = evaluator.simulate(
-            data.returns[win], targets, rebalance, parent.budget.eval_cost_bps
-        )
-        if not np.all(np.isfinite(book.net)):
-            raise ReplayError(f"the replay of {parent.label} produced non-finite returns")
-        metrics = compute_metrics(book.net, book.turnover)
-        baselines = evaluator.baselines(windowed, "validation", parent.budget)
-        start, end = data.window_dates(win)
+        result = _evaluate(parent, data, win)
         record = journal.add_replay(
             parent_trial_id=parent.parent_trial_id,
             parent_policy_id=parent.parent_policy_id,
             config_hash=parent.hash,
-            start=start,
-            end=end,
+            start=result.start_date,
+            end=result.end_date,
             data_source=data.source,
             data_fingerprint=data.fingerprint,
-            metrics=metrics.model_dump(),
-            returns=[float(x) for x in book.net],
+            metrics=result.metrics.model_dump(),
+            returns=result.daily_returns,
             warning=warning,
+            evaluator_version=result.evaluator_version,
         )
     return ReplayRun(
         replay=record,
         mode=parent.mode,
         metric=parent.metric,
-        objective=objective_value(metrics, parent.metric),
-        metrics=metrics,
-        baselines=baselines,
+        objective=result.objective,
+        metrics=result.metrics,
+        baselines=result.baselines,
         n_days=win.stop - win.start,
         warning=warning,
     )

@@ -1,5 +1,5 @@
 """One tick of the portfolio manager: decide day D from prices up to D-1, check the kill
-switch, send the orders, journal the decision.
+switch, send the orders, journal the decision (with the evaluator version it decided under).
 
 The pipeline's sequential state travels from tick to tick in the journal (the ``state`` entry
 of each decision's ``stages``): a book's sequence starts at its first tick, and each tick
@@ -23,6 +23,7 @@ from alphaloop.pipeline import PipelineState, WeightCentricPipeline
 from alphaloop.pm.killswitch import KillSwitch, halt_reason
 from alphaloop.pm.orders import OrderPlan, weights_to_orders
 from alphaloop.portfolio_opt import start_sequence
+from alphaloop.trials import EVALUATOR_VERSION
 
 __all__ = ["TickSetup", "equity_at", "stale_reason", "tick"]
 
@@ -101,6 +102,9 @@ def tick(
     stale = stale_reason(setup.prices, day)
     cash, positions = broker.holdings(book)
     fields: dict = {"book": book_name, "date": str(day.date()), "policy_id": setup.policy_id}
+    # A tick decides with the evaluator's pipeline and rules: its row names their version, as a
+    # trial's does, so a decision and a backtest are compared only within one version.
+    fields["evaluator_version"] = EVALUATOR_VERSION
     fields |= {"symbols": symbols, "orders": [], "fills": []}
     if stale:
         fields |= {"status": "halted", "halt_reason": stale}

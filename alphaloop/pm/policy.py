@@ -3,8 +3,6 @@ backtest of the same strategy on a window (:func:`evaluator_equity`)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
@@ -16,7 +14,7 @@ from alphaloop.market import DataSpec, MarketData, load_prices, select_symbols, 
 from alphaloop.pipeline import pipeline_for
 from alphaloop.pm.killswitch import KillSwitch
 from alphaloop.pm.manager import TickSetup
-from alphaloop.trials import TrialBudget, simulate, strategy_targets
+from alphaloop.trials import PolicySubject, Rows, TrialBudget, evaluate
 
 __all__ = ["MODE_OF_KIND", "evaluator_equity", "load_data", "setup_for"]
 
@@ -81,17 +79,13 @@ def evaluator_equity(
 ) -> np.ndarray:
     """The frozen evaluator's equity curve of the entry's strategy on ``rows``: its targets
     decided from the window's first day, backtested at the evaluation cost."""
-    budget = TrialBudget(**record.trial_budget)
-    windowed = dataclasses.replace(market, val=rows)
     path = verified_policy_file(record) if record.kind != "mean_cvar" else None
-    targets, rebalance, _ = strategy_targets(
-        MODE_OF_KIND[record.kind],  # type: ignore[arg-type]
-        TrialConfig(**record.config),
-        windowed,
-        "validation",
-        budget,
-        record.seed,
-        policy_path=path,
+    subject = PolicySubject(
+        mode=MODE_OF_KIND[record.kind],  # type: ignore[arg-type]
+        config=TrialConfig(**record.config),
+        budget=TrialBudget(**record.trial_budget),
+        seed=record.seed,
+        policy_path=None if path is None else str(path),
     )
-    book = simulate(market.returns[rows], targets, rebalance, budget.eval_cost_bps)
-    return initial * np.cumprod(1.0 + book.net)
+    book = evaluate(subject, Rows.of(rows), market)
+    return initial * np.cumprod(1.0 + np.asarray(book.daily_returns))

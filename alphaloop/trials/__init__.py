@@ -14,12 +14,22 @@ rebalance day the book trades from its drifted weights to the target weights, pa
 weights drift with prices. The book starts on the window's first day already holding its first
 target, so no strategy pays for the initial purchase.
 
-Modules: ``models`` (``TrialBudget``, ``TrialResult``), ``backtest`` (the accounting and the
-windows), ``strategies`` (what each mode decides), ``reference`` (the baselines) and ``run``
-(one trial end to end), ``walk_forward`` (one config window after window).
+One entry point scores everything: :func:`evaluate` of a subject (a config, or a published
+policy) on a window (a named one, or explicit rows or dates of the data) returns a
+``TrialResult`` stamped with ``EVALUATOR_VERSION``, which the journal keeps beside every number.
+Search trials, final test evaluations, walk-forward windows, replays, stress reruns and the
+portfolio manager's reference book all go through it (or, for the backtest pieces alone,
+through its one split, :func:`split_for`).
+
+Modules: ``version`` (``EVALUATOR_VERSION``), ``models`` (``TrialBudget``, ``TrialResult``),
+``backtest`` (the accounting and the named windows), ``windows`` (explicit windows and the split
+that serves them), ``strategies`` (what each mode decides), ``reference`` (the baselines),
+``evaluation`` (the subjects and :func:`evaluate`), ``run`` (``run_trial``, the research loop's
+call of it) and ``walk_forward`` (one config window after window, and the stress reruns).
 """
 
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
+from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
 from alphaloop.trials.models import TrialBudget, TrialResult, Window
 from alphaloop.trials.reference import (
     BASELINE_CVAR_ALPHA,
@@ -33,6 +43,7 @@ from alphaloop.trials.reference import (
 )
 from alphaloop.trials.run import run_trial
 from alphaloop.trials.strategies import strategy_targets
+from alphaloop.trials.version import EVALUATOR_VERSION
 from alphaloop.trials.walk_forward import (
     SchemeSummary,
     WalkForward,
@@ -41,6 +52,7 @@ from alphaloop.trials.walk_forward import (
     walk_forward,
     walk_forward_splits,
 )
+from alphaloop.trials.windows import EXPLICIT, Dates, EvalWindow, Rows, Split, split_for
 
 __all__ = [
     "BASELINE_CVAR_ALPHA",
@@ -48,8 +60,17 @@ __all__ = [
     "BASELINE_MAX_WEIGHT",
     "BASELINE_N_SCENARIOS",
     "BASELINE_SEED",
+    "EVALUATOR_VERSION",
+    "EXPLICIT",
     "Backtest",
+    "ConfigSubject",
+    "Dates",
+    "EvalWindow",
+    "PolicySubject",
+    "Rows",
     "SchemeSummary",
+    "Split",
+    "Subject",
     "TrialBudget",
     "TrialResult",
     "WalkForward",
@@ -58,9 +79,11 @@ __all__ = [
     "baseline_backtests",
     "baselines",
     "equal_weight_backtest",
+    "evaluate",
     "run_trial",
     "simulate",
     "span_reruns",
+    "split_for",
     "strategy_targets",
     "walk_forward",
     "walk_forward_splits",

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from alphaloop.market import Window
 from alphaloop.metrics import Metrics
 from alphaloop.rl_engine import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS, AdvantageEstimator
+from alphaloop.trials.version import EVALUATOR_VERSION
 
 __all__ = ["TrialBudget", "TrialResult", "Window"]
 
@@ -68,7 +69,9 @@ class TrialBudget(BaseModel):
 
 
 class TrialResult(BaseModel):
-    """What one trial produced on one evaluation window."""
+    """What one evaluation produced on one window: a search trial on VALIDATION, a final one on
+    TEST, or any subject on explicit rows (``window`` is then ``"explicit"``; the dates say
+    which). ``evaluator_version`` names the evaluator that produced the numbers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -89,3 +92,4 @@ class TrialResult(BaseModel):
     policy_path: str | None = None
     timesteps: int | None = None
     curve: list[tuple[int, float]] = Field(default_factory=list)
+    evaluator_version: str = EVALUATOR_VERSION

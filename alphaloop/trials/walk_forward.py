@@ -3,18 +3,17 @@
 Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it. A search scores
 a config on one validation window; walk-forward asks whether the config holds up window after
 window. The span from the start of VALIDATION to the end of the data is cut into consecutive,
-non-overlapping evaluation windows. For each, the data is re-split so that the window is the
-evaluation window and the training window ends the day before it: *anchored* trains on every
-day before the window, *rolling* on a fixed number of days before it. Each window is then one
-:func:`~alphaloop.trials.run_trial`, so the evaluator's rules hold unchanged: the evaluation
-cost is always charged, decisions only look back, and PPO modes retrain per window with the
-session's budget. ``cufolio_only`` learns from nothing but its trailing scenario window, so its
-anchored and rolling windows coincide.
+non-overlapping evaluation windows, each trained on days that end the day before it:
+*anchored* trains on every day before the window, *rolling* on a fixed number of days before
+it. Each window is then one :func:`~alphaloop.trials.evaluate` of the config on explicit rows
+with those training rows, so the evaluator's rules hold unchanged: the evaluation cost is
+always charged, decisions only look back, and PPO modes retrain per window with the session's
+budget. ``cufolio_only`` learns from nothing but its trailing scenario window, so its anchored
+and rolling windows coincide.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,10 +27,11 @@ from alphaloop.market import MarketData
 from alphaloop.market.splits import MIN_EVAL_ROWS, MIN_TRAIN_ROWS
 from alphaloop.metrics import Metrics, max_drawdown, sharpe
 from alphaloop.trials.backtest import Backtest, simulate
+from alphaloop.trials.evaluation import ConfigSubject, evaluate
 from alphaloop.trials.models import TrialBudget
 from alphaloop.trials.reference import BASELINE_HOLD_DAYS
-from alphaloop.trials.run import run_trial
 from alphaloop.trials.strategies import strategy_targets
+from alphaloop.trials.windows import Rows, split_for
 
 logger = logging.getLogger(__name__)
 
@@ -126,13 +126,6 @@ def walk_forward_splits(
     return splits
 
 
-def _resplit(data: MarketData, train: slice, evaluation: slice) -> MarketData:
-    """``data`` with ``evaluation`` as its validation window and ``train`` as TRAIN: the
-    evaluator's own rules then apply to the window unchanged."""
-    rest = slice(evaluation.stop, len(data.returns))
-    return dataclasses.replace(data, train=train, val=evaluation, test=rest)
-
-
 def _window(
     mode: Mode,
     config: TrialConfig,
@@ -145,9 +138,8 @@ def _window(
     policy_dir: Path | None,
 ) -> WalkForwardWindow:
     train, evaluation = split
-    result = run_trial(
-        mode, config, _resplit(data, train, evaluation), budget, seed, policy_dir=policy_dir
-    )
+    subject = ConfigSubject(mode=mode, config=config, budget=budget, seed=seed)
+    result = evaluate(subject, Rows.of(evaluation, train), data, policy_dir=policy_dir)
     train_start, train_end = data.window_dates(train)
     return WalkForwardWindow(
         scheme=scheme,
@@ -200,7 +192,7 @@ def walk_forward(
     """Evaluates ``config`` window by window (see the module docstring).
 
     Args:
-        mode, config, data, budget, seed: as for :func:`~alphaloop.trials.run_trial`.
+        mode, config, data, budget, seed: as for :class:`~alphaloop.trials.ConfigSubject`.
         n_windows: evaluation windows per scheme.
         schemes: ``anchored``, ``rolling`` or both.
         train_days: the rolling scheme's training length (see :func:`walk_forward_splits`).
@@ -258,10 +250,11 @@ def span_reruns(
 ) -> dict[str, Callable[[float], Backtest]]:
     """The config and equal weight (rebalanced monthly, as the baseline) over ``span``, each as a
     function of the cost in bps: the decisions are made once, at the evaluation cost, and only
-    the charge changes (what :func:`alphaloop.validation.stress_test` re-runs)."""
-    sub = _resplit(data, slice(0, span.start), span)
+    the charge changes (what :func:`alphaloop.validation.stress_test` re-runs). A PPO mode
+    without ``policy_path`` trains on every day before ``span``."""
+    split = split_for(data, Rows.of(span, slice(0, span.start) if span.start else None))
     targets, rebalance, _ = strategy_targets(
-        mode, config, sub, "validation", budget, seed, policy_path=policy_path
+        mode, config, split.data, split.window, budget, seed, policy_path=policy_path
     )
     rets = data.returns[span]
     n_days, n = rets.shape

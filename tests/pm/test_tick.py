@@ -13,6 +13,7 @@ from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.pm import weights_to_orders
 from alphaloop.settings import Settings
+from alphaloop.trials import EVALUATOR_VERSION
 from tests.pm.helpers import add_policy
 
 DAY, NEXT = "2013-07-01", "2013-07-02"
@@ -62,6 +63,7 @@ def test_a_tick_trades_to_its_target_and_journals_it(active: Settings) -> None:
         row = journal.get_decision(decision["id"])
     assert row.fills and len(row.fills) == len(row.orders)
     assert row.stages["state"]["step"] == 1
+    assert row.evaluator_version == EVALUATOR_VERSION
     # The whole book is invested at the target (fractional paper shares) less the cost, but
     # for trades under pm_min_trade (1.0 on a 100,000 book).
     closes = {o["symbol"]: o["price"] for o in row.orders}
