@@ -1,13 +1,81 @@
 """Every error alphaloop raises on purpose derives from :class:`AlphaloopError`.
 
-A user-facing command catches ``AlphaloopError`` and prints its message; anything else is a bug.
+Each class carries the answer every front end gives it, so there is one error table:
+``exit_code`` for the command line (1: the work failed, 2: bad usage) and ``http_status`` for the
+REST API (404 no such thing, 409 the current state forbids it, 422 bad input, 500 a failure,
+503 a service it needs is unavailable: try later). The CLI, the server and the chat tools all ask
+:func:`exit_code_of` and :func:`http_status_of`; none keeps a map of its own.
+
+Errors that are not alphaloop's are bugs (exit 1, HTTP 500), with one exception decided here:
+a ``ValueError`` (pydantic's ``ValidationError`` is one) is how input validation names a bad
+value, so a front end that catches one answers bad usage (exit 2, HTTP 422).
 """
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_CODES = frozenset({EXIT_FAILURE, EXIT_USAGE})
+USAGE_STATUS = 422
+FAILURE_STATUS = 500
+HTTP_STATUSES = frozenset({404, 409, USAGE_STATUS, FAILURE_STATUS, 503})
+
+# Errors whose class is defined in a module that does not declare their codes: the codes they
+# get when the class is created. An entry goes once its class derives from the right base here
+# (both below belong under :class:`Conflict`).
+_CODES_BY_NAME: dict[str, tuple[int, int]] = {
+    "alphaloop.meta_agent.session.SessionBusy": (EXIT_USAGE, 409),
+    "alphaloop.meta_agent.session.SessionNotRunning": (EXIT_USAGE, 409),
+}
+
 
 class AlphaloopError(Exception):
-    """Base class of alphaloop's own errors."""
+    """Base class of alphaloop's own errors: a failure (exit 1, HTTP 500) unless a subclass
+    says otherwise."""
+
+    exit_code: ClassVar[int] = EXIT_FAILURE
+    http_status: ClassVar[int] = FAILURE_STATUS
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        codes = _CODES_BY_NAME.get(f"{cls.__module__}.{cls.__qualname__}")
+        if codes is not None:
+            cls.exit_code, cls.http_status = codes
+
+
+def exit_code_of(err: BaseException) -> int:
+    """The exit code a command ends with when ``err`` stops it: 2 bad usage, 1 a failure.
+
+    An instance may carry its own code, learned at run time (a worker process's exit status);
+    one outside 1 and 2 (a process killed by a signal) counts as its class's.
+    """
+    if isinstance(err, AlphaloopError):
+        code = err.exit_code
+        return code if code in EXIT_CODES else type(err).exit_code
+    return EXIT_USAGE if isinstance(err, ValueError) else EXIT_FAILURE
+
+
+def http_status_of(err: BaseException) -> int:
+    """The HTTP status the REST API answers ``err`` with (the chat tools report it too).
+
+    Bad usage is always the client's error: an instance that learned at run time it is bad
+    usage (exit code 2) while its class is a failure is answered 422.
+    """
+    if isinstance(err, AlphaloopError):
+        if exit_code_of(err) == EXIT_USAGE and not 400 <= err.http_status < 500:
+            return USAGE_STATUS
+        return err.http_status
+    return USAGE_STATUS if isinstance(err, ValueError) else FAILURE_STATUS
+
+
+class Conflict(AlphaloopError):
+    """What was asked clashes with what runs now: resuming a session another process runs,
+    stopping one nothing runs, starting a second scheduler."""
+
+    exit_code = EXIT_USAGE
+    http_status = 409
 
 
 class InvalidDelta(AlphaloopError):
@@ -16,6 +84,9 @@ class InvalidDelta(AlphaloopError):
     Deliberately not a ``ValueError``: pydantic would wrap it into a ``ValidationError`` and the
     offending key and value would be lost to callers.
     """
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
     def __init__(self, message: str, *, key: str | None = None, value: object = None) -> None:
         super().__init__(message)
@@ -26,9 +97,15 @@ class InvalidDelta(AlphaloopError):
 class DataError(AlphaloopError, ValueError):
     """Price data that cannot be used as given (missing file, bad dates, bad prices...)."""
 
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
 
 class InfeasibleProblem(AlphaloopError, ValueError):
     """An optimisation problem whose constraints cannot all hold (the message says which)."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class SolverError(AlphaloopError, RuntimeError):
@@ -85,6 +162,9 @@ class ToolsUnsupported(LLMBadRequest):
 class LLMUnavailable(LLMError):
     """Timeouts, refused connections, 429 or 5xx persisted through every retry."""
 
+    # The endpoint is down or overloaded, not this server broken: a client may try later.
+    http_status = 503
+
 
 class LLMTimeout(LLMUnavailable):
     """Every attempt timed out."""
@@ -117,13 +197,28 @@ class JournalError(AlphaloopError):
 class SessionNotFound(JournalError, LookupError):
     """No session with the given id; the message lists recent session ids."""
 
+    exit_code = EXIT_USAGE
+    http_status = 404
+
+
+class JournalLocked(JournalError):
+    """Another writer held the journal's lock past the busy timeout; trying later can work."""
+
+    http_status = 503
+
 
 class TrialNotFound(JournalError, LookupError):
     """No trial with the given id."""
 
+    exit_code = EXIT_USAGE
+    http_status = 404
+
 
 class SessionNotResumable(AlphaloopError, ValueError):
     """The session cannot be run again (a manual training run, for one)."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class TrialNotRunning(JournalError):
@@ -137,10 +232,16 @@ class ChartError(AlphaloopError):
 class UnknownChartKind(ChartError, ValueError):
     """A chart kind that does not exist (the message lists the kinds)."""
 
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
 
 class ChartDataError(ChartError):
     """The chart does not apply to what was asked: a crashed trial has no equity curve, a
     Mean-CVaR trial has no training curve, an empty journal has no runs to rank."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class ReplayError(ChartError):
@@ -153,11 +254,22 @@ class ChromiumNotFound(ChartError):
 
 
 class ChartExportError(ChartError):
-    """Writing a chart file failed (an unsupported suffix, a browser that would not render)."""
+    """Writing a chart file failed (a browser that would not render, a PNG that will not fit)."""
+
+
+class InvalidChartExport(ChartExportError, ValueError):
+    """A chart file name or PNG size that cannot be exported (a suffix other than .html and
+    .png, a side outside the allowed pixels): refused before anything is drawn."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class PolicyNotFound(JournalError, LookupError):
     """No library entry with the given id; the message lists recent policy ids."""
+
+    exit_code = EXIT_USAGE
+    http_status = 404
 
 
 class PolicyTampered(AlphaloopError):
@@ -165,13 +277,20 @@ class PolicyTampered(AlphaloopError):
     (or the file is gone). Refused before anything in it is unpickled: an SB3 zip carries
     pickled objects, and a file nobody vouches for must never be loaded."""
 
+    http_status = 409
+
 
 class ActivePolicyError(AlphaloopError):
     """The active-policy pointer file cannot be read (garbled, or naming no library entry)."""
 
+    http_status = 409
+
 
 class ReplayWindowError(AlphaloopError, ValueError):
     """A replay window the data cannot serve (outside its dates, too short, reversed)."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class FlywheelError(AlphaloopError):
@@ -181,21 +300,35 @@ class FlywheelError(AlphaloopError):
 class DecisionNotFound(FlywheelError, LookupError):
     """No portfolio decision with the given id; the message lists the undecided ones."""
 
+    exit_code = EXIT_USAGE
+    http_status = 404
+
 
 class InvalidVerdict(FlywheelError, ValueError):
     """A verdict that cannot be recorded: an unknown verdict, override weights that name an
     unknown symbol, are negative or sum above 1, or a decision that already has a verdict."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class ModelDirError(FlywheelError, ValueError):
     """A directory that does not hold a local causal language model (config.json, weights and
     a tokenizer), or an output directory that cannot be used."""
 
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
 
 class PmError(AlphaloopError):
     """The portfolio manager cannot tick: no active policy, no prices for the day, a book
     that does not exist."""
 
+    http_status = 409
+
 
 class BrokerError(PmError):
     """A broker could not be reached or refused to report the account (missing keys, 403)."""
+
+    # Not the 409 of the book's state: the service the tick needs is unavailable.
+    http_status = 503

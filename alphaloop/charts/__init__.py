@@ -42,6 +42,7 @@ from alphaloop.exceptions import (
     ChartError,
     ChartExportError,
     ChromiumNotFound,
+    InvalidChartExport,
     ReplayError,
     UnknownChartKind,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "ChartExportError",
     "ChartRead",
     "ChromiumNotFound",
+    "InvalidChartExport",
     "ReplayError",
     "SeriesSource",
     "UnknownChartKind",

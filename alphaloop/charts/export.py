@@ -24,7 +24,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from alphaloop.exceptions import ChartExportError, ChromiumNotFound
+from alphaloop.exceptions import ChartExportError, ChromiumNotFound, InvalidChartExport
 
 PATH_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 SYSTEM_PATHS = (
@@ -82,21 +82,21 @@ def check_suffix(path: Path) -> str:
     """The export format of ``path`` (``html`` or ``png``).
 
     Raises:
-        ChartExportError: another suffix.
+        InvalidChartExport: another suffix.
     """
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise ChartExportError(
+        raise InvalidChartExport(
             f"cannot export a chart as {path.name!r}: use a .html or .png file name"
         )
     return "png" if suffix == ".png" else "html"
 
 
 def check_size(width: int, height: int) -> None:
-    """Raises :class:`ChartExportError` for a PNG size outside ``MIN_SIDE..MAX_SIDE``."""
+    """Raises :class:`InvalidChartExport` for a PNG size outside ``MIN_SIDE..MAX_SIDE``."""
     for name, value in (("width", width), ("height", height)):
         if not MIN_SIDE <= value <= MAX_SIDE:
-            raise ChartExportError(
+            raise InvalidChartExport(
                 f"PNG {name} must be between {MIN_SIDE} and {MAX_SIDE} pixels, got {value}"
             )
 
@@ -162,7 +162,8 @@ def render_png(
 
     Raises:
         ChromiumNotFound: no browser (the message says what to install).
-        ChartExportError: a bad size, or the browser failed to render.
+        InvalidChartExport: a bad size.
+        ChartExportError: the browser failed to render.
     """
     import kaleido  # deferred: it starts threads and imports choreographer
 
@@ -242,7 +243,8 @@ def export_figure(
         png: an already rendered PNG of ``fig`` to write instead of rendering again.
 
     Raises:
-        ChartExportError: an unsupported suffix, or the render failed.
+        InvalidChartExport: an unsupported suffix or size.
+        ChartExportError: the render failed.
         ChromiumNotFound: PNG asked for and no browser.
     """
     target = Path(path)

@@ -1,6 +1,7 @@
 """The Typer app, the consoles and the helpers every command module shares.
 
-Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flag values...).
+Exit codes: 0 ok, 1 the work failed, 2 bad usage (unknown session, bad flag values...). An error
+the library raises ends a command with the code its class carries (:mod:`alphaloop.exceptions`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from alphaloop import ops
-from alphaloop.exceptions import (
-    AlphaloopError,
-    DataError,
-    InvalidDelta,
-    SessionNotFound,
-    SessionNotResumable,
-)
+from alphaloop.exceptions import AlphaloopError, InvalidDelta, exit_code_of
 from alphaloop.knobs import MODES, ConfigDelta
 from alphaloop.metrics import OBJECTIVE_METRICS
 from alphaloop.ops.trial import advantage_estimators
@@ -66,25 +61,18 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Runs library code, turning our errors into a message and an exit code."""
+    """Runs library code, turning our errors into a message and the exit code of the error
+    table (:func:`alphaloop.exceptions.exit_code_of`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", category=ops.DataWarning)
         try:
             result = fn(*args, **kwargs)
         except ops.NoJournal as err:
-            raise fail(f"no journal at {err.path}; {NO_JOURNAL_HINT}", 2) from None
+            raise fail(f"no journal at {err.path}; {NO_JOURNAL_HINT}", exit_code_of(err)) from None
         except ValidationError as err:  # a budget or spec field out of range
             raise flag_error(err) from None
-        except (
-            SessionNotFound,
-            SessionNotResumable,
-            InvalidDelta,
-            DataError,
-            ops.SessionRunning,
-        ) as err:
-            raise fail(str(err), 2) from None
         except AlphaloopError as err:
-            raise fail(str(err), 1) from None
+            raise fail(str(err), exit_code_of(err)) from None
         finally:
             for w in caught:
                 if issubclass(w.category, ops.DataWarning):
@@ -102,7 +90,7 @@ def parse_sets(sets: list[str]) -> ConfigDelta:
     try:
         return ConfigDelta(changes=changes, rationale="set by hand")
     except InvalidDelta as err:
-        raise fail(str(err), 2) from None
+        raise fail(str(err), exit_code_of(err)) from None
 
 
 def parse_duration(text: str | None, flag: str = "--time-budget") -> float | None:
@@ -153,10 +141,10 @@ def flag_error(err: ValidationError) -> typer.Exit:
     first = err.errors()[0]
     message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for our own checks
     if not first["loc"]:  # a rule across fields: its message names them
-        return fail(message, 2)
+        return fail(message, exit_code_of(err))
     field = str(first["loc"][-1])
     where = _FLAGS.get(field, "--" + field.replace("_", "-"))
-    return fail(f"{where}: {message}, got {first.get('input')!r}", 2)
+    return fail(f"{where}: {message}, got {first.get('input')!r}", exit_code_of(err))
 
 
 def trial_budget(

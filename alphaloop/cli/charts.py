@@ -14,16 +14,7 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail
-from alphaloop.exceptions import (
-    ChartDataError,
-    ChartError,
-    ChartExportError,
-    ChromiumNotFound,
-    JournalError,
-    SessionNotFound,
-    TrialNotFound,
-    UnknownChartKind,
-)
+from alphaloop.exceptions import AlphaloopError, exit_code_of
 from alphaloop.settings import Settings, get_settings
 
 KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves, weights or validation"
@@ -31,17 +22,14 @@ KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves, weig
 
 @contextmanager
 def _chart_errors() -> Iterator[None]:
-    """Chart and journal errors as a message and an exit code (2: bad input, 1: failure)."""
+    """Our errors and a file that cannot be written as a message and the exit code of the error
+    table (2: bad input, 1: failure)."""
     try:
         yield
-    except (UnknownChartKind, ChartDataError, SessionNotFound, TrialNotFound) as err:
-        raise fail(str(err), 2) from None
-    except ChromiumNotFound as err:
-        raise fail(str(err), 1) from None
-    except (ChartError, JournalError) as err:
-        raise fail(str(err), 1) from None
+    except AlphaloopError as err:
+        raise fail(str(err), exit_code_of(err)) from None
     except OSError as err:
-        raise fail(f"cannot write the chart: {err}", 1) from None
+        raise fail(f"cannot write the chart: {err}", exit_code_of(err)) from None
 
 
 def _check_inputs(
@@ -50,10 +38,7 @@ def _check_inputs(
     """The chart kind and PNG size, or exit 2 before anything is drawn."""
     with _chart_errors():
         name = ops.chart_kind(kind)
-    try:
         _, size = ops.check_export(out, width, height)
-    except ChartExportError as err:
-        raise fail(str(err), 2) from None
     # An --out in a folder that does not exist is most likely a typo: refuse it rather than
     # create folders nobody asked for. The default folder under the home is ours to create.
     if out is not None and not out.parent.is_dir():

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
 
-from alphaloop.cli._app import JsonFlag, console, fail, guarded
-from alphaloop.exceptions import ModelDirError
+from alphaloop.cli._app import JsonFlag, console, guarded
 from alphaloop.ops import dpo
 from alphaloop.settings import get_settings
 
 dpo_app = typer.Typer(
     no_args_is_help=True, help="DPO on the preference pairs (TRL), on a local model directory."
 )
-
-
-def _run(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """:func:`guarded`, with a directory that is not a model as bad usage (exit 2)."""
-
-    def call() -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ModelDirError as err:  # before guarded's exit 1
-            raise fail(str(err), 2) from None
-
-    return guarded(call)
 
 
 def _print_run(run: dpo.DpoRunRecord) -> None:
@@ -55,7 +41,7 @@ def train(
 
     Example: alphaloop dpo train --model ./models/base --out ./models/dpo-1 --max-steps 100
     """
-    run = _run(dpo.train_dpo, get_settings(), model, out, lora=lora, max_steps=max_steps)
+    run = guarded(dpo.train_dpo, get_settings(), model, out, lora=lora, max_steps=max_steps)
     if as_json:
         typer.echo(json.dumps(run.model_dump(mode="json")))
         return
@@ -72,7 +58,7 @@ def check(
 
     Example: alphaloop dpo check --model ./models/base --json
     """
-    result = _run(dpo.dpo_check, get_settings(), model)
+    result = guarded(dpo.dpo_check, get_settings(), model)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return

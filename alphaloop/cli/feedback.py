@@ -7,13 +7,11 @@ decision by its outcome: the proposed weights against the alternative the verdic
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import typer
 from rich.table import Table
 
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
-from alphaloop.exceptions import DecisionNotFound, InvalidVerdict
 from alphaloop.ops import prefs
 from alphaloop.settings import get_settings
 
@@ -24,18 +22,6 @@ def _weights(weights: dict[str, float]) -> str:
     """The positions a person can see (0.1% and up), largest first; the rest is cash."""
     shown = sorted(((w, s) for s, w in weights.items() if abs(w) >= 0.0005), reverse=True)
     return ", ".join(f"{s} {w:.1%}" for w, s in shown) or "cash"
-
-
-def usage_errors(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """:func:`guarded`, with a bad verdict or an unknown decision as bad usage (exit 2)."""
-
-    def call() -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (InvalidVerdict, DecisionNotFound) as err:  # before guarded's exit 1
-            raise fail(str(err), 2) from None
-
-    return guarded(call)
 
 
 def review(as_json: JsonFlag = False) -> None:
@@ -83,11 +69,8 @@ def decide(
         raise fail(f"unknown verdict {verdict!r}; choose one of {', '.join(VERDICTS)}", 2)
     parsed = None
     if weights is not None:
-        try:
-            parsed = prefs.parse_weights(weights)
-        except InvalidVerdict as err:
-            raise fail(str(err), 2) from None
-    decision = usage_errors(prefs.decide, get_settings(), decision_id, verdict, parsed, note)
+        parsed = guarded(prefs.parse_weights, weights)
+    decision = guarded(prefs.decide, get_settings(), decision_id, verdict, parsed, note)
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
         return

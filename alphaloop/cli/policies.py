@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from alphaloop.cli import views
-from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
-from alphaloop.exceptions import ActivePolicyError, PolicyNotFound
+from alphaloop.cli._app import JsonFlag, console, err_console, guarded
+from alphaloop.exceptions import ActivePolicyError
 from alphaloop.ops import policies as ops_policies
 from alphaloop.settings import get_settings
-
-T = TypeVar("T")
 
 policies_app = typer.Typer(
     no_args_is_help=True,
@@ -24,18 +21,6 @@ policies_app = typer.Typer(
     "Example: alphaloop policies list; alphaloop policies activate 3",
 )
 PolicyId = Annotated[int, typer.Argument(help="a library id (`alphaloop policies list`)")]
-
-
-def _usage(fn: Callable[..., T], *args: Any) -> T:
-    """Runs an operation; an unknown id is bad usage (exit 2), everything else as ``guarded``."""
-
-    def call() -> T:
-        try:
-            return fn(*args)
-        except PolicyNotFound as err:
-            raise fail(str(err), 2) from None
-
-    return guarded(call)
 
 
 def _metric(record: Any, which: str) -> str:
@@ -103,7 +88,7 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
     Example: alphaloop policies show 3 --json
     """
-    detail = _usage(ops_policies.show_policy, get_settings(), policy_id)
+    detail = guarded(ops_policies.show_policy, get_settings(), policy_id)
     if as_json:
         typer.echo(json.dumps(detail.model_dump(mode="json")))
         return
@@ -135,7 +120,7 @@ def activate(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
     Example: alphaloop policies activate 3
     """
-    record = _usage(ops_policies.activate_policy, get_settings(), policy_id)
+    record = guarded(ops_policies.activate_policy, get_settings(), policy_id)
     if as_json:
         typer.echo(
             json.dumps({"active_policy_id": record.id, "policy": record.model_dump(mode="json")})

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
-from alphaloop.exceptions import PolicyNotFound, ReplayWindowError, TrialNotFound
 from alphaloop.settings import get_settings
 
 
@@ -49,14 +48,7 @@ def replay(
         except ValueError as err:
             raise fail(str(err), 2) from None
     request = rerun.ReplayRequest(trial=trial, policy_id=policy, start=start, end=end, data=data)
-
-    def call() -> Any:
-        try:
-            return rerun.replay(get_settings(), request)
-        except (ReplayWindowError, PolicyNotFound, TrialNotFound) as err:
-            raise fail(str(err), 2) from None
-
-    run = guarded(call)
+    run = guarded(rerun.replay, get_settings(), request)
     if run.warning:
         err_console.print(f"[yellow]warning:[/yellow] {escape(run.warning)}")
     if as_json:

@@ -88,27 +88,19 @@ def _live_view(budget: int):
     return live, on_event, progress, task
 
 
-def _run(session_id: str, settings: Settings, on_event: Any = None) -> None:
-    """Runs the session; another live process running it is bad usage (exit 2), not a failure."""
-    try:
-        ops.run_session(session_id, settings, on_event)
-    except ops.SessionBusy as err:
-        raise fail(str(err), 2) from None
-
-
 def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
     found = guarded(ops.session_status, settings, session_id)
     if found is None:  # only when no id is given; kept for the type checker
         raise fail(f"no session {session_id!r}", 2)
     session, done = found.session, found.counted_trials
     if as_json:
-        guarded(_run, session_id, settings)
+        guarded(ops.run_session, session_id, settings)
     else:
         console.print(f"session [bold]{session_id}[/bold]: {escape(session.goal)}")
         live, on_event, progress, task = _live_view(session.budget)
         progress.update(task, completed=done)
         with live:
-            guarded(_run, session_id, settings, on_event)
+            guarded(ops.run_session, session_id, settings, on_event)
         # Off a terminal, Live leaves its last frame without a line break.
         console.line()
     review(session_id, settings, as_json)
@@ -239,14 +231,8 @@ def research_stop(
     Example: alphaloop research stop s-20260101-120000-ab12
     """
 
-    def stop():  # type: ignore[no-untyped-def]
-        try:
-            return ops.stop_session(session, settings)
-        except ops.SessionNotRunning as err:  # bad usage, not a failure
-            raise fail(str(err), 2) from None
-
     settings = get_settings()
-    stopped = guarded(stop)
+    stopped = guarded(ops.stop_session, session, settings)
     if as_json:
         typer.echo(json.dumps({"session": session, "status": stopped.status.value}))
         return

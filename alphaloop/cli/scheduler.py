@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.exceptions import exit_code_of
 from alphaloop.ops import schedule
 from alphaloop.settings import get_settings
 
@@ -44,7 +45,7 @@ def scheduler_list(as_json: JsonFlag = False) -> None:
     Example: alphaloop scheduler list --json
     """
     settings = get_settings()
-    jobs = _list(settings)
+    jobs = guarded(schedule.list_jobs, settings)
     holder = schedule.scheduler_holder(settings)
     if as_json:
         typer.echo(
@@ -59,13 +60,6 @@ def scheduler_list(as_json: JsonFlag = False) -> None:
     )
 
 
-def _list(settings):  # type: ignore[no-untyped-def]
-    try:
-        return schedule.list_jobs(settings)
-    except schedule.ScheduleError as err:
-        raise fail(str(err), 2) from None
-
-
 @scheduler_app.command("run-now")
 def scheduler_run_now(
     job: str = typer.Argument(..., help="prefs_extract, dpo_check or retrain"),
@@ -78,10 +72,7 @@ def scheduler_run_now(
     Example: alphaloop scheduler run-now prefs_extract
     """
     settings = get_settings()
-    try:
-        schedule.job_spec(job)
-    except schedule.ScheduleError as err:
-        raise fail(str(err), 2) from None
+    guarded(schedule.job_spec, job)
     run = guarded(schedule.run_job, settings, job)
     if as_json:
         typer.echo(json.dumps(run.model_dump(mode="json")))
@@ -107,7 +98,7 @@ def scheduler_start(as_json: JsonFlag = False) -> None:
     from alphaloop.scheduler import run_scheduler
 
     settings = get_settings()
-    jobs = _list(settings)
+    jobs = guarded(schedule.list_jobs, settings)
 
     def on_start(_scheduler) -> None:  # type: ignore[no-untyped-def]
         if as_json:
@@ -120,8 +111,8 @@ def scheduler_start(as_json: JsonFlag = False) -> None:
 
     try:
         run_scheduler(settings, on_start=on_start)
-    except schedule.SchedulerRunning as err:
-        raise fail(str(err), 2) from None
+    except schedule.SchedulerRunning as err:  # not guarded: it would hold every warning until exit
+        raise fail(str(err), exit_code_of(err)) from None
     except KeyboardInterrupt:
         pass
 

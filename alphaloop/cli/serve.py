@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from alphaloop.cli._app import console, fail
+from alphaloop.cli._app import console, guarded
 from alphaloop.settings import get_settings
 
 
@@ -26,13 +26,10 @@ def serve(
     """
     import uvicorn
 
-    from alphaloop.server import UnsafeBind, check_bind, create_app
+    from alphaloop.server import check_bind, create_app
 
     settings = get_settings()
-    try:
-        auth_reads = check_bind(host, settings)
-    except UnsafeBind as err:
-        raise fail(str(err), 2) from None
+    auth_reads = guarded(check_bind, host, settings)
     app = create_app(settings, auth_reads=auth_reads)
     console.print(f"alphaloop serving {settings.home} at http://{host}:{port}/ (API docs at /docs)")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -49,16 +49,6 @@ def parse_gates(items: list[str]) -> Any:
         raise fail(f"--gate {first['loc'][0]}: {first['msg']}", 2) from None
 
 
-def _validate(settings: Any, session: str, blocks: int, windows: int, gates: Any, on_step: Any):
-    """The suite, with a session it cannot validate as asked reported as bad usage (exit 2)."""
-    try:
-        return ops.validate_session(
-            settings, session, n_blocks=blocks, n_windows=windows, gates=gates, on_step=on_step
-        )
-    except ops.ValidationUnavailable as err:
-        raise fail(str(err), 2) from None
-
-
 def validate(
     session: str = typer.Argument(..., help="session id"),
     blocks: int = typer.Option(16, "--blocks", help="CSCV blocks S (even), 12,870 splits at 16"),
@@ -85,7 +75,15 @@ def validate(
             if status is not None:
                 status.update(f"validating: {name}...")
 
-        report = guarded(_validate, settings, session, blocks, windows, gates, on_step)
+        report = guarded(
+            ops.validate_session,
+            settings,
+            session,
+            n_blocks=blocks,
+            n_windows=windows,
+            gates=gates,
+            on_step=on_step,
+        )
     if as_json:
         typer.echo(json.dumps(report.journaled()))
         return

@@ -19,7 +19,7 @@ from typing import Any, Self
 
 from sqlite_utils import Database
 
-from alphaloop.exceptions import JournalError
+from alphaloop.exceptions import JournalError, JournalLocked
 from alphaloop.journal import schema
 
 DEFAULT_BUSY_TIMEOUT_S = 30.0
@@ -141,8 +141,8 @@ class JournalFile:
                 f"{schema.SCHEMA_VERSION}: {err}"
             ) from err
 
-    def _locked(self) -> JournalError:
-        return JournalError(
+    def _locked(self) -> JournalLocked:
+        return JournalLocked(
             f"the journal at {self.path} stayed locked by another writer for more than "
             f"{self.busy_timeout_s:g} s; is another alphaloop process stuck?"
         )

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import EXIT_USAGE, AlphaloopError
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
@@ -16,6 +16,9 @@ class NoJournal(AlphaloopError):
 
     Front ends word it for their users (``path`` says where it was looked for).
     """
+
+    exit_code = EXIT_USAGE
+    http_status = 404
 
     def __init__(self, path: Path) -> None:
         super().__init__(f"no journal yet at {path}: no research session has been run in this home")

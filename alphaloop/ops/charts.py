@@ -68,7 +68,7 @@ def export_chart(
         size: PNG width and height in pixels (default 1100 x 620).
 
     Raises:
-        ChartExportError: a suffix that is neither .html nor .png, a size out of range.
+        InvalidChartExport: a suffix that is neither .html nor .png, a size out of range.
         ChromiumNotFound: PNG asked for and no Chromium found.
     """
     from alphaloop.charts import (
@@ -129,7 +129,7 @@ def check_export(
     chart is drawn.
 
     Raises:
-        ChartExportError: a suffix that is neither .html nor .png, a size out of range.
+        InvalidChartExport: a suffix that is neither .html nor .png, a size out of range.
     """
     from alphaloop.charts import DEFAULT_HEIGHT, DEFAULT_WIDTH, check_size, check_suffix
 

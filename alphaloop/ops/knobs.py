@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
 from alphaloop.knobs import KNOBS, MODE_GROUPS, Knob, Mode
 
 CLIP_RULES = (
@@ -17,6 +17,9 @@ CLIP_RULES = (
 
 class UnknownKnob(AlphaloopError):
     """A knob name that is not one of the 16."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class KnobInfo(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import DataError, InvalidVerdict
+from alphaloop.exceptions import DataError, InvalidVerdict, PolicyNotFound
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import session_pairs
 from alphaloop.journal import Journal
@@ -82,14 +82,24 @@ class ReviewItem(BaseModel):
 
 
 def _cost_bps(journal: Journal, policy_id: int | None) -> float:
-    """The harness cost of the decision's policy (its trial budget), else the default."""
+    """The harness cost the decision's policy was evaluated with (its trial budget); the
+    default for a decision made without a policy, or a budget journaled before the cost was.
+
+    Raises:
+        PolicyNotFound: the journal has no such policy. Labelling at another cost than the
+            policy's would journal a different T+5 label as if it were the policy's, so the
+            decision is left unlabelled instead (the caller reports it as skipped).
+    """
     default = TrialBudget().eval_cost_bps
-    if policy_id is None or not hasattr(journal, "get_policy"):
+    if policy_id is None:
         return default
     try:
         budget = journal.get_policy(policy_id).trial_budget
-    except Exception:  # a policy the library no longer has: the default harness cost
-        return default
+    except PolicyNotFound as err:
+        raise PolicyNotFound(
+            f"the harness cost of policy {policy_id} is unknown, so its T+5 label would be "
+            f"guessed: {err}"
+        ) from err
     return float(budget.get("eval_cost_bps", default))
 
 

@@ -47,7 +47,7 @@ def session_market(session: SessionRecord) -> MarketData:
     try:
         data = DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}).load()
     except Exception as err:  # a moved CSV, a changed column set: say which session it was
-        raise ReplayError(f"cannot load the data of session {session.id}: {err}") from None
+        raise ReplayError(f"cannot load the data of session {session.id}: {err}") from err
     if session.data_fingerprint and data.fingerprint != session.data_fingerprint:
         raise ReplayError(
             f"the data at {session.data_source!r} changed since session {session.id} ran "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import AlphaloopError, Conflict
 from alphaloop.journal import SessionRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 OnEvent = Callable[[str, dict[str, Any]], None]
 
 
-class SessionRunning(AlphaloopError):
+class SessionRunning(Conflict):
     """A resume asked of a session a live process is still running."""
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import telemetry
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, Conflict
 from alphaloop.journal import Journal
 from alphaloop.journal.schedule import ScheduleOutcome, ScheduleRunRecord, ScheduleTrigger
 from alphaloop.ops._journal import open_journal
@@ -45,6 +45,9 @@ _DETAIL_CHARS = 2000
 
 class ScheduleError(AlphaloopError, ValueError):
     """A cron expression of the settings cannot be read, or a job name is unknown."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class Skipped(AlphaloopError):
@@ -284,7 +287,7 @@ _WORK: dict[str, Callable[[Settings], Any]] = {
 }
 
 
-class SchedulerRunning(AlphaloopError):
+class SchedulerRunning(Conflict):
     """Another scheduler holds this home's lock (``pid`` is its process, when it wrote it)."""
 
     def __init__(self, message: str, pid: int | None) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import AlphaloopError, ReplayError
+from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, ReplayError
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.metrics import DeflatedSharpe, Metrics
@@ -57,6 +57,9 @@ DEFAULT_WINDOWS = 4
 
 class ValidationUnavailable(AlphaloopError, ValueError):
     """The session cannot be validated as asked (too few trials, nothing reported yet)."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class ValidationReport(BaseModel):

@@ -21,20 +21,9 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from alphaloop import ops
-from alphaloop.exceptions import (
-    ActivePolicyError,
-    AlphaloopError,
-    ChartDataError,
-    DataError,
-    InvalidDelta,
-    JournalError,
-    PmError,
-    PolicyTampered,
-    UnknownChartKind,
-)
+from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, http_status_of
 from alphaloop.server import routes_loop, routes_research
 from alphaloop.server.security import BodyLimit, check_token
-from alphaloop.server.workers import WorkerFailed
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -94,27 +83,6 @@ def _cached(request: Request, body: bytes, media_type: str, cache: str) -> Respo
     return Response(content=body, media_type=media_type, headers=headers)
 
 
-def _status(err: Exception) -> int:
-    """The HTTP status of one of our errors: not found 404, bad input 422, conflict 409."""
-    conflicts = (ops.SessionRunning, ops.SessionBusy, ops.SessionNotRunning)
-    if isinstance(err, ops.NoJournal | LookupError):
-        return 404
-    if isinstance(err, conflicts):
-        return 409
-    if isinstance(err, WorkerFailed):
-        return 422 if err.exit_code == 2 else 500
-    # The state forbids it now (no active policy, no such book yet, a tampered file).
-    if isinstance(err, PolicyTampered | ActivePolicyError | PmError):
-        return 409
-    if isinstance(err, ValueError | InvalidDelta | DataError | UnknownChartKind | ChartDataError):
-        return 422
-    if isinstance(err, ops.UnknownKnob):
-        return 422
-    if isinstance(err, JournalError) and "locked" in str(err):
-        return 503
-    return 500
-
-
 def _message(err: Exception) -> str:
     if isinstance(err, ops.NoJournal):
         return (
@@ -125,7 +93,7 @@ def _message(err: Exception) -> str:
 
 
 async def _alphaloop_error(request: Request, err: Exception) -> JSONResponse:
-    status = _status(err)
+    status = http_status_of(err)  # the one error table (alphaloop.exceptions)
     if status >= 500:
         logger.error("%s %s: %r", request.method, request.url.path, err)
     return JSONResponse({"detail": _message(err), "error": type(err).__name__}, status_code=status)
@@ -139,7 +107,8 @@ async def _validation_error(request: Request, err: Exception) -> JSONResponse:
         parts.append(f"{where or 'body'}: {e.get('msg', '')}")
     message = "invalid request: " + "; ".join(parts) if parts else str(err)
     return JSONResponse(
-        {"detail": message, "errors": [jsonable_error(e) for e in errors[:20]]}, status_code=422
+        {"detail": message, "errors": [jsonable_error(e) for e in errors[:20]]},
+        status_code=USAGE_STATUS,
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
 from alphaloop.settings import Settings
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a base64 chart image (capped at 2 MB) plus its JSON
@@ -26,6 +26,9 @@ _LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
 class UnsafeBind(AlphaloopError):
     """A non-loopback address without an API token."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 def is_loopback(host: str) -> bool:

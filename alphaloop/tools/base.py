@@ -3,23 +3,29 @@
 A tool is a plain function ``fn(args, ctx) -> dict`` plus a pydantic argument model that
 generates its OpenAI tool schema. :func:`call_tool` never raises: bad JSON, arguments that fail
 validation, unknown sessions or trials and anything else a tool trips over come back as an
-``{"error": ...}`` result, so the model can read the problem and try again.
+``{"error": ..., "status": ...}`` result, so the model can read the problem and try again. The
+status is the HTTP status the REST API answers the same error with (the one error table of
+:mod:`alphaloop.exceptions`): 404 and 422 say to change the arguments, 409 to change the state
+first, 503 to try later, 500 that retrying the same call will not help; 403 is a person declining
+to run it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from alphaloop.exceptions import AlphaloopError, ReplyParseError
+from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, ReplyParseError, http_status_of
 from alphaloop.journal import jsonable
 from alphaloop.llm import ToolCall, openai_tool
 from alphaloop.settings import Settings
 
+logger = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 12_000  # a tool result is read by a model: keep one answer in its context
 
 
@@ -79,6 +85,15 @@ def _validation_message(err: ValidationError) -> str:
     return "invalid arguments: " + "; ".join(parts)
 
 
+def _error_message(err: Exception) -> str:
+    """What the model reads of an error a tool raised."""
+    if isinstance(err, ValidationError):
+        return _validation_message(err)
+    if isinstance(err, AlphaloopError):
+        return str(err)
+    return f"{type(err).__name__}: {err}"
+
+
 def call_tool(
     tools: Mapping[str, Tool], name: str, arguments: str | Mapping[str, Any], ctx: ToolContext
 ) -> ToolResult:
@@ -87,13 +102,13 @@ def call_tool(
     Never raises on the model's or the tool's errors: they become ``{"error": ...}``.
     """
 
-    def failed(message: str) -> ToolResult:
-        data = {"error": message}
+    def failed(message: str, status: int) -> ToolResult:
+        data = {"error": message, "status": status}
         return ToolResult(name=name, ok=False, content=json.dumps(data), data=data)
 
     tool = tools.get(name)
     if tool is None:
-        return failed(f"unknown tool {name!r}; available: {', '.join(tools)}")
+        return failed(f"unknown tool {name!r}; available: {', '.join(tools)}", 404)
     try:
         raw = (
             ToolCall(id="-", name=name, arguments_raw=arguments or "{}").arguments()
@@ -101,22 +116,22 @@ def call_tool(
             else dict(arguments)
         )
         args = tool.args_model.model_validate(raw)
-    except ReplyParseError as err:
-        return failed(f"arguments are not a JSON object: {err.reason}")
+    except ReplyParseError as err:  # the model's arguments, not a reply of ours: bad input
+        return failed(f"arguments are not a JSON object: {err.reason}", USAGE_STATUS)
     except ValidationError as err:
-        return failed(_validation_message(err))
+        return failed(_validation_message(err), http_status_of(err))
     if tool.acts and ctx.confirm is not None:
         question = f"{tool.name}({json.dumps(args.model_dump(exclude_defaults=True))})"
         if not ctx.confirm(question):
-            return failed("the user declined to run this; ask what they want instead")
+            return failed("the user declined to run this; ask what they want instead", 403)
     try:
         data = jsonable(tool.fn(args, ctx))
-    except ValidationError as err:
-        return failed(_validation_message(err))
-    except AlphaloopError as err:
-        return failed(str(err))
-    except Exception as err:  # a tool bug must not end the conversation
-        return failed(f"{type(err).__name__}: {err}")
+    except Exception as err:  # a tool bug must not end the conversation: logged, then reported
+        status = http_status_of(err)
+        if status >= 500:  # not the model's input: the model may never mention it, so log it
+            bug = not isinstance(err, AlphaloopError)
+            logger.warning("tool %s failed: %r", name, err, exc_info=bug)
+        return failed(_error_message(err), status)
     content = json.dumps(data, separators=(",", ":"))
     if len(content) > MAX_RESULT_CHARS:
         content = content[: MAX_RESULT_CHARS - 40] + '..." (result truncated)'

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from alphaloop import ops
 from alphaloop.knobs import Mode
 from alphaloop.metrics import ObjectiveMetric
-from alphaloop.tools.base import Tool, ToolContext, ToolError
+from alphaloop.tools.base import Tool, ToolContext
 from alphaloop.tools.journal_tools import trial_summary
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")
@@ -110,10 +110,7 @@ def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            session_id = ops.run_research(spec, ctx.settings, on_event)
-        except ops.SessionFailed as err:
-            raise ToolError(str(err)) from err
+        session_id = ops.run_research(spec, ctx.settings, on_event)
     review = ops.session_review(ctx.settings, session_id, top=5)
     return {
         "session_id": session_id,

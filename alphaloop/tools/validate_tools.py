@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.tools.base import Tool, ToolContext, ToolError
+from alphaloop.tools.base import Tool, ToolContext
 
 
 class ValidateArgs(BaseModel):
@@ -18,10 +18,7 @@ class ValidateArgs(BaseModel):
 
 def validate_session(args: ValidateArgs, ctx: ToolContext) -> dict[str, Any]:
     ctx.progress(f"validating {args.session_id}")
-    try:
-        r = ops.validate_session(ctx.settings, args.session_id, on_step=ctx.progress)
-    except ops.ValidationUnavailable as err:
-        raise ToolError(str(err)) from None
+    r = ops.validate_session(ctx.settings, args.session_id, on_step=ctx.progress)
     return {
         "session_id": r.session_id,
         "trial_idx": r.trial_idx,

@@ -4,6 +4,7 @@ extraction and the TRL export read back with ``datasets``."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -165,3 +166,16 @@ def test_export_loads_with_datasets(
     ds = load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "hf"))
     assert ds.column_names == ["prompt", "chosen", "rejected"]
     assert json.loads(ds[0]["chosen"]) == {"A": 0.8, "B": 0.1}
+
+
+def test_a_decision_whose_policy_is_gone_is_skipped_not_labelled_at_another_cost(
+    journal: Journal, settings: Settings, price_file: Path
+) -> None:
+    did = _decide(journal, settings, "reject", {"A": 0.8, "B": 0.1})
+    # The library refuses a dangling policy id (a foreign key): only a damaged journal has one,
+    # made here with a plain connection, which does not enforce foreign keys.
+    with sqlite3.connect(settings.journal_path) as raw:
+        raw.execute("UPDATE decisions SET policy_id = 42 WHERE id = ?", (did,))
+    result = prefs.extract_preferences(settings, data=str(price_file))
+    assert result.added["pm"] == 0 and result.pending == []
+    assert "harness cost of policy 42 is unknown" in result.skipped[did]
