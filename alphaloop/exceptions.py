@@ -13,7 +13,7 @@ value, so a front end that catches one answers bad usage (exit 2, HTTP 422).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -22,14 +22,6 @@ USAGE_STATUS = 422
 FAILURE_STATUS = 500
 HTTP_STATUSES = frozenset({404, 409, USAGE_STATUS, FAILURE_STATUS, 503})
 
-# Errors whose class is defined in a module that does not declare their codes: the codes they
-# get when the class is created. An entry goes once its class derives from the right base here
-# (both below belong under :class:`Conflict`).
-_CODES_BY_NAME: dict[str, tuple[int, int]] = {
-    "alphaloop.meta_agent.session.SessionBusy": (EXIT_USAGE, 409),
-    "alphaloop.meta_agent.session.SessionNotRunning": (EXIT_USAGE, 409),
-}
-
 
 class AlphaloopError(Exception):
     """Base class of alphaloop's own errors: a failure (exit 1, HTTP 500) unless a subclass
@@ -37,12 +29,6 @@ class AlphaloopError(Exception):
 
     exit_code: ClassVar[int] = EXIT_FAILURE
     http_status: ClassVar[int] = FAILURE_STATUS
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        codes = _CODES_BY_NAME.get(f"{cls.__module__}.{cls.__qualname__}")
-        if codes is not None:
-            cls.exit_code, cls.http_status = codes
 
 
 def exit_code_of(err: BaseException) -> int:
@@ -123,6 +109,9 @@ class TrialTimeout(AlphaloopError, RuntimeError):
 class EvaluationWindowError(AlphaloopError, ValueError):
     """An explicit window the frozen evaluator cannot score: rows or dates outside the data, or
     no trading day between its dates."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class LLMError(AlphaloopError):

@@ -16,12 +16,7 @@ LOG_METHODS = {"warning", "error", "exception", "critical"}
 # Handlers that drop what they catch, by file and enclosing function, each with why it is still
 # here and what it should do. Empty this as they are fixed: an entry that no longer matches a
 # handler fails the test too.
-ALLOWED: dict[tuple[str, str], str] = {
-    ("meta_agent/parallel.py", "_outcome"): (
-        "a dead worker's error becomes TrialOutcome.failed and the caller journals the crash, "
-        "but nothing logs it here; it should log it as executors.py and nodes.py do"
-    ),
-}
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _catches_everything(handler: ast.ExceptHandler) -> bool:

@@ -20,13 +20,11 @@ from typer.testing import CliRunner
 import alphaloop
 from alphaloop.cli._app import guarded
 from alphaloop.exceptions import (
-    _CODES_BY_NAME,  # checked: each entry must still be needed
     EXIT_CODES,
     EXIT_FAILURE,
     EXIT_USAGE,
     HTTP_STATUSES,
     AlphaloopError,
-    Conflict,
     exit_code_of,
     http_status_of,
 )
@@ -102,17 +100,6 @@ def test_the_walk_finds_errors_defined_outside_the_exceptions_module(
         "alphaloop.tools.base",
     ):
         assert where in modules
-
-
-def test_codes_given_by_name_name_classes_that_still_need_them(
-    error_classes: list[type[AlphaloopError]],
-) -> None:
-    by_name = {_name(cls): cls for cls in error_classes}
-    for name, codes in _CODES_BY_NAME.items():
-        assert name in by_name, f"{name} is gone: drop it from _CODES_BY_NAME"
-        cls = by_name[name]
-        assert (cls.exit_code, cls.http_status) == codes
-        assert not issubclass(cls, Conflict), f"{name} derives from Conflict: drop its entry"
 
 
 def test_every_error_class_carries_codes_from_the_table(

@@ -25,7 +25,7 @@ from typing import Any, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from alphaloop.exceptions import AlphaloopError, SessionNotResumable
+from alphaloop.exceptions import AlphaloopError, Conflict, SessionNotResumable
 from alphaloop.journal import EventKind, Journal, SessionRecord, SessionStatus
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
@@ -100,11 +100,11 @@ class SessionSpec(DataSpec):
         return self
 
 
-class SessionBusy(AlphaloopError):
+class SessionBusy(Conflict):
     """The session is being run by another live process."""
 
 
-class SessionNotRunning(AlphaloopError):
+class SessionNotRunning(Conflict):
     """A stop asked of a session no live process is running (finished, failed or interrupted)."""
 
 
