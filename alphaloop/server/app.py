@@ -32,9 +32,8 @@ from alphaloop.exceptions import (
     PolicyTampered,
     UnknownChartKind,
 )
-from alphaloop.server import routes_loop, routes_research
+from alphaloop.server import routes_jobs, routes_loop, routes_research
 from alphaloop.server.security import BodyLimit, check_token
-from alphaloop.server.workers import WorkerFailed
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -101,8 +100,6 @@ def _status(err: Exception) -> int:
         return 404
     if isinstance(err, conflicts):
         return 409
-    if isinstance(err, WorkerFailed):
-        return 422 if err.exit_code == 2 else 500
     # The state forbids it now (no active policy, no such book yet, a tampered file).
     if isinstance(err, PolicyTampered | ActivePolicyError | PmError):
         return 409
@@ -168,6 +165,7 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
     app.add_exception_handler(ValidationError, _validation_error)
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
+    app.include_router(routes_jobs.router)
     for extra in _optional_routers():
         app.include_router(extra)
 
