@@ -5,8 +5,8 @@ resumed, a manual PPO run, a DPO run, a portfolio-manager tick, a scheduler job 
 :func:`start_job` journals it ``queued`` and starts ``python -m alphaloop.ops.jobs ID``, a
 detached process; :func:`execute_job` (that process) claims the row, calls the same
 operations the command line calls (:mod:`alphaloop.ops.job_runners`), and journals a typed
-result (:data:`JobResult`) or a typed error (:class:`JobError`). Readers learn everything from the journal, never from a process's
-output.
+result (:data:`JobResult`) or a typed error (:class:`JobError`). Readers learn everything from
+the journal, never from a process's output.
 
 Why the journal and a fresh process, not a pipe or ``multiprocessing``: the request is on record
 before any process exists, so a worker needs only the job's id and a reader needs no handle on
