@@ -373,19 +373,24 @@ def execute_job(settings: Settings, job_id: int) -> JobView:
     """
     from alphaloop.ops.job_runners import run
 
+    # The journal is opened for each write, not held across the work: the operations open it
+    # themselves, as they do under the command line.
     with Journal(settings.journal_path) as journal:
         row = journal.claim_job(job_id, os.getpid())
-        try:
-            job = JOB.validate_python(row.request)
-            result = run(job, settings, _linker(journal, job_id))
-        except Exception as err:
+    try:
+        job = JOB.validate_python(row.request)
+        result = run(job, settings, lambda session_id: _link(settings, job_id, session_id))
+    except Exception as err:
+        with Journal(settings.journal_path) as journal:
             return JobView.from_record(_fail(journal, job_id, err))
+    with Journal(settings.journal_path) as journal:
         return JobView.from_record(journal.finish_job(job_id, result.model_dump(mode="json")))
 
 
-def _linker(journal: Journal, job_id: int) -> Callable[[str], None]:
+def _link(settings: Settings, job_id: int, session_id: str) -> None:
     """Tells the journal which session the job runs, as soon as that session is journaled."""
-    return lambda session_id: journal.link_job_session(job_id, session_id)
+    with Journal(settings.journal_path) as journal:
+        journal.link_job_session(job_id, session_id)
 
 
 def main(argv: list[str]) -> int:
