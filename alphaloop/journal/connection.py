@@ -34,6 +34,17 @@ _open_here: dict[Path, int] = {}
 _open_here_lock = threading.Lock()
 
 
+def _forget_parents_journals() -> None:
+    # A forked child holds none of its parent's locks (fcntl locks are per process), and the
+    # lock guarding the registry may have been held by another of the parent's threads.
+    global _open_here_lock
+    _open_here.clear()
+    _open_here_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parents_journals)
+
+
 def pid_alive(pid: int | None) -> bool:
     """Whether a process with this id exists (on this machine)."""
     if not pid or pid <= 0:
