@@ -191,6 +191,12 @@ class JobError(BaseModel):
     http_status: int
 
 
+# The columns a view shows as they are; the traceback tail stays in the journal, for people.
+_VIEWED_COLUMNS = frozenset(
+    {"id", "kind", "status", "session_id", "pid", "created_at", "started_at", "finished_at"}
+)
+
+
 class JobView(BaseModel):
     """A job as the journal has it, typed: its request, where it is, its result or error."""
 
@@ -223,8 +229,7 @@ class JobView(BaseModel):
                 http_status=row.http_status if row.http_status is not None else 500,
             )
         return cls(
-            **row.model_dump(include={"id", "kind", "status", "session_id", "pid"}),
-            **row.model_dump(include={"created_at", "started_at", "finished_at"}),
+            **row.model_dump(include=_VIEWED_COLUMNS),
             job=JOB.validate_python(row.request),
             result=RESULT.validate_python(row.result) if row.result is not None else None,
             error=error,
