@@ -32,26 +32,15 @@ class AlphaloopError(Exception):
 
 
 def exit_code_of(err: BaseException) -> int:
-    """The exit code a command ends with when ``err`` stops it: 2 bad usage, 1 a failure.
-
-    An instance may carry its own code, learned at run time (a worker process's exit status);
-    one outside 1 and 2 (a process killed by a signal) counts as its class's.
-    """
+    """The exit code a command ends with when ``err`` stops it: 2 bad usage, 1 a failure."""
     if isinstance(err, AlphaloopError):
-        code = err.exit_code
-        return code if code in EXIT_CODES else type(err).exit_code
+        return err.exit_code
     return EXIT_USAGE if isinstance(err, ValueError) else EXIT_FAILURE
 
 
 def http_status_of(err: BaseException) -> int:
-    """The HTTP status the REST API answers ``err`` with (the chat tools report it too).
-
-    Bad usage is always the client's error: an instance that learned at run time it is bad
-    usage (exit code 2) while its class is a failure is answered 422.
-    """
+    """The HTTP status the REST API answers ``err`` with (the chat tools report it too)."""
     if isinstance(err, AlphaloopError):
-        if exit_code_of(err) == EXIT_USAGE and not 400 <= err.http_status < 500:
-            return USAGE_STATUS
         return err.http_status
     return USAGE_STATUS if isinstance(err, ValueError) else FAILURE_STATUS
 
@@ -194,6 +183,13 @@ class JournalLocked(JournalError):
     """Another writer held the journal's lock past the busy timeout; trying later can work."""
 
     http_status = 503
+
+
+class JobNotFound(JournalError, LookupError):
+    """No job with the given id."""
+
+    exit_code = EXIT_USAGE
+    http_status = 404
 
 
 class TrialNotFound(JournalError, LookupError):

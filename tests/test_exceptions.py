@@ -95,7 +95,6 @@ def test_the_walk_finds_errors_defined_outside_the_exceptions_module(
     modules = {cls.__module__ for cls in error_classes}
     for where in (
         "alphaloop.meta_agent.session",
-        "alphaloop.server.workers",
         "alphaloop.ops.research",
         "alphaloop.tools.base",
     ):
@@ -122,17 +121,11 @@ def test_every_error_class_carries_codes_from_the_table(
     assert not wrong, "\n".join(wrong)
 
 
-def test_errors_of_other_kinds_and_codes_learned_at_run_time() -> None:
-    from alphaloop.server.workers import WorkerFailed
-
+def test_errors_of_other_kinds() -> None:
     invalid = _validation_error()
     assert (exit_code_of(invalid), http_status_of(invalid)) == (2, 422)
     assert (exit_code_of(ValueError("bad")), http_status_of(ValueError("bad"))) == (2, 422)
     assert (exit_code_of(RuntimeError()), http_status_of(RuntimeError())) == (1, 500)
-    # A worker process's exit status: 2 is bad input, anything else (or a signal) a failure.
-    assert (exit_code_of(WorkerFailed("x", 2)), http_status_of(WorkerFailed("x", 2))) == (2, 422)
-    assert (exit_code_of(WorkerFailed("x", 1)), http_status_of(WorkerFailed("x", 1))) == (1, 500)
-    assert (exit_code_of(WorkerFailed("x", -9)), http_status_of(WorkerFailed("x", -9))) == (1, 500)
 
 
 def _cli_exit_code(err: BaseException) -> int:

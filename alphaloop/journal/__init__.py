@@ -5,6 +5,7 @@ it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journ
 """
 
 from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.jobs import JobNotFound, JobRecord, JobStatus
 from alphaloop.journal.library import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
 from alphaloop.journal.logs import MAX_CURVE_POINTS, downsample_curve
 from alphaloop.journal.models import (
@@ -38,6 +39,9 @@ __all__ = [
     "ClipRecord",
     "EventKind",
     "EventRecord",
+    "JobNotFound",
+    "JobRecord",
+    "JobStatus",
     "Journal",
     "JournalError",
     "LLMUsageRecord",

@@ -24,6 +24,26 @@ from alphaloop.journal import schema
 
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 
+# Journal files this process has open, by resolved path, with how many connections each. POSIX
+# drops every fcntl lock a process holds on a file as soon as it closes *any* descriptor of that
+# file, so reading a journal's header with a plain ``open()`` while a connection to it is open
+# here would release that connection's locks, and another process closing its last connection
+# would then take the WAL away from under it (https://www.sqlite.org/howtocorrupt.html, 2.2).
+# A file already open in this process was checked when it was first opened.
+_open_here: dict[Path, int] = {}
+_open_here_lock = threading.Lock()
+
+
+def _forget_parents_journals() -> None:
+    # A forked child holds none of its parent's locks (fcntl locks are per process), and the
+    # lock guarding the registry may have been held by another of the parent's threads.
+    global _open_here_lock
+    _open_here.clear()
+    _open_here_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_parents_journals)
+
 
 def pid_alive(pid: int | None) -> bool:
     """Whether a process with this id exists (on this machine)."""
@@ -67,27 +87,47 @@ class JournalFile:
         # not interleave, so every use of it holds this lock.
         self._lock = threading.RLock()
         self._closed = False
-        fresh = self._is_fresh()
-        if fresh and not create:
-            raise JournalError(f"no journal at {self.path}")
-        if fresh:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        else:
-            try:
-                why = schema.sniff(self.path)
-            except OSError as err:
-                raise JournalError(f"cannot read the journal at {self.path}: {err}") from None
-            if why:
-                raise self._not_a_journal(why)
-        conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
+        self._key = self.path.resolve()
+        with _open_here_lock:  # checked and counted as one step: no connection opens between
+            fresh = self._is_fresh()
+            if fresh and not create:
+                raise JournalError(f"no journal at {self.path}")
+            if fresh:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            elif not _open_here.get(self._key):
+                self._sniff()
+            _open_here[self._key] = _open_here.get(self._key, 0) + 1
         try:
-            self._prepare(conn, fresh)
+            conn = sqlite3.connect(self.path, timeout=busy_timeout_s, check_same_thread=False)
+            try:
+                self._prepare(conn, fresh)
+            except BaseException:
+                conn.close()
+                raise
         except BaseException:
-            conn.close()
+            self._forget()
             raise
         self.db = Database(conn, recursive_triggers=False, execute_plugins=False)
 
     # --- opening -----------------------------------------------------------------------------
+
+    def _sniff(self) -> None:
+        """Refuses a file that is not a journal from its first bytes (only while no connection
+        to it is open in this process: see ``_open_here``)."""
+        try:
+            why = schema.sniff(self.path)
+        except OSError as err:
+            raise JournalError(f"cannot read the journal at {self.path}: {err}") from None
+        if why:
+            raise self._not_a_journal(why)
+
+    def _forget(self) -> None:
+        with _open_here_lock:
+            left = _open_here.get(self._key, 0) - 1
+            if left > 0:
+                _open_here[self._key] = left
+            else:
+                _open_here.pop(self._key, None)
 
     def _is_fresh(self) -> bool:
         wal = self.path.with_name(self.path.name + "-wal")
@@ -156,6 +196,7 @@ class JournalFile:
             if not self._closed:
                 self._closed = True
                 self.db.conn.close()
+                self._forget()
 
     def __enter__(self) -> Self:
         return self

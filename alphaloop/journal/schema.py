@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -284,6 +284,32 @@ LOOP_TABLES: dict[str, str] = {
 }
 TABLES.update(LOOP_TABLES)
 
+# Long work the REST server hands to worker processes (schema 6): the typed job (``request``),
+# where it is, and its typed result or error. ``pid`` is the worker's: a row left ``queued`` or
+# ``running`` by a process that is gone reads as interrupted.
+JOB_TABLES: dict[str, str] = {
+    "jobs": """
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            request TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'finished', 'failed')),
+            session_id TEXT,
+            result TEXT,
+            error_type TEXT,
+            error TEXT,
+            exit_code INTEGER,
+            http_status INTEGER,
+            traceback_tail TEXT,
+            pid INTEGER,
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT
+        )""",
+}
+TABLES.update(JOB_TABLES)
+JOB_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_jobs_kind_status ON jobs (kind, status)",)
+
 LOOP_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_policies_session ON policies (session_id)",
     "CREATE INDEX idx_replays_trial ON replays (parent_trial_id)",
@@ -302,6 +328,7 @@ INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_events_session_kind ON events (session_id, kind)",
     "CREATE INDEX idx_chart_reads_session ON chart_reads (session_id)",
     *LOOP_INDEXES,
+    *JOB_INDEXES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -391,12 +418,23 @@ def _add_evaluator_versions_and_outcomes(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
+def _add_jobs(conn: sqlite3.Connection) -> None:
+    """Schema 5 -> 6: the ``jobs`` table (:data:`JOB_TABLES`), empty: work started before it
+    existed was never journaled as a job."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "jobs" in names:  # a journal rebuilt by an earlier step from today's definitions
+        return
+    for ddl in (*JOB_TABLES.values(), *JOB_INDEXES):
+        conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
     2: _add_confirmations,
     3: _add_the_continuous_loop,
     4: _add_evaluator_versions_and_outcomes,
+    5: _add_jobs,
 }
 
 
@@ -430,7 +468,9 @@ def problem(conn: sqlite3.Connection) -> str | None:
         return f"an SQLite database of another application ({found})"
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
-    expected = set(TABLES) if version >= 4 else set(TABLES) - set(LOOP_TABLES)
+    expected = set(TABLES) - (set(JOB_TABLES) if version < 6 else set())
+    if version < 4:
+        expected -= set(LOOP_TABLES)
     missing = sorted(expected - names)
     if missing:
         return f"tables missing: {', '.join(missing)}"

@@ -19,6 +19,7 @@ from alphaloop.exceptions import TrialNotFound, TrialNotRunning
 from alphaloop.journal.book import BookStore
 from alphaloop.journal.codec import columns, now, seconds_between
 from alphaloop.journal.flywheel import FlywheelStore
+from alphaloop.journal.jobs import JobStore
 from alphaloop.journal.library import LibraryStore
 from alphaloop.journal.logs import LogWriter
 from alphaloop.journal.models import (
@@ -49,7 +50,7 @@ def new_session_id() -> str:
     return f"s-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore):
+class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, JobStore):
     """The journal: one SQLite file, read with frozen models, written in transactions.
 
     Example:

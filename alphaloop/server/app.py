@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from alphaloop import ops
 from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, http_status_of
-from alphaloop.server import routes_loop, routes_research
+from alphaloop.server import routes_jobs, routes_loop, routes_research
 from alphaloop.server.security import BodyLimit, check_token
 from alphaloop.settings import Settings
 
@@ -137,6 +137,7 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
     app.add_exception_handler(ValidationError, _validation_error)
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
+    app.include_router(routes_jobs.router)
     for extra in _optional_routers():
         app.include_router(extra)
 

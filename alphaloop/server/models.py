@@ -64,20 +64,33 @@ class TrainRequest(BaseModel):
     metric: str = Field(default="sharpe", pattern=r"^[a-z_]{1,32}$")
 
 
+JOB_ID = Field(
+    description="the job running it: GET /api/jobs/{job_id} has its status, result or error"
+)
+WORKER_PID = Field(description="the worker process's id")
+
+
 class Started(BaseModel):
     """A worker started for a session or a run: poll the session id for its progress."""
 
     model_config = _STRICT
 
-    session_id: str
-    pid: int
+    session_id: str | None = Field(
+        description="the session it runs; null if the worker had not journaled it yet when "
+        "answered (GET /api/jobs/{job_id} gives it once it has)"
+    )
+    pid: int | None = WORKER_PID
+    job_id: int = JOB_ID
 
 
 class JobStarted(BaseModel):
+    """A worker started for a tick or a scheduler job: follow it with ``GET /api/jobs/{job_id}``."""
+
     model_config = _STRICT
 
     job: str
-    pid: int
+    pid: int | None = WORKER_PID
+    job_id: int = JOB_ID
 
 
 # A name a client may give: letters, digits, "_" and "-"; never a path.
@@ -114,10 +127,11 @@ class DpoStarted(BaseModel):
 
     run: str
     model_id: str
-    pid: int
+    pid: int | None = WORKER_PID
     dpo_run_id: int | None = Field(
         description="its journal id; null if the worker had not journaled it yet when answered"
     )
+    job_id: int = JOB_ID
 
 
 class ChartContext(BaseModel):

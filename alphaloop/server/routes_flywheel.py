@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import importlib
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.ops import reads
-from alphaloop.server import workers
+from alphaloop.ops import jobs, reads
 from alphaloop.server.models import (
     DataName,
     DpoStarted,
@@ -25,6 +24,7 @@ from alphaloop.server.models import (
     Page,
     Verdict,
 )
+from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
 After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
@@ -95,13 +95,14 @@ def _dpo_router(dpo: Any) -> APIRouter:
         status_code=202,
         response_model=DpoStarted,
         responses={
+            **FAILED_RESPONSES,
             409: {"description": "a DPO run is running, the run name is taken, or too few pairs"},
             422: {"description": "no model configured (ALPHALOOP_DPO_MODEL), an unknown model_id"},
         },
     )
-    def dpo_train(request: Request, body: DpoTrainRequest) -> DpoStarted:
-        """Start a DPO run on every labelled pair in a worker process (``alphaloop dpo
-        train``) with the server's model, ``ALPHALOOP_DPO_MODEL``; the trained model goes to
+    def dpo_train(request: Request, body: DpoTrainRequest) -> DpoStarted | JSONResponse:
+        """Start a DPO run on every labelled pair in a worker process (a ``dpo`` job) with the
+        server's model, ``ALPHALOOP_DPO_MODEL``; the trained model goes to
         ``<home>/dpo/<run>``. One run at a time: 409 while another is running."""
         settings = _settings(request)
         model = _dpo_model(settings, body.model_id)
@@ -109,11 +110,23 @@ def _dpo_router(dpo: Any) -> APIRouter:
         out = (settings.home / "dpo" / run).absolute()
         with _dpo_lock:  # check and start as one step: two requests never start two runs
             _check_dpo_free(settings, run, out)
-            args = ["dpo", "train", "--json", "--model", str(model), "--out", str(out)]
-            args += ["--max-steps", str(body.max_steps), *(["--lora"] if body.lora else [])]
-            worker = workers.spawn(settings, "dpo", args)
-        run_id = _wait_for_dpo_run(settings, dpo, worker)
-        return DpoStarted(run=run, model_id=model.name, pid=worker.pid, dpo_run_id=run_id)
+            job = jobs.DpoJob(
+                model_dir=str(model), out_dir=str(out), lora=body.lora, max_steps=body.max_steps
+            )
+            view = jobs.start_job(settings, job)
+        view = jobs.wait_for_job(
+            settings, view.id, lambda v: _dpo_run_of(settings, dpo, v) is not None
+        )
+        return answer(
+            view,
+            lambda v: DpoStarted(
+                run=run,
+                model_id=model.name,
+                pid=v.pid,
+                dpo_run_id=_dpo_run_of(settings, dpo, v),
+                job_id=v.id,
+            ),
+        )
 
     return router
 
@@ -140,7 +153,8 @@ def _dpo_model(settings: Any, model_id: str | None) -> Path:
 
 def _check_dpo_free(settings: Any, run: str, out: Path) -> None:
     """Raises HTTPException 409 when a run is going on, the name is taken or pairs are few."""
-    busy = workers.running("dpo") or [r.owner_pid for r in reads.running_dpo_runs(settings)]
+    busy = [j.pid for j in jobs.live_jobs(settings, "dpo")]
+    busy = busy or [r.owner_pid for r in reads.running_dpo_runs(settings)]
     if busy:
         raise HTTPException(
             409,
@@ -159,26 +173,13 @@ def _check_dpo_free(settings: Any, run: str, out: Path) -> None:
         )
 
 
-def _wait_for_dpo_run(settings: Any, dpo: Any, worker: workers.Worker) -> int | None:
-    """The journal id of the run ``worker`` started (runs record their owner's pid), or None
-    if it is still loading its libraries after ``SESSION_WAIT_S``.
-
-    Raises:
-        WorkerFailed: the worker ended without journaling a run (its error line in the
-            message; exit code 2, a directory that is not a model, answers 422).
-    """
-    deadline = time.monotonic() + workers.SESSION_WAIT_S
-    while time.monotonic() < deadline:
-        code = workers.exit_code(worker.pid)
-        mine = [r.id for r in dpo.list_dpo_runs(settings) if r.owner_pid == worker.pid]
-        if mine:
-            return mine[0]
-        if code is not None:
-            raise workers.WorkerFailed(
-                f"the DPO worker exited ({code}) before starting: {workers.log_tail(worker)}", code
-            )
-        time.sleep(0.2)
-    return None
+def _dpo_run_of(settings: Any, dpo: Any, view: jobs.JobView) -> int | None:
+    """The journal id of the DPO run a job's worker started (runs record their owner's pid),
+    or None while it loads its libraries."""
+    if isinstance(view.result, jobs.DpoResult):
+        return view.result.dpo_run_id
+    mine = [r.id for r in dpo.list_dpo_runs(settings) if r.owner_pid == view.pid]
+    return mine[0] if mine else None
 
 
 class TickRequest(BaseModel):
@@ -208,16 +209,13 @@ def _pm_router(pm: Any) -> APIRouter:
         """A book: cash, positions, equity, halt state and its last decisions."""
         return pm.pm_status(_settings(request), book=book).model_dump(mode="json")
 
-    @router.post("/tick", status_code=202, response_model=JobStarted)
-    def tick(request: Request, body: TickRequest) -> JobStarted:
-        """Decide one day with the active policy, in a worker; the decision is journaled."""
-        args = ["pm", "tick", "--json", "--book", body.book]
-        if body.date:
-            args += ["--date", body.date]
-        if body.data:
-            args += ["--data", body.data]
-        worker = workers.spawn(_settings(request), "pm-tick", args)
-        return JobStarted(job="pm_tick", pid=worker.pid)
+    @router.post("/tick", status_code=202, response_model=JobStarted, responses=FAILED_RESPONSES)
+    def tick(request: Request, body: TickRequest) -> JobStarted | JSONResponse:
+        """Decide one day with the active policy, in a worker (a ``pm_tick`` job); the
+        decision is journaled, and the job's result or error is at ``GET /api/jobs/{job_id}``."""
+        job = jobs.PmTickJob(date=body.date, data=body.data, book=body.book)
+        view = jobs.start_job(_settings(request), job)
+        return answer(view, lambda v: JobStarted(job="pm_tick", pid=v.pid, job_id=v.id))
 
     @router.post("/halt")
     def halt(request: Request, body: HaltRequest) -> dict[str, Any]:

@@ -7,12 +7,12 @@ import binascii
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi.responses import JSONResponse
 
 from alphaloop import ops
-from alphaloop.ops import policies, schedule
+from alphaloop.ops import jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
-from alphaloop.server import workers
 from alphaloop.server.models import (
     SESSION_ID,
     ChartReadOut,
@@ -20,6 +20,7 @@ from alphaloop.server.models import (
     JobStarted,
     Page,
 )
+from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 from alphaloop.server.security import image_kind
 
 router = APIRouter(prefix="/api")
@@ -163,14 +164,21 @@ def schedule_runs(
     )
 
 
-@router.post("/schedule/{job}/run", status_code=202, response_model=JobStarted, tags=["schedule"])
-def schedule_run_now(request: Request, job: str = Path(pattern=r"^[a-z_]{1,32}$")) -> JobStarted:
-    """Run one job now in a worker process; its run appears in ``/api/schedule/runs``."""
+@router.post(
+    "/schedule/{job}/run",
+    status_code=202,
+    response_model=JobStarted,
+    responses=FAILED_RESPONSES,
+    tags=["schedule"],
+)
+def schedule_run_now(
+    request: Request, job: str = Path(pattern=r"^[a-z_]{1,32}$")
+) -> JobStarted | JSONResponse:
+    """Run one job now in a worker process; its run appears in ``/api/schedule/runs``, and the
+    job's outcome in ``GET /api/jobs/{job_id}`` (failed when the run failed)."""
     schedule.job_spec(job)
-    worker = workers.spawn(
-        _settings(request), f"job-{job}", ["scheduler", "run-now", job, "--json"]
-    )
-    return JobStarted(job=job, pid=worker.pid)
+    view = jobs.start_job(_settings(request), jobs.ScheduleJob(job=job))
+    return answer(view, lambda v: JobStarted(job=job, pid=v.pid, job_id=v.id))
 
 
 __all__ = ["router"]

@@ -6,13 +6,15 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import JSONResponse
 
 from alphaloop import ops
 from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import jsonable
+from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
-from alphaloop.server import workers
 from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
+from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
 router = APIRouter(prefix="/api")
 _MANUAL = "manual"  # the proposer manual runs are journaled with
@@ -161,32 +163,59 @@ def _progress_figure(settings: Any, session_id: str) -> Any:
     return json.loads(drawn.figure.to_json())
 
 
-def _research_args(body: ResearchRequest) -> list[str]:
-    args = ["research", "start", "--json", "--mode", body.mode, "--budget", str(body.budget)]
-    args += ["--metric", body.metric, "--data", body.data, "--proposer", body.proposer]
-    args += ["--noise-seeds", str(body.noise_seeds), "--seed", str(body.seed)]
-    if body.symbols:
-        args += ["--symbols", ",".join(body.symbols)]
-    if body.total_timesteps is not None:
-        args += ["--total-timesteps", str(body.total_timesteps)]
+def _research_job(body: ResearchRequest) -> jobs.ResearchJob:
     lim = body.limits
-    if lim.max_drawdown is not None:
-        args += ["--max-drawdown", repr(lim.max_drawdown)]
-    if lim.max_turnover is not None:
-        args += ["--max-turnover", repr(lim.max_turnover)]
-    if lim.time_budget_s is not None:
-        args += ["--time-budget", f"{lim.time_budget_s:.3f}s"]
-    if lim.max_tokens_total is not None:
-        args += ["--max-tokens-total", str(lim.max_tokens_total)]
-    return [*args, "--", body.goal]  # after "--": a goal starting with "-" is not a flag
+    return jobs.ResearchJob(
+        goal=body.goal,
+        mode=body.mode,
+        budget=body.budget,
+        proposer=body.proposer,
+        metric=body.metric,
+        max_drawdown=lim.max_drawdown,
+        max_turnover=lim.max_turnover,
+        time_budget_s=lim.time_budget_s,
+        max_tokens_total=lim.max_tokens_total,
+        data=body.data,
+        symbols=body.symbols,
+        seed=body.seed,
+        noise_seeds=body.noise_seeds,
+        total_timesteps=body.total_timesteps,
+    )
 
 
-@router.post("/research", status_code=202, response_model=Started, tags=["research"])
-def research_start(request: Request, body: ResearchRequest) -> Started:
+def _start_session_job(settings: Any, job: jobs.Job) -> Started | JSONResponse:
+    """Starts ``job`` in a worker; answers once the worker has journaled its session (or the
+    job failed first: its error, as journaled)."""
+    view = jobs.start_job(settings, job)
+    view = jobs.wait_for_job(settings, view.id, lambda v: v.session_id is not None)
+    return answer(view, lambda v: Started(session_id=v.session_id, pid=v.pid, job_id=v.id))
+
+
+@router.post(
+    "/research",
+    status_code=202,
+    response_model=Started,
+    responses=FAILED_RESPONSES,
+    tags=["research"],
+)
+def research_start(request: Request, body: ResearchRequest) -> Started | JSONResponse:
     """Start a research session in a worker process; answers once it is journaled."""
+    return _start_session_job(_settings(request), _research_job(body))
+
+
+@router.post(
+    "/research/{session_id}/resume",
+    status_code=202,
+    response_model=Started,
+    responses=FAILED_RESPONSES,
+    tags=["research"],
+)
+def research_resume(request: Request, session_id: str = SessionPath) -> Started | JSONResponse:
+    """Continue a session after a crash, a kill or a stop, in a worker process, from its next
+    trial. 409 while a live process runs it; 404 for an unknown session."""
     settings = _settings(request)
-    worker = workers.spawn(settings, "research", _research_args(body))
-    return Started(session_id=workers.wait_for_session(settings, worker), pid=worker.pid)
+    ops.check_resume(session_id, settings)  # refused here, before any process starts
+    return _start_session_job(settings, jobs.ResumeJob(session_id=session_id))
 
 
 @router.post("/research/{session_id}/stop", tags=["research"])
@@ -227,21 +256,21 @@ def train_curve(request: Request) -> dict[str, Any]:
     return {"session_id": session["id"] if session else None, "curve": status["curve"]}
 
 
-@router.post("/train", status_code=202, response_model=Started, tags=["train"])
-def train_start(request: Request, body: TrainRequest) -> Started:
+@router.post(
+    "/train", status_code=202, response_model=Started, responses=FAILED_RESPONSES, tags=["train"]
+)
+def train_start(request: Request, body: TrainRequest) -> Started | JSONResponse:
     """Start a manual PPO run in a worker process; answers once it is journaled."""
-    settings = _settings(request)
     ops.list_knobs(list(body.knobs))  # UnknownKnob (422) before any process starts
-    args = ["train", "--json", "--data", body.data, "--seed", str(body.seed)]
-    args += ["--metric", body.metric]
-    if body.symbols:
-        args += ["--symbols", ",".join(body.symbols)]
-    if body.total_timesteps is not None:
-        args += ["--total-timesteps", str(body.total_timesteps)]
-    for name, value in body.knobs.items():
-        args += ["--set", f"{name}={value!r}"]
-    worker = workers.spawn(settings, "train", args)
-    return Started(session_id=workers.wait_for_session(settings, worker), pid=worker.pid)
+    job = jobs.TrainJob(
+        data=body.data,
+        symbols=body.symbols,
+        knobs=dict(body.knobs),
+        seed=body.seed,
+        metric=body.metric,
+        total_timesteps=body.total_timesteps,
+    )
+    return _start_session_job(_settings(request), job)
 
 
 __all__ = ["router"]

@@ -22,6 +22,26 @@ def test_two_journals_in_one_process_share_indexes(journal_path: Path) -> None:
         assert [t.idx for t in a.trials(sid)] == [t.idx for t in b.trials(sid)] == list(range(10))
 
 
+def test_a_second_journal_in_one_process_keeps_the_first_ones_locks(journal_path: Path) -> None:
+    """Opening (and closing) a second journal on the same file must not release the locks the
+    first connection holds: another process closing its last connection would then take the
+    WAL away from under it (the first connection's next read fails with a disk I/O error)."""
+    wal = journal_path.with_name(journal_path.name + "-wal")
+    with Journal(journal_path) as owner:
+        sid = new_session(owner)
+        with Journal(journal_path) as poll:
+            poll.get_session(sid)
+        other = run_python(
+            "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n"
+            "c.execute('SELECT COUNT(*) FROM sessions').fetchone()\nc.close()",
+            str(journal_path),
+        )
+        assert other.returncode == 0, other.stderr
+        assert wal.exists()  # the other process saw a connection still open: it left the WAL
+        new_trial(owner, sid)
+        assert len(owner.trials(sid)) == 1
+
+
 def test_stop_requested_from_another_connection_is_seen(journal_path: Path) -> None:
     with Journal(journal_path) as owner:
         sid = new_session(owner)

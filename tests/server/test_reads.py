@@ -1,6 +1,6 @@
 """What a poll reads and sends: trials after the cursor without their series, charts drawn
 without series equal to the full ones, caching of the page's files; and the DPO start route's
-refusals (nothing is trained here: every refusal comes before a worker starts)."""
+refusals (nothing is trained here: every refusal comes before a job starts)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from alphaloop import ops
 from alphaloop.journal import Journal
+from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.settings import Settings, get_settings
 
@@ -151,4 +152,4 @@ def test_dpo_train_refuses_while_a_run_is_going_on(
         (settings.home / "dpo" / "taken").mkdir(parents=True)
         taken = httpx.post(f"{base}/api/dpo/train", json={"run": "taken"})
         assert taken.status_code == 409 and "'taken' exists" in taken.json()["detail"]
-    assert not any((settings.home / "workers").glob("dpo-*"))  # no worker was started
+    assert jobs.list_jobs(settings) == []  # no worker was started

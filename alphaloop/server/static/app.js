@@ -20,6 +20,16 @@ function toast(text) {
   const t = $("#toast"); t.textContent = text; t.style.display = "block";
   clearTimeout(toast.timer); toast.timer = setTimeout(() => { t.style.display = "none"; }, 6000);
 }
+// Reads a job the page started until it ends; a failure is told with its journaled error.
+async function followJob(jobId, label) {
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const job = await api(`/api/jobs/${jobId}`);
+    if (job.status === "queued" || job.status === "running") continue;
+    if (job.error) return toast(`${label} ${job.status}: ${job.error.type}: ${job.error.message}`);
+    return toast(`${label} finished`);
+  }
+}
 function cell(text, cls) { const td = document.createElement("td"); td.textContent = text ?? ""; if (cls) td.className = cls; return td; }
 function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) : (x ?? "-"); }
 // Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
@@ -63,7 +73,8 @@ $("#research-form").addEventListener("submit", async (ev) => {
       goal: f.get("goal"), mode: f.get("mode"), budget: Number(f.get("budget")),
       data: f.get("data"), metric: f.get("metric") }) });
     state.sessionId = started.session_id; state.trialsAfter = 0; state.trials.clear();
-    toast(`session ${started.session_id} started (worker ${started.pid})`);
+    toast(started.session_id ? `session ${started.session_id} started (job ${started.job_id}, worker ${started.pid})`
+                             : `job ${started.job_id} started (worker ${started.pid}); its session is not journaled yet`);
     pollResearch();
   } catch (e) { toast(e.message); }
 });
@@ -125,7 +136,7 @@ $("#train-form").addEventListener("submit", async (ev) => {
   try {
     const started = await api("/api/train", { method: "POST", body: JSON.stringify({
       symbols: symbols.length ? symbols : null, total_timesteps: Number(f.get("total_timesteps")), knobs, data: f.get("data") }) });
-    toast(`manual run ${started.session_id} started (worker ${started.pid})`);
+    toast(`manual run ${started.session_id ?? "(not journaled yet)"} started (job ${started.job_id}, worker ${started.pid})`);
   } catch (e) { toast(e.message); }
 });
 async function pollTrain() {
@@ -227,7 +238,7 @@ async function pollSchedule() {
       cell(j.last_run ? j.last_run.outcome + (j.last_run.detail ? ": " + j.last_run.detail.slice(0, 80) : "") : "-", j.last_run ? "status-" + j.last_run.outcome : ""));
     const td = document.createElement("td"); const btn = document.createElement("button");
     btn.textContent = "run now"; btn.className = "run-now"; btn.dataset.job = j.name;
-    btn.onclick = async () => { try { const r = await api(`/api/schedule/${j.name}/run`, { method: "POST" }); toast(`${r.job} started (worker ${r.pid})`); } catch (e) { toast(e.message); } };
+    btn.onclick = async () => { try { const r = await api(`/api/schedule/${j.name}/run`, { method: "POST" }); toast(`${r.job} started (job ${r.job_id}, worker ${r.pid})`); followJob(r.job_id, r.job).catch((e) => console.warn(e)); } catch (e) { toast(e.message); } };
     td.append(btn); tr.append(td); body.append(tr);
   }
 }

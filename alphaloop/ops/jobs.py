@@ -1,0 +1,394 @@
+"""Typed jobs: long work a front end hands to a worker process, and the worker that runs it.
+
+A job is a frozen model (:data:`Job`, a union on ``kind``): a research session started or
+resumed, a manual PPO run, a DPO run, a portfolio-manager tick, a scheduler job run now.
+:func:`start_job` journals it ``queued`` and starts ``python -m alphaloop.ops.jobs ID``, a
+detached process; :func:`execute_job` (that process) claims the row, calls the same
+operations the command line calls (:mod:`alphaloop.ops.job_runners`), and journals a typed
+result (:data:`JobResult`) or a typed error (:class:`JobError`). Readers learn everything from
+the journal, never from a process's output.
+
+Why the journal and a fresh process, not a pipe or ``multiprocessing``: the request is on record
+before any process exists, so a worker needs only the job's id and a reader needs no handle on
+the process; a fresh interpreter forks nothing from a threaded web server; and the worker, in
+its own session, outlives a server restart, as work started from the command line does.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from alphaloop.exceptions import exit_code_of, http_status_of
+from alphaloop.journal import JobRecord, JobStatus, Journal
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+_STRICT = ConfigDict(frozen=True, extra="forbid")
+# How long a front end waits, by default, for a new worker to journal what it started (it loads
+# its libraries and data first).
+WAIT_S = 60.0
+_TRACEBACK_CHARS = 2000
+
+
+class ResearchJob(BaseModel):
+    """Start a research session and run it to its end."""
+
+    model_config = _STRICT
+
+    kind: Literal["research"] = "research"
+    goal: str = Field(min_length=1)
+    mode: str = "cufolio_only"
+    budget: int = 20
+    proposer: str = "auto"
+    metric: str = "sharpe"
+    max_drawdown: float | None = None
+    max_turnover: float | None = None
+    time_budget_s: float | None = None
+    max_tokens_total: int | None = None
+    data: str = "sp500"
+    symbols: list[str] | None = None
+    seed: int = 0
+    noise_seeds: int = 3
+    total_timesteps: int | None = None
+
+
+class ResumeJob(BaseModel):
+    """Continue a session after a crash, a kill or a stop."""
+
+    model_config = _STRICT
+
+    kind: Literal["resume"] = "resume"
+    session_id: str
+
+
+class TrainJob(BaseModel):
+    """One manual PPO run, journaled as a session of one trial."""
+
+    model_config = _STRICT
+
+    kind: Literal["train"] = "train"
+    data: str = "sp500"
+    symbols: list[str] | None = None
+    knobs: dict[str, float] = Field(default_factory=dict)
+    seed: int = 0
+    metric: str = "sharpe"
+    total_timesteps: int | None = None
+
+
+class DpoJob(BaseModel):
+    """One DPO run on every labelled preference pair."""
+
+    model_config = _STRICT
+
+    kind: Literal["dpo"] = "dpo"
+    model_dir: str
+    out_dir: str
+    lora: bool = False
+    max_steps: int = 50
+
+
+class PmTickJob(BaseModel):
+    """One portfolio-manager tick of the active policy."""
+
+    model_config = _STRICT
+
+    kind: Literal["pm_tick"] = "pm_tick"
+    date: str | None = None
+    data: str | None = None
+    book: str = "main"
+
+
+class ScheduleJob(BaseModel):
+    """One scheduler job run now (journaled in ``schedule_runs`` with trigger ``manual``)."""
+
+    model_config = _STRICT
+
+    kind: Literal["schedule"] = "schedule"
+    job: str
+
+
+Job = Annotated[
+    ResearchJob | ResumeJob | TrainJob | DpoJob | PmTickJob | ScheduleJob,
+    Field(discriminator="kind"),
+]
+
+
+class SessionResult(BaseModel):
+    """A session the job ran to its end (or to its stop)."""
+
+    model_config = _STRICT
+
+    kind: Literal["research", "resume"]
+    session_id: str
+    status: str
+    stop_reason: str | None = None
+
+
+class TrainResult(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["train"] = "train"
+    session_id: str
+    trial_id: int
+    objective: float | None = None
+    policy_id: int | None = None
+
+
+class DpoResult(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["dpo"] = "dpo"
+    dpo_run_id: int
+    status: str
+
+
+class PmTickResult(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["pm_tick"] = "pm_tick"
+    decision_id: int
+    book: str
+    date: str
+    status: str
+
+
+class ScheduleResult(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["schedule"] = "schedule"
+    run_id: int
+    job: str
+    outcome: str
+    detail: str | None = None
+
+
+JobResult = Annotated[
+    SessionResult | TrainResult | DpoResult | PmTickResult | ScheduleResult,
+    Field(discriminator="kind"),
+]
+JOB: TypeAdapter[Job] = TypeAdapter(Job)
+RESULT: TypeAdapter[JobResult] = TypeAdapter(JobResult)
+
+
+class JobError(BaseModel):
+    """Why a job failed: the exception's class name and message, and the exit code and HTTP
+    status that error stands for."""
+
+    model_config = _STRICT
+
+    type: str
+    message: str
+    exit_code: int
+    http_status: int
+
+
+# The columns a view shows as they are; the traceback tail stays in the journal, for people.
+_VIEWED_COLUMNS = frozenset(
+    {"id", "kind", "status", "session_id", "pid", "created_at", "started_at", "finished_at"}
+)
+
+
+class JobView(BaseModel):
+    """A job as the journal has it, typed: its request, where it is, its result or error."""
+
+    model_config = _STRICT
+
+    id: int
+    kind: str
+    status: JobStatus
+    job: Job
+    session_id: str | None = None
+    result: JobResult | None = None
+    error: JobError | None = None
+    pid: int | None = None
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.status not in (JobStatus.queued, JobStatus.running)
+
+    @classmethod
+    def from_record(cls, row: JobRecord) -> JobView:
+        error = None
+        if row.error_type is not None:
+            error = JobError(
+                type=row.error_type,
+                message=row.error or "",
+                exit_code=row.exit_code if row.exit_code is not None else 1,
+                http_status=row.http_status if row.http_status is not None else 500,
+            )
+        return cls(
+            **row.model_dump(include=_VIEWED_COLUMNS),
+            job=JOB.validate_python(row.request),
+            result=RESULT.validate_python(row.result) if row.result is not None else None,
+            error=error,
+        )
+
+
+# --- starting and reading jobs (the front end's side) -------------------------------------------
+
+
+def start_job(settings: Settings, job: Job) -> JobView:
+    """Journals ``job`` and starts its worker, detached (its own session; stdout and stderr to
+    ``<home>/jobs/<id>.log``, for people: nothing reads it). A thread waits on the child so an
+    ended worker never lingers as a zombie, which would still look alive to the journal.
+
+    Returns:
+        The job as journaled (``failed`` when the worker could not be started at all).
+    """
+    with Journal(settings.journal_path) as journal:
+        job_id = journal.queue_job(job.kind, job.model_dump(mode="json"))
+    logs = settings.home / "jobs"
+    logs.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ALPHALOOP_HOME": str(settings.home.absolute())}
+    try:
+        with (logs / f"{job_id}.log").open("wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "alphaloop.ops.jobs", str(job_id)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+    except OSError as err:
+        with Journal(settings.journal_path) as journal:
+            _fail(journal, job_id, err)
+        return get_job(settings, job_id)
+    threading.Thread(target=proc.wait, daemon=True, name=f"job-{job_id}").start()
+    with Journal(settings.journal_path) as journal:
+        journal.set_job_pid(job_id, proc.pid)
+    return get_job(settings, job_id)
+
+
+def get_job(settings: Settings, job_id: int) -> JobView:
+    """One job.
+
+    Raises:
+        NoJournal: no journal yet.
+        JobNotFound: no such job.
+    """
+    with open_journal(settings) as journal:
+        return JobView.from_record(journal.get_job(job_id))
+
+
+def list_jobs(settings: Settings, *, kind: str | None = None, after: int = 0) -> list[JobView]:
+    """Jobs with an id above ``after`` (of one kind if given), oldest first."""
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as journal:
+        return [JobView.from_record(r) for r in journal.jobs(kind, after=after)]
+
+
+def live_jobs(settings: Settings, kind: str) -> list[JobView]:
+    """Jobs of ``kind`` queued or running in a living worker."""
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as journal:
+        return [JobView.from_record(r) for r in journal.live_jobs(kind)]
+
+
+def wait_for_job(
+    settings: Settings,
+    job_id: int,
+    ready: Callable[[JobView], bool],
+    timeout_s: float = WAIT_S,
+    poll_s: float = 0.1,
+) -> JobView:
+    """Reads the job until ``ready(job)`` holds, it has ended, or ``timeout_s`` has passed;
+    returns what it read last."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        view = get_job(settings, job_id)
+        if ready(view) or view.ended or time.monotonic() >= deadline:
+            return view
+        time.sleep(poll_s)
+
+
+# --- running a job (the worker's side) ---------------------------------------------------------
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, ValidationError):  # one line naming the fields, as the API words it
+        parts = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'job'}: {e['msg']}" for e in err.errors()[:5]
+        ]
+        return "invalid job: " + "; ".join(parts)
+    return str(err) or repr(err)
+
+
+def _fail(journal: Journal, job_id: int, err: BaseException) -> JobRecord:
+    exit_code, http_status = exit_code_of(err), http_status_of(err)
+    return journal.fail_job(
+        job_id,
+        error_type=type(err).__name__,
+        error=_message(err),
+        exit_code=exit_code,
+        http_status=http_status,
+        traceback_tail="".join(traceback.format_exception(err))[-_TRACEBACK_CHARS:],
+    )
+
+
+def execute_job(settings: Settings, job_id: int) -> JobView:
+    """Runs a queued job in this process: claims it, runs it, journals its result or error.
+
+    An error of the job's work is journaled, not raised (the returned view holds it).
+
+    Raises:
+        JobNotFound: no such job.
+        JournalError: the job is not queued (another worker has it, or it has ended).
+    """
+    from alphaloop.ops.job_runners import run
+
+    # The journal is opened for each write, not held across the work: the operations open it
+    # themselves, as they do under the command line.
+    with Journal(settings.journal_path) as journal:
+        row = journal.claim_job(job_id, os.getpid())
+    try:
+        job = JOB.validate_python(row.request)
+        result = run(job, settings, lambda session_id: _link(settings, job_id, session_id))
+    except Exception as err:
+        with Journal(settings.journal_path) as journal:
+            return JobView.from_record(_fail(journal, job_id, err))
+    with Journal(settings.journal_path) as journal:
+        return JobView.from_record(journal.finish_job(job_id, result.model_dump(mode="json")))
+
+
+def _link(settings: Settings, job_id: int, session_id: str) -> None:
+    """Tells the journal which session the job runs, as soon as that session is journaled."""
+    with Journal(settings.journal_path) as journal:
+        journal.link_job_session(job_id, session_id)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m alphaloop.ops.jobs JOB_ID``: runs one job; exits with its error's exit code
+    (0 when it finished)."""
+    from alphaloop.settings import get_settings
+
+    if len(argv) != 1 or not argv[0].isdigit():
+        print("usage: python -m alphaloop.ops.jobs JOB_ID", file=sys.stderr)
+        return 2
+    view = execute_job(get_settings(), int(argv[0]))
+    if view.error is not None:
+        print(f"job {view.id} failed: {view.error.type}: {view.error.message}", file=sys.stderr)
+        return view.error.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    # Run through the imported module, not this ``__main__`` copy of it: one set of classes.
+    from alphaloop.ops import jobs as _jobs
+
+    raise SystemExit(_jobs.main(sys.argv[1:]))

@@ -1,0 +1,93 @@
+"""Work started through the API runs as typed jobs: a route answers with the job's id, a job
+that fails answers with its journaled error (type, message, status), and a worker killed
+mid-job leaves a job that reads as interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import httpx
+
+from alphaloop.journal import Journal
+from alphaloop.settings import Settings
+
+from .helpers import live_server, new_session
+
+
+def follow(base: str, job_id: int, until: tuple[str, ...], timeout_s: float = 60.0) -> Any:
+    """``GET /api/jobs/{job_id}`` until its status is one of ``until``."""
+    deadline = time.monotonic() + timeout_s
+    while (job := httpx.get(f"{base}/api/jobs/{job_id}").json())["status"] not in until:
+        assert time.monotonic() < deadline, f"job {job_id} still {job['status']}"
+        time.sleep(0.2)
+    return job
+
+
+def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
+    settings: Settings,
+) -> None:
+    body = {"data": "synthetic:1", "symbols": ["NOPE"], "total_timesteps": 64}
+    with live_server(settings) as base:
+        r = httpx.post(f"{base}/api/train", json=body, timeout=90)
+        assert r.status_code == 422, r.text
+        answer = r.json()
+        assert answer["error"] == "DataError" and "unknown symbol(s) NOPE" in answer["detail"]
+        job = httpx.get(f"{base}/api/jobs/{answer['job_id']}").json()
+        listed = httpx.get(f"{base}/api/jobs").json()
+        assert httpx.get(f"{base}/api/jobs/{answer['job_id'] + 1}").status_code == 404
+    assert job["status"] == "failed" and job["result"] is None and job["session_id"] is None
+    assert job["job"] == {"kind": "train", "knobs": {}, "seed": 0, "metric": "sharpe", **body}
+    assert job["error"] == {
+        "type": "DataError",
+        "message": answer["detail"],
+        "exit_code": 2,
+        "http_status": 422,
+    }
+    assert [j["id"] for j in listed["items"]] == [job["id"]] and listed["next_after"] == job["id"]
+    with Journal(settings.journal_path) as j:  # what the route answered is the journal's row
+        row = j.get_job(job["id"])
+    assert (row.error_type, row.error, row.pid) == ("DataError", answer["detail"], job["pid"])
+
+
+def test_a_tick_answers_at_once_and_its_job_reads_its_error(settings: Settings) -> None:
+    with Journal(settings.journal_path):
+        pass
+    with live_server(settings) as base:
+        r = httpx.post(f"{base}/api/pm/tick", json={"book": "paper"})
+        assert r.status_code == 202 and r.json()["job"] == "pm_tick"
+        started = r.json()
+        job = follow(base, started["job_id"], ("finished", "failed", "interrupted"))
+    assert job["pid"] == started["pid"] and job["job"]["book"] == "paper"
+    assert job["status"] == "failed" and job["error"]["type"] == "PmError"
+    assert "no active policy" in job["error"]["message"] and job["error"]["http_status"] == 409
+
+
+def test_resume_is_refused_before_any_job_starts(settings: Settings) -> None:
+    with Journal(settings.journal_path) as j:
+        live = new_session(j)  # owned by this living process: it is running
+        j.update_session(live, owner_pid=os.getpid())
+    with live_server(settings) as base:
+        busy = httpx.post(f"{base}/api/research/{live}/resume")
+        assert busy.status_code == 409 and "is running" in busy.json()["detail"]
+        missing = httpx.post(f"{base}/api/research/s-20000101-000000-abcd/resume")
+        assert missing.status_code == 404
+        assert httpx.get(f"{base}/api/jobs").json() == {"items": [], "next_after": 0}
+
+
+def test_a_session_worker_killed_mid_job_reads_as_interrupted(settings: Settings) -> None:
+    goal = {"goal": "max Sharpe", "data": "synthetic:1", "budget": 1000, "noise_seeds": 2}
+    with live_server(settings) as base:
+        r = httpx.post(f"{base}/api/research", json=goal, timeout=90)
+        assert r.status_code == 202, r.text
+        started = r.json()
+        running = httpx.get(f"{base}/api/jobs/{started['job_id']}").json()
+        assert running["status"] == "running" and running["session_id"] == started["session_id"]
+        os.kill(started["pid"], signal.SIGKILL)
+        job = follow(base, started["job_id"], ("interrupted",))
+        session = httpx.get(f"{base}/api/research/current").json()["session"]
+    assert job["error"]["type"] == "WorkerDied" and str(started["pid"]) in job["error"]["message"]
+    assert job["error"]["http_status"] == 500 and job["result"] is None
+    assert session["id"] == started["session_id"] and session["status"] == "interrupted"
