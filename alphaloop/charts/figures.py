@@ -94,7 +94,9 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     Kept trials are stars, discarded ones grey dots, crashed / timed-out / invalid ones red
     crosses drawn below the lowest objective (they have none); the step line is the incumbent
     the loop compared each trial with (the baseline mean until a trial is kept), and the band
-    is the baseline mean plus or minus twice the noise floor (the margin a keep must clear).
+    is the baseline mean plus or minus twice the noise floor: where seed luck alone lands most
+    runs of the default config (the keep rule's own margin is a t-margin, see
+    ``meta_agent.keep_rule``).
 
     Raises:
         ChartDataError: the session has no finished trial yet.
@@ -158,7 +160,8 @@ def _search(rows: list[TrialRecord], status: str) -> list[TrialRecord]:
 def _baseline_lines(
     fig: go.Figure, span: tuple[float, float], base_mean: float, floor: float | None
 ) -> None:
-    """The noise band (the margin a keep must clear) and the baseline mean, across ``span``."""
+    """The noise band (the baseline mean +- twice the seed spread) and the baseline mean,
+    across ``span``."""
     lo, hi = span
     if floor is not None:
         fig.add_trace(

@@ -180,8 +180,8 @@ def _plateau_since(kept: list[Row], search_idx: list[int]) -> list[str]:
         return [f"The latest search trial (#{last_keep}) set the best: no plateau yet."]
     if search_idx:
         return [
-            f"None of the {plural(len(search_idx), 'search trial')} beat the incumbent by more "
-            "than twice the noise floor."
+            f"None of the {plural(len(search_idx), 'search trial')} beat the incumbent with "
+            "confidence (the keep rule's t-margin over the seed noise)."
         ]
     return []
 
