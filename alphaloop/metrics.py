@@ -329,22 +329,10 @@ def deflated_sharpe(
     Raises:
         ValueError: an empty or non-finite set of Sharpe ratios, or N inconsistent with it.
     """
-    srs = np.asarray(trial_sharpe_ratios, dtype=float).ravel()
-    if srs.size == 0 or not np.all(np.isfinite(srs)):
-        raise ValueError("trial_sharpe_ratios must be a non-empty list of finite numbers")
-    n = float(srs.size if n_trials is None else n_trials)
-    if n < srs.size:
-        raise ValueError(f"n_trials={n_trials} is below the {srs.size} trial Sharpe ratios given")
-    if n_effective is not None and not 0 < n_effective <= n:
-        raise ValueError(f"n_effective must be in (0, n_trials={n:g}], got {n_effective!r}")
+    srs, n = _counted_trials(trial_sharpe_ratios, n_trials, n_effective)
     r = _as_returns(returns)
     variance = float(srs.var(ddof=1)) if srs.size > 1 else 0.0
-    sd = r.std(ddof=1) if r.size > 1 else 0.0
-    sr = float(r.mean() / sd) if sd > 1e-15 else float("nan")
-    from scipy import stats
-
-    skew = float(stats.skew(r)) if math.isfinite(sr) else float("nan")
-    kurt = float(stats.kurtosis(r, fisher=False)) if math.isfinite(sr) else float("nan")
+    sr, skew, kurt = _sharpe_moments(r)
 
     def psr(benchmark: float) -> float | None:
         ok = math.isfinite(sr) and r.size >= 3
@@ -371,6 +359,34 @@ def deflated_sharpe(
         dsr=psr(hurdle),
         **effective,
     )
+
+
+def _counted_trials(
+    trial_sharpe_ratios: np.ndarray | list[float],
+    n_trials: float | None,
+    n_effective: float | None,
+) -> tuple[np.ndarray, float]:
+    """The trials' Sharpe ratios and N, refused unless they and ``n_effective`` agree."""
+    srs = np.asarray(trial_sharpe_ratios, dtype=float).ravel()
+    if srs.size == 0 or not np.all(np.isfinite(srs)):
+        raise ValueError("trial_sharpe_ratios must be a non-empty list of finite numbers")
+    n = float(srs.size if n_trials is None else n_trials)
+    if n < srs.size:
+        raise ValueError(f"n_trials={n_trials} is below the {srs.size} trial Sharpe ratios given")
+    if n_effective is not None and not 0 < n_effective <= n:
+        raise ValueError(f"n_effective must be in (0, n_trials={n:g}], got {n_effective!r}")
+    return srs, n
+
+
+def _sharpe_moments(r: np.ndarray) -> tuple[float, float, float]:
+    """Per-period Sharpe, skew and (non-excess) kurtosis of ``r``; all NaN for a flat series."""
+    sd = r.std(ddof=1) if r.size > 1 else 0.0
+    sr = float(r.mean() / sd) if sd > 1e-15 else float("nan")
+    from scipy import stats
+
+    skew = float(stats.skew(r)) if math.isfinite(sr) else float("nan")
+    kurt = float(stats.kurtosis(r, fisher=False)) if math.isfinite(sr) else float("nan")
+    return sr, skew, kurt
 
 
 class Metrics(BaseModel):

@@ -132,23 +132,50 @@ def build_chart(
         figure = ratio_curve(journal.completed_trials(), journal.list_sessions())
         return Chart(kind=name, figure=figure, goal=ALL_RUNS_GOAL)
     session = _session(journal, session_id)
+    if name in ("research_progress", "validation"):
+        return _session_chart(name, journal, session)
+    trial = _trial(name, journal, session, trial_idx)
+    if name == "training_curve":
+        return Chart(kind=name, figure=training_curve(trial), **_ids(session, trial))
+    return _replayed_chart(name, journal, session, trial, series)
+
+
+def _session_chart(name: str, journal: JournalReader, session: SessionRecord) -> Chart:
+    """A chart of every trial of ``session``: its research progress or its validation."""
     if name == "research_progress":
         figure = research_progress(session, journal.trials(session.id))
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
-    if name == "validation":
-        report = validation_report(session, journal.events(session.id, kind=VALIDATED_EVENT))
-        figure = validation_figure(report)
-        return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
+    report = validation_report(session, journal.events(session.id, kind=VALIDATED_EVENT))
+    figure = validation_figure(report)
+    return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
+
+
+def _trial(
+    name: str, journal: JournalReader, session: SessionRecord, trial_idx: int | None
+) -> TrialRecord:
+    """The trial a per-trial chart draws: the one asked for, else the kind's default."""
     if trial_idx is not None:
-        trial = journal.trial_at(session.id, trial_idx)
-    elif name == "training_curve":
-        trial = _curve_trial(journal, session)
-    else:
-        trial = _chosen_trial(journal, session)
+        return journal.trial_at(session.id, trial_idx)
+    if name == "training_curve":
+        return _curve_trial(journal, session)
+    return _chosen_trial(journal, session)
+
+
+def _ids(session: SessionRecord, trial: TrialRecord) -> dict:
+    """What a per-trial chart says it is about."""
     ids = {"goal": session.goal, "session_id": session.id, "trial_id": trial.id}
     ids["trial_idx"] = trial.idx
-    if name == "training_curve":
-        return Chart(kind=name, figure=training_curve(trial), **ids)
+    return ids
+
+
+def _replayed_chart(
+    name: str,
+    journal: JournalReader,
+    session: SessionRecord,
+    trial: TrialRecord,
+    series: SeriesSource | None,
+) -> Chart:
+    """``weights`` or ``equity_curves`` of a finished trial, from its replayed series."""
     if trial.status == "running" or not trial.val_returns:
         raise ChartDataError(
             f"trial #{trial.idx} of session {session.id} has no results to draw "
@@ -156,6 +183,7 @@ def build_chart(
         )
     if series is None:
         raise ChartDataError(f"{name} draws replayed series; build it with a series source")
+    ids = _ids(session, trial)
     if name == "weights":
         alloc = series.allocation(session, trial)
         return Chart(kind=name, figure=weights(trial, alloc), **ids)

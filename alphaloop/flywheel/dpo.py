@@ -17,6 +17,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,16 @@ def _log_series(history: list[dict[str, Any]], keys: Sequence[str]) -> list[dict
     return rows
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One :func:`train_pairs` call: where the model comes from and goes, how it trains."""
+
+    model_dir: Path
+    out_dir: Path
+    options: DpoOptions
+    on_log: Callable[[dict[str, Any]], None] | None
+
+
 def train_pairs(
     prefs: Sequence[PreferenceRecord],
     model_dir: Path,
@@ -189,92 +200,18 @@ def train_pairs(
     check_model_dir(model_dir)
     train, held = split_pairs(prefs)
     start = time.perf_counter()
-
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from transformers.trainer_callback import PrinterCallback
-    from trl import DPOConfig, DPOTrainer
-
-    torch.manual_seed(options.seed)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise ModelDirError(
-            f"cannot load a causal language model from {model_dir}: {err}"
-        ) from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-
-    def texts(rows: Sequence[PreferenceRecord]) -> tuple[list[str], list[str], list[str]]:
-        return (
-            [model_prompt(tokenizer, p.prompt) for p in rows],
-            [p.chosen for p in rows],
-            [p.rejected for p in rows],
-        )
-
-    h_prompts, h_chosen, h_rejected = texts(held)
-    ref_logps = (
-        sequence_logps(model, tokenizer, h_prompts, h_chosen, options.max_length),
-        sequence_logps(model, tokenizer, h_prompts, h_rejected, options.max_length),
-    )
+    run = _Run(model_dir, out_dir, options, on_log)
+    tokenizer, model = _load_model(run)
+    h_texts = _texts(tokenizer, held)
+    ref_logps = _pair_logps(model, tokenizer, h_texts, options.max_length)
     acc_before, margin_before = preference_accuracy(ref_logps, ref_logps, options.beta)
 
-    t_prompts, t_chosen, t_rejected = texts(train)
-    dataset = Dataset.from_dict({"prompt": t_prompts, "chosen": t_chosen, "rejected": t_rejected})
-    args = DPOConfig(
-        output_dir=str(out_dir),
-        max_steps=options.max_steps,
-        per_device_train_batch_size=min(options.batch_size, len(train)),
-        learning_rate=options.learning_rate,
-        beta=options.beta,
-        max_length=options.max_length,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        seed=options.seed,
-        use_cpu=not torch.cuda.is_available(),
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-    peft_config = ref_model = None
-    if options.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
-        )
-    else:
-        # TRL would reload the reference from config._name_or_path; an explicit copy from the
-        # same directory makes the reference unambiguous.
-        ref_model = AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
-
-    class _Logs(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if on_log is not None and logs:
-                on_log(dict(logs, step=state.global_step))
-
-    trainer = DPOTrainer(
-        model=model,
-        ref_model=ref_model,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        callbacks=[_Logs()],
-    )
-    # With progress bars off the Trainer prints each log dict on stdout, which is the command's.
-    trainer.remove_callback(PrinterCallback)
+    trainer = _dpo_trainer(run, model, tokenizer, _texts(tokenizer, train))
     trainer.train()
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
 
-    policy = trainer.model
-    pol_logps = (
-        sequence_logps(policy, tokenizer, h_prompts, h_chosen, options.max_length),
-        sequence_logps(policy, tokenizer, h_prompts, h_rejected, options.max_length),
-    )
+    pol_logps = _pair_logps(trainer.model, tokenizer, h_texts, options.max_length)
     acc_after, margin_after = preference_accuracy(ref_logps, pol_logps, options.beta)
     history = trainer.state.log_history
     return DpoOutcome(
@@ -290,3 +227,120 @@ def train_pairs(
         ),
         elapsed_s=time.perf_counter() - start,
     )
+
+
+def _load_model(run: _Run) -> tuple[Any, Any]:
+    """``(tokenizer, model)`` from the model directory, seeded, with a pad token.
+
+    Raises:
+        ModelDirError: the directory holds no loadable causal language model.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(run.options.seed)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(run.model_dir, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ModelDirError(
+            f"cannot load a causal language model from {run.model_dir}: {err}"
+        ) from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer, model
+
+
+def _texts(
+    tokenizer: Any, rows: Sequence[PreferenceRecord]
+) -> tuple[list[str], list[str], list[str]]:
+    """``(prompts, chosen, rejected)`` of ``rows`` as the model sees them."""
+    return (
+        [model_prompt(tokenizer, p.prompt) for p in rows],
+        [p.chosen for p in rows],
+        [p.rejected for p in rows],
+    )
+
+
+def _pair_logps(
+    model: Any, tokenizer: Any, texts: tuple[list[str], list[str], list[str]], max_length: int
+) -> tuple[list[float], list[float]]:
+    """Sequence log-probabilities of the chosen and of the rejected answers."""
+    prompts, chosen, rejected = texts
+    return (
+        sequence_logps(model, tokenizer, prompts, chosen, max_length),
+        sequence_logps(model, tokenizer, prompts, rejected, max_length),
+    )
+
+
+def _dpo_trainer(
+    run: _Run, model: Any, tokenizer: Any, texts: tuple[list[str], list[str], list[str]]
+) -> Any:
+    """TRL's ``DPOTrainer`` on the training pairs, against a frozen reference or with LoRA."""
+    from datasets import Dataset
+    from transformers.trainer_callback import PrinterCallback
+    from trl import DPOTrainer
+
+    prompts, chosen, rejected = texts
+    dataset = Dataset.from_dict({"prompt": prompts, "chosen": chosen, "rejected": rejected})
+    args = _dpo_config(run, len(prompts))
+    peft_config = ref_model = None
+    if run.options.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(
+            r=8, lora_alpha=16, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+    else:
+        from transformers import AutoModelForCausalLM
+
+        # TRL would reload the reference from config._name_or_path; an explicit copy from the
+        # same directory makes the reference unambiguous.
+        ref_model = AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
+    trainer = DPOTrainer(
+        model=model,
+        ref_model=ref_model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[_log_callback(run.on_log)],
+    )
+    # With progress bars off the Trainer prints each log dict on stdout, which is the command's.
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+def _dpo_config(run: _Run, n_train: int) -> Any:
+    """The ``DPOConfig`` of the options: a log line per step, nothing saved or reported."""
+    import torch
+    from trl import DPOConfig
+
+    options = run.options
+    return DPOConfig(
+        output_dir=str(run.out_dir),
+        max_steps=options.max_steps,
+        per_device_train_batch_size=min(options.batch_size, n_train),
+        learning_rate=options.learning_rate,
+        beta=options.beta,
+        max_length=options.max_length,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        seed=options.seed,
+        use_cpu=not torch.cuda.is_available(),
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+
+
+def _log_callback(on_log: Callable[[dict[str, Any]], None] | None) -> Any:
+    """A Trainer callback handing each log dict, with its step, to ``on_log``."""
+    from transformers import TrainerCallback
+
+    class _Logs(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if on_log is not None and logs:
+                on_log(dict(logs, step=state.global_step))
+
+    return _Logs()

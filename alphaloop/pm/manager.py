@@ -18,8 +18,8 @@ import pandas as pd
 from alphaloop.broker.base import Broker, Execution
 from alphaloop.exceptions import PmError
 from alphaloop.journal import Journal
-from alphaloop.journal.book import DecisionRecord
-from alphaloop.pipeline import PipelineState, WeightCentricPipeline
+from alphaloop.journal.book import BookRecord, DecisionRecord
+from alphaloop.pipeline import PipelineRun, PipelineState, WeightCentricPipeline
 from alphaloop.pm.killswitch import KillSwitch, halt_reason
 from alphaloop.pm.orders import OrderPlan, weights_to_orders
 from alphaloop.portfolio_opt import start_sequence
@@ -112,33 +112,14 @@ def tick(
     closes = setup.prices[setup.prices.index < day].iloc[-1]
     equity = equity_at(cash, positions, closes)
     pre = {s: float(positions.get(s, 0.0)) * float(closes[s]) / equity for s in symbols}
-    n_before = int(setup.prices.index.searchsorted(day)) - 1  # returns rows before ``day``
-    state = None if book.as_of is None else _last_state(journal, book_name)
-    decided = setup.pipeline.run(setup.returns[:n_before], state)
+    decided = _decide(journal, book, setup, day)
     target = {s: float(w) for s, w in zip(symbols, decided.weights, strict=True)}
-    stages = {name: np.asarray(v).tolist() for name, v in decided.stages.items()}
-    stages["state"] = decided.state.to_json()
-    if decided.cut_by:
-        stages["cut_by"] = list(decided.cut_by)
+    stages = _stages(decided)
     plan = None
     if decided.rebalance:
-        plan = weights_to_orders(
-            target,
-            positions,
-            cash,
-            {s: float(closes[s]) for s in symbols},
-            cost_bps=0.0 if free_trade else setup.cost_bps,
-            min_trade=setup.min_trade,
-            fractional=setup.fractional,
-        )
-    why = halt_reason(
-        setup.limits,
-        manual=book.halted,
-        stale=None,
-        equity=equity,
-        peak_equity=book.peak_equity,
-        turnover=plan.turnover if plan else None,
-    )
+        cost_bps = 0.0 if free_trade else setup.cost_bps
+        plan = _order_plan(setup, target, (cash, positions), closes, cost_bps)
+    why = _kill_switch(setup, book, equity, plan)
     fields |= {
         "pre_weights": pre,
         "stages": stages,
@@ -149,22 +130,85 @@ def tick(
     }
     peak = max(book.peak_equity, equity)
     if why:
-        journal.update_book(
-            book_name, cash=cash, positions=positions, peak_equity=peak, as_of=fields["date"]
+        outcome: dict = {"status": "halted", "halt_reason": why}
+    else:
+        outcome, (cash, positions) = _execute(
+            broker, book, plan, fields["orders"], (cash, positions)
         )
-        return journal.add_decision(**fields, status="halted", halt_reason=why)
-    execution = broker.execute(plan) if plan and plan.orders else Execution(orders=[], fills=[])
-    cash, positions = _after(broker, book, plan, execution, cash, positions)
     journal.update_book(
         book_name, cash=cash, positions=positions, peak_equity=peak, as_of=fields["date"]
     )
-    fields |= {"orders": execution.orders or fields["orders"], "fills": execution.fills}
+    return journal.add_decision(**(fields | outcome))
+
+
+def _decide(journal: Journal, book: BookRecord, setup: TickSetup, day: pd.Timestamp) -> PipelineRun:
+    """The pipeline's decision for ``day`` from the returns before it, continuing the book's
+    sequence from its last journaled state."""
+    n_before = int(setup.prices.index.searchsorted(day)) - 1  # returns rows before ``day``
+    state = None if book.as_of is None else _last_state(journal, book.name)
+    return setup.pipeline.run(setup.returns[:n_before], state)
+
+
+def _stages(decided: PipelineRun) -> dict:
+    """The decision's stages as journaled, with the state the next tick continues from."""
+    stages = {name: np.asarray(v).tolist() for name, v in decided.stages.items()}
+    stages["state"] = decided.state.to_json()
+    if decided.cut_by:
+        stages["cut_by"] = list(decided.cut_by)
+    return stages
+
+
+def _order_plan(
+    setup: TickSetup,
+    target: dict[str, float],
+    holdings: tuple[float, dict[str, float]],
+    closes: pd.Series,
+    cost_bps: float,
+) -> OrderPlan:
+    """The orders to ``target``, filled at the last closes the decision saw."""
+    cash, positions = holdings
+    return weights_to_orders(
+        target,
+        positions,
+        cash,
+        {s: float(closes[s]) for s in target},
+        cost_bps=cost_bps,
+        min_trade=setup.min_trade,
+        fractional=setup.fractional,
+    )
+
+
+def _kill_switch(
+    setup: TickSetup, book: BookRecord, equity: float, plan: OrderPlan | None
+) -> str | None:
+    """Why the book's limits (or its manual halt) stop this tick's orders, or None."""
+    return halt_reason(
+        setup.limits,
+        manual=book.halted,
+        stale=None,
+        equity=equity,
+        peak_equity=book.peak_equity,
+        turnover=plan.turnover if plan else None,
+    )
+
+
+def _execute(
+    broker: Broker,
+    book: BookRecord,
+    plan: OrderPlan | None,
+    planned: list[dict],
+    holdings: tuple[float, dict[str, float]],
+) -> tuple[dict, tuple[float, dict[str, float]]]:
+    """Sends the plan's orders: the decision's fields they settle and the holdings after them."""
+    execution = broker.execute(plan) if plan and plan.orders else Execution(orders=[], fills=[])
+    holdings = _after(broker, book, plan, execution, *holdings)
+    outcome: dict = {"orders": execution.orders or planned, "fills": execution.fills}
     rejected = execution.rejected
     if rejected:
         errors = "; ".join(f"{o['symbol']}: {o['error']}" for o in rejected)
-        fields["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
-    status = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
-    return journal.add_decision(**fields, status=status)
+        outcome["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
+    outcome["status"] = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
+    return outcome, holdings
 
 
 def _after(

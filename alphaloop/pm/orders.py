@@ -8,6 +8,8 @@ fractional shares and no minimum trade the book then holds exactly the evaluator
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from alphaloop.broker.base import Order, OrderPlan
@@ -41,18 +43,7 @@ def weights_to_orders(
         ValueError: a symbol without a positive price, or weights that are negative or sum
             above 1.
     """
-    symbols = sorted(set(target) | {s for s, q in positions.items() if q})
-    missing = [s for s in symbols if not prices.get(s, 0) > 0]
-    if missing:
-        raise ValueError(f"no positive price for {', '.join(missing)}")
-    w = np.array([float(target.get(s, 0.0)) for s in symbols])
-    if (w < 0).any() or w.sum() > 1 + 1e-9:
-        raise ValueError(f"target weights must be >= 0 and sum to at most 1, got sum {w.sum():g}")
-    px = np.array([prices[s] for s in symbols])
-    held = np.array([float(positions.get(s, 0.0)) for s in symbols])
-    equity = float(cash + held @ px)
-    if equity <= 0:
-        raise ValueError(f"the book has no equity to trade with ({equity:g})")
+    symbols, w, px, held, equity = _book(target, positions, cash, prices)
     rate = cost_bps / 1e4
     now_w = held * px / equity
     trade = np.abs(w - now_w) * equity >= min_trade if min_trade > 0 else np.ones(len(w), bool)
@@ -85,3 +76,35 @@ def weights_to_orders(
         positions=kept,
         cash=new_cash,
     )
+
+
+class _Book(NamedTuple):
+    """The book and its target as arrays over one sorted list of symbols."""
+
+    symbols: list[str]
+    target: np.ndarray
+    prices: np.ndarray
+    held: np.ndarray
+    equity: float
+
+
+def _book(
+    target: dict[str, float],
+    positions: dict[str, float],
+    cash: float,
+    prices: dict[str, float],
+) -> _Book:
+    """The target and holdings over every symbol either names, refused unless tradable."""
+    symbols = sorted(set(target) | {s for s, q in positions.items() if q})
+    missing = [s for s in symbols if not prices.get(s, 0) > 0]
+    if missing:
+        raise ValueError(f"no positive price for {', '.join(missing)}")
+    w = np.array([float(target.get(s, 0.0)) for s in symbols])
+    if (w < 0).any() or w.sum() > 1 + 1e-9:
+        raise ValueError(f"target weights must be >= 0 and sum to at most 1, got sum {w.sum():g}")
+    px = np.array([prices[s] for s in symbols])
+    held = np.array([float(positions.get(s, 0.0)) for s in symbols])
+    equity = float(cash + held @ px)
+    if equity <= 0:
+        raise ValueError(f"the book has no equity to trade with ({equity:g})")
+    return _Book(symbols, w, px, held, equity)

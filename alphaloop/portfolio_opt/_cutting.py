@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -78,6 +79,42 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """One Mean-CVaR problem as :func:`solve` states it; ``prev`` is None without turnover."""
+
+    returns: np.ndarray
+    probabilities: np.ndarray
+    tail: float
+    cap: float
+    risk_aversion: float
+    mean: np.ndarray
+    prev: np.ndarray | None
+    cost: float
+
+    def objective(self, weights: np.ndarray) -> float:
+        """The exact objective of ``weights`` over every scenario."""
+        return _objective(
+            self.returns,
+            self.probabilities,
+            self.tail,
+            self.risk_aversion,
+            self.mean,
+            self.prev,
+            self.cost,
+            weights,
+        )
+
+
+class _Rounds(NamedTuple):
+    """Where scenario generation stopped: the last subset, its solve and clean weights."""
+
+    subset: np.ndarray
+    result: _ipm.IpmResult
+    weights: np.ndarray
+    rounds: int
+
+
 def _solve(
     returns: np.ndarray,
     probabilities: np.ndarray,
@@ -88,20 +125,21 @@ def _solve(
     prev: np.ndarray | None,
     cost: float,
 ) -> Certified:
-    tail = 1.0 - alpha
-    n_atoms, n_assets = returns.shape
+    """:func:`solve` within its thread limit: the linear case, or rounds then a certificate."""
     turnover = prev is not None and cost > 0.0
     prev_v = prev if turnover else None
+    problem = _Problem(returns, probabilities, 1.0 - alpha, cap, risk_aversion, mean, prev_v, cost)
     if risk_aversion == 0.0:  # a linear objective: the greedy fill is exact
         weights = linear_minimiser(-mean, cap, prev_v, cost)
-        value = _objective(returns, probabilities, tail, 0.0, mean, prev_v, cost, weights)
+        value = _objective(returns, probabilities, problem.tail, 0.0, mean, prev_v, cost, weights)
         return Certified(weights, value, value, 0, 0)
+    return _certify(problem, _generate(problem))
 
-    # The interior point sees the objective divided by risk_aversion (same minimiser): at the
-    # 1e6 a minimum-CVaR solve passes, the matrix would otherwise hold entries ~1e7 next to 1s.
-    scale = 1.0 / tail
-    ipm_mean = mean / risk_aversion
-    ipm_cost = cost / risk_aversion if turnover else 0.0
+
+def _generate(problem: _Problem) -> _Rounds:
+    """Solves growing scenario subsets until no scenario outside one exceeds its VaR."""
+    returns, probabilities, tail = problem.returns, problem.probabilities, problem.tail
+    n_atoms, n_assets = returns.shape
     losses = -(returns @ np.full(n_assets, 1.0 / n_assets))
     chosen = np.zeros(n_atoms, dtype=bool)
     chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
@@ -115,19 +153,10 @@ def _solve(
         rounds += 1
         subset = np.flatnonzero(chosen)
         if state is None:
-            lp = _ipm.RestrictedDual(
-                returns[subset],
-                probabilities[subset],
-                ipm_mean,
-                scale,
-                tail,
-                cap,
-                ipm_cost,
-                prev_v,
-            )
+            lp = _restricted(problem, subset)
         result = _ipm.solve(lp, tol=tol, state=state)
         state = None
-        weights = _clean(result.weights, cap)
+        weights = _clean(result.weights, problem.cap)
         losses = -(returns @ weights)
         outside = np.flatnonzero(~chosen & (losses > result.var))
         if len(outside) == 0:
@@ -140,13 +169,36 @@ def _solve(
         # of the new weights' tail, so that later rounds rarely find stragglers.
         chosen[outside[_worst(losses[outside], probabilities[outside], tail)]] = True
         chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
+    return _Rounds(subset, result, weights, rounds)
 
-    tail_mass = _feasible_tail(result.tail_mass, probabilities[subset], tail)
-    direction = -(risk_aversion / tail) * (returns[subset].T @ tail_mass) - mean
-    lower_w = linear_minimiser(direction, cap, prev_v, cost)
-    lower = float(direction @ lower_w) + _turnover(lower_w, prev_v, cost)
-    upper = _objective(returns, probabilities, tail, risk_aversion, mean, prev_v, cost, weights)
-    return Certified(weights, upper, lower, rounds, len(subset))
+
+def _restricted(problem: _Problem, subset: np.ndarray) -> _ipm.RestrictedDual:
+    """The LP of ``subset``, its objective divided by the risk aversion."""
+    # Same minimiser: at the 1e6 a minimum-CVaR solve passes, the matrix would otherwise hold
+    # entries ~1e7 next to 1s.
+    risk_aversion = problem.risk_aversion
+    return _ipm.RestrictedDual(
+        problem.returns[subset],
+        problem.probabilities[subset],
+        problem.mean / risk_aversion,
+        1.0 / problem.tail,
+        problem.tail,
+        problem.cap,
+        problem.cost / risk_aversion if problem.prev is not None else 0.0,
+        problem.prev,
+    )
+
+
+def _certify(problem: _Problem, done: _Rounds) -> Certified:
+    """The weights with their exact objective and the lower bound from the last tail masses."""
+    subset = done.subset
+    tail_mass = _feasible_tail(done.result.tail_mass, problem.probabilities[subset], problem.tail)
+    scale = problem.risk_aversion / problem.tail
+    direction = -scale * (problem.returns[subset].T @ tail_mass) - problem.mean
+    lower_w = linear_minimiser(direction, problem.cap, problem.prev, problem.cost)
+    lower = float(direction @ lower_w) + _turnover(lower_w, problem.prev, problem.cost)
+    upper = problem.objective(done.weights)
+    return Certified(done.weights, upper, lower, done.rounds, len(subset))
 
 
 def linear_minimiser(

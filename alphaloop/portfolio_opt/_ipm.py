@@ -23,6 +23,7 @@ this solver: the caller certifies every answer with a bound (see :mod:`._cutting
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -62,68 +63,99 @@ class IpmResult:
     state: tuple  # the iterate, to continue the same LP to a tighter tolerance
 
 
-def solve(lp: RestrictedDual, tol: float = 1e-10, state: tuple | None = None) -> IpmResult:
-    """Mehrotra predictor-corrector on the restricted dual; raises SolverError if it stalls.
+class _Point(NamedTuple):
+    """An iterate: primal ``v`` and free ``nu``, upper-bound slacks, and the dual ``zl, zu, y``."""
 
-    ``state`` (from an earlier result on the same ``lp``) continues from that iterate, so a
-    rough solve can be finished to a tight tolerance in a few more steps.
+    v: np.ndarray
+    nu: float
+    gap_b: np.ndarray
+    zl: np.ndarray
+    zu: np.ndarray
+    y: np.ndarray
+
+
+class _Residuals(NamedTuple):
+    """Infeasibilities, objectives and complementarity of an iterate."""
+
+    rp: np.ndarray
+    rd: np.ndarray
+    rd_nu: float
+    primal: float
+    dual: float
+    comp: float
+    mu: float
+
+
+class _Direction(NamedTuple):
+    """A Newton direction for every block of the iterate."""
+
+    dv: np.ndarray
+    dnu: float
+    dy: np.ndarray
+    dzl: np.ndarray
+    dzu: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Lp:
+    """The restricted LP in standard form, with its constraint matrix as products.
+
+    Variable blocks: q (m), eta (n), s (n), d' (n, turnover only); the free ``nu`` (cost -1,
+    a 1 in every asset row) is kept apart and eliminated exactly from each Newton system,
+    since splitting it into two signed parts makes the normal matrix ill-conditioned.
     """
-    r, pi = lp.returns, lp.mass
-    m, n = r.shape
-    turnover = lp.prev is not None and lp.cost > 0.0
-    cost = lp.cost if turnover else 0.0
-    b_rows = lp.scale * r  # (m, n): column s of the constraint matrix is (b_rows[s], 1)
 
-    # Variable blocks: q (m), eta (n), s (n), d' (n, turnover only); the free ``nu`` (cost -1,
-    # a 1 in every asset row) is kept apart and eliminated exactly from each Newton system,
-    # since splitting it into two signed parts makes the normal matrix ill-conditioned.
-    nd = n if turnover else 0
-    nv = m + 2 * n + nd
-    c = np.zeros(nv)
-    c[m : m + n] = lp.cap
-    if turnover:
-        c[m + 2 * n :] = cost * lp.prev
-    rhs = np.concatenate([-lp.mean - cost, [lp.tail]])
-    ub = np.full(nv, np.inf)
-    ub[:m] = pi
-    if turnover:
-        ub[m + 2 * n :] = 2.0
-    bounded = np.isfinite(ub)
-    ub_b = ub[bounded]
+    m: int
+    n: int
+    nv: int
+    turnover: bool
+    cost: float
+    b_rows: np.ndarray  # (m, n): column s of the constraint matrix is (b_rows[s], 1)
+    c: np.ndarray
+    rhs: np.ndarray
+    bounded: np.ndarray
+    ub_b: np.ndarray
+    free: np.ndarray  # the column of ``nu``
 
-    def a_mul(v: np.ndarray, nu: float) -> np.ndarray:
+    def a_mul(self, v: np.ndarray, nu: float) -> np.ndarray:
+        """``A v`` with ``nu`` in every asset row."""
+        m, n, cost = self.m, self.n, self.cost
         q = v[:m]
         out = np.empty(n + 1)
-        rows = b_rows.T @ q + nu - v[m : m + n] + v[m + n : m + 2 * n]
-        if turnover:
+        rows = self.b_rows.T @ q + nu - v[m : m + n] + v[m + n : m + 2 * n]
+        if self.turnover:
             rows -= cost * v[m + 2 * n :]
         out[:n] = rows
         out[n] = q.sum()
         return out
 
-    def at_mul(y: np.ndarray) -> np.ndarray:
+    def at_mul(self, y: np.ndarray) -> np.ndarray:
+        """``A' y`` for every block of ``v`` (``nu``'s column is ``free``)."""
+        m, n, cost = self.m, self.n, self.cost
         ya, ym = y[:n], y[n]
-        out = np.empty(nv)
-        out[:m] = b_rows @ ya + ym
+        out = np.empty(self.nv)
+        out[:m] = self.b_rows @ ya + ym
         out[m : m + n] = -ya
         out[m + n : m + 2 * n] = ya
-        if turnover:
+        if self.turnover:
             out[m + 2 * n :] = -cost * ya
         return out
 
-    def normal(d: np.ndarray) -> np.ndarray:
+    def normal(self, d: np.ndarray) -> np.ndarray:
+        """The normal matrix ``A D A'`` for the diagonal scaling ``d``."""
+        m, n, cost = self.m, self.n, self.cost
         dq = d[:m]
         mat = np.empty((n + 1, n + 1))
         # Scenarios whose scaling has collapsed (settled at a bound) add nothing measurable;
         # leaving them out skips denormal arithmetic and shrinks the product as the method
         # converges and most scenarios leave the tail.
         live = np.flatnonzero(dq > _NEGLIGIBLE * dq.max())
-        rows = b_rows[live]
+        rows = self.b_rows[live]
         root = rows * np.sqrt(dq[live])[:, None]
         mat[:n, :n] = root.T @ root  # numpy hands A'A to BLAS syrk: half the flops of a gemm
         weighted = rows * dq[live, None]
         diag = d[m : m + n] + d[m + n : m + 2 * n]
-        if turnover:
+        if self.turnover:
             diag = diag + cost * cost * d[m + 2 * n :]
         mat[np.arange(n), np.arange(n)] += diag
         col = weighted.sum(axis=0)
@@ -132,94 +164,174 @@ def solve(lp: RestrictedDual, tol: float = 1e-10, state: tuple | None = None) ->
         mat[n, n] = dq[live].sum()
         return mat
 
-    free = np.zeros(n + 1)
-    free[:n] = 1.0
-    if state is None:
-        v = np.ones(nv)
-        v[:m] = 0.5 * pi
-        nu = 0.0
-        gap_b = ub_b - v[bounded]
-        zl = np.ones(nv)
-        zu = np.ones(len(ub_b))
-        y = np.zeros(n + 1)
-    else:
-        v, nu, gap_b, zl, zu, y = state
-    b_norm = 1.0 + np.linalg.norm(rhs)
-    c_norm = 1.0 + np.linalg.norm(c)
-    n_comp = nv + len(ub_b)
 
+class _System(NamedTuple):
+    """One iteration's Newton system: the LP, the iterate, its residuals, scaling and factor."""
+
+    std: _Lp
+    p: _Point
+    res: _Residuals
+    d: np.ndarray
+    chol: tuple
+
+
+def solve(lp: RestrictedDual, tol: float = 1e-10, state: tuple | None = None) -> IpmResult:
+    """Mehrotra predictor-corrector on the restricted dual; raises SolverError if it stalls.
+
+    ``state`` (from an earlier result on the same ``lp``) continues from that iterate, so a
+    rough solve can be finished to a tight tolerance in a few more steps.
+    """
+    std = _standard_form(lp)
+    point = _start(std, lp.mass) if state is None else _Point(*state)
     for it in range(1, _MAX_ITER + 1):
-        rp = rhs - a_mul(v, nu)
-        zu_full = np.zeros(nv)
-        zu_full[bounded] = zu
-        rd = c - at_mul(y) - zl + zu_full
-        rd_nu = -1.0 - float(y[:n].sum())
-        primal = float(c @ v) - nu
-        dual = float(rhs @ y - ub_b @ zu)
-        comp = float(v @ zl + gap_b @ zu)
-        mu = comp / n_comp
-        # Residuals stop at ~1e-10 in double precision on some subsets, so they are held to a
-        # fixed 1e-8 (primal slack is repaired by the caller's certificate anyway); the
-        # objective gap, which decides the weights' optimality, is held to ``tol``. A spent
-        # complementarity with residuals that no longer shrink also ends the solve: the caller's
-        # certificate says how good it is.
-        feasible = max(tol, _RESIDUAL_TOL)
-        residual = max(np.linalg.norm(rp) / b_norm, np.hypot(np.linalg.norm(rd), rd_nu) / c_norm)
-        if (residual < feasible and abs(primal - dual) / (1.0 + abs(primal)) < tol) or (
-            residual < _RESIDUAL_STALL and mu < _MU_SPENT
-        ):
-            return _result(y, v[:m], n, lp.scale, it, (v, nu, gap_b, zl, zu, y))
-
-        inv_theta = zl / v
-        inv_theta[bounded] += zu / gap_b
+        res = _residuals(std, point)
+        if _converged(std, res, tol):
+            return _result(point.y, point.v[: std.m], std.n, lp.scale, it, point)
+        inv_theta = point.zl / point.v
+        inv_theta[std.bounded] += point.zu / point.gap_b
         d = 1.0 / inv_theta
-        mat = normal(d)
-        mat[np.diag_indices_from(mat)] += 1e-14 * max(1.0, float(np.trace(mat)) / (n + 1))
-        try:
-            chol = cho_factor(mat, lower=True, check_finite=False)
-        except np.linalg.LinAlgError as err:
-            message = f"interior point: normal matrix not positive definite ({err})"
-            raise SolverError(message) from err
-
-        m_free = None
-        # Mehrotra: an affine (predictor) direction picks the centring, then the corrector.
-        rl, ru = -v * zl, -gap_b * zu
-        for corrector in (False, True):
-            t = rl / v - rd
-            t[bounded] -= ru / gap_b
-            r = rp - a_mul(d * t, 0.0)
-            if m_free is None:  # one solve for both right-hand sides
-                both = cho_solve(chol, np.column_stack([free, r]), check_finite=False)
-                m_free, m_rhs = both[:, 0], both[:, 1]
-            else:
-                m_rhs = cho_solve(chol, r, check_finite=False)
-            # [M f; f' 0] [dy; dnu] = [r; rd_nu] by the Schur complement of M.
-            dnu = float(free @ m_rhs - rd_nu) / float(free @ m_free)
-            dy = m_rhs - dnu * m_free
-            dv = d * (at_mul(dy) + t)
-            dzl = (rl - zl * dv) / v
-            dzu = (ru + zu * dv[bounded]) / gap_b
-            if corrector:
-                break
-            ap = _max_step(v, dv, gap_b, -dv[bounded])
-            ad = _max_step(zl, dzl, zu, dzu)
-            comp_aff = float(
-                (v + ap * dv) @ (zl + ad * dzl) + (gap_b - ap * dv[bounded]) @ (zu + ad * dzu)
-            )
-            sigma = (comp_aff / comp) ** 3
-            rl = sigma * mu - v * zl - dv * dzl
-            ru = sigma * mu - gap_b * zu + dv[bounded] * dzu
-        ap = min(1.0, _STEP * _max_step(v, dv, gap_b, -dv[bounded]))
-        ad = min(1.0, _STEP * _max_step(zl, dzl, zu, dzu))
-        v = v + ap * dv
-        nu = nu + ap * dnu
-        gap_b = gap_b - ap * dv[bounded]
-        y = y + ad * dy
-        zl = zl + ad * dzl
-        zu = zu + ad * dzu
-        if not (np.isfinite(v).all() and np.isfinite(y).all()):
+        chol = _factor(std, d)
+        step = _direction(_System(std, point, res, d, chol))
+        point = _advance(point, step, std.bounded)
+        if not (np.isfinite(point.v).all() and np.isfinite(point.y).all()):
             break
     raise SolverError(f"interior point did not converge in {_MAX_ITER} iterations")
+
+
+def _standard_form(lp: RestrictedDual) -> _Lp:
+    """Costs, right-hand side and bounds of ``lp`` as the interior point works on them."""
+    m, n = lp.returns.shape
+    turnover = lp.prev is not None and lp.cost > 0.0
+    cost = lp.cost if turnover else 0.0
+    nd = n if turnover else 0
+    nv = m + 2 * n + nd
+    c = np.zeros(nv)
+    c[m : m + n] = lp.cap
+    if turnover:
+        c[m + 2 * n :] = cost * lp.prev
+    rhs = np.concatenate([-lp.mean - cost, [lp.tail]])
+    ub = np.full(nv, np.inf)
+    ub[:m] = lp.mass
+    if turnover:
+        ub[m + 2 * n :] = 2.0
+    bounded = np.isfinite(ub)
+    free = np.zeros(n + 1)
+    free[:n] = 1.0
+    b_rows = lp.scale * lp.returns
+    return _Lp(m, n, nv, turnover, cost, b_rows, c, rhs, bounded, ub[bounded], free)
+
+
+def _start(std: _Lp, pi: np.ndarray) -> _Point:
+    """A cold start: half of each scenario's mass in the tail, unit slacks and multipliers."""
+    v = np.ones(std.nv)
+    v[: std.m] = 0.5 * pi
+    gap_b = std.ub_b - v[std.bounded]
+    return _Point(v, 0.0, gap_b, np.ones(std.nv), np.ones(len(std.ub_b)), np.zeros(std.n + 1))
+
+
+def _residuals(std: _Lp, p: _Point) -> _Residuals:
+    """Primal and dual residuals, both objectives and the mean complementarity of ``p``."""
+    rp = std.rhs - std.a_mul(p.v, p.nu)
+    zu_full = np.zeros(std.nv)
+    zu_full[std.bounded] = p.zu
+    rd = std.c - std.at_mul(p.y) - p.zl + zu_full
+    rd_nu = -1.0 - float(p.y[: std.n].sum())
+    primal = float(std.c @ p.v) - p.nu
+    dual = float(std.rhs @ p.y - std.ub_b @ p.zu)
+    comp = float(p.v @ p.zl + p.gap_b @ p.zu)
+    mu = comp / (std.nv + len(std.ub_b))
+    return _Residuals(rp, rd, rd_nu, primal, dual, comp, mu)
+
+
+def _converged(std: _Lp, res: _Residuals, tol: float) -> bool:
+    """Whether the iterate is good enough to hand to the caller's certificate."""
+    b_norm = 1.0 + np.linalg.norm(std.rhs)
+    c_norm = 1.0 + np.linalg.norm(std.c)
+    # Residuals stop at ~1e-10 in double precision on some subsets, so they are held to a
+    # fixed 1e-8 (primal slack is repaired by the caller's certificate anyway); the
+    # objective gap, which decides the weights' optimality, is held to ``tol``. A spent
+    # complementarity with residuals that no longer shrink also ends the solve: the caller's
+    # certificate says how good it is.
+    feasible = max(tol, _RESIDUAL_TOL)
+    residual = max(
+        np.linalg.norm(res.rp) / b_norm, np.hypot(np.linalg.norm(res.rd), res.rd_nu) / c_norm
+    )
+    gap = abs(res.primal - res.dual) / (1.0 + abs(res.primal))
+    return bool(
+        (residual < feasible and gap < tol) or (residual < _RESIDUAL_STALL and res.mu < _MU_SPENT)
+    )
+
+
+def _factor(std: _Lp, d: np.ndarray) -> tuple:
+    """Cholesky factor of the (slightly regularised) normal matrix for the scaling ``d``."""
+    mat = std.normal(d)
+    mat[np.diag_indices_from(mat)] += 1e-14 * max(1.0, float(np.trace(mat)) / (std.n + 1))
+    try:
+        return cho_factor(mat, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as err:
+        message = f"interior point: normal matrix not positive definite ({err})"
+        raise SolverError(message) from err
+
+
+def _direction(s: _System) -> _Direction:
+    """Mehrotra: an affine (predictor) direction picks the centring, then the corrector."""
+    p, bounded = s.p, s.std.bounded
+    rl, ru = -p.v * p.zl, -p.gap_b * p.zu
+    t, r = _reduced_rhs(s, rl, ru)
+    # One solve for both right-hand sides; the corrector reuses the first column.
+    both = cho_solve(s.chol, np.column_stack([s.std.free, r]), check_finite=False)
+    m_free = both[:, 0]
+    aff = _newton(s, t, rl, ru, m_free, both[:, 1])
+    ap = _max_step(p.v, aff.dv, p.gap_b, -aff.dv[bounded])
+    ad = _max_step(p.zl, aff.dzl, p.zu, aff.dzu)
+    dv_b = aff.dv[bounded]
+    comp_aff = float(
+        (p.v + ap * aff.dv) @ (p.zl + ad * aff.dzl) + (p.gap_b - ap * dv_b) @ (p.zu + ad * aff.dzu)
+    )
+    sigma = (comp_aff / s.res.comp) ** 3
+    rl = sigma * s.res.mu - p.v * p.zl - aff.dv * aff.dzl
+    ru = sigma * s.res.mu - p.gap_b * p.zu + dv_b * aff.dzu
+    t, r = _reduced_rhs(s, rl, ru)
+    return _newton(s, t, rl, ru, m_free, cho_solve(s.chol, r, check_finite=False))
+
+
+def _newton(
+    s: _System,
+    t: np.ndarray,
+    rl: np.ndarray,
+    ru: np.ndarray,
+    m_free: np.ndarray,
+    m_rhs: np.ndarray,
+) -> _Direction:
+    """The full direction from the two solves with the normal matrix."""
+    # [M f; f' 0] [dy; dnu] = [r; rd_nu] by the Schur complement of M.
+    dnu = float(s.std.free @ m_rhs - s.res.rd_nu) / float(s.std.free @ m_free)
+    dy = m_rhs - dnu * m_free
+    dv = s.d * (s.std.at_mul(dy) + t)
+    dzl = (rl - s.p.zl * dv) / s.p.v
+    dzu = (ru + s.p.zu * dv[s.std.bounded]) / s.p.gap_b
+    return _Direction(dv, dnu, dy, dzl, dzu)
+
+
+def _reduced_rhs(s: _System, rl: np.ndarray, ru: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``t`` and the normal equations' right-hand side for the complementarity targets."""
+    t = rl / s.p.v - s.res.rd
+    t[s.std.bounded] -= ru / s.p.gap_b
+    return t, s.res.rp - s.std.a_mul(s.d * t, 0.0)
+
+
+def _advance(p: _Point, step: _Direction, bounded: np.ndarray) -> _Point:
+    """``p`` moved along ``step``, primal and dual each a fraction short of their boundary."""
+    ap = min(1.0, _STEP * _max_step(p.v, step.dv, p.gap_b, -step.dv[bounded]))
+    ad = min(1.0, _STEP * _max_step(p.zl, step.dzl, p.zu, step.dzu))
+    return _Point(
+        v=p.v + ap * step.dv,
+        nu=p.nu + ap * step.dnu,
+        gap_b=p.gap_b - ap * step.dv[bounded],
+        zl=p.zl + ad * step.dzl,
+        zu=p.zu + ad * step.dzu,
+        y=p.y + ad * step.dy,
+    )
 
 
 def _result(

@@ -38,6 +38,25 @@ def bootstrap_scenarios(
     Raises:
         ValueError: bad shape, NaN/inf or returns <= -1, non-positive horizon or count.
     """
+    r = _daily_returns(daily_returns)
+    horizon = _positive_int("horizon", horizon)
+    n_scenarios = _positive_int("n_scenarios", n_scenarios)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+
+    days = _sample_days(r.shape[0], horizon, n_scenarios, rng)
+    if horizon == 1:  # (1 + r) - 1 can differ from r in the last bit; one day needs no compounding
+        return r[days[:, 0]]
+    # Compounding day by day (a loop over the horizon, vectorised over scenarios) keeps memory at
+    # one (n_scenarios, N) array and gives exactly the naive product, unlike exp(sum(log1p)).
+    growth = 1.0 + r[days[:, 0]]
+    for j in range(1, horizon):
+        growth *= 1.0 + r[days[:, j]]
+    return growth - 1.0
+
+
+def _daily_returns(daily_returns: np.ndarray) -> np.ndarray:
+    """``daily_returns`` as float64, checked to be a usable (T, N) window of simple returns."""
     r = np.asarray(daily_returns, dtype=np.float64)
     if r.ndim != 2 or r.shape[0] < 1 or r.shape[1] < 1:
         raise ValueError(
@@ -49,25 +68,17 @@ def bootstrap_scenarios(
         )
     if (r <= -1.0).any():
         raise ValueError("daily_returns must be simple returns > -1 (a price cannot reach 0)")
-    horizon = _positive_int("horizon", horizon)
-    n_scenarios = _positive_int("n_scenarios", n_scenarios)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return r
 
-    n_days = r.shape[0]
+
+def _sample_days(
+    n_days: int, horizon: int, n_scenarios: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(n_scenarios, horizon) day indices: whole blocks when the window allows, else iid days."""
     if n_days > horizon:
         starts = rng.integers(0, n_days - horizon + 1, size=n_scenarios)
-        days = starts[:, None] + np.arange(horizon)
-    else:
-        days = rng.integers(0, n_days, size=(n_scenarios, horizon))
-    if horizon == 1:  # (1 + r) - 1 can differ from r in the last bit; one day needs no compounding
-        return r[days[:, 0]]
-    # Compounding day by day (a loop over the horizon, vectorised over scenarios) keeps memory at
-    # one (n_scenarios, N) array and gives exactly the naive product, unlike exp(sum(log1p)).
-    growth = 1.0 + r[days[:, 0]]
-    for j in range(1, horizon):
-        growth *= 1.0 + r[days[:, j]]
-    return growth - 1.0
+        return starts[:, None] + np.arange(horizon)
+    return rng.integers(0, n_days, size=(n_scenarios, horizon))
 
 
 def _positive_int(name: str, value: int) -> int:

@@ -7,6 +7,7 @@ following the env's own observation and drift rules, so what was trained is what
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -70,7 +71,24 @@ def policy_weights(
     """
     policy = model.policy if isinstance(model, PPO) else model
     data = validate_returns(returns, min_rows=1)
-    n_days, n_assets = data.shape
+    window = _Window(start, end, lookback, rebal_freq)
+    _check_window(policy, data.shape, window)
+    return _walk_forward(policy, data, window)
+
+
+class _Window(NamedTuple):
+    """The days to produce weights for and how the policy was trained to see them."""
+
+    start: int
+    end: int
+    lookback: int
+    rebal_freq: int
+
+
+def _check_window(policy: ActorCriticPolicy, shape: tuple[int, int], window: _Window) -> None:
+    """Raises ValueError unless ``window`` fits the data and the policy's observation size."""
+    n_days, n_assets = shape
+    start, end, lookback, rebal_freq = window
     if not lookback <= start < end <= n_days:
         raise ValueError(
             f"need lookback <= start < end <= T, got lookback={lookback}, start={start}, "
@@ -84,11 +102,17 @@ def policy_weights(
             f"policy observes {expected} values but lookback={lookback} with {n_assets} assets "
             f"gives {lookback * n_assets + n_assets}; use the lookback and assets it was trained on"
         )
+
+
+def _walk_forward(policy: ActorCriticPolicy, data: np.ndarray, window: _Window) -> np.ndarray:
+    """The targets of each rebalance held until the next, weights drifting as in the env."""
+    start, end, lookback, rebal_freq = window
+    n_assets = data.shape[1]
     first = start - lookback
     log_returns = observable_log_returns(data[first:end])
     out = np.empty((end - start, n_assets))
     weights = np.full(n_assets, 1.0 / n_assets)
-    window = np.zeros((1, rebal_freq, n_assets))
+    held_returns = np.zeros((1, rebal_freq, n_assets))
     policy.set_training_mode(False)
     with torch.no_grad():
         for t in range(start, end, rebal_freq):
@@ -99,9 +123,9 @@ def policy_weights(
             target = softmax_weights(logits)
             held = min(rebal_freq, end - t)
             out[t - start : t - start + held] = target[0]
-            window[:] = 0.0
-            window[0, :held] = data[t : t + held]
-            weights = hold(target, window)[2][0]
+            held_returns[:] = 0.0
+            held_returns[0, :held] = data[t : t + held]
+            weights = hold(target, held_returns)[2][0]
     return out
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -268,49 +269,13 @@ def train_ppo(
     if isinstance(total_timesteps, bool) or int(total_timesteps) < 1:
         raise ValueError(f"total_timesteps must be a positive integer, got {total_timesteps!r}")
     plan = rollout_plan(int(total_timesteps), config.n_steps, n_envs)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(TRAIN_THREADS)
-    try:
+    with _torch_threads(TRAIN_THREADS):
         set_random_seed(seed)
-        env = BatchedPortfolioVecEnv(
-            returns_train,
-            n_envs=n_envs,
-            lookback=config.lookback,
-            episode_len=config.episode_len,
-            rebal_freq=config.rebal_freq,
-            turnover_cost_bps=config.turnover_cost_bps,
-            vol_penalty=config.vol_penalty,
-            truncate_drawdown=truncate_drawdown,
-            stop_properly=stop_properly,
-        )
+        env = _batched_env(returns_train, config, n_envs, truncate_drawdown, stop_properly)
         # model_copy skips validation on purpose: a rollout may be shorter than the knob's bound.
         model = make_ppo(config.model_copy(update={"n_steps": plan[0][0]}), env, seed, advantage)
         monitor = _TrainingMonitor(on_update, math.ceil(config.episode_len / config.rebal_freq))
-        began = time.perf_counter()
-        try:
-            learn_plan(model, plan, monitor)
-        except TrialCrashed:
-            raise
-        except (ValueError, RuntimeError) as err:
-            # A diverged policy surfaces first as torch refusing to build its Normal: from NaN
-            # means (non-finite weights), or from a std that overflowed to inf while the weights
-            # are still finite (exp of a huge log_std).
-            first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
-            bad = _non_finite_parameters(model.policy)
-            if bad:
-                raise TrialCrashed(
-                    f"policy diverged: non-finite parameters in {', '.join(bad)} ({first_line})"
-                ) from err
-            if first_line.startswith("Expected parameter"):
-                raise TrialCrashed(f"policy diverged: {first_line[:200]}") from err
-            raise
-        _check_losses(model)
-        bad = _non_finite_parameters(model.policy)
-        if bad:
-            raise TrialCrashed(f"policy diverged: non-finite parameters in {', '.join(bad)}")
-        seconds = time.perf_counter() - began
-    finally:
-        torch.set_num_threads(previous_threads)
+        seconds = _learn(model, plan, monitor)
     return TrainResult(
         model=model,
         timesteps=int(model.num_timesteps),
@@ -318,3 +283,66 @@ def train_ppo(
         curve=monitor.curve,
         rollouts=plan,
     )
+
+
+@contextmanager
+def _torch_threads(n_threads: int) -> Iterator[None]:
+    """Torch's intra-op threads set to ``n_threads`` for the block, restored after it."""
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _batched_env(
+    returns_train: np.ndarray,
+    config: TrialConfig,
+    n_envs: int,
+    truncate_drawdown: float | None,
+    stop_properly: float,
+) -> BatchedPortfolioVecEnv:
+    """The training envs with the env knobs of ``config``."""
+    return BatchedPortfolioVecEnv(
+        returns_train,
+        n_envs=n_envs,
+        lookback=config.lookback,
+        episode_len=config.episode_len,
+        rebal_freq=config.rebal_freq,
+        turnover_cost_bps=config.turnover_cost_bps,
+        vol_penalty=config.vol_penalty,
+        truncate_drawdown=truncate_drawdown,
+        stop_properly=stop_properly,
+    )
+
+
+def _learn(model: PPO, plan: list[tuple[int, int]], monitor: _TrainingMonitor) -> float:
+    """Trains ``model`` through ``plan`` and checks the result; returns the seconds it took.
+
+    Raises:
+        TrialCrashed: the policy diverged, during the run or at its end.
+    """
+    began = time.perf_counter()
+    try:
+        learn_plan(model, plan, monitor)
+    except TrialCrashed:
+        raise
+    except (ValueError, RuntimeError) as err:
+        # A diverged policy surfaces first as torch refusing to build its Normal: from NaN
+        # means (non-finite weights), or from a std that overflowed to inf while the weights
+        # are still finite (exp of a huge log_std).
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        bad = _non_finite_parameters(model.policy)
+        if bad:
+            raise TrialCrashed(
+                f"policy diverged: non-finite parameters in {', '.join(bad)} ({first_line})"
+            ) from err
+        if first_line.startswith("Expected parameter"):
+            raise TrialCrashed(f"policy diverged: {first_line[:200]}") from err
+        raise
+    _check_losses(model)
+    bad = _non_finite_parameters(model.policy)
+    if bad:
+        raise TrialCrashed(f"policy diverged: non-finite parameters in {', '.join(bad)}")
+    return time.perf_counter() - began
