@@ -86,10 +86,18 @@ def planned_timesteps(config: TrialConfig, budget: TrialBudget) -> int:
 
 
 class _CurveWriter:
-    """Keeps the whole curve in memory and journals an even sample of it, throttled."""
+    """Keeps the whole curve in memory and journals an even sample of it, throttled; each
+    point also goes to ``forward`` (the caller's live view)."""
 
-    def __init__(self, journal: Journal, trial_id: int, max_points: int) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        trial_id: int,
+        max_points: int,
+        forward: Callable[[int, float], None] | None = None,
+    ) -> None:
         self.journal, self.trial_id, self.max_points = journal, trial_id, max_points
+        self.forward = forward
         self.points: list[list[float]] = []
         self._last_write = -math.inf
 
@@ -97,6 +105,8 @@ class _CurveWriter:
         self.points.append([int(timestep), float(reward)])
         if time.monotonic() - self._last_write >= CURVE_WRITE_INTERVAL_S:
             self.flush()
+        if self.forward is not None:
+            self.forward(timestep, reward)
 
     def flush(self) -> None:
         if self.points:
@@ -135,13 +145,7 @@ def train_manual(
     with Journal(settings.journal_path) as journal:
         row = _open_run(journal, spec, data, config, delta)
         clip_rows = journal.add_clips(row.id, clips) if clips else []
-        curve = _CurveWriter(journal, row.id, max_curve_points)
-
-        def progress(timestep: int, reward: float) -> None:
-            curve.add(timestep, reward)
-            if on_update is not None:
-                on_update(timestep, reward)
-
+        curve = _CurveWriter(journal, row.id, max_curve_points, on_update)
         try:
             if on_start is not None:
                 on_start(row, planned_timesteps(config, spec.trial_budget))
@@ -153,7 +157,7 @@ def train_manual(
                 spec.seed,
                 metric=spec.metric,
                 policy_dir=settings.policies_dir / row.session_id,
-                on_update=progress,
+                on_update=curve.add,
             )
         except BaseException as err:
             _journal_failure(journal, row.session_id, row.id, curve, err)

@@ -12,11 +12,13 @@ import logging
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import FlywheelError, ModelDirError
 from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
+from alphaloop.journal import Journal
 from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
@@ -45,6 +47,24 @@ def _check_out_dir(out_dir: Path, model_dir: Path) -> None:
         raise ModelDirError("--out must differ from --model: the base model stays as it is")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise ModelDirError(f"output directory {out_dir} exists and is not empty; pick a new one")
+
+
+def _train_journaled(
+    journal: Journal, run_id: int, prefs: list, dirs: tuple[Path, Path], options: DpoOptions
+) -> Any:
+    """Trains on ``prefs``; a failure is journaled as the run's end and raised as
+    :class:`DpoFailed` (a bad model directory as itself)."""
+    try:
+        return train_pairs(prefs, *dirs, options)
+    except Exception as err:
+        journal.finish_dpo_run(
+            run_id,
+            status=DpoStatus.failed,
+            error=f"{err!r}\n{traceback.format_exc(limit=-3)}",
+        )
+        if isinstance(err, ModelDirError):
+            raise
+        raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
 
 
 def train_dpo(
@@ -97,26 +117,9 @@ def train_dpo(
         attrs = {"dpo.run_id": run_id, "dpo.lora": lora, "dpo.max_steps": max_steps,
                  "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir)}  # fmt: skip
         with span("dpo.train", attrs) as current:
-            try:
-                outcome = train_pairs(prefs, model_dir, out_dir, options)
-            except Exception as err:
-                journal.finish_dpo_run(
-                    run_id,
-                    status=DpoStatus.failed,
-                    error=f"{err!r}\n{traceback.format_exc(limit=-3)}",
-                )
-                if isinstance(err, ModelDirError):
-                    raise
-                raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
-            set_attributes(
-                current,
-                {
-                    "dpo.accuracy_before": outcome.accuracy_before,
-                    "dpo.accuracy_after": outcome.accuracy_after,
-                    "dpo.n_train": outcome.n_train,
-                    "dpo.n_heldout": outcome.n_heldout,
-                },
-            )
+            outcome = _train_journaled(journal, run_id, prefs, (model_dir, out_dir), options)
+            fields = ("accuracy_before", "accuracy_after", "n_train", "n_heldout")
+            set_attributes(current, {f"dpo.{f}": getattr(outcome, f) for f in fields})
         return journal.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
 
 

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -133,6 +133,20 @@ def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict
     return reference_evidence(*inputs, loop_rows, tests)
 
 
+def _gates(
+    rows: list[TrialRecord],
+    chosen: TrialRecord,
+    inputs: tuple,
+    selection: tuple[float | None, float | None],
+    gates: Gates | None,
+) -> tuple[GateReport, str]:
+    """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
+    ``selection``), and what that evidence is."""
+    metrics, evidence = _evidence(rows, chosen)
+    excess = _excess(rows, chosen, inputs)
+    return evaluate_gates(metrics, *selection, gates, excess=excess), evidence
+
+
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
     with open_journal(settings) as j:
         s = j.get_session(session_id)
@@ -225,6 +239,18 @@ def _selection(
     return session_dsr(chosen.val_returns, series), pbo
 
 
+T = TypeVar("T")
+
+
+def _timed(timings: dict[str, float], name: str, work: Callable[[], T]) -> T:
+    """Runs ``work`` and records its wall time in ``timings[name]``."""
+    clock = time.monotonic()
+    try:
+        return work()
+    finally:
+        timings[name] = time.monotonic() - clock
+
+
 def validate_session(
     settings: Settings,
     session_id: str,
@@ -249,28 +275,21 @@ def validate_session(
     started = time.monotonic()
     step = on_step or (lambda _: None)
     s, rows, chosen = _read(settings, session_id)
-    search = search_set(rows)
-    data = session_market(s)
+    search, data = search_set(rows), session_market(s)
     try:
         walk_forward_splits(data, n_windows)
     except ValueError as err:
         raise ValidationUnavailable(f"session {s.id}: {err}") from None
     timings: dict[str, float] = {}
-    clock = time.monotonic()
-    dsr, pbo = _selection(s.id, chosen, search, n_blocks)
-    timings["pbo_dsr"] = time.monotonic() - clock
+    dsr, pbo = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, search, n_blocks))
     step("walk-forward")
-    clock = time.monotonic()
     inputs = (data, session_budget(s))
-    config = TrialConfig(**chosen.config)
-    wf = walk_forward(s.mode, config, *inputs, chosen.seed or 0, n_windows=n_windows)
-    timings["walk_forward"] = time.monotonic() - clock
+    config, seed = TrialConfig(**chosen.config), chosen.seed or 0
+    run = lambda: walk_forward(s.mode, config, *inputs, seed, n_windows=n_windows)  # noqa: E731
+    wf = _timed(timings, "walk_forward", run)
     step("stress")
-    clock = time.monotonic()
-    stress = _stress(s, chosen, rows, inputs, cost_multiplier)
-    timings["stress"] = time.monotonic() - clock
-    evidence = _evidence(rows, chosen)
-    excess = _excess(rows, chosen, inputs)
+    stress = _timed(timings, "stress", lambda: _stress(s, chosen, rows, inputs, cost_multiplier))
+    gate_report, evidence = _gates(rows, chosen, inputs, (dsr.dsr, pbo.pbo), gates)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
@@ -283,8 +302,8 @@ def validate_session(
         pbo=pbo,
         walk_forward=wf,
         stress=stress,
-        gates=evaluate_gates(evidence[0], dsr.dsr, pbo.pbo, gates, excess=excess),
-        gates_evidence=evidence[1],
+        gates=gate_report,
+        gates_evidence=evidence,
         timings_s=timings,
         elapsed_s=time.monotonic() - started,
     )

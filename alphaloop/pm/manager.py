@@ -77,6 +77,23 @@ def _last_state(journal: Journal, book: str) -> PipelineState | None:
     return None
 
 
+def _decision_fields(
+    book_name: str, day: pd.Timestamp, policy_id: int | None, symbols: list[str]
+) -> dict:
+    """What every decision row of a tick starts with. A tick decides with the evaluator's
+    pipeline and rules: its row names their version, as a trial's does, so a decision and a
+    backtest are compared only within one version."""
+    return {
+        "book": book_name,
+        "date": str(day.date()),
+        "policy_id": policy_id,
+        "evaluator_version": EVALUATOR_VERSION,
+        "symbols": symbols,
+        "orders": [],
+        "fills": [],
+    }
+
+
 def tick(
     journal: Journal,
     book_name: str,
@@ -101,11 +118,7 @@ def tick(
     symbols = [str(s) for s in setup.prices.columns]
     stale = stale_reason(setup.prices, day)
     cash, positions = broker.holdings(book)
-    fields: dict = {"book": book_name, "date": str(day.date()), "policy_id": setup.policy_id}
-    # A tick decides with the evaluator's pipeline and rules: its row names their version, as a
-    # trial's does, so a decision and a backtest are compared only within one version.
-    fields["evaluator_version"] = EVALUATOR_VERSION
-    fields |= {"symbols": symbols, "orders": [], "fills": []}
+    fields = _decision_fields(book_name, day, setup.policy_id, symbols)
     if stale:
         fields |= {"status": "halted", "halt_reason": stale}
         return journal.add_decision(**fields)

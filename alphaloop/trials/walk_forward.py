@@ -176,6 +176,21 @@ def _summary(scheme: Scheme, windows: Sequence[WalkForwardWindow]) -> SchemeSumm
     )
 
 
+def _rescheme(
+    scored: WalkForwardWindow, scheme: Scheme, data: MarketData, train: slice
+) -> WalkForwardWindow:
+    """A window already scored, under another scheme's name and training span."""
+    start, end = data.window_dates(train)
+    return scored.model_copy(
+        update={
+            "scheme": scheme,
+            "train_start": start,
+            "train_end": end,
+            "train_days": train.stop - train.start,
+        }
+    )
+
+
 def walk_forward(
     mode: Mode,
     config: TrialConfig,
@@ -214,11 +229,7 @@ def walk_forward(
         for i, split in enumerate(splits):
             key = (split[1].start, split[1].stop)
             if mode == "cufolio_only" and key in scored:
-                a, b = data.window_dates(split[0])
-                w = scored[key].model_copy(
-                    update={"scheme": scheme, "train_start": a, "train_end": b,
-                            "train_days": split[0].stop - split[0].start}
-                )  # fmt: skip
+                w = _rescheme(scored[key], scheme, data, split[0])
             else:
                 w = _window(
                     mode, config, data, budget, seed, scheme, i, split,

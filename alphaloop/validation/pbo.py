@@ -119,6 +119,22 @@ def _degradation(is_sr: np.ndarray, oos_sr: np.ndarray) -> tuple[float | None, f
     return float(slope), float(intercept)
 
 
+def _split_sharpes(
+    x: np.ndarray, n_blocks: int, combos: list[tuple[int, ...]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every trial's in-sample and out-of-sample Sharpe for each combination (rows), from the
+    per-block sums of ``x``: one matrix product, not a loop over combinations."""
+    blocks = x.reshape(n_blocks, -1, x.shape[1])
+    block_sum, block_sq = blocks.sum(axis=1), (blocks**2).sum(axis=1)
+    mask = np.zeros((len(combos), n_blocks))
+    mask[np.repeat(np.arange(len(combos)), n_blocks // 2), np.ravel(combos)] = 1.0
+    half_days = np.full((1, 1), blocks.shape[1] * n_blocks // 2, dtype=float)
+    is_sum, is_sq = mask @ block_sum, mask @ block_sq
+    is_sr = _sharpe_from_sums(is_sum, is_sq, half_days)
+    oos_sr = _sharpe_from_sums(block_sum.sum(0) - is_sum, block_sq.sum(0) - is_sq, half_days)
+    return is_sr, oos_sr
+
+
 def cscv_pbo(
     returns: np.ndarray,
     n_blocks: int = DEFAULT_BLOCKS,
@@ -147,16 +163,8 @@ def cscv_pbo(
     dropped = n_days % n_blocks
     if dropped:
         logger.debug("CSCV drops the oldest %d of %d days for even blocks", dropped, n_days)
-    blocks = x[dropped:].reshape(n_blocks, -1, n_trials)
-    per_block = blocks.shape[1]
-    block_sum, block_sq = blocks.sum(axis=1), (blocks**2).sum(axis=1)
     combos = list(itertools.combinations(range(n_blocks), n_blocks // 2))
-    mask = np.zeros((len(combos), n_blocks))
-    mask[np.repeat(np.arange(len(combos)), n_blocks // 2), np.ravel(combos)] = 1.0
-    half_days = np.full((1, 1), per_block * n_blocks // 2, dtype=float)
-    is_sum, is_sq = mask @ block_sum, mask @ block_sq
-    is_sr = _sharpe_from_sums(is_sum, is_sq, half_days)
-    oos_sr = _sharpe_from_sums(block_sum.sum(0) - is_sum, block_sq.sum(0) - is_sq, half_days)
+    is_sr, oos_sr = _split_sharpes(x[dropped:], n_blocks, combos)
     chosen = np.argmax(is_sr, axis=1)
     rows = np.arange(len(combos))
     doubled = _doubled_rank(oos_sr, chosen)
