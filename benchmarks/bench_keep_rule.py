@@ -33,7 +33,7 @@ import numpy as np
 
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import ConfigDelta, TrialConfig
-from alphaloop.meta_agent import keep_rule, nodes, session
+from alphaloop.meta_agent import executors, keep_rule, session
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
@@ -148,8 +148,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     """Runs the sessions, prints the keep rates of both rules and the confirmation cost."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     plan = QUICK if quick else FULL
-    real, make = nodes.evaluate, session.make_proposer
-    nodes.evaluate = _wrapped(real)
+    real, make = executors.evaluate, session.make_proposer
+    executors.evaluate = _wrapped(real)
     measured: dict[str, list[list[dict[str, Any]]]] = {}
     try:
         with tempfile.TemporaryDirectory() as home:
@@ -159,7 +159,7 @@ def main(quick: bool = False) -> dict[str, Any]:
                 )
                 print(f"{kind}: {n_sessions} sessions x {budget} trials in {seconds:.0f} s")
     finally:
-        nodes.evaluate, session.make_proposer = real, make
+        executors.evaluate, session.make_proposer = real, make
     spread = 0.039  # the default config's Sharpe spread over 20 seeds on this data
     rows, summary = [], []
     for kind, per_session in measured.items():
