@@ -162,16 +162,53 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
         "excess_dsr_default",
         "beats_equal_weight",
         "excess_dsr_equal_weight",
+        "walk_forward",
     ]
     wf = report["walk_forward"]
     assert len(wf["windows"]) == 6 and all("net" not in w for w in wf["windows"])
     assert all(w["train_end"] < w["eval_start"] for w in wf["windows"])
+    # Walk-forward scores only days no search scored: from the start of TEST.
+    data = DataSpec(data="synthetic").load()
+    first_unseen = data.window_dates(data.test)[0]
+    assert report["unseen_start"] == first_unseen and report["walk_forward_note"] is None
+    assert report["unseen_days"] == data.test.stop - data.test.start
+    assert min(w["eval_start"] for w in wf["windows"]) == first_unseen
     assert {c["scenario"] for c in report["stress"]["cases"]} >= {"base", "cost_x1.5"}
     assert all("equal_weight" in c["metrics"] for c in report["stress"]["cases"])
     review = json.loads(run_cli("journal", session, "--json").stdout)
     assert review["validation"] == report
     human = run_cli("journal", session)
     assert "deflated Sharpe ratio" in human.stdout and "go/no-go gates" in human.stdout
+
+
+def test_too_little_unseen_data_is_said_and_fails_the_gate(
+    settings: Settings, session: str
+) -> None:
+    # 300 unseen days cannot hold 20 windows of 21: walk-forward is left out, and says why.
+    result = run_cli("validate", session, "--json", "--windows", "20")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["walk_forward"] is None
+    assert report["walk_forward_note"].startswith("not enough unseen data: 20 walk-forward")
+    [gate] = [g for g in report["gates"]["results"] if g["gate"] == "walk_forward"]
+    assert not gate["passed"] and "not enough unseen data" in gate["reason"]
+    assert not report["gates"]["passed"]
+
+
+def test_oos_start_moves_walk_forward_and_refuses_scored_days(
+    settings: Settings, session: str
+) -> None:
+    data = DataSpec(data="synthetic").load()
+    later = data.window_dates(slice(data.test.start + 150, data.test.start + 151))[0]
+    result = run_cli("validate", session, "--json", "--windows", "2", "--oos-start", later)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["unseen_start"] == later
+    assert min(w["eval_start"] for w in report["walk_forward"]["windows"]) == later
+    scored = data.window_dates(data.val)[0]
+    refused = run_cli("validate", session, "--json", "--oos-start", scored)
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert "falls on days the search scored" in refused.stderr
 
 
 def test_the_validation_chart_builds_reads_and_exports(

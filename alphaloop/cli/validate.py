@@ -24,6 +24,7 @@ GATE_FIELDS = (
     "max_pbo",
     "max_excess_p_value",
     "min_excess_deflated_sharpe",
+    "min_walk_forward_share",
 )
 
 
@@ -56,13 +57,19 @@ def validate(
     gate: list[str] = typer.Option(
         [], "--gate", help="a gate threshold, NAME=VALUE or NAME=off (repeatable)"
     ),
+    oos_start: str | None = typer.Option(
+        None, "--oos-start", help="walk-forward and stress from this date (unseen data)"
+    ),
     as_json: JsonFlag = False,
 ) -> None:
     """Validate a session: PBO by CSCV over its search trials, deflated Sharpe (N and N
-    effective), walk-forward of the reported config (anchored and rolling windows), stress
-    (+50% cost, crisis windows) next to equal weight, and pass/fail per go/no-go gate.
+    effective), walk-forward of the reported config (anchored and rolling windows) and stress
+    (+50% cost, crisis windows) on days the search never scored, next to equal weight, and
+    pass/fail per go/no-go gate, the pick's excess over the default and 1/N included.
 
-    The report is journaled; `alphaloop journal` and `alphaloop chart validation` show it.
+    Unseen data starts at TEST, or at --oos-start (say, the first of prices appended to the
+    session's data file since). The report is journaled; `alphaloop journal` and `alphaloop
+    chart validation` show it.
 
     Example: alphaloop validate s-20260101-120000-ab12 --gate min_sharpe=1.0 --json
     """
@@ -83,6 +90,7 @@ def validate(
             n_windows=windows,
             gates=gates,
             on_step=on_step,
+            oos_start=oos_start,
         )
     if as_json:
         typer.echo(json.dumps(report.journaled()))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, ReplayError
@@ -80,7 +81,10 @@ class ValidationReport(BaseModel):
     n_search_trials: int
     deflated_sharpe: DeflatedSharpe
     pbo: PBOSummary
-    walk_forward: Any
+    unseen_start: str
+    unseen_days: int
+    walk_forward: Any | None
+    walk_forward_note: str | None = None
     stress: StressReport
     gates: GateReport
     gates_evidence: str
@@ -90,7 +94,7 @@ class ValidationReport(BaseModel):
     def journaled(self) -> dict[str, Any]:
         """The report as the ``Validated`` event holds it: no daily series."""
         out = self.model_dump(mode="json")
-        for w in out["walk_forward"]["windows"]:
+        for w in (out["walk_forward"] or {}).get("windows", []):
             w.pop("net", None)
         return out
 
@@ -139,12 +143,54 @@ def _gates(
     inputs: tuple,
     selection: tuple[float | None, float | None],
     gates: Gates | None,
+    walk_forward: Any,
 ) -> tuple[GateReport, str]:
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
-    ``selection``), and what that evidence is."""
+    ``selection``, and its walk-forward on unseen data or why there is none), and what that
+    evidence is."""
     metrics, evidence = _evidence(rows, chosen)
     excess = _excess(rows, chosen, inputs)
-    return evaluate_gates(metrics, *selection, gates, excess=excess), evidence
+    report = evaluate_gates(metrics, *selection, gates, excess=excess, walk_forward=walk_forward)
+    return report, evidence
+
+
+def unseen_start(data: Any, oos_start: str | None) -> int:
+    """The first row no search scored: the start of TEST, or the row of ``oos_start``.
+
+    Raises:
+        ValidationUnavailable: ``oos_start`` is not a date, falls on days the search scored,
+            or is past the data's last day.
+    """
+    first = data.test.start
+    if oos_start is None:
+        return first
+    try:
+        day = pd.Timestamp(oos_start)
+    except ValueError:
+        raise ValidationUnavailable(f"--oos-start takes a date, got {oos_start!r}") from None
+    row = int(data.dates.searchsorted(day, side="left"))
+    first_day, last_day = data.window_dates(slice(first, len(data.returns)))
+    if row < first:
+        raise ValidationUnavailable(
+            f"--oos-start {oos_start} falls on days the search scored; unseen data starts "
+            f"{first_day}"
+        )
+    if row >= len(data.returns):
+        raise ValidationUnavailable(
+            f"--oos-start {oos_start} is after the data's last day ({last_day}); append the "
+            "new prices to the session's data file first"
+        )
+    return row
+
+
+def _unseen_walk_forward(run: Callable[[], Any]) -> tuple[Any | None, str | None]:
+    """Walk-forward on unseen data, or None and why when there is too little of it."""
+    try:
+        return run(), None
+    except ValueError as err:
+        if "unseen days" not in str(err):
+            raise
+        return None, f"not enough unseen data: {err}"
 
 
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
@@ -186,17 +232,19 @@ def _stress(
     rows: list[TrialRecord],
     inputs: tuple[Any, Any],
     multiplier: float,
+    unseen: int,
 ) -> StressReport:
-    """The reported trial and the baseline (and equal weight) from the start of VALIDATION to
-    the end of the data at the evaluation cost and ``multiplier`` times it, and on each crisis
-    window in that span; a crisis window earlier in the data is run on its own, from its first
-    day (inside TRAIN: in sample for a trained policy, as its description says)."""
+    """The reported trial and the baseline (and equal weight) from the first unseen day
+    (``unseen``) to the end of the data at the evaluation cost and ``multiplier`` times it, and
+    on each crisis window in that span; a crisis window earlier in the data is run on its own,
+    from its first day (on days the search trained or selected on: in sample, as its
+    description says)."""
     data, budget = inputs
     named = {"best" if chosen.kind != "baseline" else "baseline": chosen}
     base = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
     if base is not None:
         named.setdefault("baseline", base)
-    span = slice(data.val.start, len(data.returns))
+    span = slice(unseen, len(data.returns))
     cost = budget.eval_cost_bps
     runs = _stress_runs(s, named, data, span, budget)
     report = stress_test(runs, data.dates[span], cost, cost_multiplier=multiplier)
@@ -211,7 +259,7 @@ def _stress(
             cost_multiplier=multiplier,
             windows=(window,),
         ).case(window.name)
-        note = f"{early.description}; run from its first day, inside TRAIN"
+        note = f"{early.description}; run from its first day, in sample (before unseen data)"
         cases.append(early.model_copy(update={"description": note}))
     found = {c.scenario for c in cases}
     return report.model_copy(
@@ -260,8 +308,14 @@ def validate_session(
     gates: Gates | None = None,
     cost_multiplier: float = DEFAULT_COST_MULTIPLIER,
     on_step: Callable[[str], None] | None = None,
+    oos_start: str | None = None,
 ) -> ValidationReport:
     """Runs the validation suite on a session and journals it as a ``Validated`` event.
+
+    Walk-forward and stress score only days the search never scored: from ``oos_start`` (a
+    date after the last day any search trial scored, e.g. the first of prices appended after
+    the session), or from the start of TEST. Too few such days for ``n_windows`` leaves
+    walk-forward out, says so, and fails its gate.
 
     Raises:
         NoJournal, SessionNotFound: no such session.
@@ -270,26 +324,28 @@ def validate_session(
         ReplayError: the session's data cannot be loaded as it was, or changed.
     """
     from alphaloop.ops.replay import session_budget, session_market
-    from alphaloop.trials import walk_forward, walk_forward_splits
+    from alphaloop.trials import walk_forward
 
     started = time.monotonic()
     step = on_step or (lambda _: None)
     s, rows, chosen = _read(settings, session_id)
     search, data = search_set(rows), session_market(s)
-    try:
-        walk_forward_splits(data, n_windows)
-    except ValueError as err:
-        raise ValidationUnavailable(f"session {s.id}: {err}") from None
+    unseen = unseen_start(data, oos_start)
     timings: dict[str, float] = {}
     dsr, pbo = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, search, n_blocks))
     step("walk-forward")
     inputs = (data, session_budget(s))
     config, seed = TrialConfig(**chosen.config), chosen.seed or 0
-    run = lambda: walk_forward(s.mode, config, *inputs, seed, n_windows=n_windows)  # noqa: E731
-    wf = _timed(timings, "walk_forward", run)
+    run = lambda: walk_forward(  # noqa: E731
+        s.mode, config, *inputs, seed, n_windows=n_windows, start=unseen
+    )
+    wf, wf_note = _timed(timings, "walk_forward", lambda: _unseen_walk_forward(run))
     step("stress")
-    stress = _timed(timings, "stress", lambda: _stress(s, chosen, rows, inputs, cost_multiplier))
-    gate_report, evidence = _gates(rows, chosen, inputs, (dsr.dsr, pbo.pbo), gates)
+    stress = _timed(
+        timings, "stress", lambda: _stress(s, chosen, rows, inputs, cost_multiplier, unseen)
+    )
+    selection = (dsr.dsr, pbo.pbo)
+    gate_report, evidence = _gates(rows, chosen, inputs, selection, gates, wf or wf_note)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
@@ -300,7 +356,10 @@ def validate_session(
         n_search_trials=len(search),
         deflated_sharpe=dsr,
         pbo=pbo,
+        unseen_start=data.window_dates(slice(unseen, unseen + 1))[0],
+        unseen_days=len(data.returns) - unseen,
         walk_forward=wf,
+        walk_forward_note=wf_note,
         stress=stress,
         gates=gate_report,
         gates_evidence=evidence,

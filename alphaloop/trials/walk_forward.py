@@ -2,8 +2,10 @@
 
 Part of the frozen evaluator (:mod:`alphaloop.trials`): proposers never edit it. A search scores
 a config on one validation window; walk-forward asks whether the config holds up window after
-window. The span from the start of VALIDATION to the end of the data is cut into consecutive,
-non-overlapping evaluation windows, each trained on days that end the day before it:
+window, on days the search never scored: the span from the first unseen day (the start of
+TEST, or a later day a user names, such as the first of prices appended after the session) to
+the end of the data is cut into consecutive, non-overlapping evaluation windows, each trained
+on days that end the day before it:
 *anchored* trains on every day before the window, *rolling* on a fixed number of days before
 it. Each window is then one :func:`~alphaloop.trials.evaluate` of the config on explicit rows
 with those training rows, so the evaluator's rules hold unchanged: the evaluation cost is
@@ -93,28 +95,32 @@ def walk_forward_splits(
     n_windows: int = DEFAULT_WINDOWS,
     scheme: Scheme = "anchored",
     train_days: int | None = None,
+    start: int | None = None,
 ) -> list[tuple[slice, slice]]:
     """The (train, evaluation) row slices of each window; every train slice ends where its
     evaluation slice starts.
 
     Args:
-        data: the session's data; windows tile ``data.val.start`` to the last day.
+        data: the session's data; windows tile ``start`` to the last day.
         n_windows: how many evaluation windows.
         scheme: ``anchored`` (train from the first day) or ``rolling`` (``train_days`` days).
         train_days: rolling train length; default three evaluation windows, at least the
             smallest training window the knobs allow.
+        start: the first row windows may score; the start of TEST (the first day no search
+            scored) when None.
 
     Raises:
         ValueError: too many windows for the days, or an unknown scheme.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; use {' or '.join(SCHEMES)}")
-    start, stop = data.val.start, len(data.returns)
+    start = data.test.start if start is None else start
+    stop = len(data.returns)
     length = (stop - start) // n_windows if n_windows >= 1 else 0
     if length < MIN_EVAL_ROWS:
         raise ValueError(
-            f"{n_windows} walk-forward windows over {stop - start} days leave {length} days "
-            f"each; each needs >= {MIN_EVAL_ROWS}"
+            f"{n_windows} walk-forward windows over {stop - start} unseen days leave {length} "
+            f"days each; each needs >= {MIN_EVAL_ROWS}"
         )
     rolling = max(train_days or ROLLING_TRAIN_WINDOWS * length, MIN_TRAIN_ROWS)
     splits = []
@@ -201,6 +207,7 @@ def walk_forward(
     n_windows: int = DEFAULT_WINDOWS,
     schemes: Sequence[Scheme] = SCHEMES,
     train_days: int | None = None,
+    start: int | None = None,
     policy_dir: str | Path | None = None,
     on_window: Callable[[WalkForwardWindow], None] | None = None,
 ) -> WalkForward:
@@ -211,6 +218,7 @@ def walk_forward(
         n_windows: evaluation windows per scheme.
         schemes: ``anchored``, ``rolling`` or both.
         train_days: the rolling scheme's training length (see :func:`walk_forward_splits`).
+        start: the first row windows may score (see :func:`walk_forward_splits`).
         policy_dir: where PPO policies trained per window are saved (not kept when None).
         on_window: called after each window, for progress.
 
@@ -224,7 +232,7 @@ def walk_forward(
     # window it already scored is the same result under another scheme.
     scored: dict[tuple[int, int], WalkForwardWindow] = {}
     for scheme in schemes:
-        splits = walk_forward_splits(data, n_windows, scheme, train_days)
+        splits = walk_forward_splits(data, n_windows, scheme, train_days, start)
         done = []
         for i, split in enumerate(splits):
             key = (split[1].start, split[1].stop)

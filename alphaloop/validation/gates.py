@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.metrics import Metrics
 from alphaloop.validation.excess import ExcessEvidence
+
+if TYPE_CHECKING:  # the evaluator's walk-forward is only read here
+    from alphaloop.trials import WalkForward
 
 # The references a pick's excess is measured against, and how a report names them.
 REFERENCES: dict[str, str] = {"default": "the default config", "equal_weight": "1/N"}
@@ -46,6 +49,9 @@ class Gates(BaseModel):
             and against 1/N's must reject "no better" below this p-value.
         min_excess_deflated_sharpe: the deflated Sharpe of the pick's TEST excess over each
             reference must be above this.
+        min_walk_forward_share: the share of walk-forward windows on unseen data (anchored
+            scheme) in which the pick's Sharpe beats 1/N's must be above this (checked by
+            ``alphaloop validate``, which runs walk-forward).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,6 +64,7 @@ class Gates(BaseModel):
     max_pbo: float | None = Field(default=0.5, gt=0, le=1)
     max_excess_p_value: float | None = Field(default=0.05, gt=0, lt=1)
     min_excess_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
+    min_walk_forward_share: float | None = Field(default=0.5, ge=0, lt=1)
 
 
 class GateResult(BaseModel):
@@ -140,6 +147,7 @@ def evaluate_gates(
     pbo: float | None,
     gates: Gates | None = None,
     excess: Mapping[str, ExcessEvidence | str] | None = None,
+    walk_forward: WalkForward | str | None = None,
 ) -> GateReport:
     """Checks a strategy's out-of-sample metrics, deflated Sharpe, PBO and its excess over the
     default and 1/N against ``gates``.
@@ -152,6 +160,9 @@ def evaluate_gates(
         excess: per reference (``default``, ``equal_weight``), the pick's excess evidence on
             TEST, or why there is none (say, "the pick is the default config"); a reference
             missing here fails its gates as not computed.
+        walk_forward: the pick's walk-forward on unseen data, or why there is none ("not
+            enough unseen data"); None leaves the walk-forward gate out (finalize does not run
+            walk-forward).
 
     Returns:
         A verdict per enabled gate, in a fixed order, and whether all passed.
@@ -172,7 +183,22 @@ def evaluate_gates(
             results.append(_judge(gate, label, fmt, values[gate], threshold, op))
     for reference in REFERENCES:
         results.extend(_excess_gates(reference, (excess or {}).get(reference), gates))
+    if walk_forward is not None and gates.min_walk_forward_share is not None:
+        results.append(_walk_forward_gate(walk_forward, gates.min_walk_forward_share))
     return GateReport(passed=all(r.passed for r in results), results=tuple(results))
+
+
+def _walk_forward_gate(walk_forward: WalkForward | str, threshold: float) -> GateResult:
+    """The share of unseen walk-forward windows (anchored) in which the pick beat 1/N."""
+    label = "share of unseen walk-forward windows beating 1/N"
+    if isinstance(walk_forward, str):
+        return _missing("walk_forward", label, walk_forward, threshold, ">")
+    anchored = next((x for x in walk_forward.summaries if x.scheme == "anchored"), None)
+    if anchored is None or not anchored.n_windows:
+        return _missing("walk_forward", label, "no anchored windows", threshold, ">")
+    share = anchored.beat_equal_weight / anchored.n_windows
+    label = f"{label} ({anchored.beat_equal_weight} of {anchored.n_windows})"
+    return _judge("walk_forward", label, "{:.0%}", share, threshold, ">")
 
 
 def _excess_gates(

@@ -30,7 +30,8 @@ def data():
 def test_windows_tile_the_span_and_never_overlap_their_training(data, scheme) -> None:
     splits = walk_forward_splits(data, 4, scheme)
     evals = [e for _, e in splits]
-    assert evals[0].start == data.val.start and evals[-1].stop == len(data.returns)
+    # Only days no search scored: from the start of TEST to the end of the data.
+    assert evals[0].start == data.test.start and evals[-1].stop == len(data.returns)
     assert all(a.stop == b.start for a, b in itertools.pairwise(evals))
     for train, ev in splits:
         assert train.stop == ev.start and train.start < train.stop  # train ends before eval
@@ -44,8 +45,17 @@ def test_windows_tile_the_span_and_never_overlap_their_training(data, scheme) ->
 
 
 def test_too_many_windows_are_refused(data) -> None:
-    with pytest.raises(ValueError, match="each needs >= 21"):
+    with pytest.raises(ValueError, match=r"unseen days leave .* each needs >= 21"):
         walk_forward_splits(data, 1000)
+
+
+def test_windows_start_where_they_are_told_and_never_on_a_scored_day(data) -> None:
+    later = data.test.start + 100
+    splits = walk_forward_splits(data, 2, "anchored", start=later)
+    assert splits[0][1].start == later and splits[-1][1].stop == len(data.returns)
+    for scheme in ("anchored", "rolling"):
+        for _, ev in walk_forward_splits(data, 4, scheme):
+            assert ev.start >= data.test.start  # VALIDATION, which selected, is never scored
 
 
 def test_each_window_is_the_evaluator_on_its_window_at_the_eval_cost(data) -> None:
