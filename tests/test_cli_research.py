@@ -181,7 +181,7 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     assert all(t.status == "keep" and not t.counted for t in tests)
     assert all(len(t.val_returns) == 300 for t in tests)
     assert tests[0].val_returns != baselines[0].val_returns
-    final = s.final
+    final = s.final.journaled()
     assert s.status == "finished" and s.best_trial_id == best.id
     assert (final["stop_reason"], final["n_trials"]) == ("trial budget of 4 reached", 4)
     assert final["best_validation_objective"] == best.objective
@@ -428,9 +428,9 @@ def test_stop_from_another_process_ends_after_the_current_trial(
         [stop] = journal.events(sid, kind="StopRequested")
         counted = journal.counted_trials(sid)
     assert stop.payload["applied"] is True and stop.payload["status_before"] == "running"
-    assert s.status == "finished" and s.final["stop_reason"] == "stop requested"
+    assert s.status == "finished" and s.final.stop_reason == "stop requested"
     assert review["final"] == s.final
-    assert 2 <= counted == s.final["n_trials"] < 100
+    assert 2 <= counted == s.final.n_trials < 100
     search = [t for t in rows if t.kind == "search"]
     # At most the current trial finished after the request (the one running, or the one being
     # proposed when it came), and it finished normally.
@@ -490,8 +490,8 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
     with Journal(settings.journal_path) as journal:
         counted = journal.counted_trials(sid)
         [resumed] = journal.events(sid, kind="Resumed")
-    assert counted == 2 == s.final["n_trials"]
-    assert s.status == "finished" and s.final["stop_reason"] == "trial budget of 2 reached"
+    assert counted == 2 == s.final.n_trials
+    assert s.status == "finished" and s.final.stop_reason == "trial budget of 2 reached"
     assert [t.idx for t in rows] == list(range(len(rows)))
     search = [t for t in rows if t.kind == "search"]
     assert (search[0].id, search[0].status, search[0].error) == (cut.id, "crash", "interrupted")
@@ -502,6 +502,6 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
     assert all(t.status != "running" for t in rows)
     tests = [t for t in rows if t.kind == "test"]
     assert tests and all(t.status == "keep" for t in tests)
-    assert s.final["baseline_test_objective"] == tests[0].objective
+    assert s.final.baseline_test_objective == tests[0].objective
     assert json.loads(result.stdout)["final"] == s.final
     assert load_market("synthetic").fingerprint == s.data_fingerprint

@@ -57,7 +57,7 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
             request_stop(sid, settings)
 
     first = run_session(sid, settings, stop_after_first_search)
-    assert (first["stop_reason"], first["n_trials"]) == ("stop requested", 1)
+    assert (first.stop_reason, first.n_trials) == ("stop requested", 1)
 
     result = run_cli("research", "resume", sid, "--json")
     assert result.exit_code == 0, result.output
@@ -67,9 +67,9 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
         rows = journal.trials(sid)
         counted = journal.counted_trials(sid)
         [reopened] = journal.events(sid, kind=session_mod.RESUMED_AFTER_STOP)
-    assert counted == 4 == s.final["n_trials"]
-    assert s.status == "finished" and s.final["stop_reason"] == "trial budget of 4 reached"
-    assert reopened.payload["previous_final"] == first
+    assert counted == 4 == s.final.n_trials
+    assert s.status == "finished" and s.final.stop_reason == "trial budget of 4 reached"
+    assert reopened.payload["previous_final"] == first.journaled()
     assert [t.idx for t in rows] == list(range(len(rows)))
     assert all(t.status != "running" for t in rows)
     assert len([t for t in rows if t.kind == "search"]) == 4
@@ -79,14 +79,14 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
     parents = [t.parent_id for t in tests]
     assert len(parents) == len(set(parents))
     base = next(t for t in rows if t.kind == "baseline")
-    assert parents[0] == base.id == s.final["baseline_trial_id"]
+    assert parents[0] == base.id == s.final.baseline_trial_id
     kept = [t for t in rows if t.kind == "search" and t.status == "keep"]
     if kept:
         best = max(kept, key=lambda t: (t.objective, -t.idx))
         best_test = next(t for t in tests if t.parent_id == best.id)
-        assert s.final["best_trial_id"] == best.id == s.best_trial_id
-        assert s.final["best_test_objective"] == best_test.objective
-    assert review["final"] == s.final and review["counted_trials"] == 4
+        assert s.final.best_trial_id == best.id == s.best_trial_id
+        assert s.final.best_test_objective == best_test.objective
+    assert review["final"] == s.final.journaled() and review["counted_trials"] == 4
 
     # Its budget is used up now: resuming again runs nothing and says so.
     again = run_cli("research", "resume", sid, "--json")
@@ -137,7 +137,7 @@ def test_a_session_whose_process_died_shows_interrupted_with_how_to_resume(
     assert resumed.exit_code == 0, resumed.output
     with Journal(settings.journal_path) as journal:
         s = journal.get_session(sid)
-    assert s.status == "finished" and s.owner_pid == os.getpid() and s.final["n_trials"] == 1
+    assert s.status == "finished" and s.owner_pid == os.getpid() and s.final.n_trials == 1
 
 
 def test_stop_of_a_finished_session_says_there_is_nothing_to_stop(settings: Settings) -> None:

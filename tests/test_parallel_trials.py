@@ -164,7 +164,7 @@ def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
         session = journal.get_session(sid)
         [resumed] = journal.events(sid, kind="Resumed")
     assert [t.idx for t in rows] == list(range(len(rows)))
-    assert session.status == "finished" and session.final["n_trials"] == 2
+    assert session.status == "finished" and session.final.n_trials == 2
     assert all(t.status != "running" for t in rows)
     search = [t for t in rows if t.kind == "search"]
     cut = [t for t in search if t.interrupted]

@@ -67,7 +67,7 @@ def test_a_session_runs_its_trials_on_ray(settings: Settings, local_ray: Any) ->
         session = journal.get_session(sid)
     assert session.settings["spec"]["ray_address"] == "auto"
     assert [t.idx for t in rows] == list(range(len(rows)))
-    assert session.status == "finished" and session.final["n_trials"] == 3
+    assert session.status == "finished" and session.final.n_trials == 3
     search = [t for t in rows if t.kind == "search"]
     assert len(search) == 3 and all(t.status in ("keep", "discard") for t in search)
     assert all(t.objective is not None and t.elapsed_s > 0 for t in search)

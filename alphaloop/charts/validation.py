@@ -31,23 +31,23 @@ def validation_report(session: SessionRecord, events: list[Any]) -> dict[str, An
     """
     if events:
         return dict(events[-1].payload)
-    final = session.final or {}
-    if not final.get("pbo_summary"):
-        why = final.get("pbo_note") or "the session has no PBO yet"
+    final = session.final
+    if final is None or not final.pbo_summary:
+        why = (final.pbo_note if final else None) or "the session has no PBO yet"
         raise ChartDataError(
             f"session {session.id} has no validation to draw ({why}); run "
             f"`alphaloop validate {session.id}`"
         )
     return {
         "session_id": session.id,
-        "pbo": final["pbo_summary"],
+        "pbo": final.pbo_summary,
         "deflated_sharpe": {
-            "dsr": final.get("deflated_sharpe"),
-            "n_trials": final.get("dsr_n_trials"),
-            "n_effective": final.get("n_effective_trials"),
-            "dsr_effective": final.get("deflated_sharpe_effective"),
+            "dsr": final.deflated_sharpe,
+            "n_trials": final.dsr_n_trials,
+            "n_effective": final.n_effective_trials,
+            "dsr_effective": final.deflated_sharpe_effective,
         },
-        "gates": final.get("gates"),
+        "gates": final.gates,
         "walk_forward": None,
     }
 

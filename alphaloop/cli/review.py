@@ -111,7 +111,7 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
                         }
                         for t in r.trials
                     ],
-                    "final": r.session.final,
+                    "final": r.session.final.journaled() if r.session.final else None,
                     "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
                     "validation": validation,
                 }

@@ -118,7 +118,8 @@ def trials_table(
 def final_panel(session: Any) -> Panel:
     """What finalize concluded. When the reported trial breaks the session's limits (nothing
     met them) that comes first, in red: the figures below are then not a result within them."""
-    final = session.final or {}
+    # The report's JSON form: the same lines render a validation report's (also JSON).
+    final = session.final.journaled() if session.final else {}
     lines = [
         f"stopped: {final.get('stop_reason', '-')}",
         f"trials run: {final.get('n_trials', '-')}",
@@ -304,7 +305,7 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
         table.add_column(col, overflow="fold")
     table.add_column("goal", ratio=1)
     for s in sessions:
-        best = (s.final or {}).get("best_validation_objective")
+        best = s.final.best_validation_objective if s.final else None
         table.add_row(
             s.id,
             s.status,

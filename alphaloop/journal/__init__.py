@@ -25,6 +25,7 @@ from alphaloop.journal.models import (
     best_kept,
     jsonable,
 )
+from alphaloop.journal.report import FinalReport, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.writer import STOP_REQUESTED, Journal, pid_alive
 
@@ -39,12 +40,14 @@ __all__ = [
     "ClipRecord",
     "EventKind",
     "EventRecord",
+    "FinalReport",
     "JobNotFound",
     "JobRecord",
     "JobStatus",
     "Journal",
     "JournalError",
     "LLMUsageRecord",
+    "Pick",
     "PolicyKind",
     "PolicyRecord",
     "PolicySource",
@@ -61,4 +64,5 @@ __all__ = [
     "downsample_curve",
     "jsonable",
     "pid_alive",
+    "report_json",
 ]

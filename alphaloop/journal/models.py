@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, SerializationInfo, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializationInfo, field_validator, model_serializer
 
+from alphaloop.journal.report import FinalReport
 from alphaloop.knobs import BoundsClip
 
 
@@ -140,8 +141,15 @@ class SessionRecord(_Record):
     noise_floor: float | None = None
     best_trial_id: int | None = None
     baseline_config: dict[str, Any]
-    final: dict[str, Any] | None = None
+    # What finalize concluded (None until the session finished).
+    final: FinalReport | None = None
     error: str | None = None
+
+    @field_validator("final", mode="before")
+    @classmethod
+    def _known_keys(cls, value: Any) -> Any:
+        # A report journaled by another alphaloop may hold keys this one does not know.
+        return FinalReport.read(value) if isinstance(value, dict) else value
 
 
 class TrialRecord(_Record):

@@ -16,6 +16,7 @@ from alphaloop import library
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import (
     EventKind,
+    FinalReport,
     PolicyRecord,
     PolicySource,
     SessionStatus,
@@ -83,13 +84,14 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     final.update(_overfitting(rows, final, excess))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
+    report = FinalReport.model_validate(final).journaled()
     ctx.journal.update_session(
         ctx.session_id,
         status=SessionStatus.finished,
-        final=final,
+        final=report,
         best_trial_id=chosen.id if chosen is not None else None,
     )
-    ctx.on_event(LoopEvent.finalized, final)
+    ctx.on_event(LoopEvent.finalized, report)
     return {"stop_reason": reason}
 
 

@@ -26,7 +26,14 @@ from typing import Any, Self
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from alphaloop.exceptions import AlphaloopError, Conflict, SessionNotResumable
-from alphaloop.journal import EventKind, Journal, SessionRecord, SessionStatus
+from alphaloop.journal import (
+    EventKind,
+    FinalReport,
+    Journal,
+    SessionRecord,
+    SessionStatus,
+    report_json,
+)
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec
 from alphaloop.meta_agent.executors import open_runner
@@ -113,7 +120,8 @@ def continues_after_stop(session: SessionRecord, counted: int) -> bool:
     runs more trials (rather than only showing its result)."""
     return (
         session.status == SessionStatus.finished
-        and (session.final or {}).get("stop_reason") == "stop requested"
+        and session.final is not None
+        and session.final.stop_reason == "stop requested"
         and counted < session.budget
     )
 
@@ -203,17 +211,17 @@ def run_session(
     session_id: str,
     settings: Settings,
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+) -> FinalReport | None:
     """Runs (or resumes) a session until a stop rule fires and finalize has run.
 
-    Returns the session's ``final`` record. Raises :class:`SessionBusy` when another live
+    Returns the session's ``final`` report. Raises :class:`SessionBusy` when another live
     process owns the session.
     """
     with Journal(settings.journal_path) as journal:
         session = journal.get_session(session_id)
         reopen = continues_after_stop(session, journal.counted_trials(session_id))
         if session.status == SessionStatus.finished and not reopen:
-            return dict(session.final or {})
+            return session.final
         _check_runnable(session)
         spec = _stored_spec(session)
         ctx = _context(journal, session_id, spec, settings, on_event)
@@ -221,7 +229,7 @@ def run_session(
         _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
         _invoke(ctx, resumed)
-        return dict(journal.get_session(session_id).final or {})
+        return journal.get_session(session_id).final
 
 
 def _check_runnable(session: SessionRecord) -> None:
@@ -258,7 +266,9 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
     kept in an event), or running (stopping if a stop was requested before its owner died)."""
     if reopen:
         logger.info("session %s: reopened after a stop, with budget left", session.id)
-        journal.add_event(session.id, RESUMED_AFTER_STOP, {"previous_final": session.final})
+        journal.add_event(
+            session.id, RESUMED_AFTER_STOP, {"previous_final": report_json(session.final)}
+        )
         journal.update_session(
             session.id,
             owner_pid=os.getpid(),

@@ -84,7 +84,10 @@ def _run_session(kind: Literal["research", "resume"], sid: str, settings: Settin
     final = ops.run_session(sid, settings)
     session = ops.get_session(settings, sid)
     return SessionResult(
-        kind=kind, session_id=sid, status=session.status.value, stop_reason=final.get("stop_reason")
+        kind=kind,
+        session_id=sid,
+        status=session.status.value,
+        stop_reason=final.stop_reason if final else None,
     )
 
 
@@ -106,7 +109,7 @@ def _train(job: TrainJob, settings: Settings, link: Link) -> TrainResult:
         session_id=run.session.id,
         trial_id=run.trial.id,
         objective=run.trial.objective,
-        policy_id=(run.session.final or {}).get("policy_id"),
+        policy_id=run.session.final.policy_id if run.session.final else None,
     )
 
 

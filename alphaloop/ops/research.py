@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from alphaloop.exceptions import AlphaloopError, Conflict
-from alphaloop.journal import SessionRecord
+from alphaloop.journal import FinalReport, SessionRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -44,8 +44,10 @@ def noise_seeds_note(noise_seeds: int) -> str | None:
     return seed_count_note(noise_seeds)
 
 
-def run_session(session_id: str, settings: Settings, on_event: OnEvent | None = None) -> dict:
-    """Runs (or continues) a session to its end and returns its final result.
+def run_session(
+    session_id: str, settings: Settings, on_event: OnEvent | None = None
+) -> FinalReport | None:
+    """Runs (or continues) a session to its end and returns its final report.
 
     Args:
         session_id: a created session.
@@ -103,7 +105,7 @@ def check_resume(session_id: str, settings: Settings) -> str | None:
             f"`alphaloop research stop {session_id}` or wait for it to end"
         )
     if s.status == "finished" and not continues_after_stop(s, counted):
-        reason = (s.final or {}).get("stop_reason", "finished")
+        reason = s.final.stop_reason if s.final else "finished"
         return f"session {session_id} already finished ({reason}); nothing to resume"
     return None
 

@@ -272,11 +272,11 @@ def _retrain(settings: Settings) -> dict[str, Any]:
     parent, spec = retrain_spec(settings)
     session_id = run_research(spec, settings)
     with open_journal(settings) as journal:
-        final = journal.get_session(session_id).final or {}
+        final = journal.get_session(session_id).final
     return {
         "retrained": parent,
         "session": session_id,
-        "best_trial_id": final.get("best_trial_id"),
+        "best_trial_id": final.best_trial_id if final else None,
     }
 
 

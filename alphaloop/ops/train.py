@@ -53,7 +53,7 @@ def train(
                 "alphaloop.trial_id": run.trial.id,
                 "alphaloop.objective": run.trial.objective,
                 "alphaloop.env_steps": run.trial.env_steps,
-                "alphaloop.policy_id": (run.session.final or {}).get("policy_id"),
+                "alphaloop.policy_id": run.session.final.policy_id if run.session.final else None,
             },
         )
     return run

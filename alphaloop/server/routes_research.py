@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from alphaloop import ops
 from alphaloop.exceptions import ChartDataError
-from alphaloop.journal import jsonable
+from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
@@ -97,7 +97,7 @@ def session_journal(
         "counted_trials": r.counted_trials,
         "leaderboard": [_dump(t, series=series) for t in r.leaderboard],
         "trials": [_trial(t, r.clips, series=series) for t in r.trials],
-        "final": jsonable(r.session.final),
+        "final": jsonable(report_json(r.session.final)),
         "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
         "validation": jsonable(ops.latest_validation(settings, session_id)),
         "next_after": _cursor(r.trials, after),

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
+from alphaloop.journal import report_json
 from alphaloop.tools.base import Tool, ToolContext
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")
@@ -102,7 +103,7 @@ def summarize_session(args: SessionArgs, ctx: ToolContext) -> dict[str, Any]:
             "tokens": sum(c.prompt_tokens + c.completion_tokens for c in calls),
         },
         # The test-window result of the finished session (evaluated once, at the end).
-        "final": s.final,
+        "final": report_json(s.final),
     }
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
+from alphaloop.journal import report_json
 from alphaloop.knobs import Mode
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.tools.base import Tool, ToolContext
@@ -115,7 +116,7 @@ def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
     return {
         "session_id": session_id,
         "counted_trials": review.counted_trials,
-        "final": review.session.final,
+        "final": report_json(review.session.final),
         "leaderboard": [trial_summary(t) for t in review.leaderboard],
     }
 

@@ -15,6 +15,7 @@ from journal_helpers import new_session, new_trial, run_python
 from alphaloop.journal import (
     INTERRUPTED,
     STOP_REQUESTED,
+    FinalReport,
     Journal,
     SessionNotFound,
     SessionStatus,
@@ -65,18 +66,23 @@ def test_update_session(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
     s = journal.update_session(
-        sid, noise_floor=0.03, best_trial_id=t.id, final={"deflated_sharpe": 0.7, "n_trials": 5}
+        sid,
+        noise_floor=0.03,
+        best_trial_id=t.id,
+        final={"stop_reason": "finished", "deflated_sharpe": 0.7, "n_trials": 5},
     )
     assert (s.noise_floor, s.best_trial_id, s.final) == (
         0.03,
         t.id,
-        {"deflated_sharpe": 0.7, "n_trials": 5},
+        FinalReport(stop_reason="finished", deflated_sharpe=0.7, n_trials=5),
     )
     assert s.finished_at is None and s.updated_at >= s.created_at
     done = journal.update_session(sid, status="finished")
     assert done.status == "finished" and done.finished_at is not None
     with pytest.raises(ValueError, match=r"unknown field.*colour"):
         journal.update_session(sid, colour="red")
+    with pytest.raises(ValueError, match="final"):  # a report with a key it does not have
+        journal.update_session(sid, final={"stop_reason": "x", "n_trials": 1, "colour": "red"})
     with pytest.raises(ValueError, match="status"):
         journal.update_session(sid, status="paused")
     with pytest.raises(ValueError, match=r"unknown field.*created_at"):
@@ -379,3 +385,16 @@ def test_reap_interrupted(journal: Journal, journal_path) -> None:
         journal.finish_trial(orphan.id, status="keep", objective=1.0)
     assert journal.counted_trials(sid) == 0
     assert new_trial(journal, sid).idx == 4  # indexes are never reused
+
+
+def test_a_report_written_by_another_alphaloop_still_reads(journal: Journal) -> None:
+    sid = new_session(journal)
+    with journal._write() as conn:
+        conn.execute(
+            "UPDATE sessions SET final = ? WHERE id = ?",
+            ('{"stop_reason": "finished", "n_trials": 3, "retired_key": 1}', sid),
+        )
+    final = journal.get_session(sid).final
+    assert final == FinalReport(stop_reason="finished", n_trials=3)
+    assert final.journaled() == {"stop_reason": "finished", "n_trials": 3}
+    assert FinalReport.model_json_schema()["required"] == ["stop_reason", "n_trials"]

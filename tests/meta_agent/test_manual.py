@@ -66,7 +66,7 @@ def test_a_reader_sees_the_curve_grow_as_an_even_sample(
     assert run.trial.curve == downsample_curve(updates, 5)
     assert [p[0] for p in run.trial.curve] == [64, 256, 448, 576, 768]
     assert run.trial.status == "keep" and run.trial.counted and run.trial.reason == "manual run"
-    assert run.session.final["best_validation_objective"] == run.trial.objective
+    assert run.session.final.best_validation_objective == run.trial.objective
     assert run.session.proposer == "manual" and run.session.budget == 1
     assert run.session.settings["spec"]["changes"] == KNOBS
 

@@ -112,8 +112,8 @@ def test_a_lucky_seed_short_of_the_t_margin_is_discarded(settings: Settings) -> 
     lucky = [t for t in rows if t.kind == "search" and t.objective > base_mean]
     assert lucky and all(t.status == "discard" and "t-margin" in t.reason for t in lucky)
     assert all("(screen, alpha 0.1, 2 dof)" in t.reason for t in lucky)
-    assert s.final["stop_reason"] == "trial budget of 4 reached"
-    assert "best_trial_id" not in s.final  # nothing kept: only the baseline is tested
+    assert s.final.stop_reason == "trial budget of 4 reached"
+    assert s.final.best_trial_id is None  # nothing kept: only the baseline is tested
     assert [t.parent_id for t in rows if t.kind == "test"] == [rows[0].id]
 
 
@@ -130,7 +130,7 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds(settings: Setting
         (kept.id, 8, kept.config_hash, False),
     ]
     assert kept.n_seeds == 3 and kept.reason.startswith("mean ")
-    assert s.final["n_trials"] == 5 and s.final["best_trial_id"] == kept.id
+    assert s.final.n_trials == 5 and s.final.best_trial_id == kept.id
 
 
 def test_failing_trials_are_journaled_and_the_loop_goes_on(
@@ -164,7 +164,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
     assert "ZeroDivisionError" in search[2].traceback_tail
     assert all(t.counted for t in search) and len(search) == 4
     assert search[3].status in ("keep", "discard") and search[3].objective is not None
-    assert s.status == "finished" and s.final["n_trials"] == 4
+    assert s.status == "finished" and s.final.n_trials == 4
 
 
 def where_is(name: str) -> Any:
@@ -211,7 +211,9 @@ def outcome(settings: Settings, sid: str) -> dict[str, Any]:
         ],
         "noise_floor": s.noise_floor,
         "test_objectives": [t.objective for t in tests],
-        "final": {k: s.final[k] for k in ("stop_reason", "n_trials", "baseline_test_objective")},
+        "final": {
+            k: getattr(s.final, k) for k in ("stop_reason", "n_trials", "baseline_test_objective")
+        },
     }
 
 
@@ -370,18 +372,18 @@ def test_limits_make_the_best_trial_a_discard_with_the_reason(settings: Settings
     _, verdicts = replay_verdicts(rows)
     # Without the limit one would have passed the screen and been confirmed.
     assert "screened" in verdicts.values()
-    assert "best_trial_id" not in s.final
+    assert s.final.best_trial_id is None
     # Nothing met the limit, the baseline reported instead included: the session says so.
     base = rows[0]
     assert base.kind == "baseline" and base.metrics["max_drawdown"] > 0.115
     base_breaks = f"max drawdown {base.metrics['max_drawdown']:.1%} exceeds the limit 11.5%"
     assert base.status == "keep" and base.violation == base_breaks
-    assert (s.final["admissible"], s.final["n_admissible"], s.final["violation"]) == (
+    assert (s.final.admissible, s.final.n_admissible, s.final.violation) == (
         False,
         0,
         base_breaks,
     )
-    assert s.final["admissible_reason"] == (
+    assert s.final.admissible_reason == (
         "no trial reported meets the limits (max drawdown <= 11.5%): none of 4 search trials, "
         f"nor the baseline reported instead ({base_breaks}); its figures are not a result "
         "within the limits"
@@ -414,8 +416,8 @@ def test_a_baseline_that_breaks_the_limits_is_no_bar_for_trials_within_them(
         board = journal.leaderboard(sid)
     assert [t.kind for t in board] == ["search"] * len(search) + ["baseline"] * len(base)
     best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
-    assert (s.final["best_trial_id"], s.final["admissible"]) == (best.id, True)
-    assert s.final["admissible_reason"] == (
+    assert (s.final.best_trial_id, s.final.admissible) == (best.id, True)
+    assert s.final.admissible_reason == (
         f"{len(search)} of {len(search)} search trials met the limits (max drawdown <= 15.0%); "
         "the best of them is reported"
     )
@@ -466,8 +468,8 @@ def test_a_stop_requested_while_proposing_runs_no_further_trial(
     search = [t for t in rows if t.kind == "search"]
     # Two proposals ran; the third was answered after the stop and never became a trial.
     assert len(proposer.seen) == 3 and len(search) == 2
-    assert s.status == "finished" and s.final["stop_reason"] == "stop requested"
-    assert s.final["n_trials"] == 2 and len([t for t in rows if t.kind == "test"]) >= 1
+    assert s.status == "finished" and s.final.stop_reason == "stop requested"
+    assert s.final.n_trials == 2 and len([t for t in rows if t.kind == "test"]) >= 1
 
 
 def test_the_journal_is_the_only_database(settings: Settings) -> None:

@@ -97,7 +97,7 @@ def test_list_summarize_and_leaderboard_match_the_journal(session: tuple[Setting
     assert row["best_validation_objective"] == best.objective
     assert summary.data["best_trial"]["id"] == best.id
     assert summary.data["session"]["counted_trials"] == counted == 3
-    assert summary.data["final"] == json.loads(json.dumps(s.final))
+    assert summary.data["final"] == s.final.journaled()
     assert [(t["id"], t["objective"]) for t in board.data["trials"]] == [
         (t.id, t.objective) for t in top
     ]
@@ -208,7 +208,7 @@ def test_start_and_stop_research(tmp_path: Path) -> None:
     with Journal(settings.journal_path) as j:
         s = j.get_session(sid)
         assert s.status == "finished" and j.counted_trials(sid) == 1
-    assert result.data["final"]["stop_reason"] == s.final["stop_reason"]
+    assert result.data["final"]["stop_reason"] == s.final.stop_reason
     assert any("started" in p for p in progress) and any("trial" in p for p in progress)
     done = call(settings, "stop_research", {"session_id": sid})
     assert done.ok and done.data["stop_requested"] is False

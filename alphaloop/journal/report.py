@@ -1,0 +1,117 @@
+"""A finished session's report (``sessions.final``): what finalize concluded, typed.
+
+Finalize writes one :class:`FinalReport` per session (a manual training run writes its short
+form). It is journaled as JSON without its empty fields, so a report reads the same whatever
+alphaloop wrote it; a key an older alphaloop wrote that this one no longer knows is dropped on
+reading (logged), never an error: old journals still read. ``FinalReport.model_json_schema()``
+is the report's JSON schema, the contract of ``--json`` outputs and the REST API.
+
+Nested parts that are models of packages above the journal (gates, the excess evidence, the
+PBO summary, an activation decision) are kept as their JSON here: the journal stores rows and
+knows no package above it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_serializer
+
+logger = logging.getLogger(__name__)
+
+Pick = Literal["search", "default"]
+
+
+class FinalReport(BaseModel):
+    """What finalize concluded about a session (see the README's "How a session works").
+
+    Attributes:
+        stop_reason: why the loop stopped.
+        n_trials: search trials counted against the budget.
+        pick: ``search`` when a search trial beat the default with confidence, else
+            ``default`` (None for a manual training run).
+        baseline_trial_id, baseline_test, baseline_test_objective: the default config's first
+            baseline run and its TEST metrics and objective.
+        best_trial_id, best_validation_objective, best_test, best_test_objective: the best
+            kept search trial, when there is one, and its TEST metrics and objective.
+        admissible, n_admissible, admissible_reason, violation: whether the reported trial
+            respects the session's limits, how many search trials did, and why.
+        probabilistic_sharpe, dsr_set, dsr_n_trials, deflated_sharpe, n_effective_trials,
+            deflated_sharpe_effective: the reported trial's Sharpe odds over the search set.
+        excess: per reference (``default``, ``equal_weight``), the pick's paired TEST evidence
+            (``ExcessEvidence`` as JSON), or ``{"note": why}`` when there is none.
+        pbo, pbo_note, pbo_summary: PBO by CSCV over the search set, or why it is missing.
+        gates, gates_passed, gates_summary, gates_note: the go/no-go gates (``GateReport`` as
+            JSON) and their one-line summary, or why they were not checked.
+        policy_id, policy_path, policy_note, auto_activation, best_policy_path: the library
+            entry published for the reported trial (or why none was), the ``auto_activate``
+            rule's decision, and the best policy's copy when it beat the baseline on TEST.
+        timesteps: PPO env steps trained (manual runs).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stop_reason: str
+    n_trials: int
+    pick: Pick | None = None
+    baseline_trial_id: int | None = None
+    baseline_test: dict[str, float] | None = None
+    baseline_test_objective: float | None = None
+    best_trial_id: int | None = None
+    best_validation_objective: float | None = None
+    best_test: dict[str, float] | None = None
+    best_test_objective: float | None = None
+    admissible: bool | None = None
+    n_admissible: int | None = None
+    admissible_reason: str | None = None
+    violation: str | None = None
+    probabilistic_sharpe: float | None = None
+    dsr_set: str | None = None
+    dsr_n_trials: int | None = None
+    deflated_sharpe: float | None = None
+    n_effective_trials: float | None = None
+    deflated_sharpe_effective: float | None = None
+    excess: dict[str, dict[str, Any]] | None = None
+    pbo: float | None = None
+    pbo_note: str | None = None
+    pbo_summary: dict[str, Any] | None = None
+    gates: dict[str, Any] | None = None
+    gates_passed: bool | None = None
+    gates_summary: str | None = None
+    gates_note: str | None = None
+    policy_id: int | None = None
+    policy_path: str | None = None
+    policy_note: str | None = None
+    auto_activation: dict[str, Any] | None = None
+    best_policy_path: str | None = None
+    timesteps: int | None = None
+
+    @property
+    def reported_test(self) -> dict[str, float] | None:
+        """TEST metrics of the reported trial: the best search trial's, else the default's."""
+        return self.best_test if self.best_trial_id is not None else self.baseline_test
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: Any) -> dict[str, Any]:
+        # Empty fields are left out of every dump, as the journal stores the report: a key is
+        # there when finalize concluded it.
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    def journaled(self) -> dict[str, Any]:
+        """The report as the journal stores it (and ``--json`` prints it): JSON, without its
+        empty fields."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def read(cls, stored: dict[str, Any]) -> FinalReport:
+        """A journaled report, keys this alphaloop does not know dropped (logged)."""
+        unknown = set(stored) - set(cls.model_fields)
+        if unknown:
+            logger.debug("final report keys from another alphaloop ignored: %s", sorted(unknown))
+        return cls.model_validate({k: v for k, v in stored.items() if k not in unknown})
+
+
+def report_json(report: FinalReport | None) -> dict[str, Any] | None:
+    """A session's report as JSON, or None while it has none."""
+    return report.journaled() if report is not None else None
