@@ -65,7 +65,7 @@ def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) 
         "wall_s": wall,
         "trials": len(ran),
         "per_hour": len(ran) / wall * 3600,
-        "best": final.get("best_validation_objective"),
+        "best": final.best_validation_objective if final else None,
         "configs": [t.config_hash for t in rows if t.kind == "search" and t.counted],
     }
 
