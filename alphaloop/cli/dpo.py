@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.exceptions import ModelDirError
-from alphaloop.ops import dpo
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import dpo
+else:  # loaded by the first command that calls it
+    dpo = lazy_module("alphaloop.ops.dpo")
 
 dpo_app = typer.Typer(
     no_args_is_help=True, help="DPO on the preference pairs (TRL), on a local model directory."

@@ -7,15 +7,20 @@ decision by its outcome: the proposed weights against the alternative the verdic
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.exceptions import DecisionNotFound, InvalidVerdict
-from alphaloop.ops import prefs
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import prefs
+else:  # loaded by the first command that calls it
+    prefs = lazy_module("alphaloop.ops.prefs")
 
 VERDICTS = ("approve", "reject", "override")
 

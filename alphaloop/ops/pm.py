@@ -11,7 +11,7 @@ from alphaloop import library
 from alphaloop.broker import broker_for
 from alphaloop.exceptions import PmError
 from alphaloop.journal import Journal, PolicyRecord
-from alphaloop.journal.book import BookRecord, DecisionRecord
+from alphaloop.journal.book import MAIN_BOOK, BookRecord, DecisionRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
 from alphaloop.pm.policy import evaluator_equity, load_data, setup_for, window_rows
@@ -28,8 +28,6 @@ __all__ = [
     "pm_status",
     "pm_tick",
 ]
-
-MAIN_BOOK = "main"
 
 
 class BookStatus(BaseModel):
