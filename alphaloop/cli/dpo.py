@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli.views import FitTable
 from alphaloop.exceptions import ModelDirError
 from alphaloop.settings import get_settings
 
@@ -94,7 +94,7 @@ def runs(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows]))
         return
-    table = Table("id", "status", "pairs", "accuracy", "started", "why")
+    table = FitTable("id", "status", "pairs", "accuracy", "started", "why")
     for r in rows:
         acc = (
             f"{r.accuracy_before:.2f} -> {r.accuracy_after:.2f}"

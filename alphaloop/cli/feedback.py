@@ -10,10 +10,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
 from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli.views import FitTable
 from alphaloop.exceptions import DecisionNotFound, InvalidVerdict
 from alphaloop.settings import get_settings
 
@@ -55,7 +55,7 @@ def review(as_json: JsonFlag = False) -> None:
     if not items:
         console.print("no decision awaits a verdict")
         return
-    table = Table("id", "book", "date", "policy", "held before", "proposed")
+    table = FitTable("id", "book", "date", "policy", "held before", "proposed")
     for i in items:
         table.add_row(
             str(i.id),

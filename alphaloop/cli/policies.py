@@ -8,7 +8,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
@@ -78,7 +77,7 @@ def list_(as_json: JsonFlag = False) -> None:
             "the library is empty: a finished research session or `alphaloop train` adds entries"
         )
         return
-    table = Table(title="policy library", title_justify="left")
+    table = views.FitTable(title="policy library", title_justify="left")
     for col in ("id", "kind", "source", "session", "objective", "validation", "test", "gates"):
         table.add_column(col, no_wrap=col == "session")
     for r in rows:

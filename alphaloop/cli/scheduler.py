@@ -6,9 +6,9 @@ import json
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli.views import FitTable
 from alphaloop.ops import schedule
 from alphaloop.settings import get_settings
 
@@ -18,8 +18,8 @@ scheduler_app = typer.Typer(
 )
 
 
-def _jobs_table(jobs: list[schedule.JobInfo]) -> Table:
-    table = Table(title="scheduled jobs (UTC)")
+def _jobs_table(jobs: list[schedule.JobInfo]) -> FitTable:
+    table = FitTable(title="scheduled jobs (UTC)")
     for col in ("job", "cron", "next run", "last run", "outcome"):
         table.add_column(col)
     for j in jobs:

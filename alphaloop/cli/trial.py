@@ -137,9 +137,8 @@ def knobs(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps([k.model_dump(exclude={"used_in_modes"}) for k in rows]))
         return
-    from rich.table import Table
 
-    table = Table(title="knobs")
+    table = views.FitTable(title="knobs")
     for col in ("group", "knob", "low", "high", "scale", "default", "meaning"):
         table.add_column(col)
     for k in rows:
