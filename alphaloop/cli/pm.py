@@ -10,8 +10,7 @@ from rich.markup import escape
 
 from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, guarded
-from alphaloop.journal.book import MAIN_BOOK
-from alphaloop.settings import get_settings
+from alphaloop.settings import MAIN_BOOK, get_settings
 
 if TYPE_CHECKING:
     from alphaloop.ops import pm as ops_pm

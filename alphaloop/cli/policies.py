@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
 from alphaloop.exceptions import ActivePolicyError, PolicyNotFound
-from alphaloop.ops import policies as ops_policies
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import policies as ops_policies
+else:  # loaded by the first command that calls it
+    ops_policies = lazy_module("alphaloop.ops.policies")
 
 T = TypeVar("T")
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.cli.views import FitTable
-from alphaloop.ops import schedule
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import schedule
+else:  # loaded by the first command that calls it
+    schedule = lazy_module("alphaloop.ops.schedule")
 
 scheduler_app = typer.Typer(
     no_args_is_help=True,

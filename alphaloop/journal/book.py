@@ -17,9 +17,7 @@ from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
 
-__all__ = ["MAIN_BOOK", "BookRecord", "BookStore", "DecisionRecord", "FillRecord"]
-
-MAIN_BOOK = "main"  # the book a portfolio manager trades unless told another
+__all__ = ["BookRecord", "BookStore", "DecisionRecord", "FillRecord"]
 
 DecisionStatus = Literal["sent", "halted", "failed"]
 

@@ -11,12 +11,12 @@ from alphaloop import library
 from alphaloop.broker import broker_for
 from alphaloop.exceptions import PmError
 from alphaloop.journal import Journal, PolicyRecord
-from alphaloop.journal.book import MAIN_BOOK, BookRecord, DecisionRecord
+from alphaloop.journal.book import BookRecord, DecisionRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
 from alphaloop.pm.policy import evaluator_equity, load_data, setup_for, window_rows
 from alphaloop.portfolio_opt import start_sequence
-from alphaloop.settings import Settings
+from alphaloop.settings import MAIN_BOOK, Settings
 
 __all__ = [
     "MAIN_BOOK",
