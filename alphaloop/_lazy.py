@@ -9,8 +9,6 @@ commands (``alphaloop --help``) does not load what only running one of them need
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -85,10 +83,12 @@ def without_modules(*names: str) -> Iterator[None]:
                 del sys.modules[name]
 
 
-class _ThenCall(importlib.abc.Loader):
+# The import protocol is duck-typed: these two do not subclass importlib.abc, whose import
+# (importlib.resources, tempfile, shutil...) costs more than everything else in this module.
+class _ThenCall:
     """A module's own loader, calling ``callback`` once the module has run."""
 
-    def __init__(self, loader: importlib.abc.Loader, callback: Callable[[ModuleType], None]):
+    def __init__(self, loader: Any, callback: Callable[[ModuleType], None]) -> None:
         self._loader = loader
         self._callback = callback
 
@@ -103,7 +103,9 @@ class _ThenCall(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _WhenImported(importlib.abc.MetaPathFinder):
+class _WhenImported:
+    """Finds the module ``name`` with the other finders, once, and wraps its loader."""
+
     def __init__(self, name: str, callback: Callable[[ModuleType], None]) -> None:
         self._name = name
         self._callback = callback
@@ -111,6 +113,8 @@ class _WhenImported(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if fullname != self._name:
             return None
+        import importlib.util
+
         sys.meta_path.remove(self)  # once; and the search below must not find this finder
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
