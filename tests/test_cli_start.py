@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,7 @@ def test_json_reads_are_the_same_on_a_populated_home(homes: dict[str, Path]) -> 
 def test_import_alphaloop_registers_the_env_without_torch(tmp_path: Path) -> None:
     code = """
 import sys
+import typing
 import alphaloop
 before = sorted(m for m in ("gymnasium", "torch", "stable_baselines3") if m in sys.modules)
 import gymnasium as gym
@@ -162,3 +164,12 @@ def test_the_env_registers_when_gymnasium_came_first(tmp_path: Path) -> None:
     done = _fresh(code, home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "alphaloop.rl_engine.env:PortfolioEnv"
+
+
+def test_the_metric_flag_help_names_every_objective_metric() -> None:
+    # The choices are read on parsing (their module loads numpy); the help text names them.
+    from alphaloop.cli._app import MetricOption
+    from alphaloop.metrics import OBJECTIVE_METRICS
+
+    help_text = typing.get_args(MetricOption)[1].help
+    assert all(metric in help_text for metric in OBJECTIVE_METRICS), help_text
