@@ -85,7 +85,10 @@ class FitTable(Table):
         if sum(floors) > room:
             return None
         # The room left goes to the columns that would wrap, in proportion to what they lack.
-        wants = [r.maximum - r.minimum for r in ranges]
+        wants = [
+            0 if c.no_wrap else r.maximum - r.minimum
+            for c, r in zip(self.columns, ranges, strict=True)
+        ]
         spare, total = room - sum(floors), sum(wants)
         extra = [spare * w // total for w in wants]
         cells = [f + e for f, e in zip(floors, extra, strict=True)]
@@ -97,7 +100,11 @@ class FitTable(Table):
         headers = [c.header for c in self.columns]
         key_width = max((_text(h).cell_len for h in headers), default=0)
         rows = itertools.zip_longest(*(c.cells for c in self.columns), fillvalue="")
-        blocks: list[Any] = [Text(str(self.title), style="italic")] if self.title else []
+        blocks: list[Any] = []
+        if self.title:
+            title = _text(self.title).copy()
+            title.stylize("italic")
+            blocks.append(title)
         for row in rows:
             block = Table.grid(padding=(0, 2))
             block.add_column(style="bold", no_wrap=True, min_width=key_width)
