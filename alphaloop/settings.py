@@ -13,6 +13,9 @@ from typing import Any, Literal
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# The book the portfolio manager trades unless told another: a default of every front end.
+MAIN_BOOK = "main"
+
 
 class Settings(BaseSettings):
     """alphaloop's settings. Environment variables are named in each field's alias."""

@@ -13,6 +13,7 @@ import time
 
 from benchmarks import (
     bench_advantages,
+    bench_cli_start,
     bench_cvar,
     bench_env,
     bench_journal,
@@ -36,6 +37,7 @@ BENCHMARKS = (
     ("PBO on noise and on a real edge, CSCV time", bench_validation),
     ("portfolio manager ticks and deployment check", bench_pm),
     ("parallel trials, 1 against 2 workers", bench_parallel),
+    ("command-line start-up", bench_cli_start),
 )
 
 

@@ -169,6 +169,7 @@ def test_human_output_carries_no_solver_banner(short_tmp: Callable[[], Path]) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "validation" in proc.stdout
     assert "HiGHS" not in proc.stdout and "Copyright" not in proc.stdout
+    assert "HiGHS" not in proc.stderr and "Copyright" not in proc.stderr
 
 
 @pytest.mark.slow

@@ -19,8 +19,6 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.exceptions import AlphaloopError, InvalidDelta, exit_code_of
 from alphaloop.knobs import MODES, ConfigDelta
-from alphaloop.metrics import OBJECTIVE_METRICS
-from alphaloop.ops.trial import advantage_estimators
 
 if TYPE_CHECKING:
     from alphaloop.ops import TrialBudget
@@ -203,10 +201,28 @@ JsonFlag = Annotated[
     bool, typer.Option("--json", help="machine-readable output: one JSON document on stdout")
 ]
 ModeOption = Annotated[str, typer.Option(**choice(MODES, "mode"), help="what the trials run")]
+
+
+def objective_metrics() -> tuple[str, ...]:
+    """The metrics a session may maximise (their module loads numpy: asked when parsing)."""
+    from alphaloop.metrics import OBJECTIVE_METRICS
+
+    return OBJECTIVE_METRICS
+
+
+def advantage_estimators() -> tuple[str, ...]:
+    """The advantage estimators PPO trains with (their module loads gymnasium: asked when
+    parsing)."""
+    from alphaloop.ops.trial import advantage_estimators as known
+
+    return known()
+
+
 MetricOption = Annotated[
     str,
     typer.Option(
-        **choice(OBJECTIVE_METRICS, "metric"), help="the objective the trials are ranked by"
+        **choice(objective_metrics, "metric"),
+        help="the objective the trials are ranked by: sharpe, sortino, calmar or return",
     ),
 ]
 FillOption = Annotated[
@@ -240,7 +256,6 @@ StopProperlyOption = Annotated[
 AdvantageOption = Annotated[
     str,
     typer.Option(
-        # Asked of the trainer when the flag is parsed (its module loads gymnasium).
         **choice(advantage_estimators, "advantage estimator"),
         help="PPO advantages: gae (SB3's, with a critic), grpo (group-relative) or "
         "reinforce_pp (REINFORCE++, leave-one-out baseline)",

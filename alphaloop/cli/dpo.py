@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, guarded
-from alphaloop.ops import dpo
+from alphaloop.cli.views import FitTable
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import dpo
+else:  # loaded by the first command that calls it
+    dpo = lazy_module("alphaloop.ops.dpo")
 
 dpo_app = typer.Typer(
     no_args_is_help=True, help="DPO on the preference pairs (TRL), on a local model directory."
@@ -75,7 +81,7 @@ def runs(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows]))
         return
-    table = Table("id", "status", "pairs", "accuracy", "started", "why")
+    table = FitTable("id", "status", "pairs", "accuracy", "started", "why")
     for r in rows:
         acc = (
             f"{r.accuracy_before:.2f} -> {r.accuracy_after:.2f}"

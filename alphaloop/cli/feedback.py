@@ -7,13 +7,19 @@ decision by its outcome: the proposed weights against the alternative the verdic
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
-from alphaloop.ops import prefs
+from alphaloop.cli.views import FitTable
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import prefs
+else:  # loaded by the first command that calls it
+    prefs = lazy_module("alphaloop.ops.prefs")
 
 VERDICTS = ("approve", "reject", "override")
 
@@ -36,7 +42,7 @@ def review(as_json: JsonFlag = False) -> None:
     if not items:
         console.print("no decision awaits a verdict")
         return
-    table = Table("id", "book", "date", "policy", "held before", "proposed")
+    table = FitTable("id", "book", "date", "policy", "held before", "proposed")
     for i in items:
         table.add_row(
             str(i.id),

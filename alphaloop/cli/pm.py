@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, guarded
-from alphaloop.ops import pm as ops_pm
-from alphaloop.settings import get_settings
+from alphaloop.settings import MAIN_BOOK, get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import pm as ops_pm
+else:  # loaded by the first command that calls it
+    ops_pm = lazy_module("alphaloop.ops.pm")
 
 pm_app = typer.Typer(
     no_args_is_help=True,
@@ -32,7 +37,7 @@ def tick(
     broker: Annotated[
         str | None, typer.Option(help="paper or alpaca (default: ALPHALOOP_BROKER)")
     ] = None,
-    book: BookOption = ops_pm.MAIN_BOOK,
+    book: BookOption = MAIN_BOOK,
     as_json: JsonFlag = False,
 ) -> None:
     """Decide one day with the active policy from prices up to the day before, and trade.
@@ -89,7 +94,7 @@ def run(
 
 @pm_app.command("status")
 def status(
-    book: BookOption = ops_pm.MAIN_BOOK,
+    book: BookOption = MAIN_BOOK,
     data: DataPathOption = None,
     last: Annotated[int, typer.Option(min=1, help="how many decisions to show")] = 5,
     as_json: JsonFlag = False,
@@ -117,7 +122,7 @@ def status(
 @pm_app.command("halt")
 def halt(
     why: Annotated[str, typer.Option("--why", help="the reason, journaled with every tick")],
-    book: BookOption = ops_pm.MAIN_BOOK,
+    book: BookOption = MAIN_BOOK,
     as_json: JsonFlag = False,
 ) -> None:
     """Halt a book: ticks journal the reason and send nothing until `pm resume`.
@@ -132,7 +137,7 @@ def halt(
 
 
 @pm_app.command("resume")
-def resume(book: BookOption = ops_pm.MAIN_BOOK, as_json: JsonFlag = False) -> None:
+def resume(book: BookOption = MAIN_BOOK, as_json: JsonFlag = False) -> None:
     """Lift a book's manual halt.
 
     Example: alphaloop pm resume

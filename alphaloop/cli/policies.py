@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, guarded
 from alphaloop.exceptions import ActivePolicyError
-from alphaloop.ops import policies as ops_policies
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import policies as ops_policies
+else:  # loaded by the first command that calls it
+    ops_policies = lazy_module("alphaloop.ops.policies")
+
+T = TypeVar("T")
 
 policies_app = typer.Typer(
     no_args_is_help=True,
@@ -63,7 +69,7 @@ def list_(as_json: JsonFlag = False) -> None:
             "the library is empty: a finished research session or `alphaloop train` adds entries"
         )
         return
-    table = Table(title="policy library", title_justify="left")
+    table = views.FitTable(title="policy library", title_justify="left")
     for col in ("id", "kind", "source", "session", "objective", "validation", "test", "gates"):
         table.add_column(col, no_wrap=col == "session")
     for r in rows:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, choice, console, guarded
-from alphaloop.ops import prefs
+from alphaloop.cli.views import FitTable
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import prefs
+else:  # loaded by the first command that calls it
+    prefs = lazy_module("alphaloop.ops.prefs")
 
 prefs_app = typer.Typer(
     no_args_is_help=True,
@@ -57,7 +63,7 @@ def stats(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return
-    table = Table("source", "labelled", "unlabelled")
+    table = FitTable("source", "labelled", "unlabelled")
     for source, c in result.counts.items():
         table.add_row(source, str(c["labelled"]), str(c["unlabelled"]))
     console.print(table)

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli.views import FitTable
 from alphaloop.exceptions import exit_code_of
-from alphaloop.ops import schedule
 from alphaloop.settings import get_settings
+
+if TYPE_CHECKING:
+    from alphaloop.ops import schedule
+else:  # loaded by the first command that calls it
+    schedule = lazy_module("alphaloop.ops.schedule")
 
 scheduler_app = typer.Typer(
     no_args_is_help=True,
@@ -19,8 +25,8 @@ scheduler_app = typer.Typer(
 )
 
 
-def _jobs_table(jobs: list[schedule.JobInfo]) -> Table:
-    table = Table(title="scheduled jobs (UTC)")
+def _jobs_table(jobs: list[schedule.JobInfo]) -> FitTable:
+    table = FitTable(title="scheduled jobs (UTC)")
     for col in ("job", "cron", "next run", "last run", "outcome"):
         table.add_column(col)
     for j in jobs:

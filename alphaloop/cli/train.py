@@ -33,7 +33,6 @@ from alphaloop.cli._app import (
     trial_budget,
 )
 from alphaloop.knobs import SEED_MAX
-from alphaloop.ops.trial import training_options
 from alphaloop.settings import get_settings
 
 
@@ -119,7 +118,7 @@ def train(
                     "clips": [c.model_dump(mode="json") for c in run.clips],
                     "total_timesteps": spec.trial_budget.total_timesteps,
                     "env_steps": run.trial.env_steps,
-                    **training_options(spec.trial_budget),
+                    **ops.training_options(spec.trial_budget),
                 }
             )
         )

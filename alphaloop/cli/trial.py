@@ -31,7 +31,6 @@ from alphaloop.cli._app import (
     training_note,
 )
 from alphaloop.knobs import SEED_MAX
-from alphaloop.ops.trial import training_options
 from alphaloop.settings import get_settings
 
 
@@ -100,7 +99,7 @@ def _trial_json(run: ops.TrialRun) -> dict:
     payload["data"] = run.data
     payload["total_timesteps"] = run.budget.total_timesteps
     payload["env_steps"] = run.result.timesteps
-    payload.update(training_options(run.budget))
+    payload.update(ops.training_options(run.budget))
     return payload
 
 
@@ -138,9 +137,8 @@ def knobs(as_json: JsonFlag = False) -> None:
     if as_json:
         typer.echo(json.dumps([k.model_dump(exclude={"used_in_modes"}) for k in rows]))
         return
-    from rich.table import Table
 
-    table = Table(title="knobs")
+    table = views.FitTable(title="knobs")
     for col in ("group", "knob", "low", "high", "scale", "default", "meaning"):
         table.add_column(col)
     for k in rows:

@@ -3,13 +3,19 @@
 Strings from the journal (goals, reasons, errors, rationales, model ids) are wrapped in
 ``Text``: as plain ``str`` cells Rich would parse them as markup, and a goal such as
 "hedge [/x]" would crash the view that shows it.
+
+Every table is a :class:`FitTable`: it never splits a word across lines, at any width.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import textwrap
+from copy import copy
 from typing import Any
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -38,9 +44,94 @@ STATUS_STYLE = {
 }
 
 
+class FitTable(Table):
+    """A table that never splits a word: each column is at least as wide as its longest word.
+
+    Rich, squeezing a table into the terminal, narrows columns below their longest word and
+    cuts words mid-way ("finish/ed", "cufoli/o_only"). Here, when the table is too wide, every
+    column first gets its longest word (capped by its ``max_width``, where longer words end in
+    an ellipsis) and the room left goes to the columns that wrap. When even that does not fit,
+    the table is shown vertically: one block of ``header  value`` lines per row.
+    """
+
+    def add_column(self, header: Any = "", *args: Any, **kwargs: Any) -> None:
+        # Only a word longer than a column's max_width is cut, and then visibly.
+        kwargs.setdefault("overflow", "ellipsis")
+        super().add_column(header, *args, **kwargs)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = self._fitted_widths(console, options)
+        if widths is None:
+            yield self._vertical()
+            return
+        fitted = copy(self)
+        fitted.columns = [
+            dataclasses.replace(c, width=w) if w is not None else c
+            for c, w in zip(self.columns, widths, strict=True)
+        ]
+        yield from Table.__rich_console__(fitted, console, options)
+
+    def _fitted_widths(self, console: Console, options: ConsoleOptions) -> list[int | None] | None:
+        """Content widths that fit ``options.max_width`` with no word split, ``[None, ...]``
+        when the table fits as it is, or None when it cannot fit without splitting words."""
+        room = options.max_width - self._extra_width
+        ranges = [self._measure_column(console, options, c) for c in self.columns]
+        if sum(r.maximum for r in ranges) <= room:
+            return [None] * len(ranges)
+        # A column that may not wrap (an id) keeps its whole width.
+        floors = [
+            r.maximum if c.no_wrap else r.minimum for c, r in zip(self.columns, ranges, strict=True)
+        ]
+        if sum(floors) > room:
+            return None
+        # The room left goes to the columns that would wrap, in proportion to what they lack.
+        wants = [
+            0 if c.no_wrap else r.maximum - r.minimum
+            for c, r in zip(self.columns, ranges, strict=True)
+        ]
+        spare, total = room - sum(floors), sum(wants)
+        extra = [spare * w // total for w in wants]
+        cells = [f + e for f, e in zip(floors, extra, strict=True)]
+        return [
+            w - self._get_padding_width(c._index) for c, w in zip(self.columns, cells, strict=True)
+        ]
+
+    def _vertical(self) -> Group:
+        headers = [c.header for c in self.columns]
+        key_width = max((_text(h).cell_len for h in headers), default=0)
+        rows = itertools.zip_longest(*(c.cells for c in self.columns), fillvalue="")
+        blocks: list[Any] = []
+        if self.title:
+            title = _text(self.title).copy()
+            title.stylize("italic")
+            blocks.append(title)
+        for row in rows:
+            block = Table.grid(padding=(0, 2))
+            block.add_column(style="bold", no_wrap=True, min_width=key_width)
+            block.add_column(overflow="ellipsis")
+            for header, cell in zip(headers, row, strict=True):
+                block.add_row(header, cell)
+            blocks.extend([block, Text("")])
+        return Group(*blocks)
+
+
+def _text(cell: Any) -> Text:
+    """A header or cell as the Text Rich shows (a ``str`` there is markup)."""
+    return cell if isinstance(cell, Text) else Text.from_markup(str(cell))
+
+
 def plain(value: Any) -> Text:
     """``value`` as text Rich shows as it is, never as markup."""
     return Text("" if value is None else str(value))
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters at a word boundary, ending in an ellipsis if cut
+    (a first word longer than ``width`` is cut inside, ellipsis included)."""
+    if len(text) <= width:
+        return text
+    cut = textwrap.shorten(text, width, placeholder="\u2026")
+    return cut if cut != "\u2026" else text[: width - 1] + "\u2026"
 
 
 def fmt(value: Any, spec: str = "{:.4f}") -> str:
@@ -54,7 +145,7 @@ def fmt(value: Any, spec: str = "{:.4f}") -> str:
 
 def metrics_table(title: str, columns: dict[str, dict[str, float] | None]) -> Table:
     """One row per metric, one column per strategy (trial, baselines...)."""
-    table = Table(title=title, title_justify="left")
+    table = FitTable(title=title, title_justify="left")
     table.add_column("metric")
     for name in columns:
         table.add_column(name, justify="right")
@@ -64,7 +155,7 @@ def metrics_table(title: str, columns: dict[str, dict[str, float] | None]) -> Ta
 
 
 def clips_table(clips: list[BoundsClip] | list[Any]) -> Table:
-    table = Table(title="bounds clips", title_justify="left")
+    table = FitTable(title="bounds clips", title_justify="left")
     for col in ("knob", "proposed", "applied", "reason"):
         table.add_column(col)
     for c in clips:
@@ -83,7 +174,7 @@ def trials_table(
 ) -> Table:
     """A row per journaled trial: index, kind, status, objective, changed knobs, clips."""
     clips_by_trial = clips_by_trial or {}
-    table = Table(title=title, title_justify="left", expand=False)
+    table = FitTable(title=title, title_justify="left", expand=False)
     for col, kw in (
         ("#", {"justify": "right"}),
         ("kind", {}),
@@ -91,8 +182,8 @@ def trials_table(
         ("objective", {"justify": "right"}),
         ("MDD", {"justify": "right"}),
         ("proposer", {}),
-        ("changes", {"overflow": "fold", "max_width": 48}),
-        ("clips / reason", {"overflow": "fold", "max_width": 48}),
+        ("changes", {"max_width": 48}),
+        ("clips / reason", {"max_width": 48}),
     ):
         table.add_column(col, **kw)
     for t in trials:
@@ -110,7 +201,7 @@ def trials_table(
             fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
             plain(t.proposer),
             plain(describe_changes((t.delta or {}).get("changes"))),
-            plain(note[:200]),
+            plain(shorten(note, 200)),
         )
     return table
 
@@ -184,10 +275,10 @@ def gates_table(report: dict[str, Any], title: str) -> Table:
     results = report.get("results", [])
     passed = sum(1 for r in results if r.get("passed"))
     verdict = "GO" if report.get("passed") else "NO-GO"
-    table = Table(title=f"{title}: {verdict}, {passed} of {len(results)} passed")
+    table = FitTable(title=f"{title}: {verdict}, {passed} of {len(results)} passed")
     table.title_justify = "left"
     for col in ("gate", "verdict", "why"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col)
     for r in results:
         ok = r.get("passed")
         table.add_row(
@@ -227,7 +318,7 @@ def validation_panel(report: dict[str, Any]) -> Panel:
 
 
 def walk_forward_table(wf: dict[str, Any]) -> Table:
-    table = Table(title="walk-forward (evaluation cost charged)", title_justify="left")
+    table = FitTable(title="walk-forward (evaluation cost charged)", title_justify="left")
     for col in ("scheme", "#", "train", "evaluation", "Sharpe", "equal weight", "MDD"):
         right = col in ("#", "Sharpe", "equal weight", "MDD")
         table.add_column(col, justify="right" if right else "left", no_wrap=col != "scheme")
@@ -256,7 +347,7 @@ def walk_forward_table(wf: dict[str, Any]) -> Table:
 
 
 def stress_table(stress: dict[str, Any]) -> Table:
-    table = Table(title="stress (Sharpe / max drawdown)", title_justify="left")
+    table = FitTable(title="stress (Sharpe / max drawdown)", title_justify="left")
     cases = stress.get("cases", [])
     names = list((cases[0]["metrics"] if cases else {}).keys())
     table.add_column("scenario")
@@ -298,11 +389,11 @@ def session_header(session: Any) -> Panel:
 
 
 def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
-    table = Table(title="sessions", title_justify="left")
+    table = FitTable(title="sessions", title_justify="left")
     # The id is what every other command takes: never wrap or truncate it.
     table.add_column("id", no_wrap=True, min_width=22)
     for col in ("status", "mode", "proposer", "trials", "best"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col)
     table.add_column("goal", ratio=1)
     for s in sessions:
         best = s.final.best_validation_objective if s.final else None
@@ -313,7 +404,7 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
             plain(s.proposer),
             f"{counts.get(s.id, 0)}/{s.budget}",
             fmt(best),
-            plain(s.goal[:60]),
+            plain(shorten(s.goal, 60)),
         )
     return table
 
@@ -362,11 +453,11 @@ def chart_read_panel(read: Any) -> Panel:
 
 def chart_reads_table(reads: list[Any]) -> Table:
     """Every chart reading of a session: kind, reader, time taken, bullets."""
-    table = Table(title="chart reads", title_justify="left")
+    table = FitTable(title="chart reads", title_justify="left")
     table.add_column("kind")
-    table.add_column("model", overflow="fold", max_width=28)
+    table.add_column("model", max_width=28)
     table.add_column("s", justify="right")
-    table.add_column("bullets", overflow="fold", ratio=1)
+    table.add_column("bullets", ratio=1)
     for r in reads:
         table.add_row(
             r.kind,

@@ -17,10 +17,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from sqlite_utils import Database
-
+from alphaloop._lazy import without_modules
 from alphaloop.exceptions import JournalError, JournalLocked
 from alphaloop.journal import schema
+
+# sqlite-utils imports pandas and numpy whenever they are installed, only to map their scalar
+# types to column types when it creates a table from rows. The journal's tables come from its
+# own SQL and it writes Python values, so a read (`alphaloop sessions`) need not pay for them:
+# seconds and ~100 MB. A process that has already loaded them (a trial) keeps them.
+with without_modules("pandas", "numpy"):
+    from sqlite_utils import Database
 
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 

@@ -25,23 +25,28 @@ Decisions a user should know about:
   a return is the date of its closing price.
 """
 
+from typing import TYPE_CHECKING
+
+from alphaloop._lazy import lazy_attributes
 from alphaloop.market._common import DataWarning, Fill
-from alphaloop.market.dates import DATE_COLUMNS
-from alphaloop.market.files import DELIMITERS
-from alphaloop.market.load import DataSpec, load_market, load_prices, select_symbols
-from alphaloop.market.splits import (
-    MIN_EVAL_ROWS,
-    MIN_TRAIN_ROWS,
-    SP500_TRAIN_END,
-    SP500_VAL_END,
-    TRAIN_FRACTION,
-    VAL_FRACTION,
-    MarketData,
-    Window,
-    split,
-)
-from alphaloop.market.synthetic import synthetic_prices
-from alphaloop.market.validate import validate_prices
+
+if TYPE_CHECKING:
+    from alphaloop.market.dates import DATE_COLUMNS
+    from alphaloop.market.files import DELIMITERS
+    from alphaloop.market.load import DataSpec, load_market, load_prices, select_symbols
+    from alphaloop.market.splits import (
+        MIN_EVAL_ROWS,
+        MIN_TRAIN_ROWS,
+        SP500_TRAIN_END,
+        SP500_VAL_END,
+        TRAIN_FRACTION,
+        VAL_FRACTION,
+        MarketData,
+        Window,
+        split,
+    )
+    from alphaloop.market.synthetic import synthetic_prices
+    from alphaloop.market.validate import validate_prices
 
 __all__ = [
     "DATE_COLUMNS",
@@ -64,3 +69,26 @@ __all__ = [
     "synthetic_prices",
     "validate_prices",
 ]
+
+# pandas and numpy load with the first name that needs them: front ends catch DataWarning
+# (and name Fill) without reading any prices.
+_LAZY = {
+    "DATE_COLUMNS": "alphaloop.market.dates",
+    "DELIMITERS": "alphaloop.market.files",
+    "DataSpec": "alphaloop.market.load",
+    "load_market": "alphaloop.market.load",
+    "load_prices": "alphaloop.market.load",
+    "select_symbols": "alphaloop.market.load",
+    "MIN_EVAL_ROWS": "alphaloop.market.splits",
+    "MIN_TRAIN_ROWS": "alphaloop.market.splits",
+    "SP500_TRAIN_END": "alphaloop.market.splits",
+    "SP500_VAL_END": "alphaloop.market.splits",
+    "TRAIN_FRACTION": "alphaloop.market.splits",
+    "VAL_FRACTION": "alphaloop.market.splits",
+    "MarketData": "alphaloop.market.splits",
+    "Window": "alphaloop.market.splits",
+    "split": "alphaloop.market.splits",
+    "synthetic_prices": "alphaloop.market.synthetic",
+    "validate_prices": "alphaloop.market.validate",
+}
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

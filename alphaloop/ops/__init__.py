@@ -7,9 +7,10 @@ read) and the chat's journal reads.
 Arrows point one way: front ends -> ``ops`` -> ``meta_agent``, ``trials``, ``journal``,
 ``charts`` -> engines -> ``knobs``, ``market``, ``metrics``.
 
-Inputs and outputs are frozen models. Work that loads the research loop or the evaluator
-(LangGraph, torch) imports it on first use, so a command that only reads stays fast; the specs
-and errors of those layers are re-exported here the same way.
+Inputs and outputs are frozen models. Every name here is imported on first use (PEP 562), its
+module with it: reading the journal never loads the research loop or the evaluator (LangGraph,
+torch, pandas), and ``alphaloop --help`` loads none of them. The specs and errors of those
+layers are re-exported here the same way.
 """
 
 from __future__ import annotations
@@ -18,66 +19,7 @@ from typing import TYPE_CHECKING
 
 from alphaloop._lazy import lazy_attributes
 from alphaloop.market import DataWarning
-from alphaloop.ops._journal import NoJournal, open_journal
-from alphaloop.ops.charts import (
-    ExportedChart,
-    build_chart,
-    chart_kind,
-    check_export,
-    export_chart,
-    interpret_chart,
-)
-from alphaloop.ops.knobs import CLIP_RULES, KnobInfo, UnknownKnob, list_knobs
-from alphaloop.ops.policies import (
-    PolicyCheck,
-    PolicyDetail,
-    activate_policy,
-    active_policy,
-    list_policies,
-    show_policy,
-    verify_policies,
-)
-from alphaloop.ops.reads import (
-    Leaderboard,
-    SessionDigest,
-    TrialComparison,
-    TrialDetail,
-    compare_trials,
-    leaderboard,
-    log_llm_call,
-    session_digest,
-    trial_detail,
-)
-from alphaloop.ops.research import (
-    SessionFailed,
-    SessionRunning,
-    check_resume,
-    run_research,
-    run_session,
-    start_session,
-    stop_session,
-)
-from alphaloop.ops.sessions import (
-    LiveTrial,
-    SessionReview,
-    SessionStatus,
-    SessionSummary,
-    get_session,
-    list_sessions,
-    resume_command,
-    session_review,
-    session_status,
-)
-from alphaloop.ops.train import train
-from alphaloop.ops.trial import TrialRequest, TrialRun, run_trial, trial_budget
-from alphaloop.ops.validate import (
-    VALIDATED_EVENT,
-    Gates,
-    ValidationReport,
-    ValidationUnavailable,
-    latest_validation,
-    validate_session,
-)
+from alphaloop.ops.train import train  # a light module, and its name is the function's
 
 if TYPE_CHECKING:
     from alphaloop.meta_agent import ProposerName
@@ -88,6 +30,71 @@ if TYPE_CHECKING:
         SessionBusy,
         SessionNotRunning,
         SessionSpec,
+    )
+    from alphaloop.ops._journal import NoJournal, open_journal
+    from alphaloop.ops.charts import (
+        ExportedChart,
+        build_chart,
+        chart_kind,
+        check_export,
+        export_chart,
+        interpret_chart,
+    )
+    from alphaloop.ops.knobs import CLIP_RULES, KnobInfo, UnknownKnob, list_knobs
+    from alphaloop.ops.policies import (
+        PolicyCheck,
+        PolicyDetail,
+        activate_policy,
+        active_policy,
+        list_policies,
+        show_policy,
+        verify_policies,
+    )
+    from alphaloop.ops.reads import (
+        Leaderboard,
+        SessionDigest,
+        TrialComparison,
+        TrialDetail,
+        compare_trials,
+        leaderboard,
+        log_llm_call,
+        session_digest,
+        trial_detail,
+    )
+    from alphaloop.ops.research import (
+        SessionFailed,
+        SessionRunning,
+        check_resume,
+        run_research,
+        run_session,
+        start_session,
+        stop_session,
+    )
+    from alphaloop.ops.sessions import (
+        LiveTrial,
+        SessionReview,
+        SessionStatus,
+        SessionSummary,
+        get_session,
+        list_sessions,
+        resume_command,
+        session_review,
+        session_status,
+    )
+    from alphaloop.ops.trial import (
+        TrialRequest,
+        TrialRun,
+        run_trial,
+        training_options,
+        trial_budget,
+    )
+    from alphaloop.ops.validate import (
+        VALIDATED_EVENT,
+        Gates,
+        ValidationReport,
+        ValidationUnavailable,
+        latest_validation,
+        validate_session,
     )
     from alphaloop.trials import TrialBudget
 
@@ -155,6 +162,7 @@ __all__ = [
     "start_session",
     "stop_session",
     "train",
+    "training_options",
     "trial_budget",
     "trial_detail",
     "validate_session",
@@ -162,6 +170,61 @@ __all__ = [
 ]
 
 _LAZY = {
+    "NoJournal": "alphaloop.ops._journal",
+    "open_journal": "alphaloop.ops._journal",
+    "ExportedChart": "alphaloop.ops.charts",
+    "build_chart": "alphaloop.ops.charts",
+    "chart_kind": "alphaloop.ops.charts",
+    "check_export": "alphaloop.ops.charts",
+    "export_chart": "alphaloop.ops.charts",
+    "interpret_chart": "alphaloop.ops.charts",
+    "CLIP_RULES": "alphaloop.ops.knobs",
+    "KnobInfo": "alphaloop.ops.knobs",
+    "UnknownKnob": "alphaloop.ops.knobs",
+    "list_knobs": "alphaloop.ops.knobs",
+    "PolicyCheck": "alphaloop.ops.policies",
+    "PolicyDetail": "alphaloop.ops.policies",
+    "activate_policy": "alphaloop.ops.policies",
+    "active_policy": "alphaloop.ops.policies",
+    "list_policies": "alphaloop.ops.policies",
+    "show_policy": "alphaloop.ops.policies",
+    "verify_policies": "alphaloop.ops.policies",
+    "Leaderboard": "alphaloop.ops.reads",
+    "SessionDigest": "alphaloop.ops.reads",
+    "TrialComparison": "alphaloop.ops.reads",
+    "TrialDetail": "alphaloop.ops.reads",
+    "compare_trials": "alphaloop.ops.reads",
+    "leaderboard": "alphaloop.ops.reads",
+    "log_llm_call": "alphaloop.ops.reads",
+    "session_digest": "alphaloop.ops.reads",
+    "trial_detail": "alphaloop.ops.reads",
+    "SessionFailed": "alphaloop.ops.research",
+    "SessionRunning": "alphaloop.ops.research",
+    "check_resume": "alphaloop.ops.research",
+    "run_research": "alphaloop.ops.research",
+    "run_session": "alphaloop.ops.research",
+    "start_session": "alphaloop.ops.research",
+    "stop_session": "alphaloop.ops.research",
+    "LiveTrial": "alphaloop.ops.sessions",
+    "SessionReview": "alphaloop.ops.sessions",
+    "SessionStatus": "alphaloop.ops.sessions",
+    "SessionSummary": "alphaloop.ops.sessions",
+    "get_session": "alphaloop.ops.sessions",
+    "list_sessions": "alphaloop.ops.sessions",
+    "resume_command": "alphaloop.ops.sessions",
+    "session_review": "alphaloop.ops.sessions",
+    "session_status": "alphaloop.ops.sessions",
+    "TrialRequest": "alphaloop.ops.trial",
+    "TrialRun": "alphaloop.ops.trial",
+    "run_trial": "alphaloop.ops.trial",
+    "trial_budget": "alphaloop.ops.trial",
+    "training_options": "alphaloop.ops.trial",
+    "VALIDATED_EVENT": "alphaloop.ops.validate",
+    "Gates": "alphaloop.ops.validate",
+    "ValidationReport": "alphaloop.ops.validate",
+    "ValidationUnavailable": "alphaloop.ops.validate",
+    "latest_validation": "alphaloop.ops.validate",
+    "validate_session": "alphaloop.ops.validate",
     "ManualRun": "alphaloop.meta_agent.manual",
     "ManualRunSpec": "alphaloop.meta_agent.manual",
     "Objective": "alphaloop.meta_agent.objective",

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alphaloop.exceptions import EXIT_USAGE, AlphaloopError
-from alphaloop.journal import Journal
 from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from alphaloop.journal import Journal
 
 
 class NoJournal(AlphaloopError):
@@ -34,5 +37,7 @@ def open_journal(settings: Settings) -> Iterator[Journal]:
     """
     if not settings.journal_path.exists():
         raise NoJournal(settings.journal_path)
+    from alphaloop.journal import Journal  # sqlite-utils: only a command that reads pays for it
+
     with Journal(settings.journal_path) as journal:
         yield journal

@@ -16,7 +16,7 @@ from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
 from alphaloop.pm.policy import evaluator_equity, load_data, setup_for, window_rows
 from alphaloop.portfolio_opt import start_sequence
-from alphaloop.settings import Settings
+from alphaloop.settings import MAIN_BOOK, Settings
 
 __all__ = [
     "MAIN_BOOK",
@@ -28,8 +28,6 @@ __all__ = [
     "pm_status",
     "pm_tick",
 ]
-
-MAIN_BOOK = "main"
 
 
 class BookStatus(BaseModel):

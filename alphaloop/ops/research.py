@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from alphaloop.exceptions import AlphaloopError, Conflict
-from alphaloop.journal import FinalReport, SessionRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
+    from alphaloop.journal import FinalReport, SessionRecord
     from alphaloop.meta_agent.session import SessionSpec
 
 OnEvent = Callable[[str, dict[str, Any]], None]

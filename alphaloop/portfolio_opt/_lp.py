@@ -39,6 +39,8 @@ budget's multiplier scales every scenario bound) and measured ~4x slower than th
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -201,6 +203,38 @@ SOLVER_OPTIONS: dict[str, dict[str, object]] = {
 
 
 _sequence = 0
+_banner_lock = threading.Lock()
+_banner_shown = False
+
+
+def _absorb_highs_banner() -> None:
+    """Makes this process's first HiGHS object with descriptor 1 on /dev/null, once.
+
+    HiGHS writes its banner ("Running HiGHS 1.16.0 ... Copyright") to descriptor 1 when the
+    first ``Highs`` object of a process is made: before any option can apply, so neither
+    cvxpy's ``verbose=False`` nor HiGHS' ``output_flag`` silences it, and it lands in front of
+    a ``--json`` document or in the middle of a table. Descriptor 1 is swapped only for that
+    one constructor call; no solve output is hidden (a verbose solve still logs).
+    """
+    global _banner_shown
+    with _banner_lock:
+        if _banner_shown:
+            return
+        _banner_shown = True
+        try:
+            import highspy
+        except ImportError:  # cvxpy without HiGHS: no banner either
+            return
+        sys.stdout.flush()  # Python's own buffered output goes where it was meant to
+        saved = os.dup(1)
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
+            highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def start_sequence() -> None:
@@ -223,6 +257,7 @@ def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
     Raises:
         SolverError: no solver returned a solution.
     """
+    _absorb_highs_banner()
     problem = lp.problem
     warm = lp.sequence == _sequence
     lp.sequence = _sequence
