@@ -24,6 +24,7 @@ from alphaloop.cli import prefs as prefs_cli
 from alphaloop.cli import scheduler as scheduler_cli
 from alphaloop.cli import trial as trial_cli
 from alphaloop.cli import views
+from alphaloop.journal import FinalReport
 from alphaloop.settings import Settings
 
 WIDTH = 80
@@ -129,7 +130,8 @@ VALIDATION = {
 
 SESSION = NS(
     id=SESSION_ID, status="interrupted", mode="cufolio_only", proposer=PROPOSER, goal=GOAL,
-    budget=100, final={"best_validation_objective": 1.2345}, objective={"metric": "sharpe",
+    budget=100, final=FinalReport(stop_reason="budget", n_trials=40,
+    best_validation_objective=1.2345), objective={"metric": "sharpe",
     "max_drawdown": 0.15}, noise_floor=0.05, data_source="sp500",
     settings={"data": {"train": ["2005-01-03", "2016-12-30"]}},
 )  # fmt: skip
@@ -146,7 +148,7 @@ VIEWS: dict[str, Callable[[], Any]] = {
     "trials, short values": lambda: views.trials_table(
         [NS(**{**vars(_trial(1, "keep")), "proposer": "tpe", "delta": {}, "reason": ""})]
     ),
-    "final": lambda: views.final_panel(NS(final=FINAL)),
+    "final": lambda: views.final_panel(NS(final=FinalReport(**FINAL))),
     "validation": lambda: views.validation_panel(VALIDATION),
     "sessions": lambda: views.sessions_table([SESSION, SESSION], {SESSION_ID: 40}),
     "session header": lambda: views.session_header(SESSION),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -152,44 +153,9 @@ def research_start(
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
     --budget 20 --max-drawdown 0.15 --workers 2
     """
-    from pydantic import ValidationError
-
-    check_seed(seed, ops.SESSION_SEED_MAX, " (the baselines use the seeds after it)")
-    if budget < 1:
-        raise fail(f"--budget must be at least 1 trial, got {budget}", 2)
-    if workers < 1:
-        raise fail(f"--workers must be at least 1, got {workers}", 2)
+    flags = dict(locals())  # every flag above, by name
     settings = get_settings()
-    if proposer == "llm" and not settings.llm_configured:
-        raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
-    try:
-        spec = ops.SessionSpec(
-            goal=goal,
-            mode=mode,
-            budget=budget,
-            proposer=proposer,
-            objective=ops.Objective(
-                metric=metric, max_drawdown=max_drawdown, max_turnover=max_turnover
-            ),
-            time_budget_s=parse_duration(time_budget),
-            max_tokens_total=max_tokens_total,
-            data=data,
-            fill=fill,
-            date_format=date_format,
-            symbols=parse_symbols(symbols),
-            seed=seed,
-            noise_seeds=noise_seeds,
-            workers=workers,
-            ray_address=ray_address,
-            trial_budget=trial_budget(
-                total_timesteps,
-                truncate_drawdown=truncate_drawdown,
-                stop_properly=stop_properly,
-                advantage=advantage,
-            ),
-        )
-    except ValidationError as err:
-        raise flag_error(err) from None
+    spec = _session_spec(flags, settings)
     note = noise_seeds_note(spec.noise_seeds)
     if note:
         err_console.print(escape(f"warning: {note}"))
@@ -198,6 +164,48 @@ def research_start(
     if training and not as_json:
         console.print(training)
     _run_session_view(session_id, settings, as_json)
+
+
+def _session_spec(flags: dict[str, Any], settings: Settings) -> Any:
+    """The session ``research start``'s flags ask for, or exit 2 naming the flag at fault."""
+    from pydantic import ValidationError
+
+    f = SimpleNamespace(**flags)
+    check_seed(f.seed, ops.SESSION_SEED_MAX, " (the baselines use the seeds after it)")
+    if f.budget < 1:
+        raise fail(f"--budget must be at least 1 trial, got {f.budget}", 2)
+    if f.workers < 1:
+        raise fail(f"--workers must be at least 1, got {f.workers}", 2)
+    if f.proposer == "llm" and not settings.llm_configured:
+        raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
+    try:
+        return ops.SessionSpec(
+            goal=f.goal,
+            mode=f.mode,
+            budget=f.budget,
+            proposer=f.proposer,
+            objective=ops.Objective(
+                metric=f.metric, max_drawdown=f.max_drawdown, max_turnover=f.max_turnover
+            ),
+            time_budget_s=parse_duration(f.time_budget),
+            max_tokens_total=f.max_tokens_total,
+            data=f.data,
+            fill=f.fill,
+            date_format=f.date_format,
+            symbols=parse_symbols(f.symbols),
+            seed=f.seed,
+            noise_seeds=f.noise_seeds,
+            workers=f.workers,
+            ray_address=f.ray_address,
+            trial_budget=trial_budget(
+                f.total_timesteps,
+                truncate_drawdown=f.truncate_drawdown,
+                stop_properly=f.stop_properly,
+                advantage=f.advantage,
+            ),
+        )
+    except ValidationError as err:
+        raise flag_error(err) from None
 
 
 @research_app.command("resume")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
+from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -71,24 +72,7 @@ def train(
 
     Example: alphaloop train --advantage reinforce_pp --truncate-drawdown 0.2 --stop-properly 0.5
     """
-    check_seed(seed, SEED_MAX)
-    delta = parse_sets(set_)
-    spec = ops.ManualRunSpec(
-        data=data,
-        fill=fill,
-        date_format=date_format,
-        symbols=parse_symbols(symbols),
-        changes=dict(delta.changes),
-        seed=seed,
-        metric=metric,
-        trial_budget=trial_budget(
-            total_timesteps,
-            n_envs,
-            truncate_drawdown=truncate_drawdown,
-            stop_properly=stop_properly,
-            advantage=advantage,
-        ),
-    )
+    spec = _manual_spec(SimpleNamespace(**locals()))
     progress = _progress() if not as_json else None
     task: dict[str, Any] = {}
 
@@ -110,20 +94,43 @@ def train(
     with progress if progress is not None else nullcontext():
         run = guarded(ops.train, spec, get_settings(), on_start=on_start, on_update=on_update)
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "session": run.session.model_dump(mode="json"),
-                    "trial": run.trial.model_dump(mode="json"),
-                    "clips": [c.model_dump(mode="json") for c in run.clips],
-                    "total_timesteps": spec.trial_budget.total_timesteps,
-                    "env_steps": run.trial.env_steps,
-                    **ops.training_options(spec.trial_budget),
-                }
-            )
-        )
+        typer.echo(json.dumps(_run_json(run, spec)))
         return
     _print_run(run, spec, metric)
+
+
+def _manual_spec(f: SimpleNamespace) -> Any:
+    """The manual run ``train``'s flags (``f``) ask for, or exit 2 naming the flag at fault."""
+    check_seed(f.seed, SEED_MAX)
+    delta = parse_sets(f.set_)
+    return ops.ManualRunSpec(
+        data=f.data,
+        fill=f.fill,
+        date_format=f.date_format,
+        symbols=parse_symbols(f.symbols),
+        changes=dict(delta.changes),
+        seed=f.seed,
+        metric=f.metric,
+        trial_budget=trial_budget(
+            f.total_timesteps,
+            f.n_envs,
+            truncate_drawdown=f.truncate_drawdown,
+            stop_properly=f.stop_properly,
+            advantage=f.advantage,
+        ),
+    )
+
+
+def _run_json(run: Any, spec: Any) -> dict[str, Any]:
+    """A finished manual run as ``train --json`` prints it."""
+    return {
+        "session": run.session.model_dump(mode="json"),
+        "trial": run.trial.model_dump(mode="json"),
+        "clips": [c.model_dump(mode="json") for c in run.clips],
+        "total_timesteps": spec.trial_budget.total_timesteps,
+        "env_steps": run.trial.env_steps,
+        **ops.training_options(spec.trial_budget),
+    }
 
 
 def _print_run(run: Any, spec: Any, metric: str) -> None:

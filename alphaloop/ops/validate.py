@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -138,9 +139,7 @@ def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict
 
 
 def _gates(
-    rows: list[TrialRecord],
-    chosen: TrialRecord,
-    inputs: tuple,
+    subject: _Subject,
     selection: tuple[float | None, float | None],
     gates: Gates | None,
     walk_forward: Any,
@@ -148,8 +147,8 @@ def _gates(
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
     ``selection``, and its walk-forward on unseen data or why there is none), and what that
     evidence is."""
-    metrics, evidence = _evidence(rows, chosen)
-    excess = _excess(rows, chosen, inputs)
+    metrics, evidence = _evidence(subject.rows, subject.chosen)
+    excess = _excess(subject.rows, subject.chosen, subject.inputs)
     report = evaluate_gates(metrics, *selection, gates, excess=excess, walk_forward=walk_forward)
     return report, evidence
 
@@ -181,16 +180,6 @@ def unseen_start(data: Any, oos_start: str | None) -> int:
             "new prices to the session's data file first"
         )
     return row
-
-
-def _unseen_walk_forward(run: Callable[[], Any]) -> tuple[Any | None, str | None]:
-    """Walk-forward on unseen data, or None and why when there is too little of it."""
-    try:
-        return run(), None
-    except ValueError as err:
-        if "unseen days" not in str(err):
-            raise
-        return None, f"not enough unseen data: {err}"
 
 
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
@@ -226,20 +215,48 @@ def _stress_runs(
     return runs
 
 
-def _stress(
-    s: SessionRecord,
-    chosen: TrialRecord,
-    rows: list[TrialRecord],
-    inputs: tuple[Any, Any],
-    multiplier: float,
-    unseen: int,
-) -> StressReport:
+@dataclass(frozen=True)
+class _Subject:
+    """What the reruns of a validation need: the session, its reported trial, its rows, its
+    data and trial budget (``inputs``), and the first row no search scored (``unseen``)."""
+
+    session: SessionRecord
+    chosen: TrialRecord
+    rows: list[TrialRecord]
+    inputs: tuple[Any, Any]
+    unseen: int
+
+
+def _walk_forward(subject: _Subject, n_windows: int) -> tuple[Any | None, str | None]:
+    """Walk-forward of the reported config on unseen data, or None and why when there is too
+    little of it."""
+    from alphaloop.trials import walk_forward
+
+    chosen = subject.chosen
+    config, seed = TrialConfig(**chosen.config), chosen.seed or 0
+    try:
+        return walk_forward(
+            subject.session.mode,
+            config,
+            *subject.inputs,
+            seed,
+            n_windows=n_windows,
+            start=subject.unseen,
+        ), None
+    except ValueError as err:
+        if "unseen days" not in str(err):
+            raise
+        return None, f"not enough unseen data: {err}"
+
+
+def _stress(subject: _Subject, multiplier: float) -> StressReport:
     """The reported trial and the baseline (and equal weight) from the first unseen day
     (``unseen``) to the end of the data at the evaluation cost and ``multiplier`` times it, and
     on each crisis window in that span; a crisis window earlier in the data is run on its own,
     from its first day (on days the search trained or selected on: in sample, as its
     description says)."""
-    data, budget = inputs
+    s, chosen, rows, unseen = subject.session, subject.chosen, subject.rows, subject.unseen
+    data, budget = subject.inputs
     named = {"best" if chosen.kind != "baseline" else "baseline": chosen}
     base = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
     if base is not None:
@@ -320,11 +337,10 @@ def validate_session(
     Raises:
         NoJournal, SessionNotFound: no such session.
         ValidationUnavailable: fewer than 2 search trials with validation returns (PBO needs
-            at least 2 trials to select among), or nothing scored yet.
+            2 to select among), nothing scored yet, or ``oos_start`` on scored days.
         ReplayError: the session's data cannot be loaded as it was, or changed.
     """
     from alphaloop.ops.replay import session_budget, session_market
-    from alphaloop.trials import walk_forward
 
     started = time.monotonic()
     step = on_step or (lambda _: None)
@@ -334,18 +350,11 @@ def validate_session(
     timings: dict[str, float] = {}
     dsr, pbo = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, search, n_blocks))
     step("walk-forward")
-    inputs = (data, session_budget(s))
-    config, seed = TrialConfig(**chosen.config), chosen.seed or 0
-    run = lambda: walk_forward(  # noqa: E731
-        s.mode, config, *inputs, seed, n_windows=n_windows, start=unseen
-    )
-    wf, wf_note = _timed(timings, "walk_forward", lambda: _unseen_walk_forward(run))
+    subject = _Subject(s, chosen, rows, (data, session_budget(s)), unseen)
+    wf, wf_note = _timed(timings, "walk_forward", lambda: _walk_forward(subject, n_windows))
     step("stress")
-    stress = _timed(
-        timings, "stress", lambda: _stress(s, chosen, rows, inputs, cost_multiplier, unseen)
-    )
-    selection = (dsr.dsr, pbo.pbo)
-    gate_report, evidence = _gates(rows, chosen, inputs, selection, gates, wf or wf_note)
+    stress = _timed(timings, "stress", lambda: _stress(subject, cost_multiplier))
+    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), gates, wf or wf_note)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
@@ -366,9 +375,14 @@ def validate_session(
         timings_s=timings,
         elapsed_s=time.monotonic() - started,
     )
+    return _journaled(settings, report)
+
+
+def _journaled(settings: Settings, report: ValidationReport) -> ValidationReport:
+    """Journals ``report`` as the session's newest ``Validated`` event."""
     with open_journal(settings) as j:
-        j.add_event(s.id, VALIDATED_EVENT, report.journaled())
-    logger.info("validated session %s in %.1f s", s.id, report.elapsed_s)
+        j.add_event(report.session_id, VALIDATED_EVENT, report.journaled())
+    logger.info("validated session %s in %.1f s", report.session_id, report.elapsed_s)
     return report
 
 
