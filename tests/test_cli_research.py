@@ -429,7 +429,7 @@ def test_stop_from_another_process_ends_after_the_current_trial(
         counted = journal.counted_trials(sid)
     assert stop.payload["applied"] is True and stop.payload["status_before"] == "running"
     assert s.status == "finished" and s.final.stop_reason == "stop requested"
-    assert review["final"] == s.final
+    assert review["final"] == s.final.journaled()
     assert 2 <= counted == s.final.n_trials < 100
     search = [t for t in rows if t.kind == "search"]
     # At most the current trial finished after the request (the one running, or the one being
@@ -503,5 +503,5 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
     tests = [t for t in rows if t.kind == "test"]
     assert tests and all(t.status == "keep" for t in tests)
     assert s.final.baseline_test_objective == tests[0].objective
-    assert json.loads(result.stdout)["final"] == s.final
+    assert json.loads(result.stdout)["final"] == s.final.journaled()
     assert load_market("synthetic").fingerprint == s.data_fingerprint
