@@ -98,7 +98,8 @@ def call_model(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
     reply = ctx.client.chat(messages, purpose="chat", **kwargs)
     turn: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls and steps < ctx.max_steps:
-        turn["content"] = reply.content or None
+        # "" rather than null: llama-cpp-python answers a null content with 500.
+        turn["content"] = reply.content or ""
         turn["tool_calls"] = [
             {
                 "id": c.id,
@@ -123,7 +124,14 @@ def call_tools(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
         if ctx.on_tool is not None:
             ctx.on_tool(trace)
         traces.append(trace)
-        answers.append({"role": "tool", "tool_call_id": c["id"], "content": result.content})
+        answers.append(
+            {
+                "role": "tool",
+                "tool_call_id": c["id"],
+                "name": fn["name"],  # templates without call ids match results by name
+                "content": result.content,
+            }
+        )
     return {"messages": answers, "traces": traces}
 
 

@@ -265,6 +265,8 @@ class LLMUsageRecord(_Record):
     ok: bool
     error: str | None = None
     created_at: str
+    mode: str | None = None
+    finish_reason: str | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -293,7 +293,7 @@ class LLMProposer:
             ]
         turn: dict[str, Any] = {
             "role": "assistant",
-            "content": reply.content or None,
+            "content": reply.content or "",  # null makes llama-cpp-python answer 500
             "tool_calls": [
                 {
                     "id": c.id,
@@ -305,7 +305,12 @@ class LLMProposer:
         }
         # Every tool call needs its answer, or strict servers refuse the next request.
         answers = [
-            {"role": "tool", "tool_call_id": c.id, "content": retry if i == 0 else "not processed"}
+            {
+                "role": "tool",
+                "tool_call_id": c.id,
+                "name": c.name,  # templates without call ids match results by name
+                "content": retry if i == 0 else "not processed",
+            }
             for i, c in enumerate(reply.tool_calls)
         ]
         return [turn, *answers]
