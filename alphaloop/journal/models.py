@@ -62,6 +62,8 @@ class EventKind(StrEnum):
     policy_activated = "PolicyActivated"
     proposer_fallback = "ProposerFallback"
     tools_unsupported = "ToolsUnsupported"
+    llm_mode_changed = "LLMModeChanged"
+    duplicate_proposal = "DuplicateProposal"
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}
