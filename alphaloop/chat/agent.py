@@ -157,7 +157,10 @@ class Chat:
 
     Args:
         settings: the endpoint and the alphaloop home.
-        confirm: asked before a tool runs or stops work (interactive use); None lets it run.
+        confirm: asked before a tool runs or stops work (interactive use); None lets it run
+            unless ``describe_only``.
+        describe_only: tools that run or stop work say what they would do instead (a one-shot
+            question nobody can confirm). Read-only tools always run.
         on_tool: told about every tool call as it finishes (for display).
         on_progress: told what a long tool is doing.
         max_steps: model calls allowed per question (tool rounds plus the answer).
@@ -176,6 +179,7 @@ class Chat:
         on_progress: Callable[[str], None] | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         tools: dict[str, Tool] | None = None,
+        describe_only: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -185,7 +189,9 @@ class Chat:
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         self.context = ChatContext(
             client=self.client,
-            tools=ToolContext(settings, confirm=confirm, on_progress=on_progress),
+            tools=ToolContext(
+                settings, confirm=confirm, on_progress=on_progress, describe_only=describe_only
+            ),
             registry=dict(tools or TOOLS),
             max_steps=max_steps,
             on_tool=on_tool,
