@@ -25,6 +25,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import openai
@@ -67,7 +68,7 @@ class RecordingJournal:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self.invalid: list[dict[str, Any]] = []
-        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.rows: list[tuple[str, dict[str, Any]]] = []
 
     def log_llm_call(self, **kwargs: Any) -> None:
         self.calls.append(kwargs)
@@ -76,13 +77,18 @@ class RecordingJournal:
         self.invalid.append(kwargs)
 
     def add_event(self, session_id: str, kind: str, payload: dict[str, Any]) -> None:
-        self.events.append((str(kind), payload))
+        self.rows.append((str(kind), payload))
 
     def llm_calls(self, session_id: str | None = None) -> list[Any]:
         return []
 
+    def events(self, session_id: str, kind: str | None = None) -> list[Any]:
+        return [
+            SimpleNamespace(kind=k, payload=p) for k, p in self.rows if kind is None or k == kind
+        ]
+
     def event_kinds(self) -> list[str]:
-        return [k for k, _ in self.events]
+        return [k for k, _ in self.rows]
 
 
 def context() -> ProposalContext:
@@ -225,8 +231,8 @@ def test_llama_server_text_answers_switch_to_json_schema(
     assert p.last_name == "llm" and first.changes
     assert [c["mode"] for c in journal.calls] == ["tools", "tools", "json_schema"]
     assert journal.event_kinds() == ["LLMModeChanged"]
-    assert journal.events[0][1]["mode"] == "json_schema"
-    assert "plain text" in journal.events[0][1]["reason"]
+    assert journal.rows[0][1]["mode"] == "json_schema"
+    assert "plain text" in journal.rows[0][1]["reason"]
     assert len(journal.invalid) == 2  # the two prose replies, not counted against the budget
     # The grammar-enforced mode is kept: the next step asks for JSON straight away.
     p.propose(context())
@@ -261,7 +267,7 @@ def test_vllm_without_parser_refuses_auto_once_and_serves_a_named_tool(
     journal = RecordingJournal()
     p = proposer(settings, journal)
     assert p.propose(context()).changes and p.last_name == "llm"
-    assert journal.calls[-1]["mode"] == "tools" and journal.events == []
+    assert journal.calls[-1]["mode"] == "tools" and journal.rows == []
 
 
 @served("vllm", tool_parser=True)
@@ -299,8 +305,8 @@ def test_refused_json_schema_falls_back_to_plain_json_at_once(
     assert p.propose(context()).changes and p.last_name == "llm"
     assert [c["mode"] for c in journal.calls] == ["json_schema", "json_text"]
     assert [c["ok"] for c in journal.calls] == [False, True]  # refused once, not retried
-    assert journal.events[-1][1]["mode"] == "json_text"
-    assert journal.events[-1][1]["cause"] == "ResponseFormatUnsupported"
+    assert journal.rows[-1][1]["mode"] == "json_text"
+    assert journal.rows[-1][1]["cause"] == "ResponseFormatUnsupported"
 
 
 @served("ollama", tool_template=False)
@@ -313,6 +319,19 @@ def test_ollama_model_without_tools_switches_without_losing_the_step(
     assert p.propose(context()).changes and p.last_name == "llm"
     assert journal.event_kinds() == ["ToolsUnsupported", "LLMModeChanged"]
     assert journal.invalid == []
+
+
+def test_a_resumed_proposer_asks_the_way_its_session_learned(
+    llm_settings: SettingsFactory,
+) -> None:
+    journal = RecordingJournal()
+    journal.add_event(SESSION, "ToolsUnsupported", {})
+    settings = llm_settings()
+    assert LLMProposer.from_settings(settings, journal, SESSION, TPEProposer()).mode == "json_text"
+    journal.add_event(SESSION, "LLMModeChanged", {"mode": "json_schema"})
+    assert LLMProposer.from_settings(settings, journal, SESSION, TPEProposer()).mode == (
+        "json_schema"
+    )
 
 
 # --- bounded generation and error classes -------------------------------------------------
@@ -433,6 +452,11 @@ def test_a_20_trial_session_keeps_the_llm_proposing_and_runs_no_config_twice(
     assert len(set(hashes)) == 20 and not set(hashes) & {b.config_hash for b in baselines}
     assert fallbacks == [] and search[-1].proposer in ("llm", "tpe (duplicate fill)")
     assert sum(t.proposer == "llm" for t in search) >= 15
+    status = json.loads(CliRunner().invoke(app, ["status", sid, "--json"]).stdout)
+    assert status["llm_mode"] == calls[-1].mode  # shown in status, kept for a resume:
+    with Journal(session_env.journal_path) as j:
+        resumed = LLMProposer.from_settings(session_env, j, sid, TPEProposer())
+    assert resumed.mode == calls[-1].mode
     modes = {c.mode for c in calls}
     assert None not in modes and all(c.finish_reason for c in calls if c.ok)
     print(
