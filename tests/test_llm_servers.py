@@ -464,3 +464,30 @@ def test_a_20_trial_session_keeps_the_llm_proposing_and_runs_no_config_twice(
         f"refused, last mode {calls[-1].mode}, "
         f"fills {sum(t.proposer.endswith('(duplicate fill)') for t in search)}"
     )
+
+
+@served("openai")
+def test_a_proposer_stuck_on_one_config_is_told_then_tpe_fills_the_slot(
+    server: fake.FakeOpenAI, session_env: Settings
+) -> None:
+    cap = {"changes": {"max_position_pct": 0.9}, "rationale": "bigger caps"}
+    server.responder = lambda body: fake.tool_call(PROPOSE_TOOL, cap)
+    args = ["research", "maximise Sharpe", "--proposer", "llm", "--data", "synthetic"]
+    args += ["--mode", "cufolio_only", "--noise-seeds", "2", "--budget", "3", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    sid = json.loads(result.stdout)["session"]["id"]
+    with Journal(session_env.journal_path) as j:
+        search = j.trials(sid, kind="search")
+        duplicates = j.events(sid, kind="DuplicateProposal")
+        counted = j.counted_trials(sid)
+    assert counted == 3 and len({t.config_hash for t in search}) == 3
+    assert [t.proposer for t in search] == ["llm", *["tpe (duplicate fill)"] * 2]
+    retries = get_default("llm_duplicate_retries")
+    assert len(duplicates) == 2 * (retries + 1)  # per slot: the first ask and each retry
+    first = search[0].idx
+    assert {d.payload["clips_to"] for d in duplicates} <= {first, *[b.idx for b in search]}
+    told = [r for r in server.chat_requests if "Already run" in r["messages"][1]["content"]]
+    assert told and f"clips to trial {duplicates[0].payload['clips_to']}'s config" in json.dumps(
+        told[0]
+    )
