@@ -203,6 +203,9 @@ class LLMClient:
             trial_id=trial_id,
             mode=mode or ("tools" if tools else "text"),
         )
+        return self._traced(request, ids)
+
+    def _traced(self, request: dict[str, Any], ids: dict[str, Any]) -> LLMReply:
         # One "chat <model>" span per call (retries included), with the GenAI attributes.
         attrs = telemetry.genai_attributes(provider=GENAI_PROVIDER, request_model=self.model)
         with telemetry.span(f"chat {self.model}", attrs) as current:
@@ -217,7 +220,7 @@ class LLMClient:
                         input_tokens=reply.prompt_tokens,
                         output_tokens=reply.completion_tokens,
                     ),
-                    "alphaloop.llm.purpose": purpose,
+                    "alphaloop.llm.purpose": ids["purpose"],
                     "alphaloop.llm.attempts": reply.attempts,
                 },
             )
