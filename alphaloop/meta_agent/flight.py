@@ -157,8 +157,9 @@ def interrupted_without_rerun(ctx: SessionContext) -> list[TrialRecord]:
 
 def propose_and_start(ctx: SessionContext) -> InFlight | None:
     """Asks the proposer for an edit of the best config so far (showing it the trials in
-    flight, so it proposes something else), clips it and starts it; None when a stop was
-    requested while the proposer was thinking (an LLM can take minutes)."""
+    flight, so it proposes something else), clips it and starts it, never a config the session
+    already ran (see :func:`distinct_proposal`); None when a stop was requested while the
+    proposer was thinking (an LLM can take minutes)."""
     iteration = OpenSpan(ITERATION, iteration_attributes(ctx.session_id, ctx.mode))
     rows = finished_trials(ctx)
     context = proposal_context(ctx, rows, pending=[f.row for f in ctx.flight])
