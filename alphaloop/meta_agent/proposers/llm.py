@@ -2,13 +2,15 @@
 next :class:`~alphaloop.knobs.ConfigDelta` with a rationale.
 
 The edit comes back through one forced tool call, ``propose_config_delta``, whose JSON schema is
-generated from the knob models (bounds included). An endpoint without tool calling is asked for a
-JSON object in the text instead, for the rest of the session. Replies are parsed leniently about
-syntax and strictly about meaning: values go through :func:`~alphaloop.knobs.parse_number` (so
-"3e-4" is read and "5%" is refused with the reason), unknown knob names are dropped when known
-ones remain, and out-of-bounds values pass through untouched — the loop's ``clip`` clips them
-and the next prompt shows the clips. What is sent (tool schema, prompt) lives in
-:mod:`~alphaloop.meta_agent.proposers.llm_prompt`.
+generated from the knob models (bounds included). An endpoint that refuses or ignores tool calls
+is asked for JSON in the text under ``response_format`` json_schema, and one that refuses or
+ignores that for plain JSON, for the rest of the session (see :class:`LLMProposer`).
+
+Replies are parsed leniently about syntax and strictly about meaning: values go through
+:func:`~alphaloop.knobs.parse_number` (so "3e-4" is read and "5%" is refused with the reason),
+unknown knob names are dropped when known ones remain, and out-of-bounds values pass through
+untouched — the loop's ``clip`` clips them and the next prompt shows the clips. What is sent
+(tool schema, prompt) lives in :mod:`~alphaloop.meta_agent.proposers.llm_prompt`.
 
 A reply that cannot be used becomes one ``invalid`` trial row and is answered with the reason;
 after ``max_attempts`` unusable replies, or when the endpoint fails through every retry, the
