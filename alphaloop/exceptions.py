@@ -137,6 +137,14 @@ class ToolsUnsupported(LLMBadRequest):
     """The endpoint cannot do tool calling; callers fall back to JSON in the message text."""
 
 
+class ImagesUnsupported(LLMBadRequest):
+    """The model takes no image input; chart reads use the embedded reader instead."""
+
+
+class ResponseFormatUnsupported(LLMBadRequest):
+    """The endpoint refuses ``response_format`` json_schema; callers ask for plain JSON."""
+
+
 class LLMUnavailable(LLMError):
     """Timeouts, refused connections, 429 or 5xx persisted through every retry."""
 

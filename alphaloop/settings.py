@@ -68,6 +68,39 @@ class Settings(BaseSettings):
     llm_temperature: float = Field(
         default=0.6, ge=0, le=2, validation_alias=AliasChoices("ALPHALOOP_LLM_TEMPERATURE")
     )
+    llm_max_tokens: int = Field(
+        default=1024,
+        ge=16,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_MAX_TOKENS"),
+        description="cap on one proposal's reply; a small model that never stops is cut here "
+        "instead of generating for minutes",
+    )
+    llm_chat_max_tokens: int = Field(
+        default=2048,
+        ge=16,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_CHAT_MAX_TOKENS"),
+        description="cap on one chat reply (answers are longer than proposals)",
+    )
+    vlm_max_tokens: int = Field(
+        default=600,
+        ge=16,
+        validation_alias=AliasChoices("ALPHALOOP_VLM_MAX_TOKENS"),
+        description="cap on one chart reading by the vision model",
+    )
+    llm_text_fallback_after: int = Field(
+        default=2,
+        ge=1,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_TEXT_FALLBACK_AFTER"),
+        description="forced tool calls answered in plain text, in a row, before the proposer "
+        "asks for JSON in the message text instead",
+    )
+    llm_duplicate_retries: int = Field(
+        default=2,
+        ge=0,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_DUPLICATE_RETRIES"),
+        description="times a proposal that clips to an already-run config is sent back before "
+        "TPE fills the slot",
+    )
     llm_reasoning: bool = Field(
         default=False,
         validation_alias=AliasChoices("ALPHALOOP_LLM_REASONING"),

@@ -9,6 +9,23 @@ Requests are validated the way a strict server would (vLLM and NIM reject malfor
 dangling tool-call ids and bad image parts with 400), so bugs in the client show up as
 ``BadRequestError`` in tests instead of passing silently. Every request is recorded.
 
+``kind`` makes the server behave as a real one does where they differ (see :data:`KINDS`):
+
+* ``llama-cpp-python``: an assistant turn with ``"content": null`` is a 500 (its chat templates
+  concatenate the content as a string).
+* ``llama-server``: an object ``tool_choice`` is downgraded to ``"auto"``; with
+  ``tool_template=False`` (a chat template without tool support) ``tools`` are dropped; an
+  image without ``--mmproj`` is a 500 "image input is not supported".
+* ``vllm``: ``tool_choice: "auto"`` (the default when tools are sent) is a 400 unless the server
+  was started with a tool-call parser (``tool_parser=True``); a named function is served through
+  guided decoding either way.
+* ``ollama``: ``tool_choice`` is ignored; ``tool_template=False`` is Ollama's 400 "does not
+  support tools"; ``json_schema="ignored"`` (versions before 0.5) drops ``response_format``
+  json_schema silently, ``"rejected"`` refuses it with a 400.
+
+What the "model" sees is the request as served (after those rewrites): a responder gets it, and
+a scripted tool call is answered as text when the served request has no tools.
+
 Usage numbers are deterministic: ``prompt_tokens`` is the number of characters of text in the
 request messages (string contents, text parts, assistant tool-call arguments) ``// 4``, and
 ``completion_tokens`` is the characters of the reply (content, reasoning_content, tool-call
@@ -148,6 +165,26 @@ def completion_tokens_for(step: Step) -> int:
     return chars // 4
 
 
+KINDS = ("openai", "llama-cpp-python", "llama-server", "vllm", "ollama")
+# The servers' own words, so the client's classification is tested against them.
+VLLM_AUTO_TOOL_CHOICE = (
+    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+)
+LLAMA_CPP_PYTHON_NULL_CONTENT = 'can only concatenate str (not "NoneType") to str'
+LLAMA_SERVER_NO_IMAGES = (
+    "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+)
+JSON_SCHEMA_REJECTED = "response_format type 'json_schema' is not supported"
+
+
+class ServerRefusal(Exception):
+    """What a particular server kind answers instead of a completion."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request as received (``json`` is None for GETs and bad JSON; header names lower)."""
@@ -157,6 +194,7 @@ class RecordedRequest:
     headers: dict[str, str]
     json: Any
     rejected: str | None = None  # the 400 message if validation failed
+    served: Any = None  # the request as the model saw it (after the server kind's rewrites)
 
 
 class RequestInvalid(Exception):
@@ -261,6 +299,16 @@ def validate_chat_request(body: Any) -> None:
     max_tokens = body.get("max_tokens")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise RequestInvalid("'max_tokens' must be a positive integer")
+    fmt = body.get("response_format")
+    if fmt is not None:
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind not in ("text", "json_object", "json_schema"):
+            raise RequestInvalid(f"invalid response_format {fmt!r:.80}")
+        if kind == "json_schema":
+            spec = fmt.get("json_schema")
+            if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+                raise RequestInvalid("response_format.json_schema needs a name and a schema")
+            _check_schema(spec.get("schema"), "response_format.json_schema.schema")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestInvalid("'messages' must be a non-empty list")
@@ -295,6 +343,12 @@ class FakeOpenAI:
         api_key: if set, requests without ``Authorization: Bearer <api_key>`` get a 401.
         responder: called with the request JSON when the step queue is empty; returns a
             :class:`Step`. Settable later as ``server.responder``.
+        kind: which real server to behave as (:data:`KINDS`; see the module docstring).
+        tool_template: the model's chat template supports tools (llama-server, Ollama).
+        tool_parser: vLLM was started with ``--enable-auto-tool-choice --tool-call-parser``.
+        json_schema: ``"enforced"``, ``"ignored"`` or ``"rejected"`` (default: ``"ignored"``
+            for Ollama, as before 0.5, else ``"enforced"``).
+        vision: the model takes images (llama-server: started with ``--mmproj``).
     """
 
     def __init__(
@@ -303,10 +357,20 @@ class FakeOpenAI:
         *,
         api_key: str | None = None,
         responder: Callable[[dict[str, Any]], Step] | None = None,
+        kind: str = "openai",
+        tool_template: bool = True,
+        tool_parser: bool = False,
+        json_schema: str | None = None,
+        vision: bool = True,
     ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         self.models = tuple(models)
         self.api_key = api_key
         self.responder = responder
+        self.kind, self.tool_template, self.tool_parser = kind, tool_template, tool_parser
+        self.json_schema = json_schema or ("ignored" if kind == "ollama" else "enforced")
+        self.vision = vision
         self.requests: list[RecordedRequest] = []
         self._steps: collections.deque[Step] = collections.deque()
         self._lock = threading.Lock()
@@ -325,6 +389,11 @@ class FakeOpenAI:
     def pending(self) -> int:
         """Steps pushed but not consumed yet."""
         return len(self._steps)
+
+    @property
+    def served_requests(self) -> list[dict[str, Any]]:
+        """The chat requests that were served, as the model saw them."""
+        return [r.served for r in self.requests if r.served is not None]
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -364,6 +433,46 @@ class FakeOpenAI:
         self.close()
 
     # -- request handling (called from handler threads) -----------------------------------
+    def serve(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request as this server kind hands it to the model, or :class:`ServerRefusal`."""
+        served = json.loads(json.dumps(body))
+        if self.kind == "llama-cpp-python":
+            for m in served["messages"]:
+                if m["role"] == "assistant" and m.get("tool_calls") and m.get("content") is None:
+                    raise ServerRefusal(500, LLAMA_CPP_PYTHON_NULL_CONTENT)
+        if not self.vision and any(
+            isinstance(m.get("content"), list)
+            and any(p.get("type") == "image_url" for p in m["content"])
+            for m in served["messages"]
+        ):
+            raise ServerRefusal(500 if self.kind == "llama-server" else 400, LLAMA_SERVER_NO_IMAGES)
+        fmt = served.get("response_format") or {}
+        if fmt.get("type") == "json_schema" and self.json_schema != "enforced":
+            if self.json_schema == "rejected":
+                raise ServerRefusal(400, JSON_SCHEMA_REJECTED)
+            del served["response_format"]
+        return self._serve_tools(served)
+
+    def _serve_tools(self, served: dict[str, Any]) -> dict[str, Any]:
+        if not served.get("tools"):
+            return served
+        choice = served.get("tool_choice", "auto")
+        if self.kind == "vllm" and choice == "auto" and not self.tool_parser:
+            raise ServerRefusal(400, VLLM_AUTO_TOOL_CHOICE)
+        if self.kind == "ollama":
+            if not self.tool_template:
+                raise ServerRefusal(
+                    400, f"registry.ollama.ai/library/{served['model']} does not support tools"
+                )
+            served.pop("tool_choice", None)  # Ollama has no tool_choice: the model decides
+        if self.kind == "llama-server":
+            if not self.tool_template:  # the template cannot render tools: they are dropped
+                served.pop("tools", None)
+                served.pop("tool_choice", None)
+            elif isinstance(choice, dict):  # only "auto", "none" and "required" are understood
+                served["tool_choice"] = "auto"
+        return served
+
     def _next_step(self, body: dict[str, Any]) -> Step:
         with self._lock:
             if self._steps:
@@ -429,7 +538,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout test); nothing to answer
 
-    def _record(self, body: Any, rejected: str | None = None) -> None:
+    def _record(self, body: Any, rejected: str | None = None, served: Any = None) -> None:
         with self.fake._lock:
             self.fake.requests.append(
                 RecordedRequest(
@@ -438,6 +547,7 @@ class _Handler(BaseHTTPRequestHandler):
                     {k.lower(): v for k, v in self.headers.items()},
                     body,
                     rejected,
+                    served,
                 )
             )
 
@@ -485,7 +595,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._record(body, str(err))
             self._send(400, error_body(str(err)))
             return
-        self._record(body)
+        try:
+            served = self.fake.serve(body)
+        except ServerRefusal as refusal:
+            self._record(body, refusal.message)
+            kind = "server_error" if refusal.status >= 500 else "invalid_request_error"
+            self._send(
+                refusal.status, error_body(refusal.message, status=refusal.status, kind=kind)
+            )
+            return
+        self._record(body, served=served)
         if not self._authorised():
             return
         if body["model"] not in self.fake.models:
@@ -496,7 +615,11 @@ class _Handler(BaseHTTPRequestHandler):
                 ),
             )
             return
-        step = self.fake._next_step(body)
+        step = self.fake._next_step(served)
+        if step.tool_calls and not served.get("tools"):
+            # The model was never shown the tools: it answers in prose.
+            prose = step.content or "I would change a few knobs; see my reasoning above."
+            step = dataclasses.replace(step, tool_calls=(), content=prose, finish_reason="stop")
         if step.delay_s and self.fake._stop.wait(step.delay_s):
             return  # server shutting down
         if step.kind == "error":
@@ -504,4 +627,4 @@ class _Handler(BaseHTTPRequestHandler):
         elif step.kind == "malformed":
             self._send(200, b'{"id": "chatcmpl-trunc", "object": "chat.completion", "choi')
         else:
-            self._send(200, self.fake._completion(body, step), step.headers)
+            self._send(200, self.fake._completion(served, step), step.headers)

@@ -218,3 +218,48 @@ def test_chat_without_endpoint_exits_2(tmp_path: Path, clean_env: pytest.MonkeyP
     assert result.exit_code == 2
     for needle in ("ALPHALOOP_LLM_BASE_URL", "ALPHALOOP_LLM_MODEL", "alphaloop journal"):
         assert needle in " ".join(result.output.split())
+
+
+def test_chat_ask_says_what_a_mutating_tool_would_do_unless_yes(
+    fake_openai: fake.FakeOpenAI, env: Settings
+) -> None:
+    fake_openai.responder = lambda body: delta({"cvar_alpha": 0.9}, "r")
+    assert run_cli(*LLM_SESSION, "--budget", "1").exit_code == 0
+    fake_openai.responder = None
+    with Journal(env.journal_path) as j:
+        [s] = j.list_sessions()
+    stop = fake.tool_call("stop_research", {"session_id": s.id})
+    # A read-only tool runs, the mutating one is only described: nothing changes.
+    fake_openai.push(fake.tool_call("list_sessions", {}), stop, fake.text("It would stop it."))
+    result = run_cli("chat", "--ask", "stop my session", "--json")
+    assert result.exit_code == 0, result.output
+    listed, stopped = json.loads(result.stdout)["tool_calls"]
+    assert listed["ok"] and not stopped["ok"]
+    said = json.loads(stopped["result"])["error"]
+    assert said.startswith("not run: this would call stop_research(") and "--yes" in said
+    with Journal(env.journal_path) as j:
+        assert j.events(s.id, kind="StopRequested") == []
+    # With --yes the same call acts.
+    fake_openai.push(stop, fake.text("Asked it to stop."))
+    result = run_cli("chat", "--ask", "stop my session", "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    [acted] = json.loads(result.stdout)["tool_calls"]
+    assert acted["ok"] and json.loads(acted["result"])["session_id"] == s.id
+
+
+def test_interactive_chat_asks_before_acting_and_never_before_reading(
+    fake_openai: fake.FakeOpenAI, env: Settings
+) -> None:
+    from alphaloop.chat import Chat
+
+    asked: list[str] = []
+    agent = Chat(env, confirm=lambda q: asked.append(q) or False)
+    fake_openai.push(
+        fake.tool_call("list_sessions", {}),
+        fake.tool_call("stop_research", {"session_id": "s-x"}),
+        fake.text("You declined."),
+    )
+    answer = agent.ask("stop s-x")
+    assert asked == ['stop_research({"session_id": "s-x"})']
+    assert [t.ok for t in answer.tool_calls] == [True, False]
+    assert "declined" in json.loads(answer.tool_calls[1].result)["error"]

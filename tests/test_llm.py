@@ -229,7 +229,7 @@ def test_wrong_key_not_retried(llm_settings: SettingsFactory) -> None:
     with FakeOpenAI(api_key="sk-right") as server:
         records: list[LLMCallRecord] = []
         settings = llm_settings(llm_base_url=server.base_url, llm_api_key="sk-wrong")
-        with pytest.raises(LLMAuthError, match=r"rejected the API key \(set ALPHALOOP_LLM_API_KEY"):
+        with pytest.raises(LLMAuthError, match=r"rejected the API key: set ALPHALOOP_LLM_API_KEY"):
             client_for(settings, records).chat(USER, purpose="propose")
         assert len(server.chat_requests) == 1 and len(records) == 1 and not records[0].ok
 
@@ -401,13 +401,21 @@ def test_image_part_accepted_by_server(
 def test_request_carries_temperature_and_max_tokens(
     fake_openai: FakeOpenAI, llm_settings: SettingsFactory
 ) -> None:
-    fake_openai.push(fake.text("a"), fake.text("b"))
-    client = client_for(llm_settings(llm_temperature=0.3))
-    client.chat(USER, purpose="p")
+    fake_openai.push(*[fake.text(x) for x in "abcd"])
+    client = client_for(
+        llm_settings(
+            llm_temperature=0.3, llm_max_tokens=300, llm_chat_max_tokens=900, vlm_max_tokens=200
+        )
+    )
+    client.chat(USER, purpose="propose")
     client.chat(USER, purpose="p", temperature=0.0, max_tokens=256)
-    first, second = fake_openai.chat_requests
-    assert (first["temperature"], "max_tokens" in first) == (0.3, False)
+    client.chat(USER, purpose="chat")
+    client.chat(USER, purpose="chart_read")
+    first, second, chat, chart = fake_openai.chat_requests
+    # Every request is bounded: a model that never stops is cut at the cap.
+    assert (first["temperature"], first["max_tokens"]) == (0.3, 300)
     assert (second["temperature"], second["max_tokens"]) == (0.0, 256)
+    assert (chat["max_tokens"], chart["max_tokens"]) == (900, 200)
     assert first["model"] == "fake-model" and "tools" not in first
 
 

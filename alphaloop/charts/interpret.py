@@ -40,7 +40,6 @@ MIN_BULLETS, MAX_BULLETS = 4, 6
 MAX_IMAGE_BYTES = 1_000_000
 VLM_WIDTH, VLM_HEIGHT = 1024, 576
 MAX_IMAGE_SIDE = 2048
-VLM_MAX_TOKENS = 600
 DATA_PREFIX = "[data] "
 
 SYSTEM_PROMPT = """\
@@ -215,7 +214,7 @@ def read_with_vlm(
         session_id=chart.session_id,
         trial_id=chart.trial_id,
         temperature=0.2,
-        max_tokens=VLM_MAX_TOKENS,
+        max_tokens=settings.vlm_max_tokens,
     )
     elapsed = time.perf_counter() - started
     bullets = normalise_bullets(reply.content, spare=spare)

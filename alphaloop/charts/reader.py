@@ -234,11 +234,16 @@ def _research_progress(fig: go.Figure) -> Reading:
         "best": {"trial": best[0], "objective": best[1], "kept": bool(kept)} if best else None,
     }
     budget = meta.get("budget")
+    # Invalid rows are proposals that never ran: the budget counts only trials that did.
+    invalid = sum(f[1] == "invalid" for f in failed if f[3] == "search")
+    ran = len(search_idx) - invalid
+    facts["counted_trials"], facts["invalid"] = ran, invalid
     of = f" of a budget of {budget}" if budget else ""
+    unrun = f" ({plural(invalid, 'invalid proposal')}, not counted, never ran)" if invalid else ""
     bullets = [
-        f"{plural(len(search_idx), 'search trial')}{of} after {plural(len(base), 'baseline run')}: "
-        f"{len(kept)} kept, "
-        f"{len(dropped)} discarded, {len(failed)} crashed, timed out or invalid."
+        f"{plural(ran, 'search trial')}{of} ran after {plural(len(base), 'baseline run')}: "
+        f"{len(kept)} kept, {len(dropped)} discarded, {len(failed) - invalid} crashed or timed "
+        f"out{unrun}."
     ]
     bullets += _best_bullets(kept, best, search_idx, metric, meta)
     bullets += _plateau_since(kept, search_idx)

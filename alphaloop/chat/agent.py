@@ -98,7 +98,8 @@ def call_model(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
     reply = ctx.client.chat(messages, purpose="chat", **kwargs)
     turn: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls and steps < ctx.max_steps:
-        turn["content"] = reply.content or None
+        # "" rather than null: llama-cpp-python answers a null content with 500.
+        turn["content"] = reply.content or ""
         turn["tool_calls"] = [
             {
                 "id": c.id,
@@ -123,7 +124,14 @@ def call_tools(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
         if ctx.on_tool is not None:
             ctx.on_tool(trace)
         traces.append(trace)
-        answers.append({"role": "tool", "tool_call_id": c["id"], "content": result.content})
+        answers.append(
+            {
+                "role": "tool",
+                "tool_call_id": c["id"],
+                "name": fn["name"],  # templates without call ids match results by name
+                "content": result.content,
+            }
+        )
     return {"messages": answers, "traces": traces}
 
 
@@ -149,7 +157,10 @@ class Chat:
 
     Args:
         settings: the endpoint and the alphaloop home.
-        confirm: asked before a tool runs or stops work (interactive use); None lets it run.
+        confirm: asked before a tool runs or stops work (interactive use); None lets it run
+            unless ``describe_only``.
+        describe_only: tools that run or stop work say what they would do instead (a one-shot
+            question nobody can confirm). Read-only tools always run.
         on_tool: told about every tool call as it finishes (for display).
         on_progress: told what a long tool is doing.
         max_steps: model calls allowed per question (tool rounds plus the answer).
@@ -168,6 +179,7 @@ class Chat:
         on_progress: Callable[[str], None] | None = None,
         max_steps: int = DEFAULT_MAX_STEPS,
         tools: dict[str, Tool] | None = None,
+        describe_only: bool = False,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -177,7 +189,9 @@ class Chat:
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         self.context = ChatContext(
             client=self.client,
-            tools=ToolContext(settings, confirm=confirm, on_progress=on_progress),
+            tools=ToolContext(
+                settings, confirm=confirm, on_progress=on_progress, describe_only=describe_only
+            ),
             registry=dict(tools or TOOLS),
             max_steps=max_steps,
             on_tool=on_tool,

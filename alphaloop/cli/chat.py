@@ -73,13 +73,19 @@ def chat(
     ask: str = typer.Option(None, "--ask", help="ask one question, print the answer, exit"),
     max_steps: int = typer.Option(8, help="model calls allowed per question (tool rounds)"),
     yes: bool = typer.Option(
-        False, "--yes", "-y", help="do not ask before running trials or sessions"
+        False,
+        "--yes",
+        "-y",
+        help="let tools that change something (run a trial, start or stop a session, "
+        "validate) act without asking; with --ask they only say what they would do without it",
     ),
     as_json: JsonFlag = False,
 ) -> None:
     """Chat with the research agent about sessions, trials and knobs (needs an LLM endpoint).
 
-    It answers through tools over the journal, and can run a trial or a small session.
+    It answers through tools over the journal, and can run a trial or a small session: it
+    asks before anything that changes something; with --ask (nobody to ask) such tools only say
+    what they would do unless --yes is given. Reading never asks.
     --json (with --ask) prints the answer and its tool calls as JSON.
 
     Example: alphaloop chat --ask "what helped most in my last session?"
@@ -96,7 +102,12 @@ def chat(
         return
     from alphaloop.chat import Chat
 
-    agent = Chat(settings, on_tool=None if as_json else _chat_trace, max_steps=max_steps)
+    agent = Chat(
+        settings,
+        on_tool=None if as_json else _chat_trace,
+        max_steps=max_steps,
+        describe_only=not yes,
+    )
     answer = guarded(agent.ask, ask)
     if as_json:
         typer.echo(json.dumps({**answer.model_dump(mode="json"), "tokens": agent.tokens_used}))

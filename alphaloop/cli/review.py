@@ -79,17 +79,29 @@ def status(
                     "best": found.best.model_dump(mode="json") if found.best else None,
                     "running": [r.model_dump(mode="json") for r in found.running],
                     "resume": found.resume,
+                    "llm_mode": found.llm_mode,
                 }
             )
         )
         return
     console.print(views.session_header(s))
     console.print(f"trials: {found.counted_trials}/{s.budget} counted, {len(found.trials)} rows")
+    if found.llm_mode:
+        console.print(f"LLM proposals asked as: {LLM_MODES.get(found.llm_mode, found.llm_mode)}")
     console.print(views.trials_table(found.trials[-10:], title="last trials"))
     for r in found.running:
         console.print(views.live_curve_text(r.trial, alive=r.process_alive))
     if found.resume:
         console.print(f"{escape(s.error or 'interrupted')}; resume it with `{found.resume}`")
+
+
+LLM_MODES = {
+    "tools": "tools (a forced propose_config_delta call)",
+    "json_schema": "json_schema (JSON in the text under response_format; tool calls were "
+    "refused or ignored)",
+    "json_text": "json_text (plain JSON instructions; tools and json_schema were refused or "
+    "ignored)",
+}
 
 
 def review(session_id: str, settings: Settings, as_json: bool) -> None:

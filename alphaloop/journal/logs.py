@@ -94,6 +94,8 @@ class LogWriter(JournalReader):
         error: str | None = None,
         session_id: str | None = None,
         trial_id: int | str | None = None,
+        mode: str | None = None,
+        finish_reason: str | None = None,
     ) -> LLMUsageRecord:
         """Journals one attempt at one LLM call (takes ``LLMCallRecord.model_dump()`` as is).
 
@@ -113,6 +115,8 @@ class LogWriter(JournalReader):
                 "error": error,
                 "session_id": session_id,
                 "trial_id": tid,
+                "mode": mode,
+                "finish_reason": finish_reason,
             },
         )
         row["created_at"] = now()

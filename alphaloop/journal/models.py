@@ -62,6 +62,8 @@ class EventKind(StrEnum):
     policy_activated = "PolicyActivated"
     proposer_fallback = "ProposerFallback"
     tools_unsupported = "ToolsUnsupported"
+    llm_mode_changed = "LLMModeChanged"
+    duplicate_proposal = "DuplicateProposal"
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}
@@ -265,6 +267,8 @@ class LLMUsageRecord(_Record):
     ok: bool
     error: str | None = None
     created_at: str
+    mode: str | None = None
+    finish_reason: str | None = None
 
     @property
     def total_tokens(self) -> int:

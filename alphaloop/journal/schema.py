@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -112,7 +112,9 @@ TABLES: dict[str, str] = {
             latency_s REAL NOT NULL,
             ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
             error TEXT,
-            created_at TEXT NOT NULL
+            created_at TEXT NOT NULL,
+            mode TEXT,
+            finish_reason TEXT
         )""",
     "events": """
         CREATE TABLE events (
@@ -428,6 +430,16 @@ def _add_jobs(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def _add_llm_call_mode(conn: sqlite3.Connection) -> None:
+    """Schema 6 -> 7: ``llm_calls.mode`` (how the answer was asked for: ``tools``,
+    ``json_schema``, ``json_text`` or ``text``) and ``llm_calls.finish_reason`` (``length`` when
+    the max_tokens cap cut the reply). Calls journaled before stay NULL: their mode is unknown."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(llm_calls)")}
+    for column in ("mode", "finish_reason"):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE llm_calls ADD COLUMN {column} TEXT")
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -435,6 +447,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: _add_the_continuous_loop,
     4: _add_evaluator_versions_and_outcomes,
     5: _add_jobs,
+    6: _add_llm_call_mode,
 }
 
 

@@ -8,7 +8,11 @@ server, serving Nemotron, Llama, Qwen and others. :class:`LLMClient` wraps the o
   (failed ones too) is reported through ``on_call`` and can be journaled. Timeouts, refused
   connections, 408/409/429 and 5xx are retried with exponential backoff and a little jitter,
   honouring ``Retry-After`` (capped by ``llm_backoff_max_s``); 400/401/403/404/422 are not,
-  and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to check.
+  nor is a 5xx naming a missing capability, and they raise an
+  :class:`~alphaloop.exceptions.LLMError` subclass saying what to change.
+* **Bounded.** Every request carries ``max_tokens`` (per purpose: proposals, chat, chart reads)
+  and a timeout; the journaled call keeps its ``finish_reason``, ``length`` when the cap cut it.
+  Assistant turns carrying tool calls go out with ``content: ""``, never null.
 * **Reasoning stripped.** ``<think>`` blocks are removed from ``content``; ``reasoning_content``
   (vLLM/NIM reasoning parsers) is ignored.
 * **Usage accounted.** Token counts of every call add up in :attr:`LLMClient.total_tokens`, for

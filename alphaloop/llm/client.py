@@ -51,6 +51,35 @@ def image_part(png_bytes: bytes, *, mime: str = "image/png") -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
 
 
+def wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message as every server accepts it.
+
+    An assistant turn carrying tool calls gets ``content: ""`` instead of null or nothing:
+    llama-cpp-python answers a null content with 500, and an empty string means the same to
+    every other server.
+    """
+    out = dict(message)
+    if out.get("role") == "assistant" and out.get("tool_calls") and out.get("content") is None:
+        out["content"] = ""
+    return out
+
+
+def features(request: Mapping[str, Any]) -> frozenset[str]:
+    """The optional features a request uses, to pin a refusal on one of them."""
+    used = set()
+    if request.get("tools"):
+        used.add("tools")
+    if request.get("response_format"):
+        used.add("response_format")
+    for m in request.get("messages", ()):
+        content = m.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, Mapping) and p.get("type") == "image_url" for p in content
+        ):
+            used.add("images")
+    return frozenset(used)
+
+
 class LLMClient:
     """A chat client for one model on one OpenAI-compatible endpoint.
 
@@ -116,6 +145,15 @@ class LLMClient:
         """``base_text`` with the Nemotron reasoning switch from ``settings.llm_reasoning``."""
         return nemotron_system_prompt(base_text, self.settings.llm_reasoning)
 
+    def max_tokens_for(self, purpose: str) -> int:
+        """The reply cap of a call made for ``purpose`` (``chat`` and ``chart_read`` have their
+        own; everything else is a proposal)."""
+        caps = {
+            "chat": self.settings.llm_chat_max_tokens,
+            "chart_read": self.settings.vlm_max_tokens,
+        }
+        return caps.get(purpose, self.settings.llm_max_tokens)
+
     def chat(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -127,8 +165,13 @@ class LLMClient:
         trial_id: int | str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        mode: str | None = None,
     ) -> LLMReply:
         """Sends one chat completion request, retrying transient failures.
+
+        Every request carries ``max_tokens`` and a timeout: a small model that never emits a
+        stop token is cut at the cap instead of generating for minutes.
 
         Args:
             messages: OpenAI-format messages (content a string or a list of parts).
@@ -138,7 +181,10 @@ class LLMClient:
             session_id: journaled with each attempt.
             trial_id: journaled with each attempt.
             temperature: defaults to ``settings.llm_temperature``.
-            max_tokens: cap on the completion length.
+            max_tokens: cap on the completion length; defaults to :meth:`max_tokens_for`.
+            response_format: e.g. ``{"type": "json_schema", ...}``, sent as given.
+            mode: how the answer is asked for, journaled with each attempt (default: ``tools``
+                when tools are sent, else ``text``).
 
         Returns:
             The reply of the first successful attempt.
@@ -147,12 +193,23 @@ class LLMClient:
             LLMError: a subclass saying what went wrong; ``ToolsUnsupported`` when the
                 endpoint cannot do tool calling.
         """
+        request = self._request(messages, tools, tool_choice, temperature, max_tokens, purpose)
+        if response_format is not None:
+            request["response_format"] = dict(response_format)
+        ids = dict(
+            purpose=purpose,
+            model=self.model,
+            session_id=session_id,
+            trial_id=trial_id,
+            mode=mode or ("tools" if tools else "text"),
+        )
+        return self._traced(request, ids)
+
+    def _traced(self, request: dict[str, Any], ids: dict[str, Any]) -> LLMReply:
         # One "chat <model>" span per call (retries included), with the GenAI attributes.
         attrs = telemetry.genai_attributes(provider=GENAI_PROVIDER, request_model=self.model)
         with telemetry.span(f"chat {self.model}", attrs) as current:
-            reply = self._chat(
-                messages, tools, tool_choice, purpose, session_id, trial_id, temperature, max_tokens
-            )
+            reply = self._chat(request, ids)
             telemetry.set_attributes(
                 current,
                 {
@@ -163,36 +220,36 @@ class LLMClient:
                         input_tokens=reply.prompt_tokens,
                         output_tokens=reply.completion_tokens,
                     ),
-                    "alphaloop.llm.purpose": purpose,
+                    "alphaloop.llm.purpose": ids["purpose"],
                     "alphaloop.llm.attempts": reply.attempts,
                 },
             )
             return reply
 
-    def _chat(
+    def _request(
         self,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         tool_choice: str | Mapping[str, Any] | None,
-        purpose: str,
-        session_id: str | None,
-        trial_id: int | str | None,
         temperature: float | None,
         max_tokens: int | None,
-    ) -> LLMReply:
+        purpose: str,
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in messages],
+            "messages": [wire_message(m) for m in messages],
             "temperature": self.settings.llm_temperature if temperature is None else temperature,
+            "max_tokens": max_tokens if max_tokens is not None else self.max_tokens_for(purpose),
         }
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
         if tools:
             request["tools"] = [dict(t) for t in tools]
             if tool_choice is not None:
                 request["tool_choice"] = tool_choice
+        return request
+
+    def _chat(self, request: dict[str, Any], ids: dict[str, Any]) -> LLMReply:
         attempts = self.settings.llm_max_retries + 1
-        ids = dict(purpose=purpose, model=self.model, session_id=session_id, trial_id=trial_id)
+        purpose = ids["purpose"]
         for attempt in range(1, attempts + 1):
             start = time.perf_counter()
             try:
@@ -224,6 +281,7 @@ class LLMClient:
                     completion_tokens=reply.completion_tokens,
                     latency_s=reply.latency_s,
                     ok=True,
+                    finish_reason=reply.finish_reason,
                 )
             )
             return reply
@@ -235,7 +293,9 @@ class LLMClient:
 
     def _attempt(self, request: dict[str, Any], attempt: int, start: float) -> LLMReply:
         try:
-            completion = self._client.chat.completions.create(**request)
+            completion = self._client.chat.completions.create(
+                **request, timeout=self.settings.llm_timeout_s
+            )
         except openai.APITimeoutError as err:
             raise Failure(
                 LLMTimeout,
@@ -252,7 +312,7 @@ class LLMClient:
             raise Failure(LLMUnavailable, message, retryable=True) from err
         except openai.APIStatusError as err:
             raise status_failure(
-                err, sent_tools=bool(request.get("tools")), base_url=self.base_url, model=self.model
+                err, sent=features(request), base_url=self.base_url, model=self.model
             ) from err
         except (openai.APIResponseValidationError, ValueError) as err:
             raise bad_response(self.base_url, f"{type(err).__name__}: {err}") from err

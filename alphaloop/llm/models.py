@@ -68,3 +68,7 @@ class LLMCallRecord(BaseModel):
     error: str | None = None
     session_id: str | None = None
     trial_id: int | str | None = None
+    # How the answer was asked for (``tools``, ``json_schema``, ``json_text``, ``text``) and why
+    # generation ended (``length`` means the max_tokens cap cut it).
+    mode: str | None = None
+    finish_reason: str | None = None

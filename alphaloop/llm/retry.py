@@ -3,7 +3,10 @@ and the error each one becomes when it is the last.
 
 Timeouts, refused connections, 408/409/429 and 5xx are retried with exponential backoff and a
 little jitter, honouring ``Retry-After`` (capped by ``llm_backoff_max_s``); 400/401/403/404/422
-are not, and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to check.
+are not, and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to change.
+A 5xx that names a missing capability ("image input is not supported", a chat template without
+tools) is not retried either: llama.cpp's server answers those with 500, and asking again
+cannot change the answer.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from collections.abc import Mapping
 import openai
 
 from alphaloop.exceptions import (
+    ImagesUnsupported,
     LLMAuthError,
     LLMBadRequest,
     LLMBadResponse,
     LLMError,
     LLMNotFound,
     LLMUnavailable,
+    ResponseFormatUnsupported,
     ToolsUnsupported,
 )
 
@@ -34,6 +39,19 @@ TOOLS_UNSUPPORTED = re.compile(
     r"|(unsupported param|does not support|doesn't support|not support).{0,40}tool",
     re.IGNORECASE,
 )
+IMAGES_UNSUPPORTED = re.compile(
+    r"image.{0,30}(not supported|unsupported)|(does not|doesn't) support (image|vision)"
+    r"|mmproj|multimodal.{0,30}(not supported|unsupported)",
+    re.IGNORECASE,
+)
+RESPONSE_FORMAT_UNSUPPORTED = re.compile(
+    r"(response_format|json_schema|response format).{0,60}"
+    r"(not supported|unsupported|invalid|unknown|not implemented)"
+    r"|(unsupported|invalid|unknown).{0,30}(response_format|json_schema)",
+    re.IGNORECASE,
+)
+# A server error that names a missing capability is permanent, whatever its status says.
+PERMANENT_5XX = re.compile(r"not supported|unsupported|not implemented", re.IGNORECASE)
 JITTER = 0.1  # fraction of the backoff added at random, so clients desync
 
 
@@ -88,21 +106,64 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def _capability_failure(
+    status: int, detail: str, said: str, *, sent: frozenset[str], model: str
+) -> Failure | None:
+    """A refusal naming a capability the server or model lacks: what to change, not retried."""
+    if status not in (400, 404, 422) and status < 500:
+        return None
+    if "tools" in sent and TOOLS_UNSUPPORTED.search(detail):
+        message = (
+            f"the endpoint does not support tool calling for '{model}' ({said}); proposals "
+            "switch to JSON in the message text (vLLM: start it with --enable-auto-tool-choice "
+            "--tool-call-parser ...; llama.cpp: a model whose chat template has tools)"
+        )
+        return Failure(ToolsUnsupported, message, retryable=False, status=status)
+    if "images" in sent and IMAGES_UNSUPPORTED.search(detail):
+        message = (
+            f"model '{model}' takes no image input ({said}); set ALPHALOOP_VLM_MODEL to a vision "
+            "model (llama.cpp: start it with the model's --mmproj); chart reads use the "
+            "embedded reader meanwhile"
+        )
+        return Failure(ImagesUnsupported, message, retryable=False, status=status)
+    if "response_format" in sent and RESPONSE_FORMAT_UNSUPPORTED.search(detail):
+        message = (
+            f"the endpoint refuses response_format json_schema for '{model}' ({said}); "
+            "proposals ask for plain JSON in the message text instead"
+        )
+        return Failure(ResponseFormatUnsupported, message, retryable=False, status=status)
+    if status >= 500 and PERMANENT_5XX.search(detail):
+        message = f"the endpoint cannot do what was asked; change the request or model ({said})"
+        return Failure(LLMBadRequest, message, retryable=False, status=status)
+    return None
+
+
 def status_failure(
-    err: openai.APIStatusError, *, sent_tools: bool, base_url: str, model: str
+    err: openai.APIStatusError, *, sent: frozenset[str], base_url: str, model: str
 ) -> Failure:
-    """What an HTTP error status means for the caller: which error, and whether to retry."""
+    """What an HTTP error status means for the caller: which error, and whether to retry.
+
+    Args:
+        err: the ``openai`` client's error.
+        sent: the optional features the request used (``tools``, ``images``,
+            ``response_format``), so a refusal can be pinned on one of them.
+        base_url: the endpoint, for the message.
+        model: the model asked for, for the message.
+    """
     status, detail = err.status_code, server_message(err)
     said = f"HTTP {status} from {base_url}: {detail}"
     kind: type[LLMError] = LLMBadRequest
     message = f"the endpoint refused the request ({said})"
     retryable, retry_after = False, None
+    capability = _capability_failure(status, detail, said, sent=sent, model=model)
+    if capability is not None:
+        return capability
     if status in (401, 403):
         kind = LLMAuthError
-        message = f"the endpoint rejected the API key (set ALPHALOOP_LLM_API_KEY); {said}"
-    elif sent_tools and status in (400, 404, 422, 500, 501) and TOOLS_UNSUPPORTED.search(detail):
-        kind = ToolsUnsupported
-        message = f"the endpoint does not support tool calling for '{model}' ({said})"
+        message = (
+            f"the endpoint rejected the API key: set ALPHALOOP_LLM_API_KEY (or OPENAI_API_KEY) "
+            f"to a key it accepts; {said}"
+        )
     elif status == 404:
         kind = LLMNotFound
         message = (

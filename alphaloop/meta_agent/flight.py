@@ -20,9 +20,10 @@ import logging
 from collections.abc import Iterator
 
 from alphaloop import telemetry
-from alphaloop.journal import TrialKind, TrialRecord
+from alphaloop.journal import EventKind, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.executors import Pending, TrialJob
+from alphaloop.meta_agent.proposers import ProposalContext, Proposer, TPEProposer
 from alphaloop.meta_agent.recording import (
     best_so_far,
     confirmations,
@@ -40,6 +41,8 @@ from alphaloop.meta_agent.tracing import ITERATION, PROPOSE, TRIAL, OpenSpan, it
 from alphaloop.trials import Window
 
 logger = logging.getLogger(__name__)
+DUPLICATE_RETRIES = 2  # without settings (tests): as ALPHALOOP_LLM_DUPLICATE_RETRIES's default
+FILL_DRAWS = 3  # TPE draws tried to fill a slot before a duplicate runs anyway
 
 
 def job(
@@ -154,28 +157,69 @@ def interrupted_without_rerun(ctx: SessionContext) -> list[TrialRecord]:
 
 def propose_and_start(ctx: SessionContext) -> InFlight | None:
     """Asks the proposer for an edit of the best config so far (showing it the trials in
-    flight, so it proposes something else), clips it and starts it; None when a stop was
-    requested while the proposer was thinking (an LLM can take minutes)."""
+    flight, so it proposes something else), clips it and starts it, never a config the session
+    already ran (see :func:`distinct_proposal`); None when a stop was requested while the
+    proposer was thinking (an LLM can take minutes)."""
     iteration = OpenSpan(ITERATION, iteration_attributes(ctx.session_id, ctx.mode))
     rows = finished_trials(ctx)
     context = proposal_context(ctx, rows, pending=[f.row for f in ctx.flight])
 
-    def propose() -> Proposal:
-        with telemetry.span(PROPOSE, {"alphaloop.proposer": ctx.proposer.name}):
-            delta = ctx.proposer.propose(context)
-        prompt = getattr(ctx.proposer, "last_prompt", None)
-        return Proposal.of(delta, ctx.proposer.last_name, prompt)
-
-    proposal = iteration.run(propose)
+    best, _ = best_so_far(rows)
+    base = TrialConfig(**best.config) if best else TrialConfig()
+    proposal, config, clips = iteration.run(lambda: distinct_proposal(ctx, context, base))
     if ctx.journal.stop_requested(ctx.session_id):
         iteration.end()
         return None
-    best, _ = best_so_far(rows)
-    base = TrialConfig(**best.config) if best else TrialConfig()
-    config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
     delta = {"changes": proposal.changes, "rationale": proposal.rationale}
     parent = best.id if best else None
     return _start(ctx, iteration, proposal, config, clips, parent, delta)
+
+
+def _ask(proposer: Proposer, context: ProposalContext) -> Proposal:
+    with telemetry.span(PROPOSE, {"alphaloop.proposer": proposer.name}):
+        delta = proposer.propose(context)
+    return Proposal.of(delta, proposer.last_name, getattr(proposer, "last_prompt", None))
+
+
+def distinct_proposal(
+    ctx: SessionContext, context: ProposalContext, base: TrialConfig
+) -> tuple[Proposal, TrialConfig, list[BoundsClip]]:
+    """A proposal whose clipped config the session has not run (nor has in flight).
+
+    A duplicate is not run: the proposer is told which trial it clips to and asked again, up
+    to ``llm_duplicate_retries`` times; then TPE fills the slot (its proposer is journaled as
+    ``tpe (duplicate fill)``). Duplicates never become trial rows, so they cost no budget; each
+    is a ``DuplicateProposal`` event. Should TPE's draws clip to run configs too (a tiny edit
+    space), the last one runs rather than the session stalling.
+    """
+    seen: dict[str, int] = {}
+    for t in ctx.journal.trials(ctx.session_id, series=False):
+        if t.status != TrialStatus.invalid:
+            seen.setdefault(t.config_hash, t.idx)
+    retries = ctx.settings.llm_duplicate_retries if ctx.settings else DUPLICATE_RETRIES
+    proposer, notes = ctx.proposer, []
+    for attempt in range(retries + 1 + FILL_DRAWS):
+        filling = attempt > retries
+        if filling and attempt == retries + 1:
+            proposer = getattr(ctx.proposer, "fallback", None) or TPEProposer()
+        proposal = _ask(proposer, context.model_copy(update={"rejected": list(notes)}))
+        if filling:
+            proposal = proposal.model_copy(update={"proposer": f"{proposer.name} (duplicate fill)"})
+        config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
+        twin = seen.get(config_hash(config))
+        if twin is None:
+            return proposal, config, clips
+        edit = ", ".join(f"{k}={v:g}" for k, v in proposal.changes.items())
+        note = f"{edit} clips to trial {twin}'s config, which already ran"
+        notes.append(note)
+        logger.info("duplicate proposal by %s: %s", proposal.proposer, note)
+        ctx.journal.add_event(
+            ctx.session_id,
+            EventKind.duplicate_proposal,
+            {"proposer": proposal.proposer, "changes": proposal.changes, "clips_to": twin},
+        )
+    logger.warning("every draw clipped to a config already run; running the last one")
+    return proposal, config, clips
 
 
 def rerun(ctx: SessionContext, cut: TrialRecord) -> InFlight:

@@ -125,6 +125,8 @@ class SessionStatus(BaseModel):
     best: TrialRecord | None
     running: list[LiveTrial]
     resume: str | None
+    # How the LLM proposer asks now (tools, json_schema, json_text); None without LLM calls.
+    llm_mode: str | None = None
 
 
 def session_status(settings: Settings, session_id: str | None = None) -> SessionStatus | None:
@@ -148,7 +150,9 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
         s, trials = j.get_session(session_id), j.trials(session_id)
         top = j.leaderboard(session_id, 1)
         counted = j.counted_trials(session_id)
+        modes = [c.mode for c in j.llm_calls(session_id) if c.purpose == "propose" and c.mode]
     return SessionStatus(
+        llm_mode=modes[-1] if modes else None,
         session=s,
         trials=trials,
         counted_trials=counted,

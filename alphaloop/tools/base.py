@@ -55,13 +55,16 @@ class ToolContext:
         settings: where the journal lives, and the endpoint a started session would use (every
             tool goes through :mod:`alphaloop.ops` with them).
         confirm: asked before a tool that runs or stops work; None means nobody is there to
-            ask (one-shot use), and the call goes ahead.
+            ask (one-shot use), and the call goes ahead unless ``describe_only``.
+        describe_only: tools that run or stop work answer with what they would do instead of
+            doing it (a one-shot question without ``--yes``).
         on_progress: told what a long tool is doing (trials of a session being run).
     """
 
     settings: Settings
     confirm: Callable[[str], bool] | None = None
     on_progress: Callable[[str], None] | None = None
+    describe_only: bool = False
 
     def progress(self, text: str) -> None:
         if self.on_progress is not None:
@@ -120,10 +123,15 @@ def call_tool(
         return failed(f"arguments are not a JSON object: {err.reason}", USAGE_STATUS)
     except ValidationError as err:
         return failed(_validation_message(err), http_status_of(err))
-    if tool.acts and ctx.confirm is not None:
-        question = f"{tool.name}({json.dumps(args.model_dump(exclude_defaults=True))})"
-        if not ctx.confirm(question):
-            return failed("the user declined to run this; ask what they want instead", 403)
+    question = f"{tool.name}({json.dumps(args.model_dump(exclude_defaults=True))})"
+    if tool.acts and ctx.describe_only:
+        return failed(
+            f"not run: this would call {question}. Nothing was changed; tell the user what "
+            "this would do and that asking again with --yes lets it run",
+            403,
+        )
+    if tool.acts and ctx.confirm is not None and not ctx.confirm(question):
+        return failed("the user declined to run this; ask what they want instead", 403)
     try:
         data = jsonable(tool.fn(args, ctx))
     except Exception as err:  # a tool bug must not end the conversation: logged, then reported

@@ -183,6 +183,27 @@ def test_a_failing_vlm_falls_back_to_the_embedded_reader(
     assert (call.purpose, call.ok) == ("chart_read", False)
 
 
+def test_a_llama_server_without_mmproj_is_asked_once_and_the_embedded_reader_answers(
+    lab: Lab,
+    journal_copy: Path,
+    progress_png: bytes,
+    llm_settings: Callable[..., Settings],
+) -> None:
+    with (
+        fake.FakeOpenAI(models=(VLM_MODEL,), kind="llama-server", vision=False) as server,
+        Journal(journal_copy) as j,
+    ):
+        settings = llm_settings(
+            llm_base_url=server.base_url, vlm_model=VLM_MODEL, llm_max_retries=4
+        )
+        read = interpret_chart(progress_chart(j, lab), settings, j, png=progress_png)
+        [call] = [c for c in j.llm_calls(lab.research_id) if c.purpose == "chart_read"]
+    # llama-server answers 500 "image input is not supported": a capability, not a hiccup.
+    assert len(server.chat_requests) == 1 and not call.ok
+    assert read.embedded and "ALPHALOOP_VLM_MODEL" in read.context["fallback"]
+    assert server.chat_requests[0]["max_tokens"] == settings.vlm_max_tokens
+
+
 def test_an_oversized_image_is_refused_before_any_request(
     lab: Lab, fake_openai: fake.FakeOpenAI, llm_settings: Callable[..., Settings]
 ) -> None:

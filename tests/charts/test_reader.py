@@ -62,6 +62,12 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
         counts["discard"],
         counts["invalid"],
     )
+    # Invalid rows never ran: the first bullet does not count them in the budget.
+    ran = sum(t.status != "invalid" for t in search)
+    assert facts["counted_trials"] == ran and facts["invalid"] == counts["invalid"]
+    assert bullets[0].startswith(f"{ran} search trial")
+    if counts["invalid"]:
+        assert "not counted, never ran" in bullets[0]
     # Two search trials ran after the kept one without beating it.
     assert any(b.startswith("Plateau: no new best in the last 3 search trials") for b in bullets)
 

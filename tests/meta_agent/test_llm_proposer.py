@@ -281,7 +281,8 @@ def test_repeated_garbage_falls_back_to_tpe(
         delta_call({"nope": 1}),
     )
     journal = RecordingJournal()
-    p = proposer(llm_settings(), journal)
+    # Two texts in a row would switch modes (see the capability tests): not what this tests.
+    p = proposer(llm_settings(), journal, text_fallback_after=3)
     delta = p.propose(context())
     assert p.last_name == "tpe (fallback)"
     assert "LLM fallback: 3 unusable LLM replies in a row" in delta.rationale
@@ -352,7 +353,10 @@ def test_no_tool_support_switches_to_json_in_text_for_the_session(
     first, second, third = fake_openai.chat_requests
     assert "tools" in first and "tools" not in second and "tools" not in third
     assert "exactly one JSON object" in messages_text(third)
-    assert journal.kinds() == ["ToolsUnsupported"] and journal.invalid == []
+    # Refused tools: JSON under response_format json_schema next, remembered by the event.
+    assert second["response_format"]["type"] == "json_schema"
+    assert journal.kinds() == ["ToolsUnsupported", "LLMModeChanged"] and journal.invalid == []
+    assert journal.event_rows[1][1]["mode"] == "json_schema"
 
 
 def test_resumed_proposer_remembers_tokens_and_json_mode(

@@ -64,6 +64,9 @@ class ProposalContext(BaseModel):
     # Trials proposed but still running (only with parallel workers): a proposer must not
     # propose them again (TPE treats them as "constant liars", the LLM is shown them).
     pending: list[TrialView] = []
+    # Edits of this step already refused because they clip to a config the session has run
+    # ("... clips to trial 7's config"); a proposer must propose something else.
+    rejected: list[str] = []
 
 
 @runtime_checkable

@@ -2,13 +2,15 @@
 next :class:`~alphaloop.knobs.ConfigDelta` with a rationale.
 
 The edit comes back through one forced tool call, ``propose_config_delta``, whose JSON schema is
-generated from the knob models (bounds included). An endpoint without tool calling is asked for a
-JSON object in the text instead, for the rest of the session. Replies are parsed leniently about
-syntax and strictly about meaning: values go through :func:`~alphaloop.knobs.parse_number` (so
-"3e-4" is read and "5%" is refused with the reason), unknown knob names are dropped when known
-ones remain, and out-of-bounds values pass through untouched — the loop's ``clip`` clips them
-and the next prompt shows the clips. What is sent (tool schema, prompt) lives in
-:mod:`~alphaloop.meta_agent.proposers.llm_prompt`.
+generated from the knob models (bounds included). An endpoint that refuses or ignores tool calls
+is asked for JSON in the text under ``response_format`` json_schema, and one that refuses or
+ignores that for plain JSON, for the rest of the session (see :class:`LLMProposer`).
+
+Replies are parsed leniently about syntax and strictly about meaning: values go through
+:func:`~alphaloop.knobs.parse_number` (so "3e-4" is read and "5%" is refused with the reason),
+unknown knob names are dropped when known ones remain, and out-of-bounds values pass through
+untouched — the loop's ``clip`` clips them and the next prompt shows the clips. What is sent
+(tool schema, prompt) lives in :mod:`~alphaloop.meta_agent.proposers.llm_prompt`.
 
 A reply that cannot be used becomes one ``invalid`` trial row and is answered with the reason;
 after ``max_attempts`` unusable replies, or when the endpoint fails through every retry, the
@@ -23,7 +25,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from alphaloop import prompts
-from alphaloop.exceptions import InvalidDelta, LLMError, ReplyParseError, ToolsUnsupported
+from alphaloop.exceptions import (
+    InvalidDelta,
+    LLMError,
+    ReplyParseError,
+    ResponseFormatUnsupported,
+    ToolsUnsupported,
+)
 from alphaloop.journal import EventKind
 from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode, parse_number
 from alphaloop.llm import LLMCallRecord, LLMClient, LLMReply
@@ -43,10 +51,13 @@ from alphaloop.settings import Settings
 
 __all__ = [
     "FALLBACK_EVENT",
+    "MODES",
+    "MODE_EVENT",
     "PROPOSE_TOOL",
     "TOOLS_UNSUPPORTED_EVENT",
     "LLMProposer",
     "UnusableReply",
+    "learned_mode",
     "parse_proposal",
     "proposal_args_model",
     "proposal_prompt",
@@ -56,6 +67,10 @@ __all__ = [
 EXCERPT = 500  # characters of an unusable reply kept in its invalid row
 TOOLS_UNSUPPORTED_EVENT = EventKind.tools_unsupported
 FALLBACK_EVENT = EventKind.proposer_fallback
+MODE_EVENT = EventKind.llm_mode_changed
+# How an edit is asked for, in the order they are tried: each asks less of the endpoint.
+MODES = ("tools", "json_schema", "json_text")
+NEXT_MODE = {"tools": "json_schema", "json_schema": "json_text", "json_text": "json_text"}
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +147,14 @@ def parse_proposal(payload: Any, ctx: ProposalContext) -> ConfigDelta:
 class LLMProposer:
     """Proposes edits with an LLM, falling back to an embedded proposer step by step.
 
+    How the edit is asked for (the *mode*) is learned from the endpoint and kept for the
+    session: ``tools`` (a forced ``propose_config_delta`` call), then ``json_schema`` (JSON in
+    the text under ``response_format``, which llama.cpp, vLLM and Ollama >= 0.5 enforce with a
+    grammar) when forced calls come back as text ``text_fallback_after`` times in a row or the
+    endpoint refuses tools, then ``json_text`` (plain JSON instructions) when the endpoint
+    refuses ``response_format`` or ignores it as many times. Each switch is an
+    ``LLMModeChanged`` event; every call journals its mode.
+
     Args:
         client: the endpoint client; its ``on_call`` should journal every attempt.
         journal: where invalid rows and events go (``record_invalid_trial``, ``add_event``).
@@ -141,7 +164,9 @@ class LLMProposer:
         disable_after: consecutive steps lost to endpoint failures after which the fallback
             answers for the rest of this run (a down endpoint then costs no more retries).
         tokens_before: tokens already spent by this session (a resumed session's budget).
-        use_tools: False starts in JSON-in-text mode.
+        use_tools: False starts in ``json_text`` mode.
+        mode: the mode to start in (overrides ``use_tools``).
+        text_fallback_after: replies in a row that ignore the mode before the next one is tried.
     """
 
     name = "llm"
@@ -157,18 +182,28 @@ class LLMProposer:
         disable_after: int = 3,
         tokens_before: int = 0,
         use_tools: bool = True,
+        mode: str | None = None,
+        text_fallback_after: int = 2,
     ) -> None:
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.client, self.journal, self.session_id = client, journal, session_id
         self.fallback = fallback
         self.max_attempts, self.disable_after = max_attempts, disable_after
         self.tokens_before = tokens_before
-        self.use_tools = use_tools
+        self.mode = mode or ("tools" if use_tools else "json_text")
+        self.text_fallback_after = text_fallback_after
         self.last_name: str = self.name
         # The exact prompt of the last proposal (chat messages as JSON), None after a fallback.
         self.last_prompt: str | None = None
         self._endpoint_failures = 0
+        self._ignored = 0  # replies in a row that ignored the mode they were asked in
+
+    @property
+    def use_tools(self) -> bool:
+        return self.mode == "tools"
 
     @classmethod
     def from_settings(
@@ -176,8 +211,8 @@ class LLMProposer:
     ) -> LLMProposer:
         """A proposer on the configured endpoint whose every LLM call is journaled.
 
-        Restores what a resumed session already knew: its token spend and whether the endpoint
-        refused tool calling.
+        Restores what a resumed session already knew: its token spend and the mode the endpoint
+        was last found to honour.
 
         Raises:
             LLMNotConfigured: no endpoint base URL or model is set.
@@ -190,9 +225,9 @@ class LLMProposer:
         spent = sum(
             c.prompt_tokens + c.completion_tokens for c in journal.llm_calls(session_id) if c.ok
         )
-        tools_refused = bool(journal.events(session_id, kind=TOOLS_UNSUPPORTED_EVENT))
         kwargs.setdefault("tokens_before", spent)
-        kwargs.setdefault("use_tools", not tools_refused)
+        kwargs.setdefault("mode", learned_mode(journal, session_id))
+        kwargs.setdefault("text_fallback_after", settings.llm_text_fallback_after)
         return cls(client, journal, session_id, fallback=fallback, **kwargs)
 
     def tokens_used(self) -> int:
@@ -208,60 +243,103 @@ class LLMProposer:
                 f"{self._endpoint_failures} failed steps",
                 event=False,
             )
-        system = self.client.system_prompt(prompts.load("propose_system"))
-        messages = proposal_messages(ctx, system, use_tools=self.use_tools)
-        reason = ""
-        attempt = 0
+        messages = self._messages(ctx)
+        reason, attempt, cut = "", 0, False
         while attempt < self.max_attempts:
-            sent = messages_text(messages)
+            sent, asked = messages_text(messages), self.mode
             try:
                 reply = self._ask(messages, ctx.mode)
-            except ToolsUnsupported as err:
-                # Not the model's fault: switch to JSON in the text and ask again, same attempt.
-                logger.warning("%s; asking for JSON in the message text from now on", err)
-                self.use_tools = False
-                self.journal.add_event(
-                    self.session_id,
-                    TOOLS_UNSUPPORTED_EVENT,
-                    {"error": str(err), "now": "JSON in the message text"},
-                )
-                messages[1] = {"role": "user", "content": proposal_prompt(ctx, use_tools=False)}
+            except (ToolsUnsupported, ResponseFormatUnsupported) as err:
+                # Not the model's fault: ask the next way, same attempt.
+                self._switch(str(err), type(err).__name__)
+                messages = self._messages(ctx)
                 continue
             except LLMError as err:
-                self._endpoint_failures += 1
-                why = f"LLM endpoint failed: {err}"
-                if self._endpoint_failures >= self.disable_after:
-                    why += f"; {self._endpoint_failures} steps in a row, so the LLM is off for "
-                    why += "the rest of this run (resume the session to try it again)"
-                return self._fall_back(ctx, why, error_type=type(err).__name__)
+                return self._endpoint_failed(ctx, err)
             self._endpoint_failures = 0
             attempt += 1
+            self._note_ignored(reply)
             try:
                 delta = parse_proposal(self._decode(reply), ctx)
             except UnusableReply as err:
                 reason = err.reason
-                logger.info("unusable LLM reply (attempt %d): %s", attempt, reason)
-                self.journal.record_invalid_trial(
-                    self.session_id,
-                    proposer=self.name,
-                    delta_raw=_excerpt(reply),
-                    error=f"unusable LLM reply (attempt {attempt}/{self.max_attempts}): {reason}",
-                    prompt=sent,
-                )
-                messages += self._feedback(reply, reason)
+                if reply.finish_reason == "length":
+                    if cut:  # cut twice: a terser ask will not fit either
+                        break
+                    cut, reason = True, f"cut at the max_tokens limit ({reason})"
+                self._record_unusable(reply, attempt, reason, sent)
+                if self.mode != asked:  # the reply made the proposer switch: ask anew
+                    messages = self._messages(ctx)
+                messages += self._feedback(reply, reason, terse=cut)
                 continue
             self.last_name = self.name
             self.last_prompt = sent
             return delta
-        return self._fall_back(
-            ctx, f"{self.max_attempts} unusable LLM replies in a row; last: {reason}"
+        return self._fall_back(ctx, f"{attempt} unusable LLM replies in a row; last: {reason}")
+
+    def _messages(self, ctx: ProposalContext) -> list[dict[str, Any]]:
+        system = self.client.system_prompt(prompts.load("propose_system"))
+        return proposal_messages(ctx, system, use_tools=self.use_tools)
+
+    def _endpoint_failed(self, ctx: ProposalContext, err: LLMError) -> ConfigDelta:
+        self._endpoint_failures += 1
+        why = f"LLM endpoint failed: {err}"
+        if self._endpoint_failures >= self.disable_after:
+            why += f"; {self._endpoint_failures} steps in a row, so the LLM is off for "
+            why += "the rest of this run (resume the session to try it again)"
+        return self._fall_back(ctx, why, error_type=type(err).__name__)
+
+    def _record_unusable(self, reply: LLMReply, attempt: int, reason: str, sent: str) -> None:
+        logger.info("unusable LLM reply (attempt %d): %s", attempt, reason)
+        self.journal.record_invalid_trial(
+            self.session_id,
+            proposer=self.name,
+            delta_raw=_excerpt(reply),
+            error=f"unusable LLM reply (attempt {attempt}/{self.max_attempts}): {reason}",
+            prompt=sent,
+        )
+
+    def _note_ignored(self, reply: LLMReply) -> None:
+        """Counts replies that ignored how they were asked; switches mode after enough."""
+        if self.mode == "tools":
+            ignored = not reply.tool_calls
+            what = "forced tool calls came back as plain text"
+        elif self.mode == "json_schema":
+            ignored = not _is_json(reply.content)
+            what = "replies under response_format json_schema were not JSON"
+        else:
+            ignored, what = False, ""
+        self._ignored = self._ignored + 1 if ignored else 0
+        if ignored and self._ignored >= self.text_fallback_after:
+            self._switch(f"{self._ignored} {what} in a row", "ignored")
+
+    def _switch(self, why: str, cause: str) -> None:
+        before = self.mode
+        self.mode = NEXT_MODE[before]
+        self._ignored = 0
+        logger.warning("%s; the proposer asks with %s from now on", why, self.mode)
+        if cause == "ToolsUnsupported":
+            now = "JSON in the message text"
+            self.journal.add_event(
+                self.session_id, TOOLS_UNSUPPORTED_EVENT, {"error": why, "now": now}
+            )
+        self.journal.add_event(
+            self.session_id,
+            MODE_EVENT,
+            {"mode": self.mode, "from": before, "reason": one_line(why, 300), "cause": cause},
         )
 
     def _ask(self, messages: list[dict[str, Any]], mode: str) -> LLMReply:
-        kwargs: dict[str, Any] = {}
-        if self.use_tools:
+        kwargs: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "tools":
             kwargs["tools"] = [propose_tool(mode)]
             kwargs["tool_choice"] = {"type": "function", "function": {"name": PROPOSE_TOOL}}
+        elif self.mode == "json_schema":
+            schema = propose_tool(mode)["function"]["parameters"]
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": PROPOSE_TOOL, "schema": schema},
+            }
         return self.client.chat(messages, purpose="propose", session_id=self.session_id, **kwargs)
 
     def _decode(self, reply: LLMReply) -> Any:
@@ -281,11 +359,14 @@ class LLMProposer:
             where = "tool arguments" if calls else "reply text (and no tool call)"
             raise UnusableReply(f"{where}: {err.reason}") from None
 
-    def _feedback(self, reply: LLMReply, reason: str) -> list[dict[str, Any]]:
+    def _feedback(
+        self, reply: LLMReply, reason: str, *, terse: bool = False
+    ) -> list[dict[str, Any]]:
         """The assistant turn as sent plus the reason it was refused, in wire format."""
-        retry = prompts.render(
-            "propose_retry", reason=reason, instruction=proposal_instruction(self.use_tools)
-        )
+        instruction = proposal_instruction(self.use_tools)
+        if terse:
+            instruction = prompts.load("propose_terse").strip() + "\n" + instruction
+        retry = prompts.render("propose_retry", reason=reason, instruction=instruction)
         if not reply.tool_calls:
             return [
                 {"role": "assistant", "content": reply.content or "(empty reply)"},
@@ -293,7 +374,7 @@ class LLMProposer:
             ]
         turn: dict[str, Any] = {
             "role": "assistant",
-            "content": reply.content or None,
+            "content": reply.content or "",  # null makes llama-cpp-python answer 500
             "tool_calls": [
                 {
                     "id": c.id,
@@ -305,7 +386,12 @@ class LLMProposer:
         }
         # Every tool call needs its answer, or strict servers refuse the next request.
         answers = [
-            {"role": "tool", "tool_call_id": c.id, "content": retry if i == 0 else "not processed"}
+            {
+                "role": "tool",
+                "tool_call_id": c.id,
+                "name": c.name,  # templates without call ids match results by name
+                "content": retry if i == 0 else "not processed",
+            }
             for i, c in enumerate(reply.tool_calls)
         ]
         return [turn, *answers]
@@ -331,6 +417,24 @@ class LLMProposer:
             changes=dict(delta.changes),
             rationale=f"{delta.rationale} [LLM fallback: {one_line(why, 200)}]",
         )
+
+
+def learned_mode(journal: Any, session_id: str) -> str:
+    """The mode a session last switched to (``tools`` if it never switched): a resumed session
+    does not spend calls learning again what its endpoint cannot do."""
+    changed = journal.events(session_id, kind=MODE_EVENT)
+    if changed:
+        return str(changed[-1].payload.get("mode", "tools"))
+    # Journals from before modes were learned only knew "no tools": plain JSON then.
+    return "json_text" if journal.events(session_id, kind=TOOLS_UNSUPPORTED_EVENT) else "tools"
+
+
+def _is_json(text: str) -> bool:
+    try:
+        parse_json_object(text)
+    except ReplyParseError:
+        return False
+    return True
 
 
 def _excerpt(reply: LLMReply) -> str:

@@ -208,7 +208,21 @@ def proposal_prompt(ctx: ProposalContext, *, use_tools: bool = True) -> str:
     the model proposes something else; with none the prompt is the one-worker prompt.
     """
     text = _prompt_text(ctx, use_tools)
-    return text + _pending(ctx) if ctx.pending else text
+    text = text + _pending(ctx) if ctx.pending else text
+    return text + _rejected(ctx) if ctx.rejected else text
+
+
+def _rejected(ctx: ProposalContext) -> str:
+    lines = [
+        "",
+        "## Already run: propose something else",
+        "",
+        "These edits of this step were not run: after clipping to the bounds they give a config "
+        "this session has already run, and running it again would waste budget.",
+        "",
+        *[f"- {note}" for note in ctx.rejected],
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def proposal_messages(

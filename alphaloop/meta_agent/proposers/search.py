@@ -49,7 +49,9 @@ class _StudyProposer(ProposerBase):
         dists = distributions(ctx.mode)
         # Seeded by the history length too, so a resumed session draws what it would have drawn;
         # folded into 0 .. 2**32 - 1, the range optuna's samplers (numpy RandomState) accept.
-        seed = (ctx.seed * 100_003 + len(ctx.history) + len(ctx.pending)) % 2**32
+        # A refused duplicate shifts the seed, so asking again draws another point.
+        drawn = len(ctx.history) + len(ctx.pending) + 7_919 * len(ctx.rejected)
+        seed = (ctx.seed * 100_003 + drawn) % 2**32
         sampler = self._sampler(seed, parallel=bool(ctx.pending))
         study = optuna.create_study(direction="maximize", sampler=sampler)
         for view in ctx.history:
