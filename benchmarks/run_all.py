@@ -15,6 +15,7 @@ from benchmarks import (
     bench_advantages,
     bench_cvar,
     bench_env,
+    bench_generalisation,
     bench_journal,
     bench_keep_rule,
     bench_parallel,
@@ -34,6 +35,7 @@ BENCHMARKS = (
     ("research efficiency, TPE against random", bench_research),
     ("the keep rule: seed-only changes and real gains", bench_keep_rule),
     ("PBO on noise and on a real edge, CSCV time", bench_validation),
+    ("sessions on null, planted-edge and real markets: picks and gates", bench_generalisation),
     ("portfolio manager ticks and deployment check", bench_pm),
     ("parallel trials, 1 against 2 workers", bench_parallel),
 )

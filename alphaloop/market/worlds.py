@@ -102,7 +102,7 @@ def planted_prices(
     sample because the volatilities are fixed for the whole history; it is checked in
     ``tests/market/test_worlds.py`` and measured against the default in the benchmark.
 
-    The drift is large on purpose (the calm assets alone have an annual Sharpe near 3): a
+    The drift is large on purpose (the calm assets alone have an annual Sharpe of about 3.5): a
     Sharpe gap between two books of the same drift scales with the drift, and a power test
     needs a gap that three years of TEST can tell from luck (the planted config beats the
     default by about 0.5 to 1 Sharpe, a paired z of 1 to 3.5, on most seeds).
