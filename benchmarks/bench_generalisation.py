@@ -26,16 +26,19 @@ Arms (the targets are those of the issues "held up out of sample" and "checks th
   1/N; the Spearman correlation of validation and TEST objectives over the search trials; how
   often a search pick loses to the default on TEST by more than one standard error of the
   paired difference; and the share of GO picks that beat 1/N on TEST.
+* sp500-ppo: the same in ``ppo_only``, each trial training PPO for a small fixed budget (4,096
+  env steps; a TEST re-run uses the policy the trial trained, as finalize does).
 
 For every arm also the accuracy of the research preference pairs as the flywheel builds them
 (two scored proposals from one state whose validation objectives differ by more than the noise
 floor, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
 higher TEST objective, and the same over every pair of a session's search trials. Reports
-numbers only; it asserts nothing.
+numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import statistics
@@ -52,15 +55,17 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.market import PLANTED_HOLD_DAYS
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
-from alphaloop.trials import run_trial
+from alphaloop.trials import TrialBudget, run_trial
 from alphaloop.validation.excess import sharpe_difference
-from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
+from benchmarks._report import SummaryRow, print_rows, timed
 
 MODE = "cufolio_only"
 PROPOSERS = ("tpe", "random")
 # (sessions, search trials per session) per arm.
-FULL = {"null": (16, 10), "planted": (12, 10), "sp500": (12, 10)}
-QUICK = {"null": (2, 4), "planted": (2, 4), "sp500": (2, 4)}
+FULL = {"null": (16, 10), "planted": (12, 10), "sp500": (12, 10), "sp500-ppo": (4, 6)}
+QUICK = {"null": (2, 4), "planted": (2, 4), "sp500": (2, 4), "sp500-ppo": (1, 2)}
+# The PPO arm trains each trial for a small fixed budget (a session setting, not a knob).
+PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 2048
 # Markets on which the planted config is checked against the default directly.
 EDGE_MARKETS, QUICK_EDGE_MARKETS = 6, 2
 Z95 = 1.959964
@@ -73,6 +78,7 @@ class Outcome:
     arm: str
     data: str
     proposer: str
+    mode: str
     final: dict[str, Any]
     val_test: list[tuple[float, float]] = field(default_factory=list)
     pairs: list[bool] = field(default_factory=list)  # flywheel pairs: chosen wins on TEST
@@ -133,16 +139,10 @@ def _scored(t: TrialRecord) -> bool:
     )
 
 
-def _session(arm: str, data: str, proposer: str, seed: int, budget: int) -> Outcome:
-    """Runs one session as the CLI would, then re-runs its search trials on TEST."""
-    spec = SessionSpec(
-        goal=f"generalisation benchmark, {arm}",
-        mode=MODE,
-        budget=budget,
-        proposer=proposer,
-        seed=seed,
-        data=data,
-    )
+def _session(spec: SessionSpec, arm: str) -> Outcome:
+    """Runs one session as the CLI would, then re-runs its search trials on TEST (a PPO trial
+    with the policy it trained, as finalize does)."""
+    market = spec.load()
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(ALPHALOOP_HOME=home)
         sid = create_session(spec, settings)
@@ -150,16 +150,21 @@ def _session(arm: str, data: str, proposer: str, seed: int, budget: int) -> Outc
         with Journal(settings.journal_path) as journal:
             session = journal.get_session(sid)
             rows = journal.trials(sid, series=False)
+        search = [t for t in rows if _scored(t)]
+        test = {
+            t.id: run_trial(
+                spec.mode,
+                TrialConfig(**t.config),
+                market,
+                spec.trial_budget,
+                t.seed or 0,
+                window="test",
+                policy_path=t.policy_path,
+            ).objective
+            for t in search
+        }
     final = dict(session.final or {})
-    market = spec.load()
-    search = [t for t in rows if _scored(t)]
-    test = {
-        t.id: run_trial(
-            MODE, TrialConfig(**t.config), market, spec.trial_budget, t.seed, window="test"
-        ).objective
-        for t in search
-    }
-    out = Outcome(arm, data, proposer, final)
+    out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
     if final.get("best_trial_id") in test:
         out.best_rerun_gap = test[final["best_trial_id"]] - final["best_test_objective"]
@@ -177,13 +182,23 @@ def _session(arm: str, data: str, proposer: str, seed: int, budget: int) -> Outc
     return out
 
 
-def _arm(arm: str, n_sessions: int, budget: int) -> list[Outcome]:
+def _arm(arm: str, n_sessions: int, budget: int, quick: bool) -> list[Outcome]:
     outcomes = []
+    ppo = arm == "sp500-ppo"
+    steps = QUICK_PPO_TIMESTEPS if quick else PPO_TIMESTEPS
     for i in range(n_sessions):
-        data = "sp500" if arm == "sp500" else f"{arm}:{i}"
-        # Proposers alternate; on sp500 the session seed is all that differs between sessions
-        # of one proposer.
-        outcomes.append(_session(arm, data, PROPOSERS[i % 2], 1000 * (i + 1), budget))
+        spec = SessionSpec(
+            goal=f"generalisation benchmark, {arm}",
+            mode="ppo_only" if ppo else MODE,
+            budget=budget,
+            # Proposers alternate; on sp500 the session seed is all that differs between
+            # sessions of one proposer.
+            proposer=PROPOSERS[i % 2],
+            seed=1000 * (i + 1),
+            data=f"{arm}:{i}" if arm in ("null", "planted") else "sp500",
+            trial_budget=TrialBudget(total_timesteps=steps) if ppo else TrialBudget(),
+        )
+        outcomes.append(_session(spec, arm))
     return outcomes
 
 
@@ -289,9 +304,9 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         ]
     else:
         summary += [
-            ("sp500: search pick loses to default > 1 SE", f"{losses}/{k_search}", "low"),
-            ("sp500: GO picks beating 1/N on TEST", f"{go_beats_ew}/{k_go}", "all of them"),
-            ("sp500: validation -> TEST Spearman", f"{_median(rhos):+.3f}", "> 0"),
+            (f"{arm}: search pick loses to default > 1 SE", f"{losses}/{k_search}", "low"),
+            (f"{arm}: GO picks beating 1/N on TEST", f"{go_beats_ew}/{k_go}", "all of them"),
+            (f"{arm}: validation -> TEST Spearman", f"{_median(rhos):+.3f}", "> 0"),
         ]
     summary.append(
         (f"{arm}: preference pairs right on TEST", f"{sum(pairs)}/{len(pairs)}", "44% (issue)")
@@ -315,10 +330,8 @@ def _print_sessions(outcomes: list[Outcome]) -> None:
     print_rows(rows, indent="    ")
 
 
-def main(quick: bool = False) -> dict[str, Any]:
-    """Runs every arm's sessions, prints per-arm tables and returns the summary rows."""
-    logging.getLogger("alphaloop").setLevel(logging.ERROR)
-    plan = QUICK if quick else FULL
+def _check_edge(quick: bool) -> list[tuple[str, float, float, float, float]]:
+    """Runs and prints :func:`planted_edge`."""
     seconds, edge = timed(lambda: planted_edge(QUICK_EDGE_MARKETS if quick else EDGE_MARKETS))
     print(
         f"planted edge, checked directly (cufolio_hold_days {PLANTED_HOLD_DAYS} against the "
@@ -335,15 +348,30 @@ def main(quick: bool = False) -> dict[str, Any]:
         f"  planted - default: mean {statistics.fmean(gains):+.3f} Sharpe, "
         f"{sum(x > 0 for x in gains)}/{len(gains)} markets positive"
     )
-    summary: list[SummaryRow] = [
-        ("planted config - default on TEST (direct)", f"{statistics.fmean(gains):+.3f}", "> 0")
-    ]
+    return edge
+
+
+def main(quick: bool = False, arms: list[str] | None = None) -> dict[str, Any]:
+    """Runs the sessions of every arm (or of ``arms``), prints per-arm tables and returns the
+    summary rows."""
+    logging.getLogger("alphaloop").setLevel(logging.ERROR)
+    plan = {k: v for k, v in (QUICK if quick else FULL).items() if not arms or k in arms}
+    summary: list[SummaryRow] = []
+    edge: list[tuple[str, float, float, float, float]] = []
+    if "planted" in plan:
+        edge = _check_edge(quick)
+        gains = [g - b for _, b, g, _, _ in edge]
+        summary.append(
+            ("planted config - default on TEST (direct)", f"{statistics.fmean(gains):+.3f}", "> 0")
+        )
     measured: dict[str, list[Outcome]] = {}
     for arm, (n_sessions, budget) in plan.items():
-        seconds, measured[arm] = timed(lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b))
+        seconds, measured[arm] = timed(lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b, quick))
+        mode = measured[arm][0].mode if measured[arm] else MODE
         print(
-            f"\n{arm}: {n_sessions} sessions x {budget} search trials ({MODE}, "
-            f"{'/'.join(PROPOSERS)}) in {seconds:.0f} s"
+            f"\n{arm}: {n_sessions} sessions x {budget} search trials ({mode}, "
+            f"{'/'.join(PROPOSERS)}) in {seconds:.0f} s",
+            flush=True,
         )
         _print_sessions(measured[arm])
         rows, arm_summary = report(arm, measured[arm])
@@ -353,4 +381,8 @@ def main(quick: bool = False) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(parse_quick(__doc__.splitlines()[0]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 sessions an arm")
+    parser.add_argument("--arm", action="append", choices=list(FULL), help="only these arms")
+    args = parser.parse_args()
+    main(args.quick, args.arm)
