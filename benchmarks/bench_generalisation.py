@@ -53,7 +53,7 @@ from scipy import stats
 
 from alphaloop.flywheel.research import judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
-from alphaloop.knobs import TrialConfig
+from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
@@ -86,6 +86,7 @@ class Outcome:
     pairs: list[bool] = field(default_factory=list)  # flywheel pairs: chosen wins on TEST
     all_pairs: list[bool] = field(default_factory=list)  # every pair of search trials
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
+    pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
 
     @property
     def searched(self) -> bool:
@@ -170,6 +171,11 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
     if final.get("best_trial_id") in test:
         out.best_rerun_gap = test[final["best_trial_id"]] - final["best_test_objective"]
+        best = next(t for t in search if t.id == final["best_trial_id"])
+        default = TrialConfig().model_dump()
+        out.pick_knobs = {
+            k: best.config[k] for k in knobs_for_mode(spec.mode) if best.config[k] != default[k]
+        }
     floor = session.noise_floor
     for a, b in combinations(search, 2):
         if test[a.id] == test[b.id] or a.objective == b.objective:
@@ -293,6 +299,9 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
         ),
     ]
+    if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
+        short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
+        rows.insert(6, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
     summary: list[SummaryRow] = []
     if arm == "null":
         summary += [
@@ -326,7 +335,8 @@ def _print_sessions(outcomes: list[Outcome]) -> None:
                 f"pick {f.get('pick', '?'):<7} TEST pick {o.test_sharpe('pick') or math.nan:6.3f}"
                 f"  default {o.test_sharpe('default') or math.nan:6.3f}"
                 f"  1/N {o.test_sharpe('1/N') or math.nan:6.3f}  "
-                f"{'GO' if o.go else 'NO-GO'}  {len(o.val_test)} search trials",
+                f"{'GO' if o.go else 'NO-GO'}  {len(o.val_test)} search trials  "
+                + " ".join(f"{k}={v:.3g}" for k, v in o.pick_knobs.items()),
             )
         )
     print_rows(rows, indent="    ")
