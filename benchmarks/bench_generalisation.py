@@ -45,6 +45,7 @@ import logging
 import math
 import statistics
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -299,6 +300,19 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
         ),
     ]
+    failed = Counter(
+        r["gate"]
+        for o in outcomes
+        for r in (o.final.get("gates") or {}).get("results", [])
+        if not r["passed"]
+    )
+    rows.insert(
+        2,
+        (
+            "gates failed (sessions failing each)",
+            ", ".join(f"{g} {k}" for g, k in failed.most_common()) or "none",
+        ),
+    )
     if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
         short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
         rows.insert(6, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
