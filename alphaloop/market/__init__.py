@@ -1,8 +1,9 @@
 """Price data: the embedded S&P 500 set, CSV/Parquet files, a synthetic generator, date splits.
 
 One module a concern: :mod:`.files` reads CSV and Parquet, :mod:`.dates` parses date columns,
-:mod:`.validate` checks a price table, :mod:`.synthetic` generates prices, :mod:`.splits` cuts
-returns into windows and :mod:`.load` puts them together. Every public name is importable from
+:mod:`.validate` checks a price table, :mod:`.synthetic` generates prices, :mod:`.worlds`
+generates markets where the right answer is known (a null and a planted edge), :mod:`.splits`
+cuts returns into windows and :mod:`.load` puts them together. Every public name is importable from
 ``alphaloop.market``.
 
 Decisions a user should know about:
@@ -47,16 +48,24 @@ if TYPE_CHECKING:
     )
     from alphaloop.market.synthetic import synthetic_prices
     from alphaloop.market.validate import validate_prices
+    from alphaloop.market.worlds import (
+        PLANTED_HOLD_DAYS,
+        WORLD_DAYS,
+        null_prices,
+        planted_prices,
+    )
 
 __all__ = [
     "DATE_COLUMNS",
     "DELIMITERS",
     "MIN_EVAL_ROWS",
     "MIN_TRAIN_ROWS",
+    "PLANTED_HOLD_DAYS",
     "SP500_TRAIN_END",
     "SP500_VAL_END",
     "TRAIN_FRACTION",
     "VAL_FRACTION",
+    "WORLD_DAYS",
     "DataSpec",
     "DataWarning",
     "Fill",
@@ -64,6 +73,8 @@ __all__ = [
     "Window",
     "load_market",
     "load_prices",
+    "null_prices",
+    "planted_prices",
     "select_symbols",
     "split",
     "synthetic_prices",
@@ -73,6 +84,10 @@ __all__ = [
 # pandas and numpy load with the first name that needs them: front ends catch DataWarning
 # (and name Fill) without reading any prices.
 _LAZY = {
+    "PLANTED_HOLD_DAYS": "alphaloop.market.worlds",
+    "WORLD_DAYS": "alphaloop.market.worlds",
+    "null_prices": "alphaloop.market.worlds",
+    "planted_prices": "alphaloop.market.worlds",
     "DATE_COLUMNS": "alphaloop.market.dates",
     "DELIMITERS": "alphaloop.market.files",
     "DataSpec": "alphaloop.market.load",

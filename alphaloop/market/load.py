@@ -13,6 +13,10 @@ from alphaloop.market.files import read_file
 from alphaloop.market.splits import MarketData, split
 from alphaloop.market.synthetic import synthetic_prices
 from alphaloop.market.validate import validate_prices
+from alphaloop.market.worlds import null_prices, planted_prices
+
+# Seeded generators a data name can ask for as ``NAME`` or ``NAME:SEED``.
+GENERATORS = {"synthetic": synthetic_prices, "null": null_prices, "planted": planted_prices}
 
 
 def load_prices(
@@ -22,8 +26,10 @@ def load_prices(
 
     Args:
         source: ``"sp500"`` (the 20-stock daily set bundled with skfolio, 1990-2022),
-            ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), or a path to a
-            CSV/Parquet file with a date column (or a datetime index) and one column per asset.
+            ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), ``"null"``
+            or ``"null:SEED"`` and ``"planted"`` or ``"planted:SEED"`` (markets where the right
+            answer is known, see :mod:`alphaloop.market.worlds`), or a path to a CSV/Parquet
+            file with a date column (or a datetime index) and one column per asset.
         fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
         date_format: strptime format of a file's date column (``%d/%m/%Y``); needed only when
             the dates can be read two ways. Ignored by the embedded and synthetic sets.
@@ -33,13 +39,13 @@ def load_prices(
         from skfolio.datasets import load_sp500_dataset
 
         return validate_prices(load_sp500_dataset(), "sp500", fill)
-    if text == "synthetic" or text.startswith("synthetic:"):
-        seed_text = text.partition(":")[2] or "0"
+    name, _, seed_text = text.partition(":")
+    if name in GENERATORS:
         try:
-            seed = int(seed_text)
+            seed = int(seed_text or "0")
         except ValueError:
-            raise DataError(f"synthetic data seed must be an integer, got {seed_text!r}") from None
-        return synthetic_prices(seed=seed)
+            raise DataError(f"{name} data seed must be an integer, got {seed_text!r}") from None
+        return GENERATORS[name](seed=seed)
     path = Path(text)
     return validate_prices(read_file(path), str(path), fill, date_format)
 

@@ -1,0 +1,117 @@
+"""Synthetic markets where the right answer is known: a null market no allocation rule can beat
+1/N in, and a market with a planted edge that one region of the Mean-CVaR knobs captures.
+
+They exist to measure the research loop's selection and gates on data that cannot fool the
+measurement (``benchmarks/bench_generalisation.py``): on the null market every pick that is not
+the default and every GO is a false discovery; on the planted one a pick that does not beat the
+default is a miss. Both are i.i.d. over days (a Student-t common factor plus Student-t
+idiosyncratic shocks, 5 degrees of freedom), so nothing in the past predicts the future beyond
+the fixed parameters written here, and the same seed always gives the same prices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# The knob region the planted market rewards (see :func:`planted_prices`): short holding periods.
+PLANTED_HOLD_DAYS = 5
+# Fifteen years of trading days: split 60/20/20, three years each of VALIDATION and TEST, the
+# window lengths of the embedded S&P 500 set.
+WORLD_DAYS = 15 * 252
+_T_DOF = 5.0
+
+
+def _prices(rets: np.ndarray, start: str) -> pd.DataFrame:
+    """Prices starting at 100 from daily simple returns (one more row than ``rets``)."""
+    n_days, n_assets = rets.shape
+    growth = np.vstack([np.ones(n_assets), np.cumprod(1.0 + rets, axis=0)])
+    index = pd.bdate_range(start=start, periods=n_days + 1, name="date")
+    return pd.DataFrame(100.0 * growth, index=index, columns=[f"A{i:02d}" for i in range(n_assets)])
+
+
+def _factor_shocks(rng: np.random.Generator, n_days: int, n_assets: int, rho: float) -> np.ndarray:
+    """Unit-variance Student-t shocks with pairwise correlation ``rho`` (one common factor)."""
+    scale = np.sqrt((_T_DOF - 2.0) / _T_DOF)
+    market = rng.standard_t(_T_DOF, size=(n_days, 1)) * scale
+    idio = rng.standard_t(_T_DOF, size=(n_days, n_assets)) * scale
+    return np.sqrt(rho) * market + np.sqrt(1.0 - rho) * idio
+
+
+def _check(n_days: int, n_assets: int, correlation: float) -> None:
+    if n_days < 2 or n_assets < 2:
+        raise ValueError(f"need n_days >= 2 and n_assets >= 2, got {n_days} and {n_assets}")
+    if not 0.0 <= correlation < 1.0:
+        raise ValueError(f"correlation must be in [0, 1), got {correlation}")
+
+
+def null_prices(
+    n_days: int = WORLD_DAYS,
+    n_assets: int = 10,
+    seed: int = 0,
+    start: str = "2005-01-03",
+    *,
+    drift: float = 0.0004,
+    daily_vol: float = 0.01,
+    correlation: float = 0.3,
+) -> pd.DataFrame:
+    """A market where no allocation rule beats 1/N in expectation, out of sample or in.
+
+    Every asset has the same daily drift, the same volatility and the same correlation with
+    every other (exchangeable assets), and days are independent. Whatever weights a rule
+    chooses from the past, its expected return is ``drift``; among fully invested long-only
+    portfolios of exchangeable assets equal weight has the least variance, so it has the
+    highest expected Sharpe, and any other rule only adds variance and trading costs. A
+    search that reports beating 1/N here, or the default config by more than their tie, found
+    the luck of its window.
+
+    The drift and volatility give 1/N an annual Sharpe of about 1.2 (with the default 0.3
+    correlation), so the absolute gates (Sharpe above 0.8 and the like) are often passed and
+    it is the excess gates that have to say NO-GO.
+    """
+    _check(n_days, n_assets, correlation)
+    rng = np.random.default_rng(seed)
+    rets = drift + daily_vol * _factor_shocks(rng, n_days, n_assets, correlation)
+    return _prices(rets, start)
+
+
+def planted_prices(
+    n_days: int = WORLD_DAYS,
+    n_assets: int = 10,
+    seed: int = 0,
+    start: str = "2005-01-03",
+    *,
+    n_calm: int = 5,
+    calm_vol: float = 0.006,
+    wild_vol: float = 0.03,
+    drift: float = 0.0008,
+    correlation: float = 0.2,
+) -> pd.DataFrame:
+    """A market with a planted edge for short Mean-CVaR holding periods (``cufolio_hold_days``
+    of about :data:`PLANTED_HOLD_DAYS`), and for Mean-CVaR over 1/N.
+
+    Every asset has the same daily drift, but ``n_calm`` of them (placed at random) are calm
+    (``calm_vol``) and the rest wild (``wild_vol``, five times as volatile by default). The
+    highest-Sharpe portfolio holds the calm assets and little else; 1/N spends most of its
+    risk on the wild ones. The Mean-CVaR solve sees each asset's risk sharply from two years of
+    history but its mean only through that history's noise, which is largest for the wild
+    assets. Over a holding period of ``h`` days the scenario means grow as ``h`` and their
+    CVaR as ``sqrt(h)``: with short holds risk decides, and the book sits in the calm assets;
+    with the default 21 days and longer the noisy means of the wild assets decide more often,
+    and the book chases them for no expected gain and more variance. The edge is real out of
+    sample because the volatilities are fixed for the whole history; it is checked in
+    ``tests/market/test_worlds.py`` and measured against the default in the benchmark.
+
+    The drift is large on purpose (the calm assets alone have an annual Sharpe of about 3.5): a
+    Sharpe gap between two books of the same drift scales with the drift, and a power test
+    needs a gap that three years of TEST can tell from luck (the planted config beats the
+    default by about 0.5 to 1 Sharpe, a paired z of 1 to 3.5, on most seeds).
+    """
+    _check(n_days, n_assets, correlation)
+    if not 1 <= n_calm < n_assets:
+        raise ValueError(f"n_calm must be in [1, n_assets), got {n_calm}")
+    rng = np.random.default_rng(seed)
+    vol = np.r_[np.full(n_calm, calm_vol), np.full(n_assets - n_calm, wild_vol)]
+    rng.shuffle(vol)
+    rets = drift + vol * _factor_shocks(rng, n_days, n_assets, correlation)
+    return _prices(rets, start)

@@ -1,0 +1,421 @@
+"""Do research picks hold up out of sample, and can noise or 1/N pass the gates?
+Run: ``python -m benchmarks.bench_generalisation``.
+
+Whole research sessions run through the code the CLI runs (``create_session`` /
+``run_session`` with a ``SessionSpec``, each in a fresh temporary home, ``cufolio_only``,
+proposers TPE and random in turn, 3 noise seeds). The benchmark reads each session's journal
+(``final`` and its trials) and re-runs every scored search trial's config on TEST with
+``run_trial`` on its journaled seed: the loop never does that (TEST stays sealed until
+finalize), and it is the only way to see whether the validation ranking carried over.
+
+Arms (the targets are those of the issues "held up out of sample" and "checks that noise and
+1/N cannot pass"):
+
+* null: ``null:SEED`` markets (:func:`alphaloop.market.null_prices`), exchangeable assets with
+  equal drift and volatility, where no rule beats 1/N in expectation. Reported: the share of
+  sessions whose pick is not the default (target <= 5%) and the share that pass the gates, GO
+  (target <= 5%), with Wilson 95% intervals. A non-default pick here can at best tie the
+  default (cap near 1/N against a concentrated default): its mean TEST excess is printed
+  beside it.
+* planted: ``planted:SEED`` markets (:func:`alphaloop.market.planted_prices`), where short
+  Mean-CVaR holding periods (``cufolio_hold_days`` near 5) truly beat the default and 1/N.
+  The edge is first checked directly: the planted config against the default on each market's
+  TEST. Reported: the share of sessions whose pick beats the default on TEST (a default pick
+  counts as not beating; target >= 80%) and the GO rate (target >= 70%).
+* sp500: the embedded S&P 500 set. Per session the TEST Sharpe of the pick, the default and
+  1/N; the Spearman correlation of validation and TEST objectives over the search trials; how
+  often a search pick loses to the default on TEST by more than one standard error of the
+  paired difference; and the share of GO picks that beat 1/N on TEST.
+* sp500-ppo: the same in ``ppo_only``, each trial training PPO for a small fixed budget (4,096
+  env steps; a TEST re-run uses the policy the trial trained, as finalize does).
+
+For every arm also the accuracy of the research preference pairs as the flywheel builds them
+(two scored proposals from one state whose validation objectives differ by more than the noise
+floor, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
+higher TEST objective, and the same over every pair of a session's search trials. Reports
+numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named,
+``--sessions N`` runs N sessions of each (with no false GO, a Wilson interval falls below 5%
+from about 75 sessions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import statistics
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+from scipy import stats
+
+from alphaloop.flywheel.research import judge
+from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
+from alphaloop.knobs import TrialConfig, knobs_for_mode
+from alphaloop.market import PLANTED_HOLD_DAYS
+from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+from alphaloop.settings import Settings
+from alphaloop.trials import TrialBudget, run_trial
+from alphaloop.validation.excess import sharpe_difference
+from benchmarks._report import SummaryRow, print_rows, timed
+
+MODE = "cufolio_only"
+PROPOSERS = ("tpe", "random")
+# (sessions, search trials per session) per arm.
+FULL = {"null": (16, 10), "planted": (12, 10), "sp500": (12, 10), "sp500-ppo": (4, 6)}
+QUICK = {"null": (2, 4), "planted": (2, 4), "sp500": (2, 4), "sp500-ppo": (1, 2)}
+# The PPO arm trains each trial for a small fixed budget (a session setting, not a knob).
+PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 2048
+# Markets on which the planted config is checked against the default directly.
+EDGE_MARKETS, QUICK_EDGE_MARKETS = 6, 2
+Z95 = 1.959964
+
+
+@dataclass
+class Outcome:
+    """What one session produced, and its search trials' TEST objectives."""
+
+    arm: str
+    data: str
+    proposer: str
+    mode: str
+    final: dict[str, Any]
+    val_test: list[tuple[float, float]] = field(default_factory=list)
+    pairs: list[bool] = field(default_factory=list)  # flywheel pairs: chosen wins on TEST
+    all_pairs: list[bool] = field(default_factory=list)  # every pair of search trials
+    best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
+    pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
+
+    @property
+    def searched(self) -> bool:
+        return self.final.get("pick") == "search"
+
+    @property
+    def go(self) -> bool:
+        return bool(self.final.get("gates_passed"))
+
+    def test_sharpe(self, who: str) -> float | None:
+        f = self.final
+        if who == "default":
+            return f.get("baseline_test_objective")
+        if who == "pick":
+            return f.get("best_test_objective" if self.searched else "baseline_test_objective")
+        return _excess(f, "equal_weight", "sharpe_b")
+
+    @property
+    def beats_default(self) -> bool:
+        f = self.final
+        return self.searched and f["best_test_objective"] > f["baseline_test_objective"]
+
+
+def _excess(final: dict[str, Any], reference: str, key: str) -> float | None:
+    """A number of the pick's paired TEST test against ``reference``, None when absent."""
+    test = (final.get("excess") or {}).get(reference, {}).get("test")
+    return None if test is None else test.get(key)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """Wilson's 95% interval of a binomial share ``k / n``."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p, z2 = k / n, Z95**2
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def share(k: int, n: int) -> str:
+    if n == 0:
+        return "n/a (0 cases)"
+    lo, hi = wilson(k, n)
+    return f"{k}/{n} = {k / n:5.1%} [{lo:.1%}, {hi:.1%}]"
+
+
+def _scored(t: TrialRecord) -> bool:
+    return (
+        t.kind == TrialKind.search
+        and t.status in (TrialStatus.keep, TrialStatus.discard)
+        and t.objective is not None
+        and math.isfinite(t.objective)
+    )
+
+
+def _session(spec: SessionSpec, arm: str) -> Outcome:
+    """Runs one session as the CLI would, then re-runs its search trials on TEST (a PPO trial
+    with the policy it trained, as finalize does)."""
+    market = spec.load()
+    with tempfile.TemporaryDirectory() as home:
+        settings = Settings(ALPHALOOP_HOME=home)
+        sid = create_session(spec, settings)
+        run_session(sid, settings)
+        with Journal(settings.journal_path) as journal:
+            session = journal.get_session(sid)
+            rows = journal.trials(sid, series=False)
+        search = [t for t in rows if _scored(t)]
+        test = {
+            t.id: run_trial(
+                spec.mode,
+                TrialConfig(**t.config),
+                market,
+                spec.trial_budget,
+                t.seed or 0,
+                window="test",
+                policy_path=t.policy_path,
+            ).objective
+            for t in search
+        }
+    final = dict(session.final or {})
+    out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
+    out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
+    if final.get("best_trial_id") in test:
+        out.best_rerun_gap = test[final["best_trial_id"]] - final["best_test_objective"]
+        best = next(t for t in search if t.id == final["best_trial_id"])
+        default = TrialConfig().model_dump()
+        out.pick_knobs = {
+            k: best.config[k] for k in knobs_for_mode(spec.mode) if best.config[k] != default[k]
+        }
+    floor = session.noise_floor
+    for a, b in combinations(search, 2):
+        if test[a.id] == test[b.id] or a.objective == b.objective:
+            continue
+        chosen, rejected = (a, b) if a.objective > b.objective else (b, a)  # type: ignore[operator]
+        out.all_pairs.append(test[chosen.id] > test[rejected.id])
+        if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
+            continue
+        judged = judge(a, b, floor)
+        if judged is not None:
+            out.pairs.append(test[judged[0].id] > test[judged[1].id])
+    return out
+
+
+def _arm(arm: str, n_sessions: int, budget: int, quick: bool) -> list[Outcome]:
+    outcomes = []
+    ppo = arm == "sp500-ppo"
+    steps = QUICK_PPO_TIMESTEPS if quick else PPO_TIMESTEPS
+    for i in range(n_sessions):
+        spec = SessionSpec(
+            goal=f"generalisation benchmark, {arm}",
+            mode="ppo_only" if ppo else MODE,
+            budget=budget,
+            # Proposers alternate; on sp500 the session seed is all that differs between
+            # sessions of one proposer.
+            proposer=PROPOSERS[i % 2],
+            seed=1000 * (i + 1),
+            data=f"{arm}:{i}" if arm in ("null", "planted") else "sp500",
+            trial_budget=TrialBudget(total_timesteps=steps) if ppo else TrialBudget(),
+        )
+        outcomes.append(_session(spec, arm))
+    return outcomes
+
+
+def planted_edge(n_markets: int) -> list[tuple[str, float, float, float, float]]:
+    """The planted config (``cufolio_hold_days`` = :data:`PLANTED_HOLD_DAYS`, other knobs at
+    their defaults) against the default on each planted market's TEST: (data, default Sharpe,
+    planted Sharpe, 1/N Sharpe, z of the paired Sharpe difference)."""
+    rows = []
+    planted = TrialConfig(cufolio_hold_days=PLANTED_HOLD_DAYS)
+    for i in range(n_markets):
+        data = f"planted:{i}"
+        market = SessionSpec(goal="edge check", data=data).load()
+        base = run_trial(MODE, TrialConfig(), market, None, 0, window="test")
+        good = run_trial(MODE, planted, market, None, 0, window="test")
+        z = sharpe_difference(good.daily_returns, base.daily_returns).z
+        rows.append(
+            (data, base.objective, good.objective, base.baselines["equal_weight"].sharpe, z)
+        )
+    return rows
+
+
+def _median(values: list[float | None]) -> float:
+    xs = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(xs) if xs else math.nan
+
+
+def _spearman(outcomes: list[Outcome]) -> list[float]:
+    out = []
+    for o in outcomes:
+        if len(o.val_test) >= 3:
+            val, test = zip(*o.val_test, strict=True)
+            rho = stats.spearmanr(val, test).statistic
+            if math.isfinite(rho):
+                out.append(float(rho))
+    return out
+
+
+def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], list[SummaryRow]]:
+    """The printed rows of one arm and its summary rows."""
+    n = len(outcomes)
+    searched = [o for o in outcomes if o.searched]
+    go = [o for o in outcomes if o.go]
+    k_search, k_go = len(searched), len(go)
+    k_beat = sum(o.beats_default for o in outcomes)
+    losses = sum(
+        1
+        for o in searched
+        if (d := _excess(o.final, "default", "difference")) is not None
+        and (se := _excess(o.final, "default", "se")) is not None
+        and d < -se
+    )
+    go_beats_ew = sum(1 for o in go if (_excess(o.final, "equal_weight", "difference") or 0) > 0)
+    excess_default = [
+        o.final["best_test_objective"] - o.final["baseline_test_objective"] for o in searched
+    ]
+    rhos = _spearman(outcomes)
+    pairs = [p for o in outcomes for p in o.pairs]
+    all_pairs = [p for o in outcomes for p in o.all_pairs]
+    gaps = [abs(o.best_rerun_gap) for o in outcomes if o.best_rerun_gap is not None]
+    rows = [
+        ("pick is not the default", share(k_search, n)),
+        ("GO (all gates passed)", share(k_go, n)),
+        ("pick beats the default on TEST", share(k_beat, n)),
+        (
+            "TEST Sharpe, median over sessions",
+            f"pick {_median([o.test_sharpe('pick') for o in outcomes]):.3f}   default "
+            f"{_median([o.test_sharpe('default') for o in outcomes]):.3f}   1/N "
+            f"{_median([o.test_sharpe('1/N') for o in outcomes]):.3f}",
+        ),
+        (
+            "search pick - default on TEST",
+            f"mean {statistics.fmean(excess_default):+.3f}, median "
+            f"{statistics.median(excess_default):+.3f} Sharpe over {k_search} search picks"
+            if excess_default
+            else "no search picks",
+        ),
+        ("search pick loses to default by > 1 SE", share(losses, k_search)),
+        ("GO picks that beat 1/N on TEST", share(go_beats_ew, k_go)),
+        (
+            "validation -> TEST Spearman",
+            f"median {_median(rhos):+.3f} over {len(rhos)} sessions "
+            f"({sum(r > 0 for r in rhos)} positive)"
+            if rhos
+            else "n/a",
+        ),
+        ("preference pairs, chosen wins on TEST", share(sum(pairs), len(pairs))),
+        ("every search pair, chosen wins on TEST", share(sum(all_pairs), len(all_pairs))),
+        (
+            "check: best re-run on TEST vs finalize",
+            f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
+        ),
+    ]
+    failed = Counter(
+        r["gate"]
+        for o in outcomes
+        for r in (o.final.get("gates") or {}).get("results", [])
+        if not r["passed"]
+    )
+    rows.insert(
+        2,
+        (
+            "gates failed (sessions failing each)",
+            ", ".join(f"{g} {k}" for g, k in failed.most_common()) or "none",
+        ),
+    )
+    if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
+        short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
+        rows.insert(6, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
+    summary: list[SummaryRow] = []
+    if arm == "null":
+        summary += [
+            ("null: pick is not the default", f"{k_search}/{n}", "<= 5%"),
+            ("null: GO", f"{k_go}/{n}", "<= 5%"),
+        ]
+    elif arm == "planted":
+        summary += [
+            ("planted: pick beats default on TEST", f"{k_beat}/{n}", ">= 80%"),
+            ("planted: GO", f"{k_go}/{n}", ">= 70%"),
+        ]
+    else:
+        summary += [
+            (f"{arm}: search pick loses to default > 1 SE", f"{losses}/{k_search}", "low"),
+            (f"{arm}: GO picks beating 1/N on TEST", f"{go_beats_ew}/{k_go}", "all of them"),
+            (f"{arm}: validation -> TEST Spearman", f"{_median(rhos):+.3f}", "> 0"),
+        ]
+    summary.append(
+        (f"{arm}: preference pairs right on TEST", f"{sum(pairs)}/{len(pairs)}", "44% (issue)")
+    )
+    return rows, summary
+
+
+def _print_sessions(outcomes: list[Outcome]) -> None:
+    rows = []
+    for i, o in enumerate(outcomes):
+        f = o.final
+        rows.append(
+            (
+                f"{o.data} {o.proposer} #{i}",
+                f"pick {f.get('pick', '?'):<7} TEST pick {o.test_sharpe('pick') or math.nan:6.3f}"
+                f"  default {o.test_sharpe('default') or math.nan:6.3f}"
+                f"  1/N {o.test_sharpe('1/N') or math.nan:6.3f}  "
+                f"{'GO' if o.go else 'NO-GO'}  {len(o.val_test)} search trials  "
+                + " ".join(f"{k}={v:.3g}" for k, v in o.pick_knobs.items()),
+            )
+        )
+    print_rows(rows, indent="    ")
+
+
+def _check_edge(quick: bool) -> list[tuple[str, float, float, float, float]]:
+    """Runs and prints :func:`planted_edge`."""
+    seconds, edge = timed(lambda: planted_edge(QUICK_EDGE_MARKETS if quick else EDGE_MARKETS))
+    print(
+        f"planted edge, checked directly (cufolio_hold_days {PLANTED_HOLD_DAYS} against the "
+        f"default 21, seed 0, TEST; {seconds:.0f} s)"
+    )
+    print_rows(
+        [
+            (d, f"default {b:6.3f}   planted {g:6.3f}   1/N {ew:6.3f}   paired z {z:+.2f}")
+            for d, b, g, ew, z in edge
+        ]
+    )
+    gains = [g - b for _, b, g, _, _ in edge]
+    print(
+        f"  planted - default: mean {statistics.fmean(gains):+.3f} Sharpe, "
+        f"{sum(x > 0 for x in gains)}/{len(gains)} markets positive"
+    )
+    return edge
+
+
+def main(
+    quick: bool = False, arms: list[str] | None = None, sessions: int | None = None
+) -> dict[str, Any]:
+    """Runs the sessions of every arm (or of ``arms``; ``sessions`` of each when given),
+    prints per-arm tables and returns the summary rows."""
+    logging.getLogger("alphaloop").setLevel(logging.ERROR)
+    plan = {
+        k: (sessions or n, budget)
+        for k, (n, budget) in (QUICK if quick else FULL).items()
+        if not arms or k in arms
+    }
+    summary: list[SummaryRow] = []
+    edge: list[tuple[str, float, float, float, float]] = []
+    if "planted" in plan:
+        edge = _check_edge(quick)
+        gains = [g - b for _, b, g, _, _ in edge]
+        summary.append(
+            ("planted config - default on TEST (direct)", f"{statistics.fmean(gains):+.3f}", "> 0")
+        )
+    measured: dict[str, list[Outcome]] = {}
+    for arm, (n_sessions, budget) in plan.items():
+        seconds, measured[arm] = timed(lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b, quick))
+        mode = measured[arm][0].mode if measured[arm] else MODE
+        print(
+            f"\n{arm}: {n_sessions} sessions x {budget} search trials ({mode}, "
+            f"{'/'.join(PROPOSERS)}) in {seconds:.0f} s",
+            flush=True,
+        )
+        _print_sessions(measured[arm])
+        rows, arm_summary = report(arm, measured[arm])
+        print_rows(rows)
+        summary.extend(arm_summary)
+    return {"measured": measured, "edge": edge, "summary": summary}
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 2 sessions an arm")
+    parser.add_argument("--arm", action="append", choices=list(FULL), help="only these arms")
+    parser.add_argument("--sessions", type=int, help="sessions per arm (narrower intervals)")
+    args = parser.parse_args()
+    main(args.quick, args.arm, args.sessions)
