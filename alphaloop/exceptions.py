@@ -312,6 +312,14 @@ class PmError(AlphaloopError):
     http_status = 409
 
 
+class BadTickDate(PmError, ValueError):
+    """A day the portfolio manager cannot decide: not a date, a weekend, a day the data shows
+    as a holiday, or a day before the data has a close."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
 class BrokerError(PmError):
     """A broker could not be reached or refused to report the account (missing keys, 403)."""
 
