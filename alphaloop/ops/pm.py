@@ -133,7 +133,7 @@ def pm_tick(
 
 def check_tick_date(
     settings: Settings, *, date: str | None, data: str | None = None, book: str = MAIN_BOOK
-) -> str:
+) -> str | None:
     """The day a tick of the active policy would decide for ``book``, checked against its data
     and the book's last tick (what the REST server asks before it queues a tick; the tick
     checks again under the book's lock).
@@ -142,10 +142,12 @@ def check_tick_date(
         BadTickDate: not a day a tick can decide.
         Conflict: the day is not after the book's last tick, and not one the same policy
             decided already (that tick returns its decision unchanged).
-        PmError: no active policy.
     """
     with open_journal(settings) as journal:
-        record = _policy(journal, settings, None)
+        pid = library.active_policy_id(settings)
+        if pid is None:
+            return date  # the tick's job reports that no policy is active
+        record = journal.get_policy(pid)
         prices, _ = load_data(record, data)
         day = tick_day(date, prices.index)
         found = journal.get_book(book)
