@@ -105,11 +105,14 @@ class FakeAlpaca:
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client was killed while it waited (what a crash drill does)
 
     def _account(self) -> dict[str, Any]:
         equity = self.cash + sum(q * self.prices[s] for s, q in self.positions.items())
