@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
 from alphaloop.broker import broker_for
-from alphaloop.exceptions import PmError
+from alphaloop.exceptions import MissingReason, PmError
 from alphaloop.journal import Journal, PolicyRecord
 from alphaloop.journal.book import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
@@ -277,7 +277,7 @@ def pm_halt(
     """Halts the book: every tick journals the reason and sends nothing until resumed. The
     halt is journaled as an event with its reason and origin."""
     if not why.strip():
-        raise ValueError("a halt needs a reason (--why TEXT)")
+        raise MissingReason("a halt needs a reason (--why TEXT)")
     with open_journal(settings) as journal:
         _book(journal, book, settings.broker, settings.pm_initial_cash)
         return journal.set_halt(book, why.strip(), origin=origin)

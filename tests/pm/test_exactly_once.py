@@ -175,3 +175,17 @@ def test_bad_days_are_named(active: Settings) -> None:
         assert "Traceback" not in out
     with Journal(active.journal_path) as journal:
         assert journal.list_decisions("main") == []
+
+
+def test_halt_and_resume_are_journaled_with_reason_and_origin(active: Settings) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["pm", "halt", "--why", "earnings week"]).exit_code == 0
+    assert runner.invoke(app, ["pm", "halt", "--why", " "]).exit_code == 2
+    ops_pm.pm_resume(active, why="earnings are out", origin="api")
+    status = json.loads(runner.invoke(app, ["pm", "status", "--json"]).stdout)
+    assert [(e["kind"], e["reason"], e["origin"]) for e in status["events"]] == [
+        ("resume", "earnings are out", "api"),
+        ("halt", "earnings week", "cli"),
+    ]
+    text = " ".join(runner.invoke(app, ["pm", "status"]).stdout.split())
+    assert "halt (cli): earnings week" in text and "resume (api): earnings are out" in text

@@ -163,9 +163,14 @@ def test_policies_list_and_activate(settings: Settings) -> None:
         page = httpx.get(f"{base}/api/policies").json()
         assert [p["id"] for p in page["items"]] == [policy.id] and not page["items"][0]["active"]
         assert httpx.post(f"{base}/api/policies/999/activate").status_code == 404
-        r = httpx.post(f"{base}/api/policies/{policy.id}/activate")
+        refused = httpx.post(f"{base}/api/policies/{policy.id}/activate")
+        assert refused.status_code == 409 and "gates were not evaluated" in refused.text
+        bare = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true")
+        assert bare.status_code == 422 and "needs a reason" in bare.text
+        r = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true&reason=trial+run")
         assert r.status_code == 200
-        assert httpx.get(f"{base}/api/policies").json()["items"][0]["active"] is True
+        (item,) = httpx.get(f"{base}/api/policies").json()["items"]
+        assert item["active"] is True and item["override"] == "trial run"
         assert httpx.get(f"{base}/api/policies/active").json()["policy"]["id"] == policy.id
 
 

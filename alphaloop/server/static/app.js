@@ -185,11 +185,19 @@ async function pollPolicies() {
   for (const p of page.items.slice().reverse()) {
     const tr = document.createElement("tr"); if (p.active) tr.className = "active";
     tr.append(cell(p.id), cell(p.kind), cell(p.source), cell(p.session_id), cell(fmt(p.val_objective)),
-      cell(fmt(p.test_metrics?.sharpe)), cell(p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail"));
+      cell(fmt(p.test_metrics?.sharpe)), cell((p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail") + (p.override ? ` (overridden: ${p.override})` : "")));
     const td = document.createElement("td");
     if (p.active) td.textContent = "active";
     else { const btn = document.createElement("button"); btn.textContent = "activate"; btn.className = "activate"; btn.dataset.id = p.id;
-      btn.onclick = async () => { try { await api(`/api/policies/${p.id}/activate`, { method: "POST" }); toast(`policy ${p.id} is active`); pollPolicies(); } catch (e) { toast(e.message); } };
+      btn.onclick = async () => {
+        // Without a GO from its gates the server refuses unless a person overrides with a reason.
+        let q = "";
+        if (p.gates_passed !== true) {
+          const why = prompt(`policy ${p.id}'s gates gave no GO; activate anyway? Give the reason (journaled):`);
+          if (!why || !why.trim()) return;
+          q = `?force=true&reason=${encodeURIComponent(why.trim())}`;
+        }
+        try { await api(`/api/policies/${p.id}/activate${q}`, { method: "POST" }); toast(`policy ${p.id} is active`); pollPolicies(); } catch (e) { toast(e.message); } };
       td.append(btn); }
     tr.append(td); body.append(tr);
   }
