@@ -293,6 +293,9 @@ class FlywheelStore(JournalFile):
             raise ValueError(f"DpoRunRecord: unknown field(s) {', '.join(sorted(unknown))}")
         stamp = now()
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
+        for key in ("model_dir", "out_dir"):
+            if row.get(key) is not None:
+                row[key] = self.stored_path(row[key])
         row.update(status=DpoStatus(status).value, owner_pid=os.getpid(), started_at=stamp)
         if row["status"] != DpoStatus.running:
             row["finished_at"] = stamp
@@ -311,6 +314,9 @@ class FlywheelStore(JournalFile):
         if unknown:
             raise ValueError(f"DpoRunRecord: unknown field(s) {', '.join(sorted(unknown))}")
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
+        for key in ("model_dir", "out_dir"):
+            if row.get(key) is not None:
+                row[key] = self.stored_path(row[key])
         with self._write() as conn:
             found = conn.execute(
                 "SELECT status, started_at FROM dpo_runs WHERE id = ?", (run_id,)
