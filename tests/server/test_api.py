@@ -263,3 +263,22 @@ def test_pm_halt_resume_and_status(settings: Settings) -> None:
         assert missing.status_code == 409 and "pm tick" in missing.json()["detail"]
         bad = httpx.post(f"{base}/api/pm/tick", json={"date": "yesterday"})
         assert bad.status_code == 422
+
+
+def test_halt_and_resume_through_the_api_are_journaled_with_their_origin(
+    settings: Settings,
+) -> None:
+    with Journal(settings.journal_path) as j:
+        j.create_book("main", "paper", 1000.0)
+    with live_server(settings) as base:
+        halted = httpx.post(f"{base}/api/pm/halt", json={"why": "broker outage"})
+        resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"})
+        status = httpx.get(f"{base}/api/pm/status").json()
+        page = httpx.get(f"{base}/static/app.js").text
+    assert halted.status_code == 200 and halted.json()["halted"] == "broker outage"
+    assert resumed.status_code == 200 and resumed.json()["halted"] is None
+    assert [(e["kind"], e["reason"], e["origin"]) for e in status["events"]] == [
+        ("resume", "broker back", "api"),
+        ("halt", "broker outage", "api"),
+    ]
+    assert "/api/pm/status" in page and "book-events" in page  # the page shows them

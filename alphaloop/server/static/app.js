@@ -203,6 +203,16 @@ async function pollPolicies() {
   }
 }
 
+// The main book: its halt state and who halted or resumed it, why, from where.
+async function pollBook() {
+  let st;
+  try { st = await api("/api/pm/status"); } catch (e) { $("#book-status").textContent = e.message; return; }
+  const b = st.book;
+  $("#book-status").textContent = `book ${b.name} (${b.broker}), as of ${b.as_of ?? "-"}` + (b.halted ? ` \u2014 HALTED: ${b.halted}` : "");
+  const body = $("#book-events tbody");
+  body.replaceChildren(...st.events.map((e) => { const tr = document.createElement("tr"); tr.append(cell(e.created_at.slice(0, 19)), cell(e.kind), cell(e.origin), cell(e.reason)); return tr; }));
+}
+
 // 6. preference learning
 async function pollPrefs() {
   let stats, runs, decisions;
@@ -266,6 +276,7 @@ every(1500, pollResearch).finally(() => {
   every(1500, pollTrain);
   every(5000, pollRatio);
   every(4000, pollPolicies);
+  every(4000, pollBook);
   every(4000, pollPrefs);
   every(3000, pollSchedule);
 });
