@@ -320,6 +320,22 @@ class PmError(AlphaloopError):
     http_status = 409
 
 
+class MissingReason(AlphaloopError, ValueError):
+    """An action a person must justify (a halt, activating a policy over its gates) came
+    without its reason."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
+class BadTickDate(PmError, ValueError):
+    """A day the portfolio manager cannot decide: not a date, a weekend, a day the data shows
+    as a holiday, or a day before the data has a close."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
 class BrokerError(PmError):
     """A broker could not be reached or refused to report the account (missing keys, 403)."""
 

@@ -223,6 +223,11 @@ class Settings(BaseSettings):
         return self.home / "active_policy.json"
 
     @property
+    def locks_dir(self) -> Path:
+        """Lock files that serialise work across processes (one per portfolio-manager book)."""
+        return self.home / "locks"
+
+    @property
     def traces_path(self) -> Path:
         return self.home / "traces" / "spans.jsonl"
 

@@ -1,12 +1,14 @@
 """A scripted Alpaca trading server for tests: real HTTP, Alpaca's REST wire format.
 
-Serves ``GET /v2/account``, ``GET /v2/positions``, ``POST /v2/orders`` and
-``GET /v2/orders/{id}`` the way Alpaca's paper endpoint does (string decimals, UUID ids,
-ISO timestamps), checks the ``APCA-API-KEY-ID``/``APCA-API-SECRET-KEY`` headers (403
-``{"message": "forbidden."}`` otherwise), fills market orders at the price the test set, and
-answers errors as Alpaca sends them: tests queue them with :meth:`FakeAlpaca.fail_next`
-(``422 {"code": 42210000, "message": ...}``, ``429 {"message": "rate limit exceeded"}``).
-Every request is recorded.
+Serves ``GET /v2/account``, ``GET /v2/positions``, ``POST /v2/orders``, ``GET /v2/orders/{id}``
+and ``GET /v2/orders:by_client_order_id`` the way Alpaca's paper endpoint does (string
+decimals, UUID ids, ISO timestamps), checks the ``APCA-API-KEY-ID``/``APCA-API-SECRET-KEY``
+headers (403 ``{"message": "forbidden."}`` otherwise), fills market orders at the price the test
+set, and answers errors as Alpaca sends them: tests queue them with
+:meth:`FakeAlpaca.fail_next` (``422 {"code": 42210000, "message": ...}``, ``429 {"message":
+"rate limit exceeded"}``). A ``client_order_id`` sent twice is refused as Alpaca refuses it
+(422). Every request is recorded; ``on_order`` (if set) is called with each new order after it
+filled and before the answer leaves (a test kills its client there).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +39,7 @@ class FakeAlpaca:
         self.orders: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str, Any]] = []
         self.failures: deque[tuple[str, int, dict[str, Any]]] = deque()
+        self.on_order: Callable[[dict[str, Any]], None] | None = None
         self._lock = threading.Lock()
         fake = self
 
@@ -85,6 +89,13 @@ class FakeAlpaca:
                 return self._send(h, 200, [self._position(s, q) for s, q in self.positions.items()])
             if method == "POST" and path == "/v2/orders":
                 return self._order(h, body)
+            if method == "GET" and path == "/v2/orders:by_client_order_id":
+                query = dict(p.split("=", 1) for p in h.path.split("?", 1)[1].split("&"))
+                named = [o for o in self.orders.values() if o["client_order_id"] == query.get(
+                    "client_order_id")]  # fmt: skip
+                if not named:
+                    return self._send(h, 404, {"code": 40410000, "message": "order not found"})
+                return self._send(h, 200, named[0])
             if method == "GET" and path.startswith("/v2/orders/"):
                 order = self.orders.get(path.rsplit("/", 1)[1])
                 if order is None:
@@ -94,11 +105,14 @@ class FakeAlpaca:
 
     def _send(self, h: BaseHTTPRequestHandler, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client was killed while it waited (what a crash drill does)
 
     def _account(self) -> dict[str, Any]:
         equity = self.cash + sum(q * self.prices[s] for s, q in self.positions.items())
@@ -137,6 +151,11 @@ class FakeAlpaca:
         symbol, side = body.get("symbol"), body.get("side")
         if symbol not in self.prices:
             return self._send(h, 422, {"code": 40010001, "message": f"asset {symbol} not found"})
+        client_id = body.get("client_order_id") or str(uuid.uuid4())
+        if any(o["client_order_id"] == client_id for o in self.orders.values()):
+            return self._send(
+                h, 422, {"code": 40010001, "message": "client_order_id must be unique"}
+            )
         qty = float(body["qty"])
         sign = 1.0 if side == "buy" else -1.0
         px = self.prices[symbol]
@@ -145,7 +164,7 @@ class FakeAlpaca:
         stamp = _now()
         order = {
             "id": str(uuid.uuid4()),
-            "client_order_id": str(uuid.uuid4()),
+            "client_order_id": client_id,
             "created_at": stamp,
             "updated_at": stamp,
             "submitted_at": stamp,
@@ -165,4 +184,6 @@ class FakeAlpaca:
             "extended_hours": False,
         }
         self.orders[order["id"]] = order
+        if self.on_order is not None:
+            self.on_order(order)
         return self._send(h, 200, order)

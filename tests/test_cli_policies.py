@@ -91,14 +91,28 @@ def test_show_activate_and_verify(trained: tuple[Path, Any]) -> None:
     (entry,) = ok_json(cli(home, "policies", "list", "--json"))["policies"]
     shown = ok_json(cli(home, "policies", "show", str(entry["id"]), "--json"))
     assert shown["policy"] == entry and shown["active"] is False
-    activated = ok_json(cli(home, "policies", "activate", str(entry["id"]), "--json"))
+    # A manual train run has no gates: no GO, so activation needs a person's override.
+    refused = cli(home, "policies", "activate", str(entry["id"]))
+    assert refused.exit_code == 2 and "gates were not evaluated" in refused.stderr
+    assert not (home / "active_policy.json").exists()
+    bare = cli(home, "policies", "activate", str(entry["id"]), "--force")
+    assert bare.exit_code == 2 and "needs a reason" in bare.stderr
+    activated = ok_json(
+        cli(home, "policies", "activate", str(entry["id"]), "--force", "--reason", "smoke test",
+            "--json")
+    )  # fmt: skip
     assert activated["active_policy_id"] == entry["id"]
+    listed = ok_json(cli(home, "policies", "list", "--json"))
+    assert listed["overrides"] == {str(entry["id"]): "smoke test"}
+    shown_text = " ".join(cli(home, "policies", "show", str(entry["id"])).stdout.split())
+    assert "activated over its gates: smoke test" in shown_text
     pointer = json.loads((home / "active_policy.json").read_text())
     assert pointer["policy_id"] == entry["id"] and pointer["sha256"] == entry["sha256"]
     assert ok_json(cli(home, "policies", "show", str(entry["id"]), "--json"))["active"]
     with Journal(home / "journal.db") as journal:
         (event,) = journal.events(None, kind=EventKind.policy_activated)
     assert event.payload["policy_id"] == entry["id"]
+    assert event.payload["override"] == "smoke test" and event.payload["gates_passed"] is None
     verified = ok_json(cli(home, "policies", "verify", "--json"))
     assert verified["ok"] and [c["policy_id"] for c in verified["checks"]] == [entry["id"]]
 
@@ -122,7 +136,7 @@ def test_a_tampered_file_is_refused(trained: tuple[Path, Any], tmp_path: Path) -
         assert verify.exit_code == 1
         (check,) = json.loads(verify.stdout)["checks"]
         assert not check["ok"] and str(path) in check["detail"]
-        refused = cli(home, "policies", "activate", str(entry["id"]))
+        refused = cli(home, "policies", "activate", str(entry["id"]), "--force", "--reason", "test")
         assert refused.exit_code == 1
         message = " ".join(refused.stderr.split())
         assert "not loaded" in message and "Restore the file" in message

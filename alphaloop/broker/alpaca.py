@@ -2,7 +2,9 @@
 
 Holdings come from ``GET /v2/account`` and ``GET /v2/positions``; each order is one market
 ``POST /v2/orders`` (day order, whole or fractional ``qty``), then ``GET /v2/orders/{id}`` reads
-whether it filled. A rate limit (429) is retried the way alpaca-py does it (3 attempts, 3 s
+whether it filled. Every order carries its ``client_order_id``; a tick finishing the work of one
+that was interrupted first asks ``GET /v2/orders:by_client_order_id`` and sends only the orders
+Alpaca never received. A rate limit (429) is retried the way alpaca-py does it (3 attempts, 3 s
 apart); any other error response rejects the order: it is journaled with Alpaca's code and
 message and never sent again blind (the next tick plans from the holdings Alpaca reports).
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from alphaloop.broker.base import Execution, OrderPlan
+from alphaloop.broker.base import Execution, Order, OrderPlan
 from alphaloop.exceptions import BrokerError
 from alphaloop.journal.book import BookRecord
 from alphaloop.settings import Settings
@@ -48,27 +50,17 @@ class AlpacaBroker:
         held = {p.symbol: float(p.qty) for p in positions}
         return float(account.cash or 0.0), held
 
-    def execute(self, plan: OrderPlan) -> Execution:
-        from alpaca.common.exceptions import APIError
-        from alpaca.trading.enums import OrderSide, TimeInForce
-        from alpaca.trading.requests import MarketOrderRequest
-
+    def execute(self, plan: OrderPlan, *, recover: bool = False) -> Execution:
         orders: list[dict[str, Any]] = []
         fills: list[dict[str, Any]] = []
         for order in plan.orders:
             entry: dict[str, Any] = order.model_dump()
-            request = MarketOrderRequest(
-                symbol=order.symbol,
-                qty=round(abs(order.shares), 9),
-                side=OrderSide.BUY if order.shares > 0 else OrderSide.SELL,
-                time_in_force=TimeInForce.DAY,
-            )
-            try:
-                sent = self.client.submit_order(request)
-                placed = self.client.get_order_by_id(sent.id)
-            except APIError as err:
-                orders.append({**entry, "status": "rejected", "error": _why(err)})
-                continue
+            placed = self._known(order.client_order_id) if recover else None
+            if placed is None:
+                placed, error = self._submit(order)
+                if error is not None:
+                    orders.append({**entry, "status": "rejected", "error": error})
+                    continue
             entry |= {"broker_order_id": str(placed.id), "status": str(placed.status.value)}
             orders.append(entry)
             filled = float(placed.filled_qty or 0)
@@ -84,6 +76,40 @@ class AlpacaBroker:
                     }
                 )
         return Execution(orders=orders, fills=fills)
+
+    def _submit(self, order: Order) -> tuple[Any, str | None]:
+        """Sends one market order under its client order id: Alpaca's order, or why not."""
+        from alpaca.common.exceptions import APIError
+        from alpaca.trading.enums import OrderSide, TimeInForce
+        from alpaca.trading.requests import MarketOrderRequest
+
+        request = MarketOrderRequest(
+            symbol=order.symbol,
+            qty=round(abs(order.shares), 9),
+            side=OrderSide.BUY if order.shares > 0 else OrderSide.SELL,
+            time_in_force=TimeInForce.DAY,
+            client_order_id=order.client_order_id,
+        )
+        try:
+            sent = self.client.submit_order(request)
+            return self.client.get_order_by_id(sent.id), None
+        except APIError as err:
+            return None, _why(err)
+
+    def _known(self, client_id: str | None) -> Any:
+        """Alpaca's order named ``client_id``, or None when Alpaca never received it."""
+        from alpaca.common.exceptions import APIError
+
+        if client_id is None:
+            return None
+        try:
+            return self.client.get_order_by_client_id(client_id)
+        except APIError as err:
+            if getattr(err, "status_code", None) == 404:
+                return None
+            raise BrokerError(
+                f"Alpaca refused to look up order {client_id}: {_why(err)}; nothing was sent"
+            ) from None
 
 
 def _why(err: Exception) -> str:

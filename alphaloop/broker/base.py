@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.journal.book import BookRecord
 
-__all__ = ["Broker", "Execution", "Order", "OrderPlan"]
+__all__ = ["Broker", "Execution", "Order", "OrderPlan", "client_order_id"]
 
 
 class Order(BaseModel):
-    """Buy (``shares`` > 0) or sell ``shares`` of ``symbol`` at ``price``, paying ``cost``."""
+    """Buy (``shares`` > 0) or sell ``shares`` of ``symbol`` at ``price``, paying ``cost``.
+
+    ``client_order_id`` names the order before it is sent (:func:`client_order_id`): a retry or a
+    restart asks the broker by that name instead of sending the order again.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -20,6 +25,7 @@ class Order(BaseModel):
     shares: float
     price: float
     cost: float
+    client_order_id: str | None = None
 
     @property
     def notional(self) -> float:
@@ -54,6 +60,15 @@ class Execution(BaseModel):
         return [o for o in self.orders if o["status"] == "rejected"]
 
 
+def client_order_id(book: str, date: str, symbol: str, side: str) -> str:
+    """The name of the order of ``book`` on ``date`` that buys or sells ``symbol``: the same
+    inputs always give the same name, so a resent order is one the broker already knows.
+    Hashed so the name stays short (Alpaca takes at most 128 characters) and holds none of the
+    book name's characters."""
+    digest = hashlib.sha256(f"{book}|{date}|{symbol}|{side}".encode()).hexdigest()
+    return f"al-{digest[:40]}"
+
+
 class Broker(Protocol):
     name: str
 
@@ -61,6 +76,8 @@ class Broker(Protocol):
         """Cash and shares by symbol the book holds now."""
         ...
 
-    def execute(self, plan: OrderPlan) -> Execution:
-        """Sends the plan's orders; never retries a rejected one."""
+    def execute(self, plan: OrderPlan, *, recover: bool = False) -> Execution:
+        """Sends the plan's orders; never retries a rejected one. With ``recover`` (the plan
+        was journaled by a tick that did not finish) each order is first looked up by its
+        ``client_order_id`` and only sent if the broker never received it."""
         ...

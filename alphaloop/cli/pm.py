@@ -72,16 +72,23 @@ def run(
         str | None, typer.Option(help="book name (default: check-ID-START-END)")
     ] = None,
     policy: Annotated[int | None, typer.Option(help="library id (default: the active one)")] = None,
+    broker: Annotated[str, typer.Option(help="paper or alpaca")] = "paper",
+    resume: Annotated[
+        bool, typer.Option("--resume", help="continue the book an interrupted run left")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Deployment check: tick every trading day of a window in a separate paper book and
-    compare its equity with the evaluator's backtest of the same strategy.
+    """Deployment check: tick every trading day of a window in a separate book and compare
+    its equity with the evaluator's backtest of the same strategy.
 
     Example: alphaloop pm run --start 2021-01-04 --end 2021-03-31 --json
     """
+    if broker not in ("paper", "alpaca"):
+        raise typer.Exit(_bad(f"unknown broker {broker!r}; choose paper or alpaca"))
     report = guarded(
-        ops_pm.pm_run, get_settings(), start=start, end=end, data=data, book=book, policy_id=policy
-    )
+        ops_pm.pm_run, get_settings(), start=start, end=end, data=data, book=book,
+        policy_id=policy, broker=broker, resume=resume,
+    )  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json")))
         return
@@ -117,6 +124,8 @@ def status(
     for d in st.decisions:
         why = f" ({escape(d.halt_reason)})" if d.halt_reason else ""
         console.print(f"  #{d.id} {d.date} {d.status}{why}, {len(d.orders)} orders")
+    for e in st.events:
+        console.print(f"  {e.created_at[:19]} {e.kind} ({e.origin}): {escape(e.reason)}")
 
 
 @pm_app.command("halt")
@@ -129,7 +138,7 @@ def halt(
 
     Example: alphaloop pm halt --why "earnings week"
     """
-    record = guarded(ops_pm.pm_halt, get_settings(), why, book=book)
+    record = guarded(ops_pm.pm_halt, get_settings(), why, book=book, origin="cli")
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
@@ -137,12 +146,16 @@ def halt(
 
 
 @pm_app.command("resume")
-def resume(book: BookOption = MAIN_BOOK, as_json: JsonFlag = False) -> None:
-    """Lift a book's manual halt.
+def resume(
+    book: BookOption = MAIN_BOOK,
+    why: Annotated[str, typer.Option("--why", help="the reason, journaled")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Lift a book's manual halt (journaled with the reason and the origin).
 
-    Example: alphaloop pm resume
+    Example: alphaloop pm resume --why "earnings are out"
     """
-    record = guarded(ops_pm.pm_resume, get_settings(), book=book)
+    record = guarded(ops_pm.pm_resume, get_settings(), book=book, why=why, origin="cli")
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return

@@ -54,12 +54,15 @@ def list_(as_json: JsonFlag = False) -> None:
     settings = get_settings()
     rows = guarded(ops_policies.list_policies, settings)
     active = _active_id(settings)
+    overrides = guarded(ops_policies.activation_overrides, settings)
     if as_json:
         typer.echo(
             json.dumps(
                 {
                     "active_policy_id": active,
                     "policies": [r.model_dump(mode="json") for r in rows],
+                    # Entries activated without a GO from their gates: id -> the reason given.
+                    "overrides": {str(k): v for k, v in overrides.items()},
                 }
             )
         )
@@ -81,7 +84,8 @@ def list_(as_json: JsonFlag = False) -> None:
             str(r.objective.get("metric", "sharpe")),
             _metric(r, "val_metrics"),
             _metric(r, "test_metrics"),
-            {True: "pass", False: "fail", None: "-"}[r.gates_passed],
+            {True: "pass", False: "fail", None: "-"}[r.gates_passed]
+            + (f" (overridden: {escape(overrides[r.id])})" if r.id in overrides else ""),
         )
     console.print(table)
     if active is not None:
@@ -108,6 +112,8 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
     console.print(f"symbols: {escape(', '.join(p.symbols))}")
     gates = {True: "passed", False: "failed", None: "not evaluated"}[p.gates_passed]
     console.print(f"objective {p.objective.get('metric', 'sharpe')}; go/no-go gates {gates}")
+    if detail.override:
+        console.print(f"[yellow]activated over its gates:[/yellow] {escape(detail.override)}")
     console.print(
         views.metrics_table("metrics", {"validation": p.val_metrics, "test": p.test_metrics})
     )
@@ -121,12 +127,26 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
 
 @policies_app.command()
-def activate(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
+def activate(
+    policy_id: PolicyId,
+    force: Annotated[
+        bool, typer.Option("--force", help="activate without a GO from the gates (needs --reason)")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="why the gates are overridden (journaled)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Make a library entry the active policy (by id only; its file is checked first).
+
+    An entry without a GO from its gates is refused (exit 2) unless overridden with --force
+    --reason TEXT; the override is journaled and shown beside the entry.
 
     Example: alphaloop policies activate 3
     """
-    record = guarded(ops_policies.activate_policy, get_settings(), policy_id)
+    record = guarded(
+        ops_policies.activate_policy, get_settings(), policy_id, force=force, reason=reason
+    )
     if as_json:
         typer.echo(
             json.dumps({"active_policy_id": record.id, "policy": record.model_dump(mode="json")})

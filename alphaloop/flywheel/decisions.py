@@ -43,7 +43,9 @@ def label_decision(
     pre = dict(decision.pre_weights or {})
     proposed = dict(decision.target_weights)
     alternative = alternative_weights(decision)
-    outcome = t5_outcome(prices, decision.date, proposed, alternative, pre, cost_bps)
+    outcome = t5_outcome(
+        prices, decision.date, proposed, alternative, pre, cost_bps, held=not decision.orders
+    )
     if outcome is None:
         return None
     proposed_won = outcome.proposed >= outcome.alternative

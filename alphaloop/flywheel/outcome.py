@@ -13,7 +13,7 @@ Conventions (the same as the backtest's, so a decision is judged as the evaluato
   rebalancing return nobody earned.
 * Cost: ``eval_cost_bps`` per unit of one-way turnover ``sum |w - w_pre|`` to reach the weights
   from the pre-decision weights, charged once at the start. Keeping the pre-decision weights
-  costs nothing.
+  costs nothing, and neither does a decision that sent no orders (a hold day).
 """
 
 from __future__ import annotations
@@ -80,9 +80,12 @@ def t5_outcome(
     alternative: Weights,
     pre: Weights,
     cost_bps: float,
+    *,
+    held: bool = False,
 ) -> Outcome | None:
     """The T+5 outcome of ``proposed`` against ``alternative`` (both traded to from ``pre``),
-    or None when the prices do not reach five trading days past the decision yet.
+    or None when the prices do not reach five trading days past the decision yet. ``held``: the
+    decision sent no orders (a hold day), so its side is charged no turnover.
 
     Raises:
         ValueError: a weighted symbol has no prices, or a price in the window is not finite.
@@ -104,6 +107,6 @@ def t5_outcome(
     return Outcome(
         start=prices.index[i0].date().isoformat(),
         end=prices.index[i1].date().isoformat(),
-        proposed=net_return(proposed, pre, growth, cost_bps),
+        proposed=net_return(proposed, pre, growth, 0.0 if held else cost_bps),
         alternative=net_return(alternative, pre, growth, cost_bps),
     )

@@ -12,14 +12,22 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, ClassVar, Literal
 
-from alphaloop.exceptions import JournalError
-from alphaloop.journal.codec import columns, now
+from alphaloop.exceptions import Conflict, JournalError
+from alphaloop.journal.codec import columns, dumps, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
 
-__all__ = ["BookRecord", "BookStore", "DecisionRecord", "FillRecord"]
+__all__ = [
+    "BookEvent",
+    "BookRecord",
+    "BookStore",
+    "DecisionRecord",
+    "FillRecord",
+    "PendingTick",
+]
 
 DecisionStatus = Literal["sent", "halted", "failed"]
+HaltOrigin = Literal["cli", "api", "scheduler", "kill_switch"]
 
 
 class BookRecord(_Record):
@@ -92,6 +100,32 @@ class FillRecord(_Record):
     created_at: str
 
 
+class PendingTick(_Record):
+    """A tick whose orders were named and journaled before the broker was called, and whose
+    decision is not journaled yet: the decision's fields so far, the order plan (each order
+    with its ``client_order_id``) and the peak equity the book will carry."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset({"fields", "plan"})
+
+    book: str
+    date: str
+    fields: dict[str, Any]
+    plan: dict[str, Any]
+    peak_equity: float
+    created_at: str
+
+
+class BookEvent(_Record):
+    """A halt or a resume of a book: the reason and where it came from."""
+
+    id: int
+    book: str
+    kind: Literal["halt", "resume"]
+    reason: str
+    origin: HaltOrigin
+    created_at: str
+
+
 class BookStore(JournalFile):
     """Reads and writes of the ``pm_books``, ``decisions`` and ``pm_fills`` tables."""
 
@@ -152,17 +186,37 @@ class BookStore(JournalFile):
             self.db["pm_books"].update(name, {**values, "updated_at": now()})
         return self._book(name)
 
-    def set_halt(self, name: str, why: str | None) -> BookRecord:
-        """Halts the book with a reason (``why``) or lifts the halt (None)."""
+    def set_halt(
+        self, name: str, why: str | None, *, origin: HaltOrigin = "cli", reason: str = ""
+    ) -> BookRecord:
+        """Halts the book with a reason (``why``) or lifts the halt (None), journaling who did
+        it (``origin``) and why (for a resume, ``reason``) in the same transaction."""
         self._book(name)
-        with self._write():
-            self.db["pm_books"].update(name, {"halted": why, "updated_at": now()})
+        kind, said = ("halt", why) if why is not None else ("resume", reason or "no reason given")
+        stamp = now()
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE pm_books SET halted = ?, updated_at = ? WHERE name = ?", (why, stamp, name)
+            )
+            conn.execute(
+                "INSERT INTO pm_book_events (book, kind, reason, origin, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (name, kind, said, origin, stamp),
+            )
         return self._book(name)
+
+    def book_events(self, name: str, limit: int = 20) -> list[BookEvent]:
+        """The book's halts and resumes, newest first."""
+        rows = self._rows(
+            "SELECT * FROM pm_book_events WHERE book = ? ORDER BY id DESC LIMIT ?", (name, limit)
+        )
+        return [BookEvent.from_row(r) for r in rows]
 
     def delete_book(self, name: str) -> None:
         """Removes a book with its decisions and fills (a deployment check run again)."""
         with self._write() as conn:
             conn.execute("DELETE FROM pm_fills WHERE book = ?", (name,))
+            conn.execute("DELETE FROM pm_pending WHERE book = ?", (name,))
             conn.execute("DELETE FROM decisions WHERE book = ?", (name,))
             conn.execute("DELETE FROM pm_books WHERE name = ?", (name,))
 
@@ -178,27 +232,104 @@ class BookStore(JournalFile):
     def add_decision(self, **fields: Any) -> DecisionRecord:
         """Journals one tick with its fills (``fills`` rows go to ``pm_fills`` too, each a dict
         with ``symbol``, ``shares``, ``price``, ``cost`` and optional ``broker_order_id``)."""
+        with self._write() as conn:
+            decision_id = self._insert_decision(conn, fields)
+        return self.get_decision(decision_id)
+
+    def decision_on(self, book: str, date: str) -> DecisionRecord | None:
+        """The book's decision for ``date``, or None (a book decides a day once)."""
+        rows = self._rows(
+            "SELECT * FROM decisions WHERE book = ? AND date = ? ORDER BY id LIMIT 1", (book, date)
+        )
+        return DecisionRecord.from_row(rows[0]) if rows else None
+
+    def pending_tick(self, book: str) -> PendingTick | None:
+        """The book's tick whose orders are journaled but not settled, or None."""
+        rows = self._rows("SELECT * FROM pm_pending WHERE book = ?", (book,))
+        return PendingTick.from_row(rows[0]) if rows else None
+
+    def begin_tick(
+        self, book: str, date: str, fields: dict[str, Any], plan: Any, peak_equity: float
+    ) -> None:
+        """Journals a tick's named orders (in ``plan``) before any is sent.
+
+        Raises:
+            Conflict: the book has a pending tick already (finish it first).
+        """
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO pm_pending (book, date, fields, plan, peak_equity, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (book, date, dumps(fields), dumps(plan), float(peak_equity), now()),
+                )
+        except sqlite3.IntegrityError:
+            raise Conflict(
+                f"book {book!r} has an unfinished tick; tick again to finish it"
+            ) from None
+
+    def commit_tick(
+        self,
+        book: str,
+        decision: dict[str, Any],
+        *,
+        cash: float,
+        positions: dict[str, float],
+        peak_equity: float,
+        as_of: str | None,
+    ) -> DecisionRecord:
+        """In one transaction: the book's new holdings, the decision with its fills, and the
+        end of the book's pending tick. A kill at any point leaves all of it or none.
+
+        Raises:
+            Conflict: the book already has a decision for that date.
+        """
+        book_cols = columns(
+            BookRecord,
+            {"cash": cash, "positions": positions, "peak_equity": peak_equity, "as_of": as_of},
+        )
+        with self._write() as conn:
+            taken = conn.execute(
+                "SELECT id FROM decisions WHERE book = ? AND date = ?", (book, decision["date"])
+            ).fetchone()
+            if taken:
+                raise Conflict(f"book {book!r} has decision {taken[0]} for {decision['date']}")
+            conn.execute(
+                "UPDATE pm_books SET cash = ?, positions = ?, peak_equity = ?, as_of = ?, "
+                "updated_at = ? WHERE name = ?",
+                (*book_cols.values(), now(), book),
+            )
+            decision_id = self._insert_decision(conn, decision)
+            conn.execute("DELETE FROM pm_pending WHERE book = ?", (book,))
+        return self.get_decision(decision_id)
+
+    def _insert_decision(self, conn: sqlite3.Connection, fields: dict[str, Any]) -> int:
+        """Inserts a decision row and its fills on ``conn`` (inside a write transaction)."""
         row = columns(DecisionRecord, fields)
         row["created_at"] = now()
-        with self._write() as conn:
-            decision_id = int(self.db["decisions"].insert(row).last_rowid)
-            for fill in fields.get("fills") or []:
-                conn.execute(
-                    "INSERT INTO pm_fills (book, decision_id, date, symbol, shares, price, cost, "
-                    "broker_order_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fields["book"],
-                        decision_id,
-                        fields["date"],
-                        fill["symbol"],
-                        float(fill["shares"]),
-                        float(fill["price"]),
-                        float(fill["cost"]),
-                        fill.get("broker_order_id"),
-                        row["created_at"],
-                    ),
-                )
-        return self.get_decision(decision_id)
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        cursor = conn.execute(
+            f"INSERT INTO decisions ({names}) VALUES ({marks})", tuple(row.values())
+        )
+        decision_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+        for fill in fields.get("fills") or []:
+            conn.execute(
+                "INSERT INTO pm_fills (book, decision_id, date, symbol, shares, price, cost, "
+                "broker_order_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fields["book"],
+                    decision_id,
+                    fields["date"],
+                    fill["symbol"],
+                    float(fill["shares"]),
+                    float(fill["price"]),
+                    float(fill["cost"]),
+                    fill.get("broker_order_id"),
+                    row["created_at"],
+                ),
+            )
+        return decision_id
 
     def get_decision(self, decision_id: int) -> DecisionRecord:
         """One decision.

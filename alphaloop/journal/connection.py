@@ -240,7 +240,39 @@ class JournalFile:
     def _rows(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[dict]:
         with self._lock, self._errors():
             self._ensure_open()
-            return list(self.db.query(sql, params))
+            return [self._located(row) for row in self.db.query(sql, params)]
+
+    @property
+    def home(self) -> Path:
+        """The alphaloop home this journal lives in (its directory)."""
+        return self.path.parent.absolute()
+
+    def stored_path(self, path: str | Path | None) -> str | None:
+        """How a file's path is journaled: relative to the home when the file is in it, so a
+        copied or moved home still finds its files; absolute otherwise."""
+        if path is None:
+            return None
+        full = Path(path).absolute()
+        try:
+            return str(full.resolve().relative_to(self.home.resolve()))
+        except ValueError:
+            return str(full)
+
+    def _located(self, row: dict) -> dict:
+        """A row with its home-relative paths (:data:`HOME_PATHS`) made absolute for this home.
+        A relative path not in the home is one journaled before paths were home-relative: it is
+        left as it was (relative to where that alphaloop ran)."""
+        for key in HOME_PATHS:
+            value = row.get(key)
+            if isinstance(value, str) and value and not Path(value).is_absolute():
+                candidate = self.home / value
+                if candidate.exists() or not Path(value).exists():
+                    row[key] = str(candidate)
+        return row
+
+
+# Columns holding a file's path, journaled relative to the home (:meth:`JournalFile.stored_path`).
+HOME_PATHS = ("policy_path", "path", "model_dir", "out_dir")
 
 
 @contextmanager

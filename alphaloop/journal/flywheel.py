@@ -11,6 +11,8 @@ import os
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from alphaloop.exceptions import DecisionNotFound, InvalidVerdict, JournalError
 from alphaloop.journal.codec import dumps, now, seconds_between
 from alphaloop.journal.connection import JournalFile
@@ -41,7 +43,7 @@ class DecisionView(_Record):
     """What the flywheel reads of a portfolio decision: its weights and its verdict."""
 
     json_fields: ClassVar[frozenset[str]] = frozenset(
-        {"symbols", "pre_weights", "target_weights", "override_weights"}
+        {"symbols", "pre_weights", "target_weights", "override_weights", "orders"}
     )
 
     id: int
@@ -57,6 +59,8 @@ class DecisionView(_Record):
     note: str | None = None
     decided_at: str | None = None
     created_at: str
+    # What the tick sent: none on a hold day (no rebalance) or a halted one.
+    orders: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class PreferenceRecord(_Record):
@@ -107,6 +111,12 @@ class DpoRunRecord(_Record):
 
 
 _DECISION_COLUMNS = ", ".join(k for k in DecisionView.model_fields)
+# Decisions people lived: of live books (not deployment checks), the first of each (book, day)
+# (a journal from before ticks were once per day may hold more).
+_LIVED = (
+    "book IN (SELECT name FROM pm_books WHERE purpose = 'live') "
+    "AND id IN (SELECT MIN(id) FROM decisions GROUP BY book, date)"
+)
 _DPO_UPDATABLE = frozenset(DpoRunRecord.model_fields) - {"id", "started_at", "owner_pid"}
 
 
@@ -138,15 +148,16 @@ class FlywheelStore(JournalFile):
         yet, oldest first."""
         rows = self._rows(
             f"SELECT {_DECISION_COLUMNS} FROM decisions "
-            "WHERE verdict IS NULL AND target_weights IS NOT NULL "
-            "AND book IN (SELECT name FROM pm_books WHERE purpose = 'live') ORDER BY date, id"
+            f"WHERE verdict IS NULL AND target_weights IS NOT NULL AND {_LIVED} ORDER BY date, id"
         )
         return [DecisionView.from_row(r) for r in rows]
 
     def decided_decisions(self) -> list[DecisionView]:
-        """Decisions with a verdict, oldest first (what the T+5 label job reads)."""
+        """Decisions people lived with a verdict, oldest first (what the T+5 label job reads):
+        of live books only, and one per (book, day)."""
         rows = self._rows(
-            f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE verdict IS NOT NULL ORDER BY date, id"
+            f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE verdict IS NOT NULL AND {_LIVED} "
+            "ORDER BY date, id"
         )
         return [DecisionView.from_row(r) for r in rows]
 
@@ -175,6 +186,16 @@ class FlywheelStore(JournalFile):
             ).fetchone()
             if row is None:
                 raise DecisionNotFound(f"no decision {decision_id!r} in {self.path}")
+            check = conn.execute(
+                "SELECT b.name FROM decisions d JOIN pm_books b ON b.name = d.book "
+                "WHERE d.id = ? AND b.purpose = 'check'",
+                (decision_id,),
+            ).fetchone()
+            if check is not None:
+                raise InvalidVerdict(
+                    f"decision {decision_id} belongs to the deployment check {check[0]!r}: a "
+                    "simulated day nobody lived; verdicts are for decisions of live books"
+                )
             if row[0] is not None:
                 raise InvalidVerdict(
                     f"decision {decision_id} already has the verdict {row[0]!r}; "
@@ -272,6 +293,9 @@ class FlywheelStore(JournalFile):
             raise ValueError(f"DpoRunRecord: unknown field(s) {', '.join(sorted(unknown))}")
         stamp = now()
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
+        for key in ("model_dir", "out_dir"):
+            if row.get(key) is not None:
+                row[key] = self.stored_path(row[key])
         row.update(status=DpoStatus(status).value, owner_pid=os.getpid(), started_at=stamp)
         if row["status"] != DpoStatus.running:
             row["finished_at"] = stamp
@@ -290,6 +314,9 @@ class FlywheelStore(JournalFile):
         if unknown:
             raise ValueError(f"DpoRunRecord: unknown field(s) {', '.join(sorted(unknown))}")
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
+        for key in ("model_dir", "out_dir"):
+            if row.get(key) is not None:
+                row[key] = self.stored_path(row[key])
         with self._write() as conn:
             found = conn.execute(
                 "SELECT status, started_at FROM dpo_runs WHERE id = ?", (run_id,)

@@ -117,6 +117,8 @@ class LibraryStore(JournalFile):
                 session or trial is not in the journal.
         """
         _required(PolicyRecord, fields)
+        if fields.get("path") is not None:
+            fields = {**fields, "path": self.stored_path(fields["path"])}
         row = columns(PolicyRecord, fields)
         row["created_at"] = now()
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -312,6 +312,36 @@ JOB_TABLES: dict[str, str] = {
 TABLES.update(JOB_TABLES)
 JOB_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_jobs_kind_status ON jobs (kind, status)",)
 
+# Exactly-once ticks (schema 7). ``pm_pending``: the tick of a book whose orders are named and
+# journaled but not yet settled (its decision's fields and its order plan, as JSON); written
+# before the broker is called and removed in the transaction that journals the decision, so a
+# row left behind is a tick the next one must finish first. ``pm_book_events``: who halted or
+# resumed a book, why, and from where.
+TICK_TABLES: dict[str, str] = {
+    "pm_pending": """
+        CREATE TABLE pm_pending (
+            book TEXT PRIMARY KEY REFERENCES pm_books(name),
+            date TEXT NOT NULL,
+            fields TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            peak_equity REAL NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+    "pm_book_events": """
+        CREATE TABLE pm_book_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            book TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('halt', 'resume')),
+            reason TEXT NOT NULL,
+            origin TEXT NOT NULL CHECK (origin IN ('cli', 'api', 'scheduler', 'kill_switch')),
+            created_at TEXT NOT NULL
+        )""",
+}
+TABLES.update(TICK_TABLES)
+TICK_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_pm_book_events_book ON pm_book_events (book, id)",
+)
+
 LOOP_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_policies_session ON policies (session_id)",
     "CREATE INDEX idx_replays_trial ON replays (parent_trial_id)",
@@ -331,6 +361,7 @@ INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_chart_reads_session ON chart_reads (session_id)",
     *LOOP_INDEXES,
     *JOB_INDEXES,
+    *TICK_INDEXES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -440,6 +471,20 @@ def _add_llm_call_mode(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE llm_calls ADD COLUMN {column} TEXT")
 
 
+def _add_exactly_once_ticks(conn: sqlite3.Connection) -> None:
+    """Schema 7 -> 8: the pending ticks and the halt/resume events of the portfolio manager's
+    books (:data:`TICK_TABLES`), empty: no tick before them was left half done on purpose, and
+    halts before them were not journaled."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, ddl in TICK_TABLES.items():
+        if table not in names:
+            conn.execute(ddl)
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    for ddl in TICK_INDEXES:
+        if ddl.split()[2] not in indexes:
+            conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -448,6 +493,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: _add_evaluator_versions_and_outcomes,
     5: _add_jobs,
     6: _add_llm_call_mode,
+    7: _add_exactly_once_ticks,
 }
 
 
@@ -482,6 +528,8 @@ def problem(conn: sqlite3.Connection) -> str | None:
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
     expected = set(TABLES) - (set(JOB_TABLES) if version < 6 else set())
+    if version < 8:
+        expected -= set(TICK_TABLES)
     if version < 4:
         expected -= set(LOOP_TABLES)
     missing = sorted(expected - names)

@@ -15,6 +15,7 @@ from alphaloop.library.activation import (
     activate,
     active_policy_id,
     auto_activate,
+    no_go,
 )
 from alphaloop.library.files import (
     copy_into_library,
@@ -36,6 +37,7 @@ __all__ = [
     "data_spec_of",
     "library_dir",
     "load_ppo",
+    "no_go",
     "publish_trial",
     "read_pointer",
     "sha256_file",

@@ -21,6 +21,13 @@ from alphaloop.library.pointer import pointer_policy_id, write_pointer
 from alphaloop.settings import Settings
 
 
+def no_go(record: PolicyRecord) -> str | None:
+    """Why the entry has no GO from its gates (failed or never evaluated), or None."""
+    if record.gates_passed is True:
+        return None
+    return "failed" if record.gates_passed is False else "were not evaluated"
+
+
 def active_policy_id(settings: Settings) -> int | None:
     """The library id the active-policy pointer names, or None when none was ever activated.
 
@@ -31,10 +38,16 @@ def active_policy_id(settings: Settings) -> int | None:
 
 
 def activate(
-    journal: Journal, settings: Settings, policy_id: int, *, reason: str = "by hand"
+    journal: Journal,
+    settings: Settings,
+    policy_id: int,
+    *,
+    reason: str = "by hand",
+    override: str | None = None,
 ) -> PolicyRecord:
     """Makes a library entry the active policy: checks its file, rewrites the pointer
-    atomically and journals ``PolicyActivated`` (with the previous id and the reason).
+    atomically and journals ``PolicyActivated`` (with the previous id, the reason and, when a
+    person activated it without a GO from its gates, their ``override`` reason).
 
     Raises:
         PolicyNotFound: no such id (the message lists recent ids).
@@ -67,6 +80,8 @@ def activate(
             "session_id": record.session_id,
             "trial_id": record.trial_id,
             "reason": reason,
+            "override": override,
+            "gates_passed": record.gates_passed,
             "pid": os.getpid(),
         },
     )
@@ -96,8 +111,8 @@ def auto_activate(
     """
     if not settings.auto_activate:
         return AutoActivation(activated=False, reason="auto_activate is off")
-    if record.gates_passed is not True:
-        why = "failed" if record.gates_passed is False else "were not evaluated"
+    # Auto-activation never overrides the gates.
+    if (why := no_go(record)) is not None:
         return AutoActivation(activated=False, reason=f"the session's go/no-go gates {why}")
     if record.val_objective is None:
         return AutoActivation(activated=False, reason="the entry has no validation objective")

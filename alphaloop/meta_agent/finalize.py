@@ -36,6 +36,7 @@ from alphaloop.validation import (
     DSR_SET,
     REFERENCES,
     ExcessEvidence,
+    Gates,
     evaluate_gates,
     excess_evidence,
     search_set,
@@ -81,7 +82,7 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
         for ref, e in excess.items()
     }
-    final.update(_overfitting(rows, final, excess))
+    final.update(_overfitting(rows, final, excess, ctx.objective.max_drawdown))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
     report = FinalReport.model_validate(final).journaled()
@@ -191,10 +192,14 @@ def _excess(series: list[list[float]], reference: Any) -> list[np.ndarray]:
 
 
 def _overfitting(
-    rows: list[TrialRecord], final: dict[str, Any], excess: dict[str, ExcessEvidence | str]
+    rows: list[TrialRecord],
+    final: dict[str, Any],
+    excess: dict[str, ExcessEvidence | str],
+    max_drawdown: float | None = None,
 ) -> dict[str, Any]:
     """PBO by CSCV over the search set (its summary, not every combination) and the go/no-go
-    gates on the reported trial's test metrics, its deflated Sharpe and PBO.
+    gates on the reported trial's test metrics, its deflated Sharpe and PBO. The drawdown
+    limit the user set on the session (``max_drawdown``) is the drawdown gate on TEST.
 
     Stored so it can be read later: a policy that fails a gate must never be activated
     automatically. Stress tests and walk-forward re-run the evaluator and belong to
@@ -212,8 +217,9 @@ def _overfitting(
     if not reported:
         out["gates_note"] = "no test-window metrics of the reported trial to gate"
         return out
+    gates = None if max_drawdown is None else Gates(max_drawdown=max_drawdown)
     report = evaluate_gates(
-        Metrics(**reported), final.get("deflated_sharpe"), out["pbo"], excess=excess
+        Metrics(**reported), final.get("deflated_sharpe"), out["pbo"], gates, excess=excess
     )
     out["gates"] = report.model_dump(mode="json")
     out["gates_passed"] = report.passed

@@ -9,11 +9,14 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
 from alphaloop.broker import broker_for
-from alphaloop.exceptions import PmError
+from alphaloop.exceptions import MissingReason, PmError
 from alphaloop.journal import Journal, PolicyRecord
-from alphaloop.journal.book import BookRecord, DecisionRecord
+from alphaloop.journal.book import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
+from alphaloop.pm.dates import tick_day
+from alphaloop.pm.lock import book_lock
+from alphaloop.pm.manager import already
 from alphaloop.pm.policy import evaluator_equity, load_data, setup_for, window_rows
 from alphaloop.portfolio_opt import start_sequence
 from alphaloop.settings import MAIN_BOOK, Settings
@@ -22,6 +25,7 @@ __all__ = [
     "MAIN_BOOK",
     "BookStatus",
     "RunReport",
+    "check_tick_date",
     "pm_halt",
     "pm_resume",
     "pm_run",
@@ -31,7 +35,8 @@ __all__ = [
 
 
 class BookStatus(BaseModel):
-    """A book, its equity at the last close of its data, P&L and its latest decisions."""
+    """A book, its equity at the last close of its data, P&L, its latest decisions and its
+    latest halts and resumes (who, why, from where)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -39,6 +44,7 @@ class BookStatus(BaseModel):
     equity: float | None
     pnl: float | None
     decisions: list[DecisionRecord]
+    events: list[BookEvent] = []
 
 
 class RunReport(BaseModel):
@@ -59,8 +65,14 @@ class RunReport(BaseModel):
     halted_days: int
 
 
-def _limits(settings: Settings) -> KillSwitch:
-    return KillSwitch(max_turnover=settings.pm_max_turnover, max_drawdown=settings.pm_max_drawdown)
+def _limits(settings: Settings, record: PolicyRecord) -> KillSwitch:
+    """The kill switch of a book ticking ``record``: the drawdown limit the policy's session
+    set travels with it, and the book's setting (``pm_max_drawdown``) may only tighten it."""
+    stated = record.objective.get("max_drawdown")
+    drawdown = settings.pm_max_drawdown
+    if stated is not None:
+        drawdown = min(float(stated), drawdown)
+    return KillSwitch(max_turnover=settings.pm_max_turnover, max_drawdown=drawdown)
 
 
 def _policy(journal: Journal, settings: Settings, policy_id: int | None) -> PolicyRecord:
@@ -90,22 +102,56 @@ def pm_tick(
     book: str = MAIN_BOOK,
 ) -> DecisionRecord:
     """One tick of the active policy for ``date`` (default: the weekday after the data's last
-    close), journaled as a decision whether it traded or was halted."""
+    close), journaled as a decision whether it traded or was halted.
+
+    Ticks of one book are serialised across processes; the tick is exactly once per (book,
+    day): see :func:`alphaloop.pm.tick`.
+
+    Raises:
+        BadTickDate: the date is not one a tick can decide (exit 2, HTTP 422).
+        Conflict: the day is not after the book's last tick (exit 2, HTTP 409).
+    """
     broker_name = broker or settings.broker
     with open_journal(settings) as journal:
         record = _policy(journal, settings, None)
         prices, market = load_data(record, data)
-        day = pd.Timestamp(date) if date else prices.index[-1] + pd.offsets.BDay(1)
+        day = tick_day(date, prices.index)
         setup = setup_for(
             record,
             prices,
             market,
-            _limits(settings),
+            _limits(settings, record),
             min_trade=settings.pm_min_trade,
             fractional=broker_name == "paper",
         )
-        _book(journal, book, broker_name, settings.pm_initial_cash)
-        return tick(journal, book, broker_for(broker_name, settings), setup, day)
+        with book_lock(settings.locks_dir, book):
+            _book(journal, book, broker_name, settings.pm_initial_cash)
+            return tick(journal, book, broker_for(broker_name, settings), setup, day)
+
+
+def check_tick_date(
+    settings: Settings, *, date: str | None, data: str | None = None, book: str = MAIN_BOOK
+) -> str | None:
+    """The day a tick of the active policy would decide for ``book``, checked against its data
+    and the book's last tick (what the REST server asks before it queues a tick; the tick
+    checks again under the book's lock).
+
+    Raises:
+        BadTickDate: not a day a tick can decide.
+        Conflict: the day is not after the book's last tick, and not one the same policy
+            decided already (that tick returns its decision unchanged).
+    """
+    with open_journal(settings) as journal:
+        pid = library.active_policy_id(settings)
+        if pid is None:
+            return date  # the tick's job reports that no policy is active
+        record = journal.get_policy(pid)
+        prices, _ = load_data(record, data)
+        day = tick_day(date, prices.index)
+        found = journal.get_book(book)
+        if found is not None:
+            already(journal, found, record.id, day)
+    return str(day.date())
 
 
 def pm_run(
@@ -116,34 +162,34 @@ def pm_run(
     data: str | None = None,
     book: str | None = None,
     policy_id: int | None = None,
+    broker: str = "paper",
+    resume: bool = False,
 ) -> RunReport:
-    """Ticks every trading day of ``start .. end`` in a fresh paper book (replacing one of the
-    same name) and compares its equity with the evaluator's backtest of the same strategy.
+    """Ticks every trading day of ``start .. end`` in a fresh check book (replacing one of the
+    same name, unless ``resume`` continues one an interrupted run left) and compares its equity
+    with the evaluator's backtest of the same strategy.
 
     The check trades as the evaluator scores: fractional shares, no minimum trade, the book
     opened at the first day's target at no cost, the strategy's sequence starting on the
-    window's first day. Kill-switch limits still apply; a halted day is counted.
+    window's first day. Kill-switch limits still apply; a halted day is counted. A resumed run
+    first settles the tick the interruption left, then decides only the days not decided yet.
     """
     with open_journal(settings) as journal:
         record = _policy(journal, settings, policy_id)
         prices, market = load_data(record, data)
         rows = window_rows(market, start, end)
         name = book or f"check-{record.id}-{start}-{end}"
-        if journal.get_book(name) is not None:
-            journal.delete_book(name)
-        journal.create_book(name, "paper", settings.pm_initial_cash, purpose="check")
-        setup = setup_for(record, prices, market, _limits(settings), min_trade=0.0, fractional=True)
-        broker = broker_for("paper", settings)
-        start_sequence()
-        dates, equity, halted = [], [], 0
-        for i, day in enumerate(market.dates[rows]):
-            decision = tick(
-                journal, name, broker, setup, day, free_trade=i == 0, fresh_sequence=False
+        with book_lock(settings.locks_dir, name):
+            _open_check(journal, settings, name, broker, resume=resume)
+            setup = setup_for(
+                record, prices, market, _limits(settings, record), min_trade=0.0, fractional=True
             )
-            halted += decision.status == "halted"
-            held = journal.get_book(name)
-            equity.append(equity_at(held.cash, held.positions, prices.loc[day]))
-            dates.append(str(day.date()))
+            days = market.dates[rows]
+            ledger = broker_for(broker, settings)
+            start_sequence()
+            for i, day in enumerate(days):
+                tick(journal, name, ledger, setup, day, free_trade=i == 0, fresh_sequence=False)
+            dates, equity, halted = _run_equity(journal, name, prices, days)
         reference = evaluator_equity(record, market, rows, settings.pm_initial_cash)
     diff = float(np.max(np.abs(np.asarray(equity) - reference)))
     return RunReport(
@@ -158,6 +204,44 @@ def pm_run(
         max_abs_diff=diff,
         halted_days=halted,
     )
+
+
+def _open_check(
+    journal: Journal, settings: Settings, name: str, broker: str, *, resume: bool
+) -> None:
+    """Opens the check book ``name``: kept when ``resume`` finds one of this broker, otherwise
+    replaced by a fresh one."""
+    found = journal.get_book(name)
+    if found is not None and resume:
+        if found.purpose != "check" or found.broker != broker:
+            raise PmError(
+                f"book {name!r} is a {found.purpose} book of {found.broker}, not a check of "
+                f"{broker}; --resume continues only a deployment check"
+            )
+        return
+    if found is not None:
+        journal.delete_book(name)
+    journal.create_book(name, broker, settings.pm_initial_cash, purpose="check")
+
+
+def _run_equity(
+    journal: Journal, name: str, prices: pd.DataFrame, days: pd.DatetimeIndex
+) -> tuple[list[str], list[float], int]:
+    """The check book's equity at each day's close and its halted days, read from its
+    decisions: a day's equity is what the next day's tick saw before it traded (the same
+    closes), the last day's the book marked at its close."""
+    decisions = {d.date: d for d in journal.list_decisions(name)}
+    held = journal.get_book(name)
+    dates = [str(d.date()) for d in days]
+    equity = []
+    for i, day in enumerate(days):
+        after = decisions.get(dates[i + 1]) if i + 1 < len(dates) else None
+        if after is not None and after.equity_before is not None:
+            equity.append(float(after.equity_before))
+        else:
+            equity.append(equity_at(held.cash, held.positions, prices.loc[day]))
+    halted = sum(1 for d in dates if d in decisions and decisions[d].status == "halted")
+    return dates, equity, halted
 
 
 def pm_status(
@@ -181,21 +265,27 @@ def pm_status(
             equity=equity,
             pnl=None if equity is None else equity - record.initial_cash,
             decisions=journal.list_decisions(book, limit=last),
+            events=journal.book_events(book, limit=last),
         )
 
 
-def pm_halt(settings: Settings, why: str, *, book: str = MAIN_BOOK) -> BookRecord:
-    """Halts the book: every tick journals the reason and sends nothing until resumed."""
+def pm_halt(
+    settings: Settings, why: str, *, book: str = MAIN_BOOK, origin: HaltOrigin = "cli"
+) -> BookRecord:
+    """Halts the book: every tick journals the reason and sends nothing until resumed. The
+    halt is journaled as an event with its reason and origin."""
     if not why.strip():
-        raise ValueError("a halt needs a reason (--why TEXT)")
+        raise MissingReason("a halt needs a reason (--why TEXT)")
     with open_journal(settings) as journal:
         _book(journal, book, settings.broker, settings.pm_initial_cash)
-        return journal.set_halt(book, why.strip())
+        return journal.set_halt(book, why.strip(), origin=origin)
 
 
-def pm_resume(settings: Settings, *, book: str = MAIN_BOOK) -> BookRecord:
-    """Lifts a manual halt."""
+def pm_resume(
+    settings: Settings, *, book: str = MAIN_BOOK, why: str = "", origin: HaltOrigin = "cli"
+) -> BookRecord:
+    """Lifts a manual halt, journaled as an event with its reason and origin."""
     with open_journal(settings) as journal:
         if journal.get_book(book) is None:
             raise PmError(f"no book named {book!r}")
-        return journal.set_halt(book, None)
+        return journal.set_halt(book, None, origin=origin, reason=why.strip())

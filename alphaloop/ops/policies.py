@@ -5,8 +5,14 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
-from alphaloop.exceptions import ActivePolicyError, PolicyNotFound, PolicyTampered
-from alphaloop.journal import PolicyKind, PolicyRecord, ReplayRecord
+from alphaloop.exceptions import (
+    ActivePolicyError,
+    Conflict,
+    MissingReason,
+    PolicyNotFound,
+    PolicyTampered,
+)
+from alphaloop.journal import EventKind, PolicyKind, PolicyRecord, ReplayRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -19,6 +25,8 @@ class PolicyDetail(BaseModel):
     policy: PolicyRecord
     active: bool
     replays: list[ReplayRecord]
+    # The reason a person gave to activate it without a GO from its gates, if they did.
+    override: str | None = None
 
 
 class PolicyCheck(BaseModel):
@@ -53,21 +61,53 @@ def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
         record = journal.get_policy(policy_id)
         replays = journal.list_replays(parent_policy_id=policy_id)
     return PolicyDetail(
-        policy=record, active=library.active_policy_id(settings) == record.id, replays=replays
+        policy=record,
+        active=library.active_policy_id(settings) == record.id,
+        replays=replays,
+        override=activation_overrides(settings).get(record.id),
     )
 
 
-def activate_policy(settings: Settings, policy_id: int) -> PolicyRecord:
+def activate_policy(
+    settings: Settings, policy_id: int, *, force: bool = False, reason: str | None = None
+) -> PolicyRecord:
     """Makes the entry the active policy (pointer file rewritten atomically, ``PolicyActivated``
-    journaled). Its file is checked first: a tampered or missing file is refused.
+    journaled). Its file is checked first: a tampered or missing file is refused. An entry
+    without a GO from its gates is refused unless a person overrides: ``force`` with a
+    ``reason``, journaled and shown beside the entry wherever it is listed.
 
     Raises:
         NoJournal: no journal in the home yet.
         PolicyNotFound: no such id.
         PolicyTampered: its file is gone or its sha256 changed.
+        Conflict: no GO from its gates, and no override (exit 2, HTTP 409).
+        MissingReason: ``force`` without a reason.
     """
+    if force and not (reason or "").strip():
+        raise MissingReason("an override needs a reason: --force --reason TEXT")
     with open_journal(settings) as journal:
-        return library.activate(journal, settings, policy_id)
+        record = journal.get_policy(policy_id)
+        why = library.no_go(record)
+        if why is not None and not force:
+            raise Conflict(
+                f"policy {policy_id}'s go/no-go gates {why}: it is not activated; to activate "
+                "it anyway, override with --force --reason TEXT (journaled)"
+            )
+        override = reason.strip() if why is not None and reason else None
+        return library.activate(journal, settings, policy_id, override=override)
+
+
+def activation_overrides(settings: Settings) -> dict[int, str]:
+    """The entries a person activated without a GO from their gates, with the latest reason."""
+    if not settings.journal_path.exists():
+        return {}
+    with open_journal(settings) as journal:
+        events = journal.events(None, kind=EventKind.policy_activated.value)
+    return {
+        int(e.payload["policy_id"]): str(e.payload["override"])
+        for e in events
+        if e.payload.get("override")
+    }
 
 
 def active_policy_id(settings: Settings) -> int | None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from alphaloop.broker.base import Broker, Execution
-from alphaloop.exceptions import PmError
+from alphaloop.broker.base import Broker, Execution, client_order_id
+from alphaloop.exceptions import Conflict, PmError
 from alphaloop.journal import Journal
 from alphaloop.journal.book import BookRecord, DecisionRecord
 from alphaloop.pipeline import PipelineRun, PipelineState, WeightCentricPipeline
@@ -25,7 +25,7 @@ from alphaloop.pm.orders import OrderPlan, weights_to_orders
 from alphaloop.portfolio_opt import start_sequence
 from alphaloop.trials import EVALUATOR_VERSION
 
-__all__ = ["TickSetup", "equity_at", "stale_reason", "tick"]
+__all__ = ["TickSetup", "already", "equity_at", "settle_pending", "stale_reason", "tick"]
 
 # Business days allowed between the last close and the decided day: 1 is the day before, 2
 # lets one exchange holiday pass (the weekday calendar does not know holidays).
@@ -106,13 +106,26 @@ def tick(
 ) -> DecisionRecord:
     """Decides ``day`` for the book, trades unless the kill switch says no, journals it.
 
+    A tick is a transaction, once per (book, day): a tick the book left unfinished is settled
+    first; a day decided already returns its decision unchanged when the policy is the same;
+    a day on or before the book's last tick is refused. Orders are named and journaled before
+    the broker is called. The caller serialises ticks of one book (:func:`book_lock`).
+
     ``free_trade`` waives the cost of this tick's orders (a deployment check opens its book at
     the first target for free, as the evaluator's backtest does). ``fresh_sequence`` starts a
     new solver sequence (a single tick); a run of ticks starts one for the whole run.
+
+    Raises:
+        PmError: no such book.
+        Conflict: the day is decided (by another policy) or not after the book's last tick.
     """
-    book = journal.get_book(book_name)
-    if book is None:
+    if journal.get_book(book_name) is None:
         raise PmError(f"no book named {book_name!r}; open it before ticking")
+    settle_pending(journal, broker, book_name)
+    book = journal.get_book(book_name)
+    done = already(journal, book, setup.policy_id, day)
+    if done is not None:
+        return done
     if fresh_sequence:
         start_sequence()
     symbols = [str(s) for s in setup.prices.columns]
@@ -121,37 +134,101 @@ def tick(
     fields = _decision_fields(book_name, day, setup.policy_id, symbols)
     if stale:
         fields |= {"status": "halted", "halt_reason": stale}
-        return journal.add_decision(**fields)
+        return journal.commit_tick(
+            book_name, fields, cash=book.cash, positions=book.positions,
+            peak_equity=book.peak_equity, as_of=book.as_of,
+        )  # fmt: skip
+    plan, equity = _plan(journal, book, setup, day, (cash, positions), fields, free_trade)
+    why = _kill_switch(setup, book, equity, plan)
+    peak = max(book.peak_equity, equity)
+    if why or plan is None or not plan.orders:
+        outcome = {"status": "halted", "halt_reason": why} if why else {"status": "sent"}
+        return journal.commit_tick(
+            book_name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
+            as_of=fields["date"],
+        )  # fmt: skip
+    journal.begin_tick(book_name, fields["date"], fields, plan, peak)
+    return _settle(journal, broker, book, fields, plan, peak, recover=False)
+
+
+def _plan(
+    journal: Journal,
+    book: BookRecord,
+    setup: TickSetup,
+    day: pd.Timestamp,
+    holdings: tuple[float, dict[str, float]],
+    fields: dict,
+    free_trade: bool,
+) -> tuple[OrderPlan | None, float]:
+    """Decides ``day`` and plans its named orders (None on a hold day); adds what it decided
+    to ``fields``. Returns the plan and the book's equity at the closes the decision saw."""
+    cash, positions = holdings
+    symbols = fields["symbols"]
     closes = setup.prices[setup.prices.index < day].iloc[-1]
     equity = equity_at(cash, positions, closes)
     pre = {s: float(positions.get(s, 0.0)) * float(closes[s]) / equity for s in symbols}
     decided = _decide(journal, book, setup, day)
     target = {s: float(w) for s, w in zip(symbols, decided.weights, strict=True)}
-    stages = _stages(decided)
     plan = None
     if decided.rebalance:
         cost_bps = 0.0 if free_trade else setup.cost_bps
-        plan = _order_plan(setup, target, (cash, positions), closes, cost_bps)
-    why = _kill_switch(setup, book, equity, plan)
+        plan = _order_plan(setup, target, holdings, closes, cost_bps)
+        plan = _named(plan, book.name, fields["date"])
     fields |= {
         "pre_weights": pre,
-        "stages": stages,
+        "stages": _stages(decided),
         "target_weights": target,
         "truncated": decided.truncated,
         "equity_before": equity,
         "orders": [o.model_dump() for o in plan.orders] if plan else [],
     }
-    peak = max(book.peak_equity, equity)
-    if why:
-        outcome: dict = {"status": "halted", "halt_reason": why}
-    else:
-        outcome, (cash, positions) = _execute(
-            broker, book, plan, fields["orders"], (cash, positions)
+    return plan, equity
+
+
+def settle_pending(journal: Journal, broker: Broker, book_name: str) -> DecisionRecord | None:
+    """Finishes the book's tick that was interrupted after its orders were journaled: asks the
+    broker for each order by its ``client_order_id``, sends only those it never received, and
+    journals the decision. None when nothing was pending."""
+    pending = journal.pending_tick(book_name)
+    if pending is None:
+        return None
+    book = journal.get_book(book_name)
+    plan = OrderPlan(**pending.plan)
+    return _settle(journal, broker, book, pending.fields, plan, pending.peak_equity, recover=True)
+
+
+def already(
+    journal: Journal, book: BookRecord, policy_id: int | None, day: pd.Timestamp
+) -> DecisionRecord | None:
+    """The book's decision for ``day`` when the same policy made it; refuses a day decided by
+    another policy or not after the book's last tick (a book never trades back in time)."""
+    date = str(day.date())
+    existing = journal.decision_on(book.name, date)
+    if existing is not None:
+        if existing.policy_id == policy_id:
+            return existing
+        raise Conflict(
+            f"book {book.name!r} decided {date} already (decision {existing.id}, policy "
+            f"{existing.policy_id}); a day is decided once"
         )
-    journal.update_book(
-        book_name, cash=cash, positions=positions, peak_equity=peak, as_of=fields["date"]
-    )
-    return journal.add_decision(**(fields | outcome))
+    if book.as_of is not None and date <= book.as_of:
+        raise Conflict(
+            f"book {book.name!r} last ticked {book.as_of}: {date} is not after it; a book only "
+            "ticks forward"
+        )
+    return None
+
+
+def _named(plan: OrderPlan, book: str, date: str) -> OrderPlan:
+    """The plan with each order named by its book, date, symbol and side."""
+    named = [
+        o.model_copy(
+            update={"client_order_id": client_order_id(
+                book, date, o.symbol, "buy" if o.shares > 0 else "sell")}
+        )
+        for o in plan.orders
+    ]  # fmt: skip
+    return plan.model_copy(update={"orders": named})
 
 
 def _decide(journal: Journal, book: BookRecord, setup: TickSetup, day: pd.Timestamp) -> PipelineRun:
@@ -205,23 +282,30 @@ def _kill_switch(
     )
 
 
-def _execute(
+def _settle(
+    journal: Journal,
     broker: Broker,
     book: BookRecord,
-    plan: OrderPlan | None,
-    planned: list[dict],
-    holdings: tuple[float, dict[str, float]],
-) -> tuple[dict, tuple[float, dict[str, float]]]:
-    """Sends the plan's orders: the decision's fields they settle and the holdings after them."""
-    execution = broker.execute(plan) if plan and plan.orders else Execution(orders=[], fills=[])
-    holdings = _after(broker, book, plan, execution, *holdings)
-    outcome: dict = {"orders": execution.orders or planned, "fills": execution.fills}
+    fields: dict,
+    plan: OrderPlan,
+    peak: float,
+    *,
+    recover: bool,
+) -> DecisionRecord:
+    """Sends the journaled plan's orders (asking the broker first when ``recover``), then
+    journals the decision with its fills and the book's holdings after them, at once."""
+    execution = broker.execute(plan, recover=recover)
+    cash, positions = _after(broker, book, plan, execution, book.cash, book.positions)
+    outcome: dict = {"orders": execution.orders or fields["orders"], "fills": execution.fills}
     rejected = execution.rejected
     if rejected:
         errors = "; ".join(f"{o['symbol']}: {o['error']}" for o in rejected)
         outcome["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
     outcome["status"] = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
-    return outcome, holdings
+    return journal.commit_tick(
+        book.name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
+        as_of=fields["date"],
+    )  # fmt: skip
 
 
 def _after(

@@ -50,7 +50,7 @@ def weights_to_orders(
     # Assets whose trade is too small keep their shares (and their current weight).
     w_eff = np.where(trade, w, now_w)
     turnover = float(np.abs(w_eff - now_w).sum())
-    invest = equity * (1.0 - rate * turnover)
+    invest = _investable(equity, rate * equity * turnover, w, now_w, trade)
     new = np.where(trade, w_eff * invest / px, held)
     if not fractional:
         new = np.where(trade, np.trunc(new), held)
@@ -76,6 +76,19 @@ def weights_to_orders(
         positions=kept,
         cash=new_cash,
     )
+
+
+def _investable(
+    equity: float, cost: float, w: np.ndarray, now_w: np.ndarray, trade: np.ndarray
+) -> float:
+    """What the traded assets' target weights are taken of: the equity less the cost, as the
+    evaluator invests it, but never more than the cash the kept assets and the cost leave (with
+    a trade dropped under ``min_trade``, investing the full weights would overdraw the cash)."""
+    invest = equity - cost
+    traded, kept = float(w[trade].sum()), float(now_w[~trade].sum())
+    if traded > 0 and invest * traded + equity * kept > invest:
+        invest = (invest - equity * kept) / traded
+    return invest
 
 
 class _Book(NamedTuple):

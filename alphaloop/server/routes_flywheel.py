@@ -212,21 +212,29 @@ def _pm_router(pm: Any) -> APIRouter:
     @router.post("/tick", status_code=202, response_model=JobStarted, responses=FAILED_RESPONSES)
     def tick(request: Request, body: TickRequest) -> JobStarted | JSONResponse:
         """Decide one day with the active policy, in a worker (a ``pm_tick`` job); the
-        decision is journaled, and the job's result or error is at ``GET /api/jobs/{job_id}``."""
-        job = jobs.PmTickJob(date=body.date, data=body.data, book=body.book)
+        decision is journaled, and the job's result or error is at ``GET /api/jobs/{job_id}``.
+        A day the tick cannot decide (422) or a day before the book's last tick (409) is
+        answered here, before a job is queued."""
+        day = pm.check_tick_date(_settings(request), date=body.date, data=body.data, book=body.book)
+        job = jobs.PmTickJob(date=day, data=body.data, book=body.book)
         view = jobs.start_job(_settings(request), job)
         return answer(view, lambda v: JobStarted(job="pm_tick", pid=v.pid, job_id=v.id))
 
     @router.post("/halt")
     def halt(request: Request, body: HaltRequest) -> dict[str, Any]:
         """Pull the kill switch: ticks journal the halt and send nothing."""
-        return pm.pm_halt(_settings(request), body.why, book=body.book).model_dump(mode="json")
+        record = pm.pm_halt(_settings(request), body.why, book=body.book, origin="api")
+        return record.model_dump(mode="json")
 
     @router.post("/resume")
     def resume(
-        request: Request, book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+        request: Request,
+        book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$"),
+        why: str = Query("", max_length=500),
     ) -> dict[str, Any]:
-        return pm.pm_resume(_settings(request), book=book).model_dump(mode="json")
+        """Lift a book's halt; journaled with the reason and the origin ``api``."""
+        record = pm.pm_resume(_settings(request), book=book, why=why, origin="api")
+        return record.model_dump(mode="json")
 
     return router
 

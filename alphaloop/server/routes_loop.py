@@ -114,8 +114,13 @@ def policy_list(request: Request, after: int = After) -> Page:
     settings = _settings(request)
     rows = sorted(policies.list_policies(settings), key=lambda p: p.id)
     active = policies.active_policy(settings) if rows else None
+    overrides = policies.activation_overrides(settings) if rows else {}
     items = [
-        {**p.model_dump(mode="json"), "active": active is not None and active.id == p.id}
+        {
+            **p.model_dump(mode="json"),
+            "active": active is not None and active.id == p.id,
+            "override": overrides.get(p.id),
+        }
         for p in rows
         if p.id > after
     ]
@@ -134,9 +139,15 @@ def policy_show(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]
 
 
 @router.post("/policies/{policy_id}/activate", tags=["policies"])
-def policy_activate(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]:
-    """Make a library entry the active policy (its file's sha256 is checked first)."""
-    record = policies.activate_policy(_settings(request), policy_id)
+def policy_activate(
+    request: Request,
+    policy_id: int = Path(ge=1),
+    force: bool = Query(False),
+    reason: str | None = Query(None, max_length=500),
+) -> dict[str, Any]:
+    """Make a library entry the active policy (its file's sha256 is checked first). Without a
+    GO from its gates it is refused (409) unless ``force`` with a ``reason`` (journaled)."""
+    record = policies.activate_policy(_settings(request), policy_id, force=force, reason=reason)
     return {"policy": record.model_dump(mode="json"), "active": True}
 
 

@@ -90,13 +90,20 @@ def add_decision(
     policy_id: int | None = None,
     status: str = "sent",
 ) -> int:
-    """A decision row as the portfolio manager journals one (no verdict yet)."""
+    """A decision row as the portfolio manager journals one (no verdict yet), with an order
+    for each symbol whose weight it changes (none: a hold day)."""
     add_book(journal, book)
+    held = pre or {}
+    orders = [
+        {"symbol": s, "shares": 1.0, "price": 1.0, "cost": 0.0}
+        for s in symbols
+        if target.get(s, 0.0) != held.get(s, 0.0)
+    ]
     with journal._write() as conn:
         cur = conn.execute(
             "INSERT INTO decisions (book, date, policy_id, status, symbols, pre_weights, "
             "target_weights, orders, fills, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, '[]', '[]', ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, '[]', ?)",
             (
                 book,
                 date,
@@ -105,6 +112,7 @@ def add_decision(
                 json.dumps(symbols),
                 None if pre is None else json.dumps(pre),
                 json.dumps(target),
+                json.dumps(orders),
                 now(),
             ),
         )

@@ -41,10 +41,16 @@ def journal(settings: Settings) -> Journal:
 
 
 def _decide(
-    journal: Journal, settings: Settings, verdict: str, target, weights=None, date="2024-01-03"
+    journal: Journal,
+    settings: Settings,
+    verdict: str,
+    target,
+    weights=None,
+    date="2024-01-03",
+    book="main",
 ):
     pre = {"A": 0.5, "B": 0.5}
-    did = add_decision(journal, date=date, symbols=["A", "B"], pre=pre, target=target)
+    did = add_decision(journal, date=date, symbols=["A", "B"], pre=pre, target=target, book=book)
     prefs.decide(settings, did, verdict, weights)
     return did
 
@@ -61,8 +67,9 @@ def test_t5_labels_match_hand_computed_returns(
 ) -> None:
     # Growth 2 Jan -> 9 Jan: A 110/100 = 1.10, B 45/50 = 0.90; cost 10 bps of one-way turnover.
     reject = _decide(journal, settings, "reject", {"A": 0.8, "B": 0.1})
-    override = _decide(journal, settings, "override", {"B": 0.9}, {"A": 0.9})
-    approve_same = _decide(journal, settings, "approve", {"A": 0.5, "B": 0.5})
+    # One decision per (book, day): the same day's other verdicts are on other books.
+    override = _decide(journal, settings, "override", {"B": 0.9}, {"A": 0.9}, book="second")
+    approve_same = _decide(journal, settings, "approve", {"A": 0.5, "B": 0.5}, book="third")
     recent = _decide(journal, settings, "approve", {"A": 1.0}, date="2024-01-05")
     result = prefs.extract_preferences(settings, data=str(price_file))
     assert result.added == {"pm": 3, "research": 0}

@@ -7,6 +7,7 @@ import math
 import os
 import re
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,7 +143,8 @@ def test_finish_trial_round_trip(journal: Journal) -> None:
     assert done.baselines == {"equal_weight": {"sharpe": 0.8}, "min_cvar": {"sharpe": 0.9}}
     assert done.val_returns == returns.tolist() and done.final_weights == [0.25, 0.75]
     assert (done.elapsed_s, done.reason) == (3.5, "beats best")
-    assert done.policy_path == "policies/s/0.zip"
+    # A path relative to the working directory is journaled as the file it names.
+    assert done.policy_path == str(Path("policies/s/0.zip").absolute())
     assert done.finished_at >= done.started_at
     assert journal.get_trial(t.id) == done
     by_name = journal.finish_trial(

@@ -106,8 +106,10 @@ def test_every_halt_reason_sends_nothing(active: Settings, reason: str, clean_en
         first = journal.list_decisions("main")[-1]
     assert len(fills) == (len(first.fills) if reason == "drawdown" else 0)
     if reason == "manual":
-        CliRunner().invoke(app, ["pm", "resume"])
-        assert _tick("--date", DAY)["status"] == "sent"
+        CliRunner().invoke(app, ["pm", "resume", "--why", "earnings are out"])
+        # The halted day keeps its decision; the book trades again from the next day.
+        assert _tick("--date", DAY) == decision
+        assert _tick("--date", NEXT)["status"] == "sent"
 
 
 def _truncated_data(settings: Settings):

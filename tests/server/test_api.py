@@ -163,9 +163,14 @@ def test_policies_list_and_activate(settings: Settings) -> None:
         page = httpx.get(f"{base}/api/policies").json()
         assert [p["id"] for p in page["items"]] == [policy.id] and not page["items"][0]["active"]
         assert httpx.post(f"{base}/api/policies/999/activate").status_code == 404
-        r = httpx.post(f"{base}/api/policies/{policy.id}/activate")
+        refused = httpx.post(f"{base}/api/policies/{policy.id}/activate")
+        assert refused.status_code == 409 and "gates were not evaluated" in refused.text
+        bare = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true")
+        assert bare.status_code == 422 and "needs a reason" in bare.text
+        r = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true&reason=trial+run")
         assert r.status_code == 200
-        assert httpx.get(f"{base}/api/policies").json()["items"][0]["active"] is True
+        (item,) = httpx.get(f"{base}/api/policies").json()["items"]
+        assert item["active"] is True and item["override"] == "trial run"
         assert httpx.get(f"{base}/api/policies/active").json()["policy"]["id"] == policy.id
 
 
@@ -258,3 +263,22 @@ def test_pm_halt_resume_and_status(settings: Settings) -> None:
         assert missing.status_code == 409 and "pm tick" in missing.json()["detail"]
         bad = httpx.post(f"{base}/api/pm/tick", json={"date": "yesterday"})
         assert bad.status_code == 422
+
+
+def test_halt_and_resume_through_the_api_are_journaled_with_their_origin(
+    settings: Settings,
+) -> None:
+    with Journal(settings.journal_path) as j:
+        j.create_book("main", "paper", 1000.0)
+    with live_server(settings) as base:
+        halted = httpx.post(f"{base}/api/pm/halt", json={"why": "broker outage"})
+        resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"})
+        status = httpx.get(f"{base}/api/pm/status").json()
+        page = httpx.get(f"{base}/static/app.js").text
+    assert halted.status_code == 200 and halted.json()["halted"] == "broker outage"
+    assert resumed.status_code == 200 and resumed.json()["halted"] is None
+    assert [(e["kind"], e["reason"], e["origin"]) for e in status["events"]] == [
+        ("resume", "broker back", "api"),
+        ("halt", "broker outage", "api"),
+    ]
+    assert "/api/pm/status" in page and "book-events" in page  # the page shows them

@@ -91,3 +91,24 @@ def test_a_session_worker_killed_mid_job_reads_as_interrupted(settings: Settings
     assert job["error"]["type"] == "WorkerDied" and str(started["pid"]) in job["error"]["message"]
     assert job["error"]["http_status"] == 500 and job["result"] is None
     assert session["id"] == started["session_id"] and session["status"] == "interrupted"
+
+
+def test_a_bad_tick_day_is_refused_before_a_job_is_queued(settings: Settings) -> None:
+    from alphaloop import library
+    from tests.pm.helpers import add_policy
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with Journal(settings.journal_path) as j:
+        library.activate(j, settings, add_policy(j, settings, "mean_cvar").id)
+    with live_server(settings) as base:
+        impossible = httpx.post(f"{base}/api/pm/tick", json={"date": "2022-13-45"}, timeout=60)
+        weekend = httpx.post(f"{base}/api/pm/tick", json={"date": "2013-07-06"}, timeout=60)
+        ok = httpx.post(f"{base}/api/pm/tick", json={"date": "2013-07-02"}, timeout=60)
+        assert ok.status_code == 202, ok.text
+        follow(base, ok.json()["job_id"], ("finished", "failed", "interrupted"), 120)
+        back = httpx.post(f"{base}/api/pm/tick", json={"date": "2013-07-01"}, timeout=60)
+        jobs = httpx.get(f"{base}/api/jobs").json()["items"]
+    assert impossible.status_code == 422 and "is not a date" in impossible.json()["detail"]
+    assert weekend.status_code == 422 and "Saturday" in weekend.json()["detail"]
+    assert back.status_code == 409 and "only ticks forward" in back.json()["detail"]
+    assert [j["id"] for j in jobs] == [ok.json()["job_id"]]  # nothing else was queued

@@ -185,14 +185,32 @@ async function pollPolicies() {
   for (const p of page.items.slice().reverse()) {
     const tr = document.createElement("tr"); if (p.active) tr.className = "active";
     tr.append(cell(p.id), cell(p.kind), cell(p.source), cell(p.session_id), cell(fmt(p.val_objective)),
-      cell(fmt(p.test_metrics?.sharpe)), cell(p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail"));
+      cell(fmt(p.test_metrics?.sharpe)), cell((p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail") + (p.override ? ` (overridden: ${p.override})` : "")));
     const td = document.createElement("td");
     if (p.active) td.textContent = "active";
     else { const btn = document.createElement("button"); btn.textContent = "activate"; btn.className = "activate"; btn.dataset.id = p.id;
-      btn.onclick = async () => { try { await api(`/api/policies/${p.id}/activate`, { method: "POST" }); toast(`policy ${p.id} is active`); pollPolicies(); } catch (e) { toast(e.message); } };
+      btn.onclick = async () => {
+        // Without a GO from its gates the server refuses unless a person overrides with a reason.
+        let q = "";
+        if (p.gates_passed !== true) {
+          const why = prompt(`policy ${p.id}'s gates gave no GO; activate anyway? Give the reason (journaled):`);
+          if (!why || !why.trim()) return;
+          q = `?force=true&reason=${encodeURIComponent(why.trim())}`;
+        }
+        try { await api(`/api/policies/${p.id}/activate${q}`, { method: "POST" }); toast(`policy ${p.id} is active`); pollPolicies(); } catch (e) { toast(e.message); } };
       td.append(btn); }
     tr.append(td); body.append(tr);
   }
+}
+
+// The main book: its halt state and who halted or resumed it, why, from where.
+async function pollBook() {
+  let st;
+  try { st = await api("/api/pm/status"); } catch (e) { $("#book-status").textContent = e.message; return; }
+  const b = st.book;
+  $("#book-status").textContent = `book ${b.name} (${b.broker}), as of ${b.as_of ?? "-"}` + (b.halted ? ` \u2014 HALTED: ${b.halted}` : "");
+  const body = $("#book-events tbody");
+  body.replaceChildren(...st.events.map((e) => { const tr = document.createElement("tr"); tr.append(cell(e.created_at.slice(0, 19)), cell(e.kind), cell(e.origin), cell(e.reason)); return tr; }));
 }
 
 // 6. preference learning
@@ -258,6 +276,7 @@ every(1500, pollResearch).finally(() => {
   every(1500, pollTrain);
   every(5000, pollRatio);
   every(4000, pollPolicies);
+  every(4000, pollBook);
   every(4000, pollPrefs);
   every(3000, pollSchedule);
 });
