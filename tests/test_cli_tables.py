@@ -224,7 +224,11 @@ def _fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         policies_cli,
         "ops_policies",
-        NS(list_policies=lambda settings: [policy], active_policy_id=lambda settings: 7),
+        NS(
+            list_policies=lambda settings: [policy],
+            active_policy_id=lambda settings: 7,
+            activation_overrides=lambda settings: {7: "paper trial only, gates gave no GO"},
+        ),
     )
 
 

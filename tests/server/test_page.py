@@ -97,7 +97,9 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         expect(read.locator(".sig")).to_contain_text("embedded reader", timeout=30_000)
         assert 4 <= read.locator("li").count() <= 6
 
-        # the policy library: activate
+        # the policy library: activate (a policy without a GO asks for the reason of the
+        # override, which is journaled)
+        page.once("dialog", lambda dialog: dialog.accept("a page test: paper book only"))
         page.click(f"button.activate[data-id='{policy_id}']", timeout=15_000)
         expect(page.locator("#policies-table tr.active")).to_have_count(1, timeout=15_000)
 
