@@ -126,7 +126,7 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     verdict will read it (a kill from here on judges it on resume instead of rerunning it)."""
     ctx = runtime.context
     trial = ctx.flight[0]
-    outcome = flight.outcome_of(trial.pending)
+    outcome = trial.outcome = flight.outcome_of(trial.pending)
     telemetry.set_attributes(trial.trial_span.span, {"alphaloop.outcome": outcome.status.value})
     trial.trial_span.end()
     ctx.journal.hold_outcome(trial.row.id, outcome.model_dump_json())
@@ -182,7 +182,7 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     it and takes it out of flight."""
     ctx = runtime.context
     trial: InFlight = ctx.flight[0]
-    outcome = flight.outcome_of(trial.pending)
+    outcome = trial.outcome or flight.outcome_of(trial.pending)
 
     def judge() -> TrialRecord:
         with telemetry.span(RECORD, flight.trial_attributes(trial.row)):
@@ -345,5 +345,6 @@ def route_after_trial(state: SessionState, runtime: Runtime[SessionContext]) -> 
     """A search trial that passed the keep rule's screen is confirmed on fresh seeds before its
     verdict; any other goes straight to ``record``."""
     ctx = runtime.context
-    first = screened(ctx, flight.outcome_of(ctx.flight[0].pending))
+    trial = ctx.flight[0]
+    first = screened(ctx, trial.outcome or flight.outcome_of(trial.pending))
     return "confirm" if first is not None and first.passed else "record"

@@ -123,6 +123,8 @@ class InFlight:
     pending: Pending
     iteration: OpenSpan
     trial_span: OpenSpan
+    # What it produced, once ``run_trial`` has waited for it (asked of the runner once).
+    outcome: TrialOutcome | None = None
 
 
 @dataclass
