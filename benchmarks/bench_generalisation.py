@@ -111,6 +111,9 @@ class Outcome:
         return self.searched and f["best_test_objective"] > f["baseline_test_objective"]
 
 
+FORMER_GATES = ("sharpe", "max_drawdown", "hit_rate", "profit_factor", "deflated_sharpe", "pbo")
+
+
 def _excess(final: dict[str, Any], reference: str, key: str) -> float | None:
     """A number of the pick's paired TEST test against ``reference``, None when absent."""
     test = (final.get("excess") or {}).get(reference, {}).get("test")
@@ -306,6 +309,17 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         for r in (o.final.get("gates") or {}).get("results", [])
         if not r["passed"]
     )
+    # The former rule: the six absolute gates alone, read from the same journaled verdicts.
+    former = sum(
+        all(
+            r["passed"]
+            for r in (o.final.get("gates") or {}).get("results", [])
+            if r["gate"] in FORMER_GATES
+        )
+        and bool((o.final.get("gates") or {}).get("results"))
+        for o in outcomes
+    )
+    rows.insert(2, ("GO under the former gates (absolute ones only)", share(former, n)))
     rows.insert(
         2,
         (
