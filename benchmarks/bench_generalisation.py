@@ -30,8 +30,8 @@ Arms (the targets are those of the issues "held up out of sample" and "checks th
   env steps; a TEST re-run uses the policy the trial trained, as finalize does).
 
 For every arm also the accuracy of the research preference pairs as the flywheel builds them
-(two scored proposals from one state whose validation objectives differ by more than the noise
-floor, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
+(two scored proposals from one state whose daily returns differ with confidence on the folds
+both ran, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
 higher TEST objective, and the same over every pair of a session's search trials. Reports
 numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named,
 ``--sessions N`` runs N sessions of each (with no false GO, a Wilson interval falls below 5%
@@ -52,7 +52,7 @@ from typing import Any
 
 from scipy import stats
 
-from alphaloop.flywheel.research import judge
+from alphaloop.flywheel.research import fold_days, judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -157,6 +157,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         with Journal(settings.journal_path) as journal:
             session = journal.get_session(sid)
             rows = journal.trials(sid, series=False)
+            days = fold_days(journal, sid)
         search = [t for t in rows if _scored(t)]
         test = {
             t.id: run_trial(
@@ -188,13 +189,15 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         out.all_pairs.append(test[chosen.id] > test[rejected.id])
         if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
             continue
-        judged = judge(a, b, floor)
+        judged = judge(a, b, days)
         if judged is not None:
             out.pairs.append(test[judged[0].id] > test[judged[1].id])
     return out
 
 
-def _arm(arm: str, n_sessions: int, budget: int, quick: bool) -> list[Outcome]:
+def _arm(
+    arm: str, n_sessions: int, budget: int, quick: bool, folds: int | None = None
+) -> list[Outcome]:
     outcomes = []
     ppo = arm == "sp500-ppo"
     steps = QUICK_PPO_TIMESTEPS if quick else PPO_TIMESTEPS
@@ -209,6 +212,7 @@ def _arm(arm: str, n_sessions: int, budget: int, quick: bool) -> list[Outcome]:
             seed=1000 * (i + 1),
             data=f"{arm}:{i}" if arm in ("null", "planted") else "sp500",
             trial_budget=TrialBudget(total_timesteps=steps) if ppo else TrialBudget(),
+            folds=folds,
         )
         outcomes.append(_session(spec, arm))
     return outcomes
@@ -392,7 +396,10 @@ def _check_edge(quick: bool) -> list[tuple[str, float, float, float, float]]:
 
 
 def main(
-    quick: bool = False, arms: list[str] | None = None, sessions: int | None = None
+    quick: bool = False,
+    arms: list[str] | None = None,
+    sessions: int | None = None,
+    folds: int | None = None,
 ) -> dict[str, Any]:
     """Runs the sessions of every arm (or of ``arms``; ``sessions`` of each when given),
     prints per-arm tables and returns the summary rows."""
@@ -412,11 +419,13 @@ def main(
         )
     measured: dict[str, list[Outcome]] = {}
     for arm, (n_sessions, budget) in plan.items():
-        seconds, measured[arm] = timed(lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b, quick))
+        seconds, measured[arm] = timed(
+            lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b, quick, folds)
+        )
         mode = measured[arm][0].mode if measured[arm] else MODE
         print(
             f"\n{arm}: {n_sessions} sessions x {budget} search trials ({mode}, "
-            f"{'/'.join(PROPOSERS)}) in {seconds:.0f} s",
+            f"{'/'.join(PROPOSERS)}, folds {folds or 'default'}) in {seconds:.0f} s",
             flush=True,
         )
         _print_sessions(measured[arm])
@@ -431,5 +440,8 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a smoke run: 2 sessions an arm")
     parser.add_argument("--arm", action="append", choices=list(FULL), help="only these arms")
     parser.add_argument("--sessions", type=int, help="sessions per arm (narrower intervals)")
+    parser.add_argument(
+        "--folds", type=int, help="folds per trial (default: the session default; 1 = one window)"
+    )
     args = parser.parse_args()
-    main(args.quick, args.arm, args.sessions)
+    main(args.quick, args.arm, args.sessions, args.folds)

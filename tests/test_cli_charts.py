@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from alphaloop.charts import export as export_module
 from alphaloop.charts import plotlyjs_name, png_size
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, JournalError
 from alphaloop.settings import Settings
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
@@ -273,8 +273,11 @@ def test_curve_is_journaled_live_and_capped(tmp_path: Path) -> None:
             time.sleep(0.2)
             if not (home / "journal.db").exists():
                 continue
-            with Journal(home / "journal.db", create=False) as j:
-                rows = [t for s in j.list_sessions() for t in j.trials(s.id)]
+            try:
+                with Journal(home / "journal.db", create=False) as j:
+                    rows = [t for s in j.list_sessions() for t in j.trials(s.id)]
+            except JournalError:  # the file exists, its first transaction not yet committed
+                continue
             if rows and rows[0].status == "running" and rows[0].curve:
                 seen.append(len(rows[0].curve))
                 if live is None and len(rows[0].curve) >= 5:

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.journal import Journal, TrialKind
 from alphaloop.settings import Settings
+from alphaloop.validation import sharpe_difference
 from tests.flywheel.helpers import add_decision
 
 
@@ -57,9 +58,12 @@ def test_prefs_end_to_end(settings: Settings, tmp_path: Path) -> None:
     assert first["added"]["pm"] == 2 and first["pending"] == []
     with Journal(settings.journal_path) as journal:
         search = journal.trials(sid, TrialKind.search)
-        floor = journal.get_session(sid).noise_floor
+        folds = {
+            i: {f.fold: f.returns for f in fs} for i, fs in journal.folds.of_session(sid).items()
+        }
         pairs = journal.preferences(source="research")
-    # An independent count of the research pairs: same parent, objectives apart by > floor.
+    # An independent count of the research pairs: same parent, and daily returns that differ
+    # with confidence (p < 0.05, two-sided) on the folds both ran; or one scored, one failed.
     expected = 0
     for i, a in enumerate(search):
         for b in search[i + 1 :]:
@@ -68,12 +72,15 @@ def test_prefs_end_to_end(settings: Settings, tmp_path: Path) -> None:
             sa = a.status in ("keep", "discard") and a.objective is not None
             sb = b.status in ("keep", "discard") and b.objective is not None
             if sa and sb:
-                expected += abs(a.objective - b.objective) > floor
+                shared = sorted(set(folds[a.id]) & set(folds[b.id]))
+                x = [r for k in shared for r in folds[a.id][k]]
+                y = [r for k in shared for r in folds[b.id][k]]
+                expected += 2 * min(p := sharpe_difference(x, y).p_value, 1 - p) < 0.05
             elif sa != sb:
                 expected += (b if sa else a).status in ("crash", "timeout", "invalid")
     assert first["added"]["research"] == expected == len(pairs)
     for p in pairs:
-        assert p.margin > floor or math.isinf(p.margin)
+        assert p.margin > 1.9 or math.isinf(p.margin)  # a z beyond the 5% two-sided bar
         assert "## Goal" in p.prompt and json.loads(p.chosen)["changes"]
     assert ok_json("prefs", "extract", "--data", str(prices))["added"] == {"pm": 0, "research": 0}
 

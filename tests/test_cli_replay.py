@@ -78,9 +78,11 @@ def test_a_trial_replayed_on_its_own_window_gives_its_journaled_returns(
     assert run["replay"]["parent_trial_id"] == trial["id"]
     assert run["replay"]["config_hash"] == trial["config_hash"]
     with Journal(home["path"] / "journal.db") as journal:
-        journaled = journal.get_trial(trial["id"]).val_returns
-    assert run["replay"]["returns"] == journaled
-    assert run["objective"] == pytest.approx(trial["objective"], abs=0, rel=1e-12)
+        # The trial was scored on folds; VALIDATION is the most recent of them.
+        validation = journal.folds.of_trial(trial["id"])[-1]
+    assert (validation.start_date, validation.end_date) == window
+    assert run["replay"]["returns"] == validation.returns
+    assert run["objective"] == pytest.approx(validation.objective, abs=0, rel=1e-12)
 
 
 def test_replays_are_bit_identical_and_journaled(home: dict[str, Any]) -> None:

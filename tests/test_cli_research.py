@@ -27,6 +27,7 @@ from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
 from alphaloop.market import load_market
 from alphaloop.meta_agent.session import SessionSpec, create_session
 from alphaloop.settings import Settings
+from alphaloop.validation import sharpe_difference
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = "maximise validation Sharpe"
@@ -41,6 +42,9 @@ SESSION = [
     "synthetic",
     "--noise-seeds",
     "2",
+    # One fold: these tests replay the keep rule from each row's VALIDATION returns.
+    "--folds",
+    "1",
     "--json",
     "--proposer",
     "tpe",
@@ -73,11 +77,13 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
     baseline Sharpes, ``t(a)`` the one-sided t quantile with ``n - 1`` dof and ``m`` the
     incumbent's seeds, a trial is confirmed on two fresh seeds only if its own Sharpe beats the
     incumbent's mean by ``t(0.10) s sqrt(1 + 1/m)``, and kept only if its mean over its three
-    seeds beats it by ``t(0.05) s sqrt(1/3 + 1/m)``."""
+    seeds beats it by ``t(0.05) s sqrt(1/3 + 1/m)`` and its seed-mean daily returns beat the
+    incumbent's on the same days (paired Sharpe difference, p < 0.05)."""
     baselines = [t for t in rows if t.kind == "baseline"]
     base = [per_day_sharpe(t.val_returns) * math.sqrt(252) for t in baselines]
     floor, dof = float(np.std(base, ddof=1)), len(base) - 1
     best, m = float(np.mean(base)), len(base)
+    incumbent = [t.val_returns for t in baselines]
     no_bar = limit is not None and max_drawdown(baselines[0].val_returns) > limit
     confirms: dict[int, list[TrialRecord]] = {}
     for t in rows:
@@ -94,6 +100,7 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
         elif no_bar:
             assert t.status == "keep", t.idx
             best, m, no_bar = objective, 1, False
+            incumbent = [t.val_returns]
         elif objective - best <= stats.t.isf(0.10, dof) * floor * math.sqrt(1 + 1 / m):
             assert t.status == "discard" and "(screen, alpha 0.1," in t.reason, t.idx
             assert t.id not in confirms
@@ -103,11 +110,14 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
             ]
             assert [c.seed for c in confirms[t.id]] == [t.seed + len(base), t.seed + len(base) + 1]
             margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / len(seeds) + 1 / m)
-            kept = float(np.mean(seeds)) - best > margin
+            ours = np.mean([t.val_returns, *(c.val_returns for c in confirms[t.id])], axis=0)
+            window = sharpe_difference(ours, np.mean(incumbent, axis=0)).p_value < 0.05
+            kept = float(np.mean(seeds)) - best > margin and window
             assert t.status == ("keep" if kept else "discard"), t.idx
             assert "(confirmed, alpha 0.05," in t.reason
             if kept:
                 best, m = float(np.mean(seeds)), len(seeds)
+                incumbent = [t.val_returns, *(c.val_returns for c in confirms[t.id])]
 
 
 def deflated_sharpe(best: list[float], every: list[list[float]], n_trials: int) -> float:
@@ -138,16 +148,18 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     search = [t for t in rows if t.kind == "search"]
     tests = [t for t in rows if t.kind == "test"]
     confirms = [t for t in rows if t.kind == "confirm"]
-    # 2 baseline seeds, 4 search trials, the 2 confirmation seeds of one, 2 test evaluations.
-    assert [t.idx for t in rows] == list(range(len(rows))) == list(range(10))
-    assert len(confirms) == 2 and not any(t.counted for t in confirms)
+    kept = [t for t in search if t.status == "keep"]
+    best = max(kept, key=lambda t: t.score) if kept else None
+    # 2 baseline seeds, 4 search trials, confirmation seeds, the test evaluations.
+    assert [t.idx for t in rows] == list(range(len(rows)))
+    assert len(confirms) % 2 == 0 and not any(t.counted for t in confirms)
     assert [(t.seed, t.status, t.counted, t.proposer) for t in baselines] == [
         (4, "keep", False, "baseline"),
         (5, "keep", False, "baseline"),
     ]
     assert all(t.config == TrialConfig().model_dump() for t in baselines)
     assert [t.proposer for t in search] == ["tpe"] * 4 and all(t.counted for t in search)
-    assert {t.status for t in search} == {"keep", "discard"}
+    assert {t.status for t in search} <= {"keep", "discard"}
     assert all(t.seed == 4 and len(t.val_returns) == 300 for t in search)
     assert s.noise_floor == pytest.approx(np.std([t.objective for t in baselines], ddof=1))
     assert_verdicts_follow_the_rules(rows)
@@ -175,26 +187,30 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
         assert (1 - t.config["cvar_alpha"]) * t.config["n_scenarios"] >= 50 - 1e-9
     assert clips
 
-    # Finalize: the baseline and the best kept trial, once each on TEST.
-    best = max((t for t in search if t.status == "keep"), key=lambda t: t.score)
-    assert [t.parent_id for t in tests] == [baselines[0].id, best.id]
+    # Finalize: the baseline and the pick (a kept trial that beat the default), once each on
+    # TEST; the default is the pick when none did.
+    final = s.final.journaled()
+    chosen = by_id[final["best_trial_id"]] if "best_trial_id" in final else baselines[0]
+    assert final["pick"] == ("search" if "best_trial_id" in final else "default")
+    if best is None:
+        assert final["pick_reason"].startswith("no improvement found")
+    assert [t.parent_id for t in tests] == [baselines[0].id] + (
+        [chosen.id] if chosen is not baselines[0] else []
+    )
     assert all(t.status == "keep" and not t.counted for t in tests)
     assert all(len(t.val_returns) == 300 for t in tests)
     assert tests[0].val_returns != baselines[0].val_returns
-    final = s.final.journaled()
-    assert s.status == "finished" and s.best_trial_id == best.id
+    assert s.status == "finished" and s.best_trial_id == chosen.id
     assert (final["stop_reason"], final["n_trials"]) == ("trial budget of 4 reached", 4)
-    assert final["best_validation_objective"] == best.objective
-    assert final["best_test_objective"] == tests[1].objective
     assert final["baseline_test_objective"] == tests[0].objective
     # N and the variance of Sharpe ratios come from one set, the search trials (not the
     # baseline runs): the deflated Sharpe differs from one over both.
     scored = [t.val_returns for t in search if t.status in ("keep", "discard")]
     assert (final["dsr_set"], final["dsr_n_trials"]) == ("search trials with validation returns", 4)
     assert final["deflated_sharpe"] == pytest.approx(
-        deflated_sharpe(best.val_returns, scored, 4), rel=1e-9
+        deflated_sharpe(chosen.val_returns, scored, 4), rel=1e-9
     )
-    with_baselines = deflated_sharpe(best.val_returns, [t.val_returns for t in rows[:6]], 4)
+    with_baselines = deflated_sharpe(chosen.val_returns, [t.val_returns for t in rows[:6]], 4)
     assert final["deflated_sharpe"] != pytest.approx(with_baselines, rel=1e-6)
 
     # The review printed by the session is what the journal holds, and what `journal` prints.
@@ -295,6 +311,9 @@ def test_the_largest_session_seed_runs(settings: Settings) -> None:
         (["research", GOAL, "--seed", "-1"], "--seed must be in 0..4294967276"),
         (["research", GOAL, "--seed", "4294967277"], "--seed must be in 0..4294967276"),
         (["research", GOAL, "--data", "absent.csv"], "price file not found: absent.csv"),
+        (["research", GOAL, "--folds", "4"], "is too short for 4 folds"),
+        (["research", GOAL, "--folds", "4"], "use --folds 3"),
+        (["research", GOAL, "--folds", "0"], "--folds"),
     ],
 )
 def test_bad_input_exits_2_and_leaves_the_journal_alone(
@@ -505,3 +524,23 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
     assert s.final.baseline_test_objective == tests[0].objective
     assert json.loads(result.stdout)["final"] == s.final.journaled()
     assert load_market("synthetic").fingerprint == s.data_fingerprint
+
+
+def test_folds_are_journaled_and_one_fold_says_what_it_does_not_measure(
+    settings: Settings,
+) -> None:
+    args = [a for a in SESSION if a not in ("--folds", "1")]
+    result = run_cli(*args, "--budget", "2")
+    assert result.exit_code == 0, result.output
+    final = json.loads(result.stdout)["final"]
+    assert final["folds"]["n"] == 3 and "note" not in final["folds"]
+    sid = json.loads(result.stdout)["session"]["id"]
+    with Journal(settings.journal_path) as journal:
+        folds = journal.folds.of_session(sid)
+        baselines = journal.trials(sid, kind="baseline")
+    assert all(len(folds[t.id]) == 3 for t in baselines)
+    assert [f.end_date for f in folds[baselines[0].id]][-1] == final["folds"]["windows"][-1][1]
+    one = run_cli(*SESSION, "--budget", "1")
+    assert one.exit_code == 0
+    assert "window noise" in " ".join(one.stderr.split())
+    assert "window noise" in json.loads(one.stdout)["final"]["folds"]["note"]

@@ -134,8 +134,10 @@ def excess_oracle(rows: list[Any], chosen: Any, search: list[Any]) -> dict[str, 
             tests[baseline.id].val_returns,
             [np.array(t.val_returns) - base for t in search],
         )
+    # Search trials were scored on folds ending with VALIDATION: their latest days are its.
+    days = len(ew_val)
     out["equal_weight"] = excess_evidence(
-        "equal_weight", pick, ew_test, [np.array(t.val_returns) - ew_val for t in search]
+        "equal_weight", pick, ew_test, [np.array(t.val_returns[-days:]) - ew_val for t in search]
     )
     return out
 

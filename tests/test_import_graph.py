@@ -88,7 +88,15 @@ ALLOWED: dict[str, set[str]] = {
         "trials",
         "validation",
     },
-    "flywheel": {"exceptions", "settings", "journal", "knobs", "market", "meta_agent"},
+    "flywheel": {
+        "exceptions",
+        "settings",
+        "journal",
+        "knobs",
+        "market",
+        "meta_agent",
+        "validation",
+    },
     "ops": {
         "exceptions",
         "settings",

@@ -238,6 +238,13 @@ SymbolsOption = Annotated[
 ]
 SetOption = Annotated[list[str], typer.Option("--set", help="knob=value (repeatable)")]
 SeedOption = Annotated[int, typer.Option()]
+FoldsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="walk-forward folds of the history before TEST each trial is scored on "
+        "(default 3, fewer when the data is shorter; 1 scores VALIDATION alone)"
+    ),
+]
 # PPO training options: session settings (TrialBudget), checked by its bounds (exit 2).
 TruncateDrawdownOption = Annotated[
     float | None,

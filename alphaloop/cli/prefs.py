@@ -76,14 +76,24 @@ def export(
     source: str = typer.Option(
         None, **choice(("pm", "research"), "source"), help="only pairs of this source"
     ),
+    rule: str = typer.Option(
+        "current",
+        **choice(("current", "all"), "rule"),
+        help="current: skip research pairs an older labelling rule made; all: write them too",
+    ),
     as_json: JsonFlag = False,
 ) -> None:
     """Write the labelled pairs in TRL's standard preference format (one JSON object a line).
 
-    Example: alphaloop prefs export --out prefs.jsonl --source research
+    Example: alphaloop prefs export --out prefs.jsonl --source research --rule current
     """
-    result = guarded(prefs.export_preferences, get_settings(), out, source)
+    result = guarded(prefs.export_preferences, get_settings(), out, source, rule)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return
     console.print(f"{result.rows} pair(s) written to {result.path}")
+    if result.skipped_old_rule:
+        console.print(
+            f"{result.skipped_old_rule} research pair(s) labelled by an older rule left out "
+            "(--rule all writes them)"
+        )

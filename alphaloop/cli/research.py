@@ -20,6 +20,7 @@ from alphaloop.cli._app import (
     DataOption,
     DateFormatOption,
     FillOption,
+    FoldsOption,
     JsonFlag,
     MetricOption,
     ModeOption,
@@ -40,7 +41,7 @@ from alphaloop.cli._app import (
     trial_budget,
 )
 from alphaloop.cli.review import review
-from alphaloop.ops.research import noise_seeds_note
+from alphaloop.ops.research import folds_note, noise_seeds_note
 from alphaloop.settings import Settings, get_settings
 
 
@@ -133,6 +134,7 @@ def research_start(
     noise_seeds: int = typer.Option(
         3, help="baseline seeds that estimate the seed noise of the keep rule (at least 2)"
     ),
+    folds: FoldsOption = None,
     total_timesteps: int = typer.Option(None, help="PPO env steps per trial"),
     truncate_drawdown: TruncateDrawdownOption = None,
     stop_properly: StopProperlyOption = None,
@@ -151,14 +153,14 @@ def research_start(
     --workers N, N trials run at once; verdicts are still given in trial order.
 
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
-    --budget 20 --max-drawdown 0.15 --workers 2
+    --budget 20 --max-drawdown 0.15 --folds 3 --workers 2
     """
     flags = dict(locals())  # every flag above, by name
     settings = get_settings()
     spec = _session_spec(flags, settings)
-    note = noise_seeds_note(spec.noise_seeds)
-    if note:
-        err_console.print(escape(f"warning: {note}"))
+    for note in (noise_seeds_note(spec.noise_seeds), folds_note(spec.folds)):
+        if note:
+            err_console.print(escape(f"warning: {note}"))
     session_id = guarded(ops.start_session, spec, settings)
     training = training_note(spec.trial_budget) if mode != "cufolio_only" else None
     if training and not as_json:
@@ -195,6 +197,7 @@ def _session_spec(flags: dict[str, Any], settings: Settings) -> Any:
             symbols=parse_symbols(f.symbols),
             seed=f.seed,
             noise_seeds=f.noise_seeds,
+            folds=f.folds,
             workers=f.workers,
             ray_address=f.ray_address,
             trial_budget=trial_budget(

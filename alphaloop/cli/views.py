@@ -216,6 +216,7 @@ def final_panel(session: Any) -> Panel:
         f"trials run: {final.get('n_trials', '-')}",
     ]
     reported = "the best" if final.get("best_trial_id") is not None else "the baseline"
+    lines.extend(pick_lines(final))
     lines.extend(selection_lines(final, reported))
     if final.get("best_policy_path"):
         lines.append(f"best policy: {final['best_policy_path']}")
@@ -240,6 +241,29 @@ def final_panel(session: Any) -> Panel:
     if final.get("gates"):
         body.append(gates_table(final["gates"], "go/no-go gates (test window)"))
     return Panel(Group(*body), title="finalize", title_align="left")
+
+
+def pick_lines(final: dict[str, Any]) -> list[str]:
+    """The pick and why, the folds it was chosen on, and on TEST its Sharpe against the
+    default's and 1/N's with the paired difference, its standard error and p-value."""
+    lines = []
+    if final.get("pick"):
+        lines.append(f"pick: {final['pick']} ({final.get('pick_reason') or '-'})")
+    folds = final.get("folds") or {}
+    if folds.get("windows"):
+        first, last = folds["windows"][0][0], folds["windows"][-1][1]
+        lines.append(f"scored on {folds['n']} fold(s), {first}..{last}")
+        if folds.get("note"):
+            lines.append(f"  {folds['note']}")
+    for ref, label in (("default", "the default"), ("equal_weight", "1/N")):
+        test = ((final.get("excess") or {}).get(ref) or {}).get("test")
+        if test:
+            lines.append(
+                f"TEST Sharpe {test['sharpe_a']:.2f} vs {label} {test['sharpe_b']:.2f}: "
+                f"difference {test['difference']:+.2f} (se {test['se']:.2f}, "
+                f"p {test['p_value']:.3f})"
+            )
+    return lines
 
 
 def selection_lines(final: dict[str, Any], reported: str) -> list[str]:

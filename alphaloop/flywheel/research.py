@@ -1,11 +1,15 @@
 """Preference pairs from a research session's journal: two proposals made from the same state.
 
 The state of a proposal is its session and the best-so-far config it edited (the trial's
-``parent_id``). Two search trials of one state form a pair when one's validation objective beat
-the other's by more than the session's noise floor (``sessions.noise_floor``, the baseline
-seeds' spread), or when one scored and the other was invalid, crashed or timed out (then the
-margin is infinite: any result beats none). Both trials of a session run on the session seed,
-so their objectives are comparable as they are.
+``parent_id``). Two search trials of one state form a pair when one's daily returns beat the
+other's on the same days with confidence: the paired Sharpe-difference test (Ledoit & Wolf,
+HAC) over every fold both were scored on, two-sided at :data:`PAIR_ALPHA`; or when one scored
+and the other was invalid, crashed or timed out (then the margin is infinite: any result beats
+none). A difference in objectives alone is not a pair: over a few configs the larger objective
+is mostly the window's noise, and a model trained on such labels learns that noise (rule
+``folds-paired``, :data:`RULE_VERSION`; pairs labelled before it carry no rule and
+``prefs export`` skips them). Both trials of a session run on the session seed, so their
+returns are comparable day by day.
 
 ``chosen`` and ``rejected`` are the edits as the model emitted them: the journaled ``delta``
 (``changes`` and ``rationale``), or for an invalid proposal the raw reply it sent. The prompt
@@ -26,8 +30,11 @@ from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, Tr
 from alphaloop.journal.flywheel import PreferenceSource
 from alphaloop.journal.models import is_interrupted
 from alphaloop.meta_agent.prompt_log import render_proposal_prompt
+from alphaloop.validation import sharpe_difference
 
 SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
+RULE_VERSION = "folds-paired-1"  # how research pairs are labelled (see the module docstring)
+PAIR_ALPHA = 0.05
 FAILED = frozenset({TrialStatus.crash, TrialStatus.timeout, TrialStatus.invalid})
 
 
@@ -55,20 +62,52 @@ def answer_text(t: TrialRecord) -> str:
 
 
 def judge(
-    a: TrialRecord, b: TrialRecord, noise_floor: float
+    a: TrialRecord, b: TrialRecord, days: dict[int, list[float]]
 ) -> tuple[TrialRecord, TrialRecord, float] | None:
-    """``(chosen, rejected, margin)`` for two proposals of one state, or None when neither
-    beat the other by more than the noise floor."""
+    """``(chosen, rejected, margin)`` for two proposals of one state, or None when neither beat
+    the other with confidence. ``days`` holds each scored trial's daily returns by fold (see
+    :func:`common_days`); the margin of a scored pair is the Sharpe difference's z."""
     if _scored(a) and _scored(b):
-        diff = float(a.objective) - float(b.objective)  # type: ignore[arg-type]
-        if abs(diff) <= noise_floor:
+        x, y = common_days(days, a.id, b.id)
+        if len(x) < 10:
             return None
-        return (a, b, diff) if diff > 0 else (b, a, -diff)
+        try:
+            test = sharpe_difference(x, y)
+        except ValueError:  # a series that does not vary
+            return None
+        if min(test.p_value, 1.0 - test.p_value) * 2 >= PAIR_ALPHA:
+            return None
+        return (a, b, test.z) if test.z > 0 else (b, a, -test.z)
     if _scored(a) and _failed(b):
         return a, b, math.inf
     if _scored(b) and _failed(a):
         return b, a, math.inf
     return None
+
+
+def fold_days(journal: Journal, session_id: str) -> dict[int, dict[int, list[float]]]:
+    """Each trial's daily returns by fold; a trial journaled before folds has its VALIDATION
+    returns as its one fold (keyed -1)."""
+    out = {
+        tid: {f.fold: f.returns for f in fs}
+        for tid, fs in journal.folds.of_session(session_id).items()
+    }
+    for t in journal.trials(session_id, TrialKind.search):
+        if t.id not in out and t.val_returns:
+            out[t.id] = {-1: t.val_returns}
+    return out
+
+
+def common_days(
+    days: dict[int, dict[int, list[float]]], a: int, b: int
+) -> tuple[list[float], list[float]]:
+    """Two trials' returns on the folds both were scored on, end to end."""
+    fa, fb = days.get(a, {}), days.get(b, {})
+    shared = sorted(set(fa) & set(fb))
+    x = [r for i in shared for r in fa[i]]
+    y = [r for i in shared for r in fb[i]]
+    n = min(len(x), len(y))
+    return x[len(x) - n :], y[len(y) - n :]
 
 
 def session_pairs(
@@ -78,6 +117,7 @@ def session_pairs(
     ``known`` are skipped before their prompt is rendered (extraction runs again and again)."""
     if session.noise_floor is None or not math.isfinite(session.noise_floor):
         return []
+    days = fold_days(journal, session.id)
     rows = [
         t
         for t in journal.trials(session.id, TrialKind.search, series=False)
@@ -89,7 +129,7 @@ def session_pairs(
     drafts = []
     for parent_id, group in states.items():
         for a, b in combinations(sorted(group, key=lambda t: t.idx), 2):
-            judged = judge(a, b, session.noise_floor)
+            judged = judge(a, b, days)
             if judged is None:
                 continue
             chosen, rejected, margin = judged
@@ -115,6 +155,7 @@ def session_pairs(
                         "rejected_idx": rejected.idx,
                         "rejected_status": rejected.status.value,
                         "noise_floor": session.noise_floor,
+                        "rule": RULE_VERSION,
                         "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
                     },
                     prompt=prompt,

@@ -5,6 +5,7 @@ it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journ
 """
 
 from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.folds import FoldRecord, Folds
 from alphaloop.journal.jobs import JobNotFound, JobRecord, JobStatus
 from alphaloop.journal.library import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
 from alphaloop.journal.logs import MAX_CURVE_POINTS, downsample_curve
@@ -41,6 +42,8 @@ __all__ = [
     "EventKind",
     "EventRecord",
     "FinalReport",
+    "FoldRecord",
+    "Folds",
     "JobNotFound",
     "JobRecord",
     "JobStatus",

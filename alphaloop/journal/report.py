@@ -30,7 +30,10 @@ class FinalReport(BaseModel):
         stop_reason: why the loop stopped.
         n_trials: search trials counted against the budget.
         pick: ``search`` when a search trial beat the default with confidence, else
-            ``default`` (None for a manual training run).
+            ``default`` (None for a manual training run); ``pick_reason`` says which and why
+            ("no improvement found: ..." for the default).
+        folds: the walk-forward folds trials were scored on (``n``, their ``windows``,
+            ``purge_days``, and a ``note`` when one fold measured no window noise).
         baseline_trial_id, baseline_test, baseline_test_objective: the default config's first
             baseline run and its TEST metrics and objective.
         best_trial_id, best_validation_objective, best_test, best_test_objective: the best
@@ -55,6 +58,8 @@ class FinalReport(BaseModel):
     stop_reason: str
     n_trials: int
     pick: Pick | None = None
+    pick_reason: str | None = None
+    folds: dict[str, Any] | None = None
     baseline_trial_id: int | None = None
     baseline_test: dict[str, float] | None = None
     baseline_test_objective: float | None = None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -342,6 +342,35 @@ TICK_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_pm_book_events_book ON pm_book_events (book, id)",
 )
 
+# The folds a trial was scored on (schema 9): each fold's window, objective, metrics, result
+# (the evaluator's, without its daily returns) and daily returns, so every statistic over folds
+# can be recomputed from the journal. ``reused_from``
+# names the fold row of an interrupted run of the same config and seed whose result this one
+# carries over instead of running the fold again.
+FOLD_TABLES: dict[str, str] = {
+    "trial_folds": """
+        CREATE TABLE trial_folds (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            fold INTEGER NOT NULL,
+            n_folds INTEGER NOT NULL,
+            start_date TEXT NOT NULL,
+            end_date TEXT NOT NULL,
+            objective REAL NOT NULL,
+            metrics TEXT NOT NULL,
+            result TEXT NOT NULL,
+            returns TEXT NOT NULL,
+            env_steps INTEGER,
+            elapsed_s REAL NOT NULL,
+            evaluator_version TEXT,
+            reused_from INTEGER,
+            created_at TEXT NOT NULL,
+            UNIQUE (trial_id, fold)
+        )""",
+}
+TABLES.update(FOLD_TABLES)
+FOLD_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_trial_folds_trial ON trial_folds (trial_id)",)
+
 LOOP_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_policies_session ON policies (session_id)",
     "CREATE INDEX idx_replays_trial ON replays (parent_trial_id)",
@@ -362,6 +391,7 @@ INDEXES: tuple[str, ...] = (
     *LOOP_INDEXES,
     *JOB_INDEXES,
     *TICK_INDEXES,
+    *FOLD_INDEXES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -485,6 +515,15 @@ def _add_exactly_once_ticks(conn: sqlite3.Connection) -> None:
             conn.execute(ddl)
 
 
+def _add_trial_folds(conn: sqlite3.Connection) -> None:
+    """Schema 8 -> 9: the ``trial_folds`` table (:data:`FOLD_TABLES`), empty: trials before it
+    were scored on VALIDATION alone, whose returns their own row keeps."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "trial_folds" not in names:
+        for ddl in (*FOLD_TABLES.values(), *FOLD_INDEXES):
+            conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -494,6 +533,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: _add_jobs,
     6: _add_llm_call_mode,
     7: _add_exactly_once_ticks,
+    8: _add_trial_folds,
 }
 
 
@@ -528,6 +568,8 @@ def problem(conn: sqlite3.Connection) -> str | None:
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
     expected = set(TABLES) - (set(JOB_TABLES) if version < 6 else set())
+    if version < 9:
+        expected -= set(FOLD_TABLES)
     if version < 8:
         expected -= set(TICK_TABLES)
     if version < 4:

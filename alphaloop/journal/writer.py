@@ -13,12 +13,14 @@ import secrets
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from alphaloop.exceptions import TrialNotFound, TrialNotRunning
 from alphaloop.journal.book import BookStore
 from alphaloop.journal.codec import columns, now, seconds_between
 from alphaloop.journal.flywheel import FlywheelStore
+from alphaloop.journal.folds import Folds
 from alphaloop.journal.jobs import JobStore
 from alphaloop.journal.library import LibraryStore
 from alphaloop.journal.logs import LogWriter
@@ -59,6 +61,11 @@ class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, 
         ...     row = journal.start_trial(sid, kind="search", ...)
         ...     journal.finish_trial(row.id, status="keep", objective=1.2, ...)
     """
+
+    @cached_property
+    def folds(self) -> Folds:
+        """The folds trials were scored on (:mod:`.folds`)."""
+        return Folds(self)
 
     # --- sessions ----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
-from alphaloop.trials import TrialBudget
+from alphaloop.trials import Rows, TrialBudget
 from alphaloop.trials import run_trial as evaluate
 
 logger = logging.getLogger(__name__)
@@ -44,10 +44,11 @@ class TrialJob(BaseModel):
     budget: TrialBudget
     seed: int
     metric: str
-    policy_dir: str
+    policy_dir: str | None  # where a trained policy is saved (None: not kept)
     idx: int  # for logs only
     kind: str
     window: Window = "validation"
+    rows: Rows | None = None  # explicit rows to score instead of ``window`` (a fold)
     policy_path: str | None = None  # evaluate this saved policy instead of training one
 
 
@@ -60,7 +61,7 @@ def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
             data,
             job.budget,
             job.seed,
-            window=job.window,
+            window=job.rows or job.window,
             metric=job.metric,
             policy_dir=job.policy_dir,
             policy_path=job.policy_path,
@@ -70,6 +71,15 @@ def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
         logger.warning("trial %d (%s) ended %s: %s", job.idx, job.kind, outcome.status, err)
         return outcome
     return TrialOutcome(status=OutcomeStatus.ok, result=result)
+
+
+def outcome_of(pending: Pending) -> TrialOutcome:
+    """What a trial produced; a worker that died (or a Ray task lost) is a crash."""
+    try:
+        return pending.result()
+    except Exception as err:  # journaled as the trial's crash, and the loop goes on
+        logger.warning("a trial's worker failed: %r", err)
+        return TrialOutcome.failed(err)
 
 
 def single_threaded() -> None:

@@ -24,19 +24,19 @@ from alphaloop.journal import (
     TrialRecord,
     TrialStatus,
 )
-from alphaloop.journal import best_kept as best_kept_trial
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MarketData
-from alphaloop.meta_agent import flight, nodes
+from alphaloop.meta_agent import flight, folding, keep_rule, nodes
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
-from alphaloop.metrics import Metrics, probabilistic_sharpe_ratio
-from alphaloop.trials import TrialBudget, equal_weight_backtest
+from alphaloop.metrics import Metrics, effective_trials, probabilistic_sharpe_ratio
+from alphaloop.trials import PURGE_ROWS, TrialBudget, equal_weight_backtest
 from alphaloop.validation import (
     DSR_SET,
     REFERENCES,
     ExcessEvidence,
     Gates,
+    aligned_matrix,
     evaluate_gates,
     excess_evidence,
     search_set,
@@ -45,6 +45,10 @@ from alphaloop.validation import (
 )
 
 _WINDOWS = ("validation", "test")
+ONE_FOLD_NOTE = (
+    "one fold: trials were scored on VALIDATION alone, so window noise (how a config fares on "
+    "other years) was not measured; the keep rule's paired test covers only its days"
+)
 
 
 def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
@@ -55,11 +59,13 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     reason = nodes.stop_reason(ctx) or "finished"
     rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
     base_rows = [t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep]
-    best = best_kept_trial(rows)
+    best, why = pick(ctx, rows)
     final: dict[str, Any] = {
         "stop_reason": reason,
         "n_trials": ctx.journal.counted_trials(ctx.session_id),
         "pick": "search" if best is not None else "default",
+        "pick_reason": why,
+        "folds": folds_summary(ctx),
     }
     tests: dict[str, TrialRecord] = {}
     if base_rows:
@@ -94,6 +100,57 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     )
     ctx.on_event(LoopEvent.finalized, report)
     return {"stop_reason": reason}
+
+
+def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | None, str]:
+    """The session's pick and why: the best kept search trial whose daily returns beat the
+    default's on the same days of the folds with confidence, or None (the default itself: no
+    improvement found).
+
+    Both sides are averaged over their seeds, and the test is the keep rule's paired Sharpe
+    difference at a family-wise level: each kept trial passed its own test at ``KEEP_ALPHA``,
+    but a session tries many configs, and on a market where nothing beats the default one of
+    twenty would pass by luck. So the pick's test runs at the Šidák level for the effective
+    number of configs tried (Li & Ji, over the search trials' returns), which holds the chance
+    that a session picks noise near ``KEEP_ALPHA``."""
+    kept = sorted(
+        (t for t in rows if t.kind == TrialKind.search and t.status == TrialStatus.keep),
+        key=lambda t: -t.score,
+    )
+    base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
+    if not kept or not base:
+        return None, "no improvement found: no search trial was kept"
+    broken = violation_of(ctx.objective, base[0])
+    if broken is not None:
+        return kept[0], (
+            f"trial {kept[0].idx}, the best kept within the limits: the default breaks them "
+            f"({broken})"
+        )
+    n_eff = max(effective_trials(aligned_matrix([t.val_returns for t in search_set(rows)])), 1.0)
+    alpha = keep_rule.sidak_alpha(keep_rule.KEEP_ALPHA, n_eff)
+    default = folding.seed_mean_returns(ctx, base)
+    for trial in kept:
+        ours = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, trial))
+        pair = aligned_matrix([ours, default])
+        window = keep_rule.window_test(pair[:, 0], pair[:, 1], max(len(ctx.folds), 1), alpha)
+        if window.passed:
+            said = window.describe().replace("the incumbent", "the default")
+            return trial, f"trial {trial.idx} beats the default ({n_eff:.1f} configs tried): {said}"
+    return None, (
+        f"no improvement found: none of the {len(kept)} kept search trial(s) beat the default "
+        f"on the same days of the folds at p < {alpha:.4f} (0.05 over {n_eff:.1f} effective "
+        "configs tried); the default is the pick"
+    )
+
+
+def folds_summary(ctx: SessionContext) -> dict[str, Any]:
+    """The folds the session scored trials on, and a note when one fold measured no window
+    noise."""
+    windows = [list(ctx.data.window_dates(slice(f.start, f.stop))) for f in ctx.folds]
+    out: dict[str, Any] = {"n": len(ctx.folds), "windows": windows, "purge_days": PURGE_ROWS}
+    if len(ctx.folds) == 1:
+        out["note"] = ONE_FOLD_NOTE
+    return out
 
 
 def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
@@ -344,7 +401,7 @@ def _admissibility(
         out["admissible_reason"] = f"{met}; the best of them is reported"
     else:
         out["admissible_reason"] = (
-            f"{met}; none beat the baseline by more than the noise floor, and the baseline, "
+            f"{met}; none beat the default with confidence, and the default, "
             "reported instead, meets them"
         )
     return out

@@ -23,6 +23,7 @@ from alphaloop import telemetry
 from alphaloop.journal import EventKind, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.executors import Pending, TrialJob
+from alphaloop.meta_agent.folding import FoldedRun
 from alphaloop.meta_agent.proposers import ProposalContext, Proposer, TPEProposer
 from alphaloop.meta_agent.recording import (
     best_so_far,
@@ -73,15 +74,6 @@ def submit(ctx: SessionContext, row: TrialRecord, config: TrialConfig, **where: 
     if ctx.runner is None:
         raise RuntimeError("the session's runner is not open")
     return ctx.runner.submit(job(ctx, row, config, **where))
-
-
-def outcome_of(pending: Pending) -> TrialOutcome:
-    """What a trial produced; a worker that died (or a Ray task lost) is a crash."""
-    try:
-        return pending.result()
-    except Exception as err:  # journaled as the trial's crash, and the loop goes on
-        logger.warning("a trial's worker failed: %r", err)
-        return TrialOutcome.failed(err)
 
 
 def trial_attributes(row: TrialRecord) -> dict[str, object]:
@@ -270,7 +262,7 @@ def _start(
         {"idx": row.idx, "kind": "search", "proposal": proposal.model_dump(), "clips": clips},
     )
     trial_span = iteration.child(TRIAL, trial_attributes(row))
-    return InFlight(row, submit(ctx, row, config), iteration, trial_span)
+    return InFlight(row, FoldedRun(ctx, row, config, race=True), iteration, trial_span)
 
 
 class _Held:

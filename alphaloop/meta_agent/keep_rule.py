@@ -28,6 +28,15 @@ where confirmation runs are spent, and a looser screen buys power for few extra 
 (measured in ``benchmarks/bench_keep_rule.py``). The incumbent is compared by its mean over
 its seeds too: the baseline's ``n``, a kept trial's ``1 + k``.
 
+3. Window test: seeds say nothing of the days. A config that only fits the scored windows'
+   noise ("window luck") earns a mean over seeds as high as a real edge, on those days. So a
+   candidate that passes step 2 is kept only if its daily returns, averaged over its seeds,
+   beat the incumbent's (averaged over its seeds) on the same days of all the session's folds
+   by the paired Sharpe-difference test of Ledoit & Wolf (2008; HAC, robust to fat tails and
+   autocorrelation) at ``KEEP_ALPHA`` one-sided (:func:`window_test`). Each of the two kinds of
+   luck is then kept at most ``KEEP_ALPHA`` of the time: a seed-only change fails step 2 and a
+   window-lucky one step 3, as ``benchmarks/bench_keep_rule.py`` measures.
+
 One baseline seed gives no spread (``nu = 0``): sessions refuse it (two are warned about, see
 :func:`seed_count_note`), and a session whose baseline seeds all but one crashed keeps nothing
 (the margin is infinite), saying why.
@@ -42,6 +51,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
+
+from alphaloop.validation import SharpeDifference, sharpe_difference
 
 SCREEN_ALPHA = 0.10  # one-sided level of the single-seed screen
 KEEP_ALPHA = 0.05  # one-sided level of the confirmed comparison: the false-keep rate
@@ -183,3 +194,54 @@ def seed_count_note(noise_seeds: int, confirm_seeds: int = CONFIRM_SEEDS) -> str
         f"the baseline by {factor:.1f} x that spread (t-margin at alpha {KEEP_ALPHA:g}) to be "
         "kept, and smaller real gains will be discarded; use 3 or more"
     )
+
+
+class WindowComparison(BaseModel):
+    """Step 3 (see the module docstring): the candidate's seed-mean daily returns against the
+    incumbent's on the same days of ``n_folds`` folds."""
+
+    model_config = _FROZEN
+
+    test: SharpeDifference
+    n_folds: int = Field(ge=1)
+    alpha: float = Field(default=KEEP_ALPHA, gt=0, lt=1)
+
+    @property
+    def passed(self) -> bool:
+        return self.test.p_value < self.alpha
+
+    def describe(self) -> str:
+        """e.g. "Sharpe +0.31 over the incumbent on the same 2,262 days of 3 folds (se 0.12,
+        p 0.006 < 0.05)"."""
+        t = self.test
+        days = f"the same {t.n_obs:,} days of {self.n_folds} fold" + "s" * (self.n_folds > 1)
+        numbers = f"se {t.se:.2f}, p {t.p_value:.3f}"
+        if self.passed:
+            bar = f"{numbers} < {self.alpha:g}"
+            return f"Sharpe {t.difference:+.2f} over the incumbent on {days} ({bar})"
+        return (
+            f"Sharpe {t.difference:+.2f} over the incumbent on {days} is not significant "
+            f"({numbers} >= {self.alpha:g}): window luck not ruled out"
+        )
+
+
+def window_test(
+    candidate: Sequence[float],
+    incumbent: Sequence[float],
+    n_folds: int,
+    alpha: float = KEEP_ALPHA,
+) -> WindowComparison:
+    """Step 3 of the rule on two aligned daily series (candidate, incumbent), at ``alpha``.
+
+    Raises:
+        ValueError: series of different lengths, too short, or one that does not vary.
+    """
+    return WindowComparison(
+        test=sharpe_difference(candidate, incumbent), n_folds=n_folds, alpha=alpha
+    )
+
+
+def sidak_alpha(alpha: float, n_tests: float) -> float:
+    """The per-test level that keeps the chance of any false positive among ``n_tests``
+    independent tests at ``alpha`` (Šidák): ``1 - (1 - alpha) ** (1 / n)``."""
+    return 1.0 - (1.0 - alpha) ** (1.0 / max(n_tests, 1.0))

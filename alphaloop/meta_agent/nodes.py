@@ -32,7 +32,7 @@ from alphaloop import telemetry
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig
-from alphaloop.meta_agent import flight, keep_rule
+from alphaloop.meta_agent import flight, folding, keep_rule
 from alphaloop.meta_agent.executors import Pending
 from alphaloop.meta_agent.keep_rule import SeedMean
 from alphaloop.meta_agent.recording import (
@@ -55,6 +55,8 @@ from alphaloop.meta_agent.state import (
     TrialOutcome,
 )
 from alphaloop.meta_agent.tracing import RECORD, TRIAL, OpenSpan
+from alphaloop.trials import TrialResult
+from alphaloop.validation import aligned_matrix
 
 __all__ = [
     "Verdict",
@@ -170,7 +172,7 @@ def run_seeds(
 
     for row in rows:
         span = iteration.child(TRIAL, flight.trial_attributes(row)) if iteration else None
-        running.append((row, flight.submit(ctx, row, config), span))
+        running.append((row, folding.FoldedRun(ctx, row, config), span))
         if len(running) >= ctx.workers:
             finish()
     while running:
@@ -245,7 +247,7 @@ def screened(
     decides; None for a crash, a limit broken or a trial with no bar to clear.
 
     ``rows`` are the finished trials when the caller has just read them."""
-    if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+    if outcome.status is not OutcomeStatus.ok or outcome.result is None or outcome.raced_out:
         return None
     rows = finished_trials(ctx) if rows is None else rows
     if _without_bar(ctx, outcome, rows) is not None:
@@ -258,11 +260,14 @@ def screened(
 
 def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdict:
     """Keep or discard search trial ``trial_id``'s outcome (a crash or timeout stays what it
-    is), and why: kept when it respects the limits, passes the screen on its own seed and its
-    mean over its confirmation seeds beats the incumbent's by the t-margin (see
+    is), and why: kept when it ran all its folds, respects the limits, passes the screen on its
+    own seed, its mean over its confirmation seeds beats the incumbent's by the t-margin, and
+    its daily returns beat the incumbent's on the same days of the folds (see
     :mod:`.keep_rule`)."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
         return Verdict(status=outcome.status.value)
+    if outcome.raced_out:
+        return Verdict(status=TrialStatus.discard, reason=outcome.raced_out)
     rows = finished_trials(ctx)
     free = _without_bar(ctx, outcome, rows)
     if free is not None:
@@ -279,8 +284,26 @@ def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdic
         return Verdict(status=TrialStatus.discard, reason=why)
     objectives = [outcome.result.objective, *(t.objective for t in confirms)]
     final = keep_rule.confirmed(objectives, first.incumbent, first.noise)
-    status = TrialStatus.keep if final.passed else TrialStatus.discard
-    return Verdict(status=status, reason=final.describe(), seeds=final.candidate)
+    if not final.passed:
+        return Verdict(status=TrialStatus.discard, reason=final.describe(), seeds=final.candidate)
+    window = window_comparison(ctx, rows, outcome.result, confirms)
+    status = TrialStatus.keep if window.passed else TrialStatus.discard
+    why = f"{final.describe()}; {window.describe()}"
+    return Verdict(status=status, reason=why, seeds=final.candidate)
+
+
+def window_comparison(
+    ctx: SessionContext, rows: list[TrialRecord], result: TrialResult, confirms: list[TrialRecord]
+) -> keep_rule.WindowComparison:
+    """Step 3 of the keep rule: a candidate's daily returns over the folds (``result``'s, and
+    its ``confirms`` seeds', averaged day by day) against the incumbent's seed-mean, on the same
+    days."""
+    incumbent, _ = best_so_far(rows)
+    theirs = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, incumbent))
+    series = [result.daily_returns, *(folding.fold_returns(ctx, t) for t in confirms)]
+    ours = aligned_matrix(series).mean(axis=1)
+    pair = aligned_matrix([ours, theirs])
+    return keep_rule.window_test(pair[:, 0], pair[:, 1], max(len(ctx.folds), 1))
 
 
 def kept_if_ok(outcome: TrialOutcome) -> str:

@@ -35,7 +35,7 @@ from alphaloop.journal import (
     report_json,
 )
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
-from alphaloop.market import DataSpec
+from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent.executors import open_runner
 from alphaloop.meta_agent.graph import compile_graph
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
@@ -44,7 +44,7 @@ from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget
+from alphaloop.trials import DEFAULT_FOLDS, TrialBudget, build_folds, max_folds
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
 MAX_WORKERS = 256
+MAX_FOLDS = 20
 
 
 class SessionSpec(DataSpec):
@@ -72,6 +73,9 @@ class SessionSpec(DataSpec):
     noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
     confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
     trial_budget: TrialBudget = TrialBudget()
+    # Walk-forward folds a trial is scored on (see ``trials.folds``); None: DEFAULT_FOLDS, or as
+    # many as the data holds when fewer. Resolved when the session is created.
+    folds: int | None = Field(default=None, ge=1, le=MAX_FOLDS)
     # Trials in flight at once; more than 1 (or a Ray address) runs them in single-threaded
     # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
@@ -183,13 +187,30 @@ def _context(
         on_event=on_event or (lambda kind, payload: None),
         workers=spec.workers,
         ray_address=spec.ray_address,
+        folds=build_folds(data, spec.folds or 1),
         settings=settings,
     )
 
 
+def resolve_folds(folds: int | None, data: MarketData) -> int:
+    """The fold count a session runs with: ``folds`` when the data holds them (else
+    ``EvaluationWindowError``), or by default :data:`DEFAULT_FOLDS`, fewer when the data is
+    too short for them."""
+    if folds is None:
+        return min(DEFAULT_FOLDS, max_folds(data))
+    build_folds(data, folds)
+    return folds
+
+
 def create_session(spec: SessionSpec, settings: Settings) -> str:
-    """Validates the data and journals a new session; returns its id (nothing runs yet)."""
+    """Validates the data and journals a new session; returns its id (nothing runs yet).
+
+    Raises:
+        EvaluationWindowError: the data is too short for the folds asked for (the message
+            names the most that fit).
+    """
     data = spec.load()
+    spec = spec.model_copy(update={"folds": resolve_folds(spec.folds, data)})
     with Journal(settings.journal_path) as journal:
         return journal.create_session(
             goal=spec.goal,
@@ -250,8 +271,10 @@ def _check_runnable(session: SessionRecord) -> None:
 
 def _stored_spec(session: SessionRecord) -> SessionSpec:
     """The spec the session was started with, as this alphaloop reads it."""
+    stored = dict(session.settings["spec"])
+    stored.setdefault("folds", 1)  # sessions from before folds scored VALIDATION alone
     try:
-        return SessionSpec(**session.settings["spec"])
+        return SessionSpec(**stored)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(map(str, first["loc"]))

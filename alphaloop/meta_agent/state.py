@@ -31,7 +31,7 @@ from alphaloop.meta_agent.proposers import Proposer
 from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget, TrialResult
+from alphaloop.trials import Rows, TrialBudget, TrialResult
 
 if TYPE_CHECKING:  # executors import this module
     from alphaloop.meta_agent.executors import Pending, TrialRunner
@@ -82,6 +82,8 @@ class TrialOutcome(BaseModel):
     result: TrialResult | None = None
     error: str | None = None
     traceback_tail: str | None = None
+    # Why a search trial ran only its first fold (see ``folding``): it is discarded for it.
+    raced_out: str | None = None
 
     @classmethod
     def failed(cls, err: BaseException) -> Self:
@@ -149,6 +151,8 @@ class SessionContext:
     on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
     workers: int = 1
     ray_address: str | None = None
+    # The walk-forward folds every trial is scored on (oldest first; see ``trials.folds``).
+    folds: list[Rows] = field(default_factory=list)
     # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
     settings: Settings | None = None
     # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,

@@ -63,6 +63,7 @@ def _research(job: ResearchJob, settings: Settings, link: Link) -> SessionResult
         symbols=job.symbols,
         seed=job.seed,
         noise_seeds=job.noise_seeds,
+        folds=job.folds,
         trial_budget=ops.trial_budget(job.total_timesteps),
     )
     session_id = ops.start_session(spec, settings)

@@ -58,6 +58,7 @@ class ResearchJob(BaseModel):
     symbols: list[str] | None = None
     seed: int = 0
     noise_seeds: int = 3
+    folds: int | None = None
     total_timesteps: int | None = None
 
 

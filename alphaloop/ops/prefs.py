@@ -12,9 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import DataError, InvalidVerdict, PolicyNotFound
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
-from alphaloop.flywheel.research import session_pairs
+from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
-from alphaloop.journal.flywheel import DecisionView, PreferenceSource
+from alphaloop.journal.flywheel import DecisionView, PreferenceRecord, PreferenceSource
 from alphaloop.market import DataSpec, load_prices
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
@@ -64,6 +64,9 @@ class ExportResult(BaseModel):
     path: str
     rows: int
     source: str | None
+    rule: str = "current"
+    # Research pairs left out because an older rule labelled them (``rule`` ``current``).
+    skipped_old_rule: int = 0
 
 
 class ReviewItem(BaseModel):
@@ -192,19 +195,33 @@ def preference_stats(settings: Settings) -> PreferenceStats:
     )
 
 
-def export_preferences(settings: Settings, out: Path, source: str | None = None) -> ExportResult:
+def export_preferences(
+    settings: Settings, out: Path, source: str | None = None, rule: str = "current"
+) -> ExportResult:
     """Writes the labelled pairs (of one source, or both) as TRL's ``prompt``/``chosen``/
-    ``rejected`` JSON lines.
+    ``rejected`` JSON lines. With ``rule`` ``current`` research pairs labelled by an older rule
+    (a gap in validation objectives, before pairs needed a paired difference on the folds) are
+    left out and counted; ``all`` writes them too.
 
     Raises:
-        ValueError: an unknown source.
+        ValueError: an unknown source or rule.
     """
     if source is not None and source not in {s.value for s in PreferenceSource}:
         raise ValueError(f"unknown source {source!r}; choose pm or research")
+    if rule not in ("current", "all"):
+        raise ValueError(f"unknown rule {rule!r}; choose current or all")
     with open_journal(settings) as journal:
         prefs = journal.preferences(source=source, labelled=True)
-    rows = write_jsonl(prefs, Path(out))
-    return ExportResult(path=str(out), rows=rows, source=source)
+    kept = [p for p in prefs if rule == "all" or _current_rule(p)]
+    rows = write_jsonl(kept, Path(out))
+    return ExportResult(
+        path=str(out), rows=rows, source=source, rule=rule, skipped_old_rule=len(prefs) - len(kept)
+    )
+
+
+def _current_rule(pref: PreferenceRecord) -> bool:
+    """Whether a pair was labelled by today's rule (portfolio-manager pairs have one rule)."""
+    return pref.source != PreferenceSource.research or pref.origin.get("rule") == RULE_VERSION
 
 
 def review_decisions(settings: Settings) -> list[ReviewItem]:

@@ -94,6 +94,23 @@ def _check_baselines(trial: TrialRecord, series: dict[str, np.ndarray]) -> None:
             )
 
 
+def on_window(trial: TrialRecord, days: int) -> list[float]:
+    """The trial's journaled returns on its window of ``days`` days: all of them, or for a
+    search trial scored on several folds the last ``days`` (its folds tile the history up to
+    the end of VALIDATION, the last one VALIDATION itself).
+
+    Raises:
+        ReplayError: fewer returns than the window has days.
+    """
+    returns = list(trial.val_returns or [])
+    if len(returns) < days or (len(returns) > days and trial_window(trial) != "validation"):
+        raise ReplayError(
+            f"trial #{trial.idx} journaled {len(returns)} daily returns but its "
+            f"{trial_window(trial)} window has {days} days"
+        )
+    return returns[len(returns) - days :]
+
+
 def window_returns(trial: TrialRecord, data: MarketData, budget: TrialBudget) -> WindowReturns:
     """The trial's journaled daily returns on its window, with the baselines replayed there.
 
@@ -108,11 +125,7 @@ def window_returns(trial: TrialRecord, data: MarketData, budget: TrialBudget) ->
         )
     window = trial_window(trial)
     win = evaluator.window_slice(data, window)
-    if win.stop - win.start != len(trial.val_returns):
-        raise ReplayError(
-            f"trial #{trial.idx} journaled {len(trial.val_returns)} daily returns but its "
-            f"{window} window has {win.stop - win.start} days"
-        )
+    journaled = on_window(trial, win.stop - win.start)
     series = baseline_returns(data, window, budget)
     _check_baselines(trial, series)
     start, days = _dates(data, win)
@@ -120,7 +133,7 @@ def window_returns(trial: TrialRecord, data: MarketData, budget: TrialBudget) ->
         window=window,
         start_date=start,
         dates=days,
-        strategy=list(trial.val_returns),
+        strategy=journaled,
         baselines={k: v.tolist() for k, v in series.items()},
     )
 
@@ -154,7 +167,7 @@ def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBu
     )
     win = evaluator.window_slice(data, window)
     book = evaluator.simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps)
-    journaled = np.asarray(trial.val_returns)
+    journaled = np.asarray(on_window(trial, win.stop - win.start))
     if (
         book.net.shape != journaled.shape
         or np.max(np.abs(book.net - journaled)) > RETURNS_TOLERANCE

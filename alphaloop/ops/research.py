@@ -36,6 +36,16 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
     return create_session(spec, settings)
 
 
+def folds_note(folds: int | None) -> str | None:
+    """A warning for a session asked to score on one fold: window noise is then not measured."""
+    if folds != 1:
+        return None
+    return (
+        "--folds 1 scores trials on VALIDATION alone: window noise (how a config fares in other "
+        "years) is not measured, and the keep rule's paired test sees only those days"
+    )
+
+
 def noise_seeds_note(noise_seeds: int) -> str | None:
     """A warning for a number of noise seeds that leaves the keep rule little power (2), or
     None. One seed is refused by :class:`SessionSpec` itself."""

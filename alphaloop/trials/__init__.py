@@ -24,12 +24,22 @@ through its one split, :func:`split_for`).
 Modules: ``version`` (``EVALUATOR_VERSION``), ``models`` (``TrialBudget``, ``TrialResult``),
 ``backtest`` (the accounting and the named windows), ``windows`` (explicit windows and the split
 that serves them), ``strategies`` (what each mode decides), ``reference`` (the baselines),
-``evaluation`` (the subjects and :func:`evaluate`), ``run`` (``run_trial``, the research loop's
+``evaluation`` (the subjects and :func:`evaluate`), ``folds`` (the walk-forward folds a search
+trial is scored on, and their aggregate), ``run`` (``run_trial``, the research loop's
 call of it) and ``walk_forward`` (one config window after window, and the stress reruns).
 """
 
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
+from alphaloop.trials.folds import (
+    DEFAULT_FOLDS,
+    PURGE_ROWS,
+    aggregate_folds,
+    build_folds,
+    fold_budget,
+    fold_score,
+    max_folds,
+)
 from alphaloop.trials.models import TrialBudget, TrialResult, Window
 from alphaloop.trials.reference import (
     BASELINE_CVAR_ALPHA,
@@ -60,8 +70,10 @@ __all__ = [
     "BASELINE_MAX_WEIGHT",
     "BASELINE_N_SCENARIOS",
     "BASELINE_SEED",
+    "DEFAULT_FOLDS",
     "EVALUATOR_VERSION",
     "EXPLICIT",
+    "PURGE_ROWS",
     "Backtest",
     "ConfigSubject",
     "Dates",
@@ -76,10 +88,15 @@ __all__ = [
     "WalkForward",
     "WalkForwardWindow",
     "Window",
+    "aggregate_folds",
     "baseline_backtests",
     "baselines",
+    "build_folds",
     "equal_weight_backtest",
     "evaluate",
+    "fold_budget",
+    "fold_score",
+    "max_folds",
     "run_trial",
     "simulate",
     "span_reruns",

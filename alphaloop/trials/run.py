@@ -12,7 +12,8 @@ from pathlib import Path
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
-from alphaloop.trials.models import TrialBudget, TrialResult, Window
+from alphaloop.trials.models import TrialBudget, TrialResult
+from alphaloop.trials.windows import EvalWindow
 
 
 def run_trial(
@@ -22,7 +23,7 @@ def run_trial(
     budget: TrialBudget | None = None,
     seed: int = 0,
     *,
-    window: Window = "validation",
+    window: EvalWindow = "validation",
     metric: str = "sharpe",
     policy_path: str | Path | None = None,
     policy_dir: str | Path | None = None,
@@ -36,7 +37,8 @@ def run_trial(
         data: the market data and its split; training only ever sees ``data.train``.
         budget: session settings (PPO timesteps, envs, evaluation cost...).
         seed: seeds PPO, the scenario bootstrap and environment starts.
-        window: ``validation`` for search trials, ``test`` once per session at the end.
+        window: ``validation``, ``test`` once per session at the end, or explicit rows (a
+            fold of the history before TEST).
         metric: which metric is the objective (``sharpe``, ``sortino``, ``calmar``, ``return``).
         policy_path: evaluate this saved policy instead of training one (PPO modes).
         policy_dir: where a freshly trained policy is saved.

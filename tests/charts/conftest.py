@@ -1,4 +1,5 @@
-"""A journal with real runs on synthetic data, built once for the chart tests.
+"""A journal with real runs (a research session on a planted market, a manual run on
+synthetic data), built once for the chart tests.
 
 ``lab`` holds a Mean-CVaR research session whose proposals come from the scripted
 OpenAI-compatible server (one kept trial, one invalid reply, two discarded), finalized on the
@@ -69,19 +70,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             ALPHALOOP_LLM_MAX_RETRIES="0",
         )
         server.push(
-            # From the default config: wider caps and slower re-solves beat the baseline.
-            _delta({"max_position_pct": 0.3, "cufolio_hold_days": 40, "n_scenarios": 2000}, "a"),
+            # From the default config: the short holds the planted market rewards beat it.
+            _delta({"cufolio_hold_days": 5, "n_scenarios": 2000}, "a"),
             _delta({"cufolio_hold_days": "5%"}, "a percentage is not a number"),
             _delta({"cvar_alpha": 0.9, "cufolio_hold_days": 10}, "re-solve often"),
             _delta({"max_position_pct": 0.2}, "tighter caps"),
         )
         spec = SessionSpec(
-            goal="maximise Sharpe on synthetic prices",
+            goal="maximise Sharpe on a planted market",
             mode="cufolio_only",
             budget=3,
             proposer="llm",
             objective=Objective(metric="sharpe"),
-            data="synthetic",
+            data="planted:0",
             noise_seeds=3,
         )
         research_id = create_session(spec, settings)

@@ -155,6 +155,8 @@ def test_equity_curves_end_where_the_journal_says(lab: Lab) -> None:
         chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
         best = j.get_trial(session.best_trial_id)
         [test_row] = [t for t in j.trials(lab.research_id, "test") if t.parent_id == best.id]
+        # The chart draws VALIDATION, the most recent of the folds the trial was scored on.
+        validation = j.folds.of_trial(best.id)[-1]
     data = session_market(session)
     n_val, n_test = data.val.stop - data.val.start, data.test.stop - data.test.start
     fig = traces(chart.figure)
@@ -171,7 +173,10 @@ def test_equity_curves_end_where_the_journal_says(lab: Lab) -> None:
         assert len(t.x) == len(t.y) == (n_test if "test" in name else n_val) + 1
         assert t.y[0] == 1.0
     # The last point is 1 + the total return the evaluator journaled (baselines included).
-    assert fig[f"{label} (validation)"].y[-1] == pytest.approx(1 + best.metrics["total_return"])
+    assert fig[f"{label} (validation)"].y[-1] == pytest.approx(
+        1 + validation.metrics["total_return"]
+    )
+    assert (validation.start_date, validation.end_date) == data.window_dates(data.val)
     assert fig[f"{label} (test)"].y[-1] == pytest.approx(1 + test_row.metrics["total_return"])
     for key, name in (("equal_weight", "equal weight"), ("min_cvar", "min CVaR")):
         assert fig[f"{name} (validation)"].y[-1] == pytest.approx(
@@ -205,7 +210,8 @@ def check_allocation(chart, trial, session) -> None:
     turnover = np.r_[0.0, np.abs(matrix[1:] - drifted[:-1]).sum(axis=1)]
     cost = session_budget(session).eval_cost_bps / 1e4
     net = (1 - cost * turnover) * (1 + gross) - 1
-    assert net == pytest.approx(trial.val_returns, abs=1e-12)
+    # A trial scored on several folds journaled them end to end; VALIDATION is the last.
+    assert net == pytest.approx(trial.val_returns[-len(net) :], abs=1e-12)
     assert (turnover > 1e-9).sum() >= 1  # it did trade
     final = fig.layout.meta["final_weights"]
     assert list(final.values()) == pytest.approx(trial.final_weights, abs=1e-9)
@@ -232,6 +238,7 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
         data="synthetic",
         noise_seeds=2,
         trial_budget=TrialBudget(total_timesteps=64, n_envs=1),
+        folds=1,
     )
     sid = create_session(spec, settings)
     run_session(sid, settings)

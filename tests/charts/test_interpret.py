@@ -115,7 +115,7 @@ def test_vlm_read_sends_the_png_and_context_and_is_journaled(
     payload = json.loads(text_part["text"].split("\n\n")[0])
     assert payload["kind"] == "research_progress"
     context = payload["context"]
-    assert context["goal"] == "maximise Sharpe on synthetic prices"
+    assert context["goal"] == "maximise Sharpe on a planted market"
     assert context["axes"] == {"x": "trial", "y": "validation sharpe"}
     assert context["key_figures"]["best"]["trial"] == 3
     # The read, as shown and as journaled.

@@ -89,7 +89,13 @@ def test_comparisons_state_their_numbers() -> None:
 # --- the verdict on hand-built rows ---------------------------------------------------------
 
 
-def result(objective: float, drawdown: float = 0.1) -> TrialResult:
+# The days every row of these sessions is scored on: the default's daily returns, and a
+# candidate's with a clear edge (+10 bp a day) or none at all (the same days: window luck).
+DAYS = np.random.default_rng(7).normal(3e-4, 0.01, 750)
+EDGE = DAYS + 1e-3
+
+
+def result(objective: float, drawdown: float = 0.1, returns: Any = EDGE) -> TrialResult:
     figures = dict.fromkeys(Metrics.model_fields, 0.0)
     metrics = Metrics(**{**figures, "n_days": 3, "sharpe": objective, "max_drawdown": drawdown})
     return TrialResult(
@@ -99,7 +105,7 @@ def result(objective: float, drawdown: float = 0.1) -> TrialResult:
         objective=objective,
         metrics=metrics,
         baselines={},
-        daily_returns=[0.0] * 3,
+        daily_returns=[float(x) for x in returns],
         final_weights=[1.0],
         elapsed_s=0.1,
         seed=0,
@@ -160,11 +166,15 @@ def write(ctx: SessionContext, kind: str, objective: float | None, **fields: Any
         ctx.journal.finish_trial(row.id, status="crash", error="boom")
     else:
         status = fields.pop("status", "keep")
+        default = DAYS if kind == "baseline" else EDGE
+        fields.setdefault("val_returns", [float(x) for x in default])
         ctx.journal.finish_trial(row.id, status=status, objective=objective, **fields)
     return row.id
 
 
-def candidate(ctx: SessionContext, objective: float) -> tuple[int, TrialOutcome]:
+def candidate(
+    ctx: SessionContext, objective: float, returns: Any = EDGE
+) -> tuple[int, TrialOutcome]:
     row = ctx.journal.start_trial(
         ctx.session_id,
         kind="search",
@@ -176,7 +186,7 @@ def candidate(ctx: SessionContext, objective: float) -> tuple[int, TrialOutcome]
         rationale=None,
         proposer="random",
     )
-    return row.id, TrialOutcome(status=OutcomeStatus.ok, result=result(objective))
+    return row.id, TrialOutcome(status=OutcomeStatus.ok, result=result(objective, returns=returns))
 
 
 BASE = [1.0, 1.1, 1.2]  # mean 1.1, spread 0.1, 2 dof
@@ -211,6 +221,31 @@ def test_a_screened_candidate_is_judged_on_its_mean_over_its_seeds(
     assert found.status == status
     assert found.seeds == SeedMean(mean=statistics.fmean(ys), n=3)
     assert f"t-margin {margin:.4f} (confirmed, alpha 0.05, 2 dof)" in found.reason
+    if status == "keep":
+        assert "over the incumbent on the same 750 days of 1 fold (se" in found.reason
+
+
+def test_a_seed_mean_that_wins_on_no_day_is_window_luck_and_discarded(ctx: Any) -> None:
+    for y in BASE:
+        write(ctx, "baseline", y)
+    trial_id, outcome = candidate(ctx, 1.6, returns=DAYS)  # the seeds agree; the days do not
+    for seed in ctx.confirm_seed_range:
+        write(ctx, "confirm", 1.5, parent_id=trial_id, seed=seed, val_returns=list(DAYS))
+    found = nodes.verdict(ctx, trial_id, outcome)
+    assert found.status == "discard"
+    assert "(confirmed, alpha 0.05, 2 dof)" in found.reason
+    assert found.reason.endswith(
+        "is not significant (se 0.00, p 0.500 >= 0.05): window luck not ruled out"
+    )
+
+
+def test_a_raced_out_trial_is_discarded_for_it_and_never_confirmed(ctx: Any) -> None:
+    for y in BASE:
+        write(ctx, "baseline", y)
+    trial_id, outcome = candidate(ctx, 9.0)
+    raced = outcome.model_copy(update={"raced_out": "raced out on fold 3 of 3"})
+    assert nodes.screened(ctx, raced) is None
+    assert nodes.verdict(ctx, trial_id, raced).reason == "raced out on fold 3 of 3"
 
 
 def test_a_kept_trial_is_the_bar_with_its_mean_over_its_seeds(ctx: Any) -> None:

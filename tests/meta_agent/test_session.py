@@ -24,6 +24,7 @@ from alphaloop.cli import views
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
+from alphaloop.market import PLANTED_HOLD_DAYS
 from alphaloop.meta_agent import executors, nodes, session
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
@@ -31,6 +32,7 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.meta_agent.state import SessionContext, SessionState
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
+from alphaloop.validation import sharpe_difference
 
 
 @pytest.fixture
@@ -46,6 +48,8 @@ def spec(**overrides: Any) -> SessionSpec:
         proposer="tpe",
         data="synthetic",
         noise_seeds=2,
+        # One fold: these tests count trials and evaluator calls (folds have their own).
+        folds=1,
     )
     return SessionSpec(**{**values, **overrides})
 
@@ -66,61 +70,108 @@ def sharpe(returns: list[float]) -> float:
     return float(r.mean() / r.std(ddof=1) * math.sqrt(252))
 
 
-def replay_verdicts(rows: list[TrialRecord]) -> tuple[float, dict[int, str]]:
-    """The noise floor and the keep rule, recomputed from the journal rows alone (limits aside):
-    with ``s`` the spread of the ``n`` baseline Sharpes and ``t(a)`` the one-sided t quantile
-    with ``n - 1`` dof, a search trial is confirmed on two more seeds only if its own beats the
+def fold_objective(folds: list[list[float]]) -> float:
+    """A trial's objective from its folds' returns: the mean fold Sharpe less one standard
+    error of it (the Sharpe itself for one fold)."""
+    values = [sharpe(f) for f in folds]
+    if len(values) == 1:
+        return values[0]
+    return float(np.mean(values) - np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
+def replay_verdicts(
+    rows: list[TrialRecord], folds: dict[int, list[list[float]]]
+) -> tuple[float, dict[int, str]]:
+    """The noise floor and the keep rule, recomputed from the journal rows and their folds'
+    returns alone (limits aside): with ``s`` the spread of the ``n`` baseline objectives and
+    ``t(a)`` the one-sided t quantile with ``n - 1`` dof, a search trial runs its other folds
+    only if its last fold's paired Sharpe-difference z against the incumbent's seed mean is at
+    least -0.5; it is confirmed on two more seeds only if its own objective beats the
     incumbent's mean by ``t(0.10) s sqrt(1 + 1/m)``, and kept only if its mean over its three
-    seeds beats it by ``t(0.05) s sqrt(1/3 + 1/m)`` (``m``: the incumbent's seeds)."""
-    base = [sharpe(t.val_returns) for t in rows if t.kind == "baseline" and t.status == "keep"]
+    seeds beats it by ``t(0.05) s sqrt(1/3 + 1/m)`` (``m``: the incumbent's seeds) and its
+    seed-mean daily returns beat the incumbent's on all folds' days at p < 0.05."""
+    k = max(len(f) for f in folds.values())
+    series = {t.id: [x for f in folds.get(t.id, []) for x in f] for t in rows}
+    base_rows = [t for t in rows if t.kind == "baseline" and t.status == "keep"]
+    base = [fold_objective(folds[t.id]) for t in base_rows]
     floor, dof = float(np.std(base, ddof=1)), len(base) - 1
     best, m = float(np.mean(base)), len(base)
-    confirms: dict[int, list[float]] = {}
+    incumbent = [folds[t.id] for t in base_rows]
+    confirms: dict[int, list[TrialRecord]] = {}
     for t in rows:
         if t.kind == "confirm":
-            confirms.setdefault(t.parent_id, []).append(sharpe(t.val_returns))
+            confirms.setdefault(t.parent_id, []).append(t)
     verdicts = {}
     for t in rows:
-        if t.kind == "search" and t.status in ("keep", "discard"):
-            objective = sharpe(t.val_returns)
-            assert t.objective == pytest.approx(objective, rel=1e-9)
-            screen = stats.t.isf(0.10, dof) * floor * math.sqrt(1 + 1 / m)
-            if objective - best <= screen:
-                assert t.id not in confirms and t.n_seeds is None, t.idx
-                verdicts[t.idx] = "discard"
-                continue
-            if t.id not in confirms:  # a limit discarded it before any confirmation
-                verdicts[t.idx] = "screened"
-                continue
-            seeds = [objective, *confirms[t.id]]
-            assert len(seeds) == 3 and t.seed_mean == pytest.approx(np.mean(seeds), rel=1e-9)
-            margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / 3 + 1 / m)
-            verdicts[t.idx] = "keep" if np.mean(seeds) - best > margin else "discard"
-            if verdicts[t.idx] == "keep":
-                best, m = float(np.mean(seeds)), 3
+        if t.kind != "search" or t.status not in ("keep", "discard"):
+            continue
+        last = np.mean([f[-1] for f in incumbent], axis=0)
+        if len(folds[t.id]) < k:  # raced out on its most recent fold
+            assert sharpe_difference(folds[t.id][0], last).z < -0.5, t.idx
+            verdicts[t.idx] = "discard"
+            continue
+        objective = fold_objective(folds[t.id])
+        assert t.objective == pytest.approx(objective, rel=1e-9)
+        assert series[t.id] == pytest.approx(t.val_returns, rel=1e-12)
+        screen = stats.t.isf(0.10, dof) * floor * math.sqrt(1 + 1 / m)
+        if objective - best <= screen:
+            assert t.id not in confirms and t.n_seeds is None, t.idx
+            verdicts[t.idx] = "discard"
+            continue
+        if t.id not in confirms:  # a limit discarded it before any confirmation
+            verdicts[t.idx] = "screened"
+            continue
+        seeds = [objective, *(fold_objective(folds[c.id]) for c in confirms[t.id])]
+        assert len(seeds) == 3 and t.seed_mean == pytest.approx(np.mean(seeds), rel=1e-9)
+        margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / 3 + 1 / m)
+        ours = np.mean([series[t.id], *(series[c.id] for c in confirms[t.id])], axis=0)
+        theirs = np.mean([np.concatenate(f) for f in incumbent], axis=0)
+        window = sharpe_difference(ours, theirs).p_value < 0.05
+        verdicts[t.idx] = "keep" if np.mean(seeds) - best > margin and window else "discard"
+        if verdicts[t.idx] == "keep":
+            best, m = float(np.mean(seeds)), 3
+            incumbent = [folds[t.id], *(folds[c.id] for c in confirms[t.id])]
     return floor, verdicts
 
 
+def journaled_folds(settings: Settings, sid: str) -> dict[int, list[list[float]]]:
+    with Journal(settings.journal_path) as journal:
+        return {i: [f.returns for f in fs] for i, fs in journal.folds.of_session(sid).items()}
+
+
 def test_a_lucky_seed_short_of_the_t_margin_is_discarded(settings: Settings) -> None:
-    sid = run(settings, seed=3, noise_seeds=3)
+    sid = run(settings, seed=3, noise_seeds=3, folds=3)
     s, rows = read(settings, sid)
-    floor, verdicts = replay_verdicts(rows)
+    floor, verdicts = replay_verdicts(rows, journaled_folds(settings, sid))
     assert s.noise_floor == pytest.approx(floor, rel=1e-9) and floor > 0.01
     assert verdicts == {t.idx: t.status for t in rows if t.kind == "search"}
     # The case the rule exists for: better than the baseline mean, not by the t-margin.
     base_mean = np.mean([t.objective for t in rows if t.kind == "baseline"])
     lucky = [t for t in rows if t.kind == "search" and t.objective > base_mean]
     assert lucky and all(t.status == "discard" and "t-margin" in t.reason for t in lucky)
-    assert all("(screen, alpha 0.1, 2 dof)" in t.reason for t in lucky)
+    assert all("alpha" in t.reason and "2 dof)" in t.reason for t in lucky)
     assert s.final.stop_reason == "trial budget of 4 reached"
     assert s.final.best_trial_id is None  # nothing kept: only the baseline is tested
     assert [t.parent_id for t in rows if t.kind == "test"] == [rows[0].id]
 
 
-def test_a_candidate_is_kept_only_after_its_confirmation_seeds(settings: Settings) -> None:
-    sid = run(settings, seed=4, noise_seeds=3, budget=5)
+class PlantedEdit(ProposerBase):
+    """Proposes the holding period the planted market truly rewards (see market.worlds)."""
+
+    name = "tpe"
+
+    def propose(self, ctx: ProposalContext) -> ConfigDelta:
+        return ConfigDelta(changes={"cufolio_hold_days": PLANTED_HOLD_DAYS}, rationale="short")
+
+
+def test_a_candidate_is_kept_only_after_its_confirmation_seeds_and_the_folds_days(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session, "make_proposer", lambda *args: PlantedEdit())
+    sid = run(settings, seed=4, noise_seeds=3, budget=1, data="planted:0", folds=None)
     s, rows = read(settings, sid)
-    _, verdicts = replay_verdicts(rows)
+    folds = journaled_folds(settings, sid)
+    _, verdicts = replay_verdicts(rows, folds)
     assert verdicts == {t.idx: t.status for t in rows if t.kind == "search"}
     [kept] = [t for t in rows if t.kind == "search" and t.status == "keep"]
     confirms = [t for t in rows if t.kind == "confirm"]
@@ -130,7 +181,13 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds(settings: Setting
         (kept.id, 8, kept.config_hash, False),
     ]
     assert kept.n_seeds == 3 and kept.reason.startswith("mean ")
-    assert s.final.n_trials == 5 and s.final.best_trial_id == kept.id
+    assert "over the incumbent on the same 2,268 days of 3 folds" in kept.reason
+    # Every scored row has its three folds, three VALIDATION lengths ending where TEST starts.
+    scored = [t for t in rows if t.kind in ("baseline", "search", "confirm")]
+    assert all(len(folds[t.id]) == 3 for t in scored)
+    assert s.final.n_trials == 1 and s.final.best_trial_id == kept.id
+    assert s.final.pick == "search" and s.final.pick_reason.startswith(f"trial {kept.idx} beats")
+    assert s.final.folds["n"] == 3 and s.final.folds["windows"][-1][1] == "2016-08-05"
 
 
 def test_failing_trials_are_journaled_and_the_loop_goes_on(
@@ -335,14 +392,14 @@ def test_the_proposer_never_receives_a_test_window_figure(
     sid = run(settings, budget=4, seed=4)
     _, rows = read(settings, sid)
     tests = [t for t in rows if t.kind == "test"]
-    assert len(tests) == 2 and all(t.status == "keep" for t in tests)
+    assert tests and all(t.status == "keep" for t in tests)
     held_out = set()
     for t in tests:
         figures = [t.objective, t.val_returns, t.metrics, *t.baselines.values()]
         # A hit rate is a count over 300 days in either window (163/300 in both, here): equal
         # by arithmetic, not by a leak.
         held_out |= set(floats([_without(f, "hit_rate") for f in figures]))
-    assert len(held_out) > 600  # two test windows of 300 daily returns, metrics, baselines
+    assert len(held_out) > 300  # a test window of 300 daily returns, metrics, baselines
     # What the proposer saw during the session, and what it would be given now, after finalize.
     with Journal(settings.journal_path) as journal:
         ctx = session._context(journal, sid, spec(budget=4, seed=4), settings, None)
@@ -369,7 +426,7 @@ def test_limits_make_the_best_trial_a_discard_with_the_reason(settings: Settings
         assert drawdown > 0.115
         assert t.status == "discard"
         assert t.reason == f"max drawdown {drawdown:.1%} exceeds the limit 11.5%"
-    _, verdicts = replay_verdicts(rows)
+    _, verdicts = replay_verdicts(rows, journaled_folds(settings, sid))
     # Without the limit one would have passed the screen and been confirmed.
     assert "screened" in verdicts.values()
     assert s.final.best_trial_id is None
@@ -479,3 +536,48 @@ def test_the_journal_is_the_only_database(settings: Settings) -> None:
     with sqlite3.connect(settings.journal_path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert not {"checkpoints", "writes"} & tables
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_folds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    settings = Settings(ALPHALOOP_HOME=str(tmp_path_factory.mktemp("reference-folds")))
+    return outcome(settings, run(settings, budget=3, seed=3, noise_seeds=2, folds=3))
+
+
+@pytest.mark.parametrize(
+    "at_call",
+    [
+        2,  # baseline seed 3: its most recent fold journaled, the next one cut
+        8,  # the first search trial: its first fold journaled, racing on
+    ],
+)
+def test_a_kill_mid_fold_loses_no_fold_and_runs_none_twice(
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    uninterrupted_folds: dict[str, Any],
+    at_call: int,
+) -> None:
+    sid = create_session(spec(budget=3, seed=3, noise_seeds=2, folds=3), settings)
+    monkeypatch.setattr(executors, "evaluate", interrupt("evaluate", at_call))
+    with pytest.raises(KeyboardInterrupt):
+        run_session(sid, settings)
+    monkeypatch.undo()
+    run_session(sid, settings)
+    resumed = outcome(settings, sid)
+    for key in ("configs", "statuses", "baseline_seeds"):
+        assert resumed[key] == uninterrupted_folds[key], key
+    assert [c[1:] for c in resumed["confirms"]] == [c[1:] for c in uninterrupted_folds["confirms"]]
+    np.testing.assert_allclose(resumed["objectives"], uninterrupted_folds["objectives"], rtol=1e-12)
+    # Journal rows: every (config, seed, fold) ran once; a carried-over fold names its origin.
+    _, rows = read(settings, sid)
+    by_id = {t.id: t for t in rows}
+    with Journal(settings.journal_path) as journal:
+        folds = [f for fs in journal.folds.of_session(sid).values() for f in fs]
+    ran = [(by_id[f.trial_id].config_hash, by_id[f.trial_id].seed, f.fold) for f in folds]
+    original = [key for key, f in zip(ran, folds, strict=True) if f.reused_from is None]
+    assert len(original) == len(set(original))
+    carried = [f for f in folds if f.reused_from is not None]
+    assert len(carried) == 1
+    source = next(f for f in folds if f.id == carried[0].reused_from)
+    assert by_id[source.trial_id].error == "interrupted"
+    assert (source.fold, source.returns) == (carried[0].fold, carried[0].returns)

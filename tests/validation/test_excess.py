@@ -106,3 +106,27 @@ def test_series_of_different_lengths_are_compared_on_their_common_latest_days() 
     out = excess_evidence("equal_weight", pick, base)
     assert out.test.n_obs == 250 and out.deflated is None and out.excess_dsr is None
     assert out.test == sharpe_difference(pick[10:], base)
+
+
+def test_a_worked_example_with_one_lag() -> None:
+    # Twelve days, worked with plain Python sums: the delta method on (mu_a, mu_b, E a^2, E b^2)
+    # with a Bartlett-weighted long-run covariance of one lag (weight 1/2), per period.
+    a = [0.010, -0.004, 0.007, 0.002, -0.006, 0.012, 0.001, -0.002, 0.009, 0.003, -0.001, 0.005]
+    b = [0.006, -0.006, 0.004, 0.003, -0.007, 0.008, 0.000, -0.001, 0.005, 0.001, -0.003, 0.002]
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    ga, gb = sum(x * x for x in a) / n, sum(x * x for x in b) / n
+    va, vb = ga - ma * ma, gb - mb * mb
+    rows = [(x - ma, y - mb, x * x - ga, y * y - gb) for x, y in zip(a, b, strict=True)]
+    grad = (ga / va**1.5, -gb / vb**1.5, -ma / (2 * va**1.5), mb / (2 * vb**1.5))
+    g = [sum(gi * ri for gi, ri in zip(grad, r, strict=True)) for r in rows]  # grad . psi_t
+    s0 = sum(x * x for x in g) / n
+    s1 = sum(g[t] * g[t - 1] for t in range(1, n)) / n
+    variance = s0 + 2 * 0.5 * s1
+    se = math.sqrt(variance / n)
+    diff = ma / math.sqrt(va) - mb / math.sqrt(vb)
+    out = sharpe_difference(a, b, lags=1, periods=1)
+    assert out.difference == pytest.approx(diff, rel=1e-12)
+    assert out.se == pytest.approx(se, rel=1e-9)
+    assert out.z == pytest.approx(diff / se, rel=1e-9)
+    assert out.p_value == pytest.approx(0.5 * math.erfc(diff / se / math.sqrt(2)), rel=1e-9)
