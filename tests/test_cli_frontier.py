@@ -4,6 +4,7 @@ with exit code 2."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from typing import Any
 
@@ -30,7 +31,7 @@ def test_json_is_one_document_of_ordered_certified_points() -> None:
     assert run["scenarios"] == 2000 and run["alpha"] == 0.95 and run["max_weight"] == 0.25
     points = run["points"]
     assert len(points) == 5
-    for before, after in zip(points, points[1:], strict=False):
+    for before, after in itertools.pairwise(points):
         assert after["expected_return"] >= before["expected_return"] - 1e-12
         assert after["cvar"] >= before["cvar"] - 1e-10
     for p in points:
