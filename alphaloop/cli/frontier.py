@@ -20,16 +20,15 @@ def frontier(
     assets: Annotated[int, typer.Option(help="the first N assets of the S&P 500 set")] = 20,
     points: Annotated[int, typer.Option(help="points on the frontier, at least 2")] = 20,
     scenarios: Annotated[
-        int | None, typer.Option(help="bootstrapped return scenarios [default: 5000]")
+        int | None, typer.Option(help="bootstrapped return scenarios (default 5,000)")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the scenario bootstrap")] = 0,
     as_json: JsonFlag = False,
 ) -> None:
-    """Trace the Mean-CVaR efficient frontier, each point certified optimal.
-
-    Scenarios are 21-day returns bootstrapped from the two years that end with VALIDATION (TEST
-    stays sealed), at the default CVaR level (95%) and position cap (25%). Each point is the
-    minimum-CVaR portfolio for a target return, from minimum CVaR to the largest return.
+    """Trace the Mean-CVaR efficient frontier, each point certified optimal: from minimum CVaR
+    to the largest return, each point the minimum-CVaR portfolio for its target return, on
+    21-day returns bootstrapped from the two years that end with VALIDATION (TEST stays
+    sealed), at the default CVaR level (95%) and position cap (25%).
 
     Example: alphaloop frontier --assets 20 --points 10 --scenarios 10000
     """
