@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -103,6 +103,15 @@ def solve(
 @lru_cache(maxsize=1)
 def _blas() -> ThreadpoolController:
     return ThreadpoolController()
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs one thread, for callers that run solves side by side.
+
+    Held around threads that each call :func:`solve`, it keeps every solve's own limit from
+    restoring more threads while another solve still runs (each restores the 1 it found).
+    """
+    return _blas().limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)

@@ -147,3 +147,15 @@ def test_infeasible_cap_and_targets_are_refused() -> None:
     highest = float(r.mean(axis=0) @ max_return_weights(r.mean(axis=0), 0.5))
     with pytest.raises(InfeasibleProblem, match="largest return"):
         efficient_frontier(r, ALPHA, 0.5, 2, targets=[0.0, highest * 1.01])
+
+
+def test_two_threads_walking_up_and_down_give_the_same_frontier() -> None:
+    r = fat_tailed(20, 3000, seed=4)
+    one = efficient_frontier(r, ALPHA, 0.1, 9)
+    two = efficient_frontier(r, ALPHA, 0.1, 9, n_jobs=2)
+    assert [p.target_return for p in two.points] == [p.target_return for p in one.points]
+    for a, b in zip(two.points, one.points, strict=True):
+        assert a.status == "optimal"
+        assert a.cvar == pytest.approx(b.cvar, rel=CERTIFIED)
+    with pytest.raises(ValueError, match="n_jobs must be an integer >= 1"):
+        efficient_frontier(r, ALPHA, 0.1, 9, n_jobs=0)
