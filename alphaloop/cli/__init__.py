@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from alphaloop.cli import (
     charts,
     chat,
+    frontier,
     pm,
     policies,
     replay,
@@ -66,6 +67,7 @@ for command in (
     train.train,
     replay.replay,
     charts.chart,
+    frontier.frontier,
     trial.knobs,
     chat.chat,
     serve_cli.serve,

@@ -3,7 +3,7 @@
 The command line, the chat model's tools (and a REST server next) call these functions and
 nothing below them: sessions (list, status, review, start, run, resume, stop), one trial by
 hand, manual PPO training, a session's validation suite, the knobs, charts (draw, export,
-read) and the chat's journal reads.
+read), the Mean-CVaR efficient frontier and the chat's journal reads.
 Arrows point one way: front ends -> ``ops`` -> ``meta_agent``, ``trials``, ``journal``,
 ``charts`` -> engines -> ``knobs``, ``market``, ``metrics``.
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         export_chart,
         interpret_chart,
     )
+    from alphaloop.ops.frontier import FrontierRequest, FrontierRun, trace_frontier
     from alphaloop.ops.knobs import CLIP_RULES, KnobInfo, UnknownKnob, list_knobs
     from alphaloop.ops.policies import (
         PolicyCheck,
@@ -104,6 +105,8 @@ __all__ = [
     "VALIDATED_EVENT",
     "DataWarning",
     "ExportedChart",
+    "FrontierRequest",
+    "FrontierRun",
     "Gates",
     "KnobInfo",
     "Leaderboard",
@@ -161,6 +164,7 @@ __all__ = [
     "show_policy",
     "start_session",
     "stop_session",
+    "trace_frontier",
     "train",
     "training_options",
     "trial_budget",
@@ -178,6 +182,9 @@ _LAZY = {
     "check_export": "alphaloop.ops.charts",
     "export_chart": "alphaloop.ops.charts",
     "interpret_chart": "alphaloop.ops.charts",
+    "FrontierRequest": "alphaloop.ops.frontier",
+    "FrontierRun": "alphaloop.ops.frontier",
+    "trace_frontier": "alphaloop.ops.frontier",
     "CLIP_RULES": "alphaloop.ops.knobs",
     "KnobInfo": "alphaloop.ops.knobs",
     "UnknownKnob": "alphaloop.ops.knobs",

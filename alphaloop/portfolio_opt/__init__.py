@@ -1,4 +1,4 @@
-"""Scenario generation, Mean-CVaR optimisation and the CVaR risk overlay."""
+"""Scenario generation, Mean-CVaR optimisation, its efficient frontier and the CVaR risk overlay."""
 
 from alphaloop.portfolio_opt._lp import start_sequence
 from alphaloop.portfolio_opt.cvar import (
@@ -8,6 +8,12 @@ from alphaloop.portfolio_opt.cvar import (
     portfolio_cvar,
     solve_mean_cvar,
     solve_min_cvar,
+)
+from alphaloop.portfolio_opt.frontier import (
+    Frontier,
+    FrontierPoint,
+    efficient_frontier,
+    max_return_weights,
 )
 from alphaloop.portfolio_opt.overlay import (
     BUDGET_BELOW_MIN_CVAR,
@@ -20,8 +26,12 @@ __all__ = [
     "BUDGET_BELOW_MIN_CVAR",
     "TARGET_FEASIBLE",
     "CvarSolution",
+    "Frontier",
+    "FrontierPoint",
     "bootstrap_scenarios",
+    "efficient_frontier",
     "empirical_cvar",
+    "max_return_weights",
     "min_cvar_weights",
     "portfolio_cvar",
     "risk_overlay",

@@ -13,13 +13,21 @@ feasible point of the CVaR's dual representation, ``CVaR(w) >= q . loss(w) / (1 
 every ``w``, so minimising that linear function over the capped simplex (a greedy fill, exact)
 gives a lower bound on the optimum. The caller compares it with the exact objective of the
 returned weights; their difference bounds how far from optimal the weights can be.
+
+A minimum-return constraint ``rho . w >= target`` (an efficient frontier's points) changes
+neither argument: a scenario below the VaR still has ``u_s = 0``, and with the constraint's
+multiplier ``t >= 0`` the bound becomes ``min_w (CVaR bound - t (rho . w - target))`` over the
+capped simplex, again a greedy fill (weak duality: it is below the constrained optimum for any
+``t >= 0``, and equal to it at the optimal ``t``). A neighbouring problem's weights make a
+good first subset (their worst scenarios instead of equal weight's): :func:`solve` takes them
+as ``start_weights``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -46,6 +54,15 @@ class Certified:
     lower: float
     rounds: int
     n_scenarios_used: int
+    target_multiplier: float = 0.0  # of ``rho . w >= target``, in the objective's units
+
+
+@dataclass(frozen=True)
+class Target:
+    """A minimum-return constraint ``returns . w >= value``."""
+
+    returns: np.ndarray
+    value: float
 
 
 def solve(
@@ -57,26 +74,44 @@ def solve(
     mean: np.ndarray,
     prev: np.ndarray | None,
     cost: float,
+    *,
+    target: Target | None = None,
+    start_weights: np.ndarray | None = None,
 ) -> Certified:
     """Minimises ``risk_aversion * CVaR - mean . w + cost * |w - prev|_1`` on the capped simplex.
 
     Args:
         returns: (n_atoms, n_assets) scenario returns.
         probabilities: (n_atoms,) their probabilities, summing to 1.
-        alpha: CVaR level; cap: weight cap; risk_aversion: >= 0.
+        alpha: CVaR level; cap: weight cap; risk_aversion: > 0 with a target.
         mean: (n_assets,) expected returns.
         prev, cost: the turnover term (``prev`` None for none).
+        target: a minimum-return constraint, or None.
+        start_weights: weights whose worst scenarios make the first subset (a neighbouring
+            problem's solution), or None for the equal-weight portfolio's.
     """
     # One BLAS thread: the products are at most (2,700 x 392), too small to share well, and on
     # a shared 2-core machine a second, spinning BLAS thread made the 392-asset solve 8-13x
     # slower (0.95-1.0 s single-threaded against 8-13 s, measured back to back at load ~4).
     with _blas().limit(limits=1, user_api="blas"):
-        return _solve(returns, probabilities, alpha, cap, risk_aversion, mean, prev, cost)
+        problem = _problem(returns, probabilities, alpha, cap, risk_aversion, mean, prev, cost)
+        if target is not None:
+            problem = replace(problem, target=target)
+        return _solve(problem, start_weights)
 
 
 @lru_cache(maxsize=1)
 def _blas() -> ThreadpoolController:
     return ThreadpoolController()
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs one thread, for callers that run solves side by side.
+
+    Held around threads that each call :func:`solve`, it keeps every solve's own limit from
+    restoring more threads while another solve still runs (each restores the 1 it found).
+    """
+    return _blas().limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -91,6 +126,7 @@ class _Problem:
     mean: np.ndarray
     prev: np.ndarray | None
     cost: float
+    target: Target | None = None
 
     def objective(self, weights: np.ndarray) -> float:
         """The exact objective of ``weights`` over every scenario."""
@@ -115,7 +151,7 @@ class _Rounds(NamedTuple):
     rounds: int
 
 
-def _solve(
+def _problem(
     returns: np.ndarray,
     probabilities: np.ndarray,
     alpha: float,
@@ -124,23 +160,29 @@ def _solve(
     mean: np.ndarray,
     prev: np.ndarray | None,
     cost: float,
-) -> Certified:
-    """:func:`solve` within its thread limit: the linear case, or rounds then a certificate."""
+) -> _Problem:
     turnover = prev is not None and cost > 0.0
     prev_v = prev if turnover else None
-    problem = _Problem(returns, probabilities, 1.0 - alpha, cap, risk_aversion, mean, prev_v, cost)
-    if risk_aversion == 0.0:  # a linear objective: the greedy fill is exact
-        weights = linear_minimiser(-mean, cap, prev_v, cost)
-        value = _objective(returns, probabilities, problem.tail, 0.0, mean, prev_v, cost, weights)
+    return _Problem(returns, probabilities, 1.0 - alpha, cap, risk_aversion, mean, prev_v, cost)
+
+
+def _solve(problem: _Problem, start_weights: np.ndarray | None) -> Certified:
+    """:func:`solve` within its thread limit: the linear case, or rounds then a certificate."""
+    if problem.risk_aversion == 0.0 and problem.target is None:  # the greedy fill is exact
+        weights = linear_minimiser(-problem.mean, problem.cap, problem.prev, problem.cost)
+        value = problem.objective(weights)
         return Certified(weights, value, value, 0, 0)
-    return _certify(problem, _generate(problem))
+    if problem.risk_aversion == 0.0:
+        raise ValueError("a minimum-return constraint needs a positive risk aversion")
+    return _certify(problem, _generate(problem, start_weights))
 
 
-def _generate(problem: _Problem) -> _Rounds:
+def _generate(problem: _Problem, start_weights: np.ndarray | None = None) -> _Rounds:
     """Solves growing scenario subsets until no scenario outside one exceeds its VaR."""
     returns, probabilities, tail = problem.returns, problem.probabilities, problem.tail
     n_atoms, n_assets = returns.shape
-    losses = -(returns @ np.full(n_assets, 1.0 / n_assets))
+    start = np.full(n_assets, 1.0 / n_assets) if start_weights is None else start_weights
+    losses = -(returns @ start)
     chosen = np.zeros(n_atoms, dtype=bool)
     chosen[_worst(losses, probabilities, _INITIAL_TAIL_MULTIPLE * tail)] = True
     rounds = 0
@@ -177,6 +219,7 @@ def _restricted(problem: _Problem, subset: np.ndarray) -> _ipm.RestrictedDual:
     # Same minimiser: at the 1e6 a minimum-CVaR solve passes, the matrix would otherwise hold
     # entries ~1e7 next to 1s.
     risk_aversion = problem.risk_aversion
+    target = problem.target
     return _ipm.RestrictedDual(
         problem.returns[subset],
         problem.probabilities[subset],
@@ -186,6 +229,8 @@ def _restricted(problem: _Problem, subset: np.ndarray) -> _ipm.RestrictedDual:
         problem.cap,
         problem.cost / risk_aversion if problem.prev is not None else 0.0,
         problem.prev,
+        None if target is None else target.returns,
+        0.0 if target is None else target.value,
     )
 
 
@@ -195,10 +240,16 @@ def _certify(problem: _Problem, done: _Rounds) -> Certified:
     tail_mass = _feasible_tail(done.result.tail_mass, problem.probabilities[subset], problem.tail)
     scale = problem.risk_aversion / problem.tail
     direction = -scale * (problem.returns[subset].T @ tail_mass) - problem.mean
+    # The restricted LP's objective was divided by the risk aversion, its multiplier with it.
+    multiplier = max(0.0, done.result.target_multiplier) * problem.risk_aversion
+    offset = 0.0
+    if problem.target is not None:
+        direction = direction - multiplier * problem.target.returns
+        offset = multiplier * problem.target.value
     lower_w = linear_minimiser(direction, problem.cap, problem.prev, problem.cost)
-    lower = float(direction @ lower_w) + _turnover(lower_w, problem.prev, problem.cost)
+    lower = float(direction @ lower_w) + _turnover(lower_w, problem.prev, problem.cost) + offset
     upper = problem.objective(done.weights)
-    return Certified(done.weights, upper, lower, done.rounds, len(subset))
+    return Certified(done.weights, upper, lower, done.rounds, len(subset), multiplier)
 
 
 def linear_minimiser(

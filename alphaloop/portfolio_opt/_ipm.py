@@ -12,6 +12,11 @@ with ``scale = risk_aversion / tail``, ``tail = 1 - alpha`` and ``d' = d + 1`` (
 columns exist only with a turnover cost). The multipliers of the asset rows are minus the
 portfolio weights and the mass row's multiplier is ``-scale * VaR``.
 
+A minimum-return constraint ``rho . w >= target`` (what an efficient frontier asks of each
+point) is one more column: ``t >= 0`` with ``rho`` in the asset rows and cost ``-target``, ``t``
+being the constraint's multiplier. ``rho`` enters divided by its largest magnitude so that the
+column is of the same order as the others.
+
 Why a hand-written interior point: the LP has only ``n_assets + 1`` rows but dense columns, so
 each Newton step is one ``(n_assets + 1)``-square normal matrix ``B' D B`` (a BLAS product over
 the scenarios) and one Cholesky factorisation. Simplex codes pay per pivot, and the number of
@@ -22,7 +27,7 @@ this solver: the caller certifies every answer with a bound (see :mod:`._cutting
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -50,6 +55,8 @@ class RestrictedDual:
     cap: float
     cost: float
     prev: np.ndarray | None  # (n,) when there is a turnover term
+    target_returns: np.ndarray | None = None  # (n,) rho of ``rho . w >= target``, or None
+    target: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ class IpmResult:
     tail_mass: np.ndarray
     iterations: int
     state: tuple  # the iterate, to continue the same LP to a tighter tolerance
+    target_multiplier: float = 0.0  # of ``rho . w >= target`` (0 without the constraint)
 
 
 class _Point(NamedTuple):
@@ -100,7 +108,8 @@ class _Direction(NamedTuple):
 class _Lp:
     """The restricted LP in standard form, with its constraint matrix as products.
 
-    Variable blocks: q (m), eta (n), s (n), d' (n, turnover only); the free ``nu`` (cost -1,
+    Variable blocks: q (m), eta (n), s (n), d' (n, turnover only), t (1, with a minimum-return
+    constraint only, its column ``(target_col, 0)``); the free ``nu`` (cost -1,
     a 1 in every asset row) is kept apart and eliminated exactly from each Newton system,
     since splitting it into two signed parts makes the normal matrix ill-conditioned.
     """
@@ -116,6 +125,13 @@ class _Lp:
     bounded: np.ndarray
     ub_b: np.ndarray
     free: np.ndarray  # the column of ``nu``
+    target_col: np.ndarray | None = None  # (n,) the asset-row entries of the column of ``t``
+
+    @property
+    def turnover_block(self) -> slice:
+        return slice(
+            self.m + 2 * self.n, self.m + 3 * self.n if self.turnover else self.m + 2 * self.n
+        )
 
     def a_mul(self, v: np.ndarray, nu: float) -> np.ndarray:
         """``A v`` with ``nu`` in every asset row."""
@@ -124,7 +140,9 @@ class _Lp:
         out = np.empty(n + 1)
         rows = self.b_rows.T @ q + nu - v[m : m + n] + v[m + n : m + 2 * n]
         if self.turnover:
-            rows -= cost * v[m + 2 * n :]
+            rows -= cost * v[self.turnover_block]
+        if self.target_col is not None:
+            rows += self.target_col * v[-1]
         out[:n] = rows
         out[n] = q.sum()
         return out
@@ -138,7 +156,9 @@ class _Lp:
         out[m : m + n] = -ya
         out[m + n : m + 2 * n] = ya
         if self.turnover:
-            out[m + 2 * n :] = -cost * ya
+            out[self.turnover_block] = -cost * ya
+        if self.target_col is not None:
+            out[-1] = self.target_col @ ya
         return out
 
     def normal(self, d: np.ndarray) -> np.ndarray:
@@ -156,8 +176,10 @@ class _Lp:
         weighted = rows * dq[live, None]
         diag = d[m : m + n] + d[m + n : m + 2 * n]
         if self.turnover:
-            diag = diag + cost * cost * d[m + 2 * n :]
+            diag = diag + cost * cost * d[self.turnover_block]
         mat[np.arange(n), np.arange(n)] += diag
+        if self.target_col is not None:
+            mat[:n, :n] += d[-1] * np.outer(self.target_col, self.target_col)
         col = weighted.sum(axis=0)
         mat[:n, n] = col
         mat[n, :n] = col
@@ -186,7 +208,10 @@ def solve(lp: RestrictedDual, tol: float = 1e-10, state: tuple | None = None) ->
     for it in range(1, _MAX_ITER + 1):
         res = _residuals(std, point)
         if _converged(std, res, tol):
-            return _result(point.y, point.v[: std.m], std.n, lp.scale, it, point)
+            result = _result(point.y, point.v[: std.m], std.n, lp.scale, it, point)
+            if std.target_col is None:
+                return result
+            return replace(result, target_multiplier=float(point.v[-1]) / _target_scale(lp))
         inv_theta = point.zl / point.v
         inv_theta[std.bounded] += point.zu / point.gap_b
         d = 1.0 / inv_theta
@@ -204,21 +229,33 @@ def _standard_form(lp: RestrictedDual) -> _Lp:
     turnover = lp.prev is not None and lp.cost > 0.0
     cost = lp.cost if turnover else 0.0
     nd = n if turnover else 0
-    nv = m + 2 * n + nd
+    targeted = lp.target_returns is not None
+    nv = m + 2 * n + nd + (1 if targeted else 0)
     c = np.zeros(nv)
     c[m : m + n] = lp.cap
     if turnover:
-        c[m + 2 * n :] = cost * lp.prev
+        c[m + 2 * n : m + 2 * n + nd] = cost * lp.prev
+    target_col = None
+    if targeted:
+        size = _target_scale(lp)
+        target_col = lp.target_returns / size
+        c[-1] = -lp.target / size
     rhs = np.concatenate([-lp.mean - cost, [lp.tail]])
     ub = np.full(nv, np.inf)
     ub[:m] = lp.mass
     if turnover:
-        ub[m + 2 * n :] = 2.0
+        ub[m + 2 * n : m + 2 * n + nd] = 2.0
     bounded = np.isfinite(ub)
     free = np.zeros(n + 1)
     free[:n] = 1.0
     b_rows = lp.scale * lp.returns
-    return _Lp(m, n, nv, turnover, cost, b_rows, c, rhs, bounded, ub[bounded], free)
+    return _Lp(m, n, nv, turnover, cost, b_rows, c, rhs, bounded, ub[bounded], free, target_col)
+
+
+def _target_scale(lp: RestrictedDual) -> float:
+    """What ``rho`` is divided by in the column of ``t`` (its largest magnitude, or 1)."""
+    size = float(np.abs(lp.target_returns).max()) if lp.target_returns is not None else 0.0
+    return size if size > 0.0 else 1.0
 
 
 def _start(std: _Lp, pi: np.ndarray) -> _Point:

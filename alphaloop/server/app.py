@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from alphaloop import ops
 from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, http_status_of
-from alphaloop.server import routes_jobs, routes_loop, routes_research
+from alphaloop.server import routes_frontier, routes_jobs, routes_loop, routes_research
 from alphaloop.server.security import BodyLimit, check_token
 from alphaloop.settings import Settings
 
@@ -138,6 +138,7 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_frontier.router)
     for extra in _optional_routers():
         app.include_router(extra)
 
