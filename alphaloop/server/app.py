@@ -19,10 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from alphaloop import ops
-from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, http_status_of
+from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, http_status_of
 from alphaloop.server import routes_jobs, routes_loop, routes_research
+from alphaloop.server.errors import error_body
+from alphaloop.server.guard import RequestGuard
 from alphaloop.server.security import BodyLimit, check_token
 from alphaloop.settings import Settings
 
@@ -96,7 +99,30 @@ async def _alphaloop_error(request: Request, err: Exception) -> JSONResponse:
     status = http_status_of(err)  # the one error table (alphaloop.exceptions)
     if status >= 500:
         logger.error("%s %s: %r", request.method, request.url.path, err)
-    return JSONResponse({"detail": _message(err), "error": type(err).__name__}, status_code=status)
+    body = error_body(status, _message(err), type(err).__name__, exit_code_of(err))
+    return JSONResponse(body, status_code=status)
+
+
+async def _http_error(request: Request, err: Exception) -> JSONResponse:
+    """An error a route or the framework raised by status (401, 404 no such route, 405...)."""
+    assert isinstance(err, StarletteHTTPException)
+    detail = err.detail if isinstance(err.detail, str) else str(err.detail)
+    return JSONResponse(
+        error_body(err.status_code, detail), status_code=err.status_code, headers=err.headers
+    )
+
+
+async def _bug(request: Request, err: Exception) -> JSONResponse:
+    """Anything else is a bug: logged with its traceback, answered as JSON all the same."""
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=err)
+    return JSONResponse(
+        error_body(
+            500,
+            f"internal error ({type(err).__name__}); the server log has the details",
+            type(err).__name__,
+        ),
+        status_code=500,
+    )
 
 
 async def _validation_error(request: Request, err: Exception) -> JSONResponse:
@@ -106,9 +132,9 @@ async def _validation_error(request: Request, err: Exception) -> JSONResponse:
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
         parts.append(f"{where or 'body'}: {e.get('msg', '')}")
     message = "invalid request: " + "; ".join(parts) if parts else str(err)
+    body = error_body(USAGE_STATUS, message, "ValidationError")
     return JSONResponse(
-        {"detail": message, "errors": [jsonable_error(e) for e in errors[:20]]},
-        status_code=USAGE_STATUS,
+        {**body, "errors": [jsonable_error(e) for e in errors[:20]]}, status_code=USAGE_STATUS
     )
 
 
@@ -116,12 +142,15 @@ def jsonable_error(e: dict[str, Any]) -> dict[str, Any]:
     return {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
 
 
-def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
+def create_app(
+    settings: Settings, *, auth_reads: bool = False, bind_host: str | None = None
+) -> FastAPI:
     """The application for one alphaloop home.
 
     Args:
-        settings: the home, the endpoint and ``api_token``.
+        settings: the home, the endpoint, ``api_token`` and ``allowed_hosts``.
         auth_reads: ask for the token on reads too (a non-loopback bind).
+        bind_host: the address the server binds (default loopback): a ``Host`` it answers to.
     """
     app = FastAPI(
         title="alphaloop",
@@ -132,7 +161,10 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
     app.state.settings = settings
     app.state.auth_reads = auth_reads
     app.add_middleware(BodyLimit)
+    app.add_middleware(RequestGuard, settings=settings, bind_host=bind_host)  # the outermost
     app.add_exception_handler(AlphaloopError, _alphaloop_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _bug)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ValidationError, _validation_error)
     app.include_router(routes_research.router)

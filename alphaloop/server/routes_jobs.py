@@ -10,6 +10,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from alphaloop.ops import jobs
+from alphaloop.server.errors import error_body
 from alphaloop.server.models import Page
 
 router = APIRouter(prefix="/api", tags=["jobs"])
@@ -35,10 +36,9 @@ def _settings(request: Request) -> Any:
 def failed(view: jobs.JobView) -> JSONResponse:
     """The answer for a job that failed (or whose worker died): its journaled error, typed."""
     assert view.error is not None
-    return JSONResponse(
-        {"detail": view.error.message, "error": view.error.type, "job_id": view.id},
-        status_code=view.error.http_status,
-    )
+    e = view.error
+    body = error_body(e.http_status, e.message, e.type, e.exit_code, job_id=view.id)
+    return JSONResponse(body, status_code=e.http_status)
 
 
 def answer(view: jobs.JobView, started: Callable[[jobs.JobView], T]) -> T | JSONResponse:

@@ -8,8 +8,10 @@ const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("alphaloop-token") || "";
 tokenInput.addEventListener("change", () => localStorage.setItem("alphaloop-token", tokenInput.value));
 
+// Every call says it comes from this page (X-Alphaloop: 1): the server refuses a request that
+// changes state without it or a JSON body, which no other web site can send here.
 async function api(path, options = {}) {
-  const headers = { "Content-Type": "application/json", ...(options.headers || {}) };
+  const headers = { "Content-Type": "application/json", "X-Alphaloop": "1", ...(options.headers || {}) };
   if (tokenInput.value) headers.Authorization = "Bearer " + tokenInput.value;
   const response = await fetch(path, { ...options, headers });
   const body = await response.json().catch(() => ({}));
