@@ -142,6 +142,15 @@ def jsonable_error(e: dict[str, Any]) -> dict[str, Any]:
     return {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
 
 
+def answer_errors_as_json(app: FastAPI) -> None:
+    """Every error ``app`` answers takes the one shape (``alphaloop.server.errors``)."""
+    app.add_exception_handler(AlphaloopError, _alphaloop_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _bug)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ValidationError, _validation_error)
+
+
 def create_app(
     settings: Settings, *, auth_reads: bool = False, bind_host: str | None = None
 ) -> FastAPI:
@@ -157,16 +166,16 @@ def create_app(
         summary="Goal-driven autoresearch on portfolio strategies: sessions, manual training, "
         "charts, the policy library, the preference flywheel and the scheduler.",
         dependencies=[Depends(check_token)],
+        # Swagger UI and ReDoc load their scripts from a CDN: off. /docs is a reference page
+        # of our own, drawn from /openapi.json (see below).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.auth_reads = auth_reads
     app.add_middleware(BodyLimit)
     app.add_middleware(RequestGuard, settings=settings, bind_host=bind_host)  # the outermost
-    app.add_exception_handler(AlphaloopError, _alphaloop_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _bug)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(ValidationError, _validation_error)
+    answer_errors_as_json(app)
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
     app.include_router(routes_jobs.router)
@@ -177,14 +186,26 @@ def create_app(
     def health() -> dict[str, Any]:
         return {"ok": True, "home": settings.home.name, "journal": settings.journal_path.exists()}
 
-    # The page's files carry no data: served without the token (see security.py).
-    page = FastAPI()
+    app.mount("/", _page_app())
+    return app
+
+
+def _page_app() -> FastAPI:
+    """The page's files: they carry no data, so they are served without the token (see
+    security.py)."""
+    page = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    answer_errors_as_json(page)
     page.mount("/static", RevalidatedFiles(directory=STATIC), name="static")
     index_html = _index_html()
+    docs_html = (STATIC / "docs.html").read_bytes()
 
     @page.get("/", include_in_schema=False)
     def index(request: Request) -> Response:
         return _cached(request, index_html, "text/html; charset=utf-8", REVALIDATE)
+
+    @page.get("/docs", include_in_schema=False)
+    def docs(request: Request) -> Response:
+        return _cached(request, docs_html, "text/html; charset=utf-8", REVALIDATE)
 
     @page.get("/plotly.min.js", include_in_schema=False)
     def plotly(request: Request, v: str | None = None) -> Response:
@@ -197,8 +218,7 @@ def create_app(
             return Response(status_code=304, headers=_validators(response.headers))
         return response
 
-    app.mount("/", page)
-    return app
+    return page
 
 
 def _optional_routers() -> list[Any]:

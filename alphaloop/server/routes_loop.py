@@ -14,8 +14,11 @@ from alphaloop.ops import jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
 from alphaloop.server.models import (
+    MAX_ID,
     SESSION_ID,
+    After,
     ChartReadOut,
+    IdPath,
     InterpretRequest,
     JobStarted,
     Page,
@@ -24,7 +27,6 @@ from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 from alphaloop.server.security import image_kind
 
 router = APIRouter(prefix="/api")
-After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
 
 def _settings(request: Request) -> Any:
@@ -62,7 +64,7 @@ def chart(
     request: Request,
     kind: str = Path(pattern=r"^[a-z_\-]{1,32}$"),
     session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
-    trial_idx: int | None = Query(None, ge=0),
+    trial_idx: int | None = Query(None, ge=0, le=MAX_ID),
 ) -> Response:
     """A chart as plotly figure JSON (``Plotly.newPlot(div, fig.data, fig.layout)``)."""
     figure = _figure(request, kind, session_id, trial_idx).figure
@@ -134,14 +136,14 @@ def policy_active(request: Request) -> dict[str, Any]:
 
 
 @router.get("/policies/{policy_id}", tags=["policies"])
-def policy_show(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]:
+def policy_show(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
     return policies.show_policy(_settings(request), policy_id).model_dump(mode="json")
 
 
 @router.post("/policies/{policy_id}/activate", tags=["policies"])
 def policy_activate(
     request: Request,
-    policy_id: int = Path(ge=1),
+    policy_id: int = IdPath(),
     force: bool = Query(False),
     reason: str | None = Query(None, max_length=500),
 ) -> dict[str, Any]:

@@ -13,12 +13,18 @@ from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
-from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
+from alphaloop.server.models import (
+    SESSION_ID,
+    After,
+    Page,
+    ResearchRequest,
+    Started,
+    TrainRequest,
+)
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
 router = APIRouter(prefix="/api")
 _MANUAL = "manual"  # the proposer manual runs are journaled with
-After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 SessionPath = Path(pattern=SESSION_ID, max_length=40)
 
 
