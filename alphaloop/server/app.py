@@ -26,6 +26,7 @@ from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, htt
 from alphaloop.server import routes_jobs, routes_loop, routes_research
 from alphaloop.server.errors import error_body
 from alphaloop.server.guard import RequestGuard
+from alphaloop.server.idempotency import Idempotency
 from alphaloop.server.security import BodyLimit, check_token
 from alphaloop.settings import Settings
 
@@ -173,6 +174,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.auth_reads = auth_reads
+    app.state.idempotency = Idempotency()
     app.add_middleware(BodyLimit)
     app.add_middleware(RequestGuard, settings=settings, bind_host=bind_host)  # the outermost
     answer_errors_as_json(app)

@@ -67,19 +67,37 @@ async function loadEnv() {
 }
 
 // 2. AutoResearch
-$("#research-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  const f = new FormData(ev.target);
+// A random key per start: the server starts one session per key, so a second click (or a
+// retry) sent before the first answer gets that answer instead of a second session.
+function newKey() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return "k-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 12);
+}
+async function startResearch(form) {
+  const button = $("#research-start"), progress = $("#research-progress");
+  if (button.disabled) return;
+  state.startKey = state.startKey || newKey();
+  const f = new FormData(form), t0 = Date.now();
+  button.disabled = true; button.textContent = "Starting\u2026";
+  const tick = () => { progress.textContent = `starting a worker\u2026 ${((Date.now() - t0) / 1000).toFixed(0)} s`; };
+  tick(); const timer = setInterval(tick, 500);
   try {
-    const started = await api("/api/research", { method: "POST", body: JSON.stringify({
-      goal: f.get("goal"), mode: f.get("mode"), budget: Number(f.get("budget")),
-      data: f.get("data"), metric: f.get("metric") }) });
-    state.sessionId = started.session_id; state.trialsAfter = 0; state.trials.clear();
-    toast(started.session_id ? `session ${started.session_id} started (job ${started.job_id}, worker ${started.pid})`
-                             : `job ${started.job_id} started (worker ${started.pid}); its session is not journaled yet`);
-    pollResearch();
-  } catch (e) { toast(e.message); }
-});
+    const started = await api("/api/research", { method: "POST", headers: { "Idempotency-Key": state.startKey },
+      body: JSON.stringify({ goal: f.get("goal"), mode: f.get("mode"), budget: Number(f.get("budget")),
+        data: f.get("data"), metric: f.get("metric") }) });
+    state.startKey = null;
+    follow(started.session_id);
+    progress.textContent = started.session_id ? `session ${started.session_id} started (job ${started.job_id}, worker ${started.pid})`
+                                              : `job ${started.job_id} started (worker ${started.pid}); its session is not journaled yet`;
+  } catch (e) { state.startKey = null; progress.textContent = ""; toast(e.message); }
+  finally { clearInterval(timer); button.disabled = false; button.textContent = "Start"; }
+}
+// Follows one session (the newest when id is null): its status, chart and trials.
+function follow(id) {
+  state.sessionId = id; state.trialsAfter = 0; state.trials.clear(); state.lastResearchSig = "";
+  pollResearch().catch((e) => console.warn(e));
+}
+$("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
 $("#research-stop").addEventListener("click", async () => {
   if (!state.sessionId) return toast("no session to stop");
   try { const r = await api(`/api/research/${state.sessionId}/stop`, { method: "POST" }); toast(`session ${r.session}: ${r.status}`); }
