@@ -33,6 +33,7 @@ from alphaloop.journal.models import (
     TrialStatus,
     is_interrupted,
 )
+from alphaloop.journal.pages import TrialPages
 from alphaloop.journal.schedule import ScheduleStore
 from alphaloop.journal.store import pid_alive
 
@@ -50,7 +51,9 @@ def new_session_id() -> str:
     return f"s-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, JobStore):
+class Journal(
+    LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, JobStore, TrialPages
+):
     """The journal: one SQLite file, read with frozen models, written in transactions.
 
     Example:

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from alphaloop import ops
 from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, http_status_of
-from alphaloop.server import routes_jobs, routes_loop, routes_research
+from alphaloop.server import routes_dashboard, routes_jobs, routes_loop, routes_research
 from alphaloop.server.errors import error_body
 from alphaloop.server.guard import RequestGuard
 from alphaloop.server.idempotency import Idempotency
@@ -181,6 +181,7 @@ def create_app(
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
     app.include_router(routes_jobs.router)
+    app.include_router(routes_dashboard.router)
     for extra in _optional_routers():
         app.include_router(extra)
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from alphaloop import ops
-from alphaloop.ops import jobs, policies, schedule
+from alphaloop.ops import dashboard, jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
 from alphaloop.server.models import (
@@ -117,16 +117,27 @@ def policy_list(request: Request, after: int = After) -> Page:
     rows = sorted(policies.list_policies(settings), key=lambda p: p.id)
     active = policies.active_policy(settings) if rows else None
     overrides = policies.activation_overrides(settings) if rows else {}
+    verdicts = {s.id: s for s in dashboard.session_rows(settings)} if rows else {}
     items = [
         {
             **p.model_dump(mode="json"),
             "active": active is not None and active.id == p.id,
             "override": overrides.get(p.id),
+            "session_verdict": _verdict(verdicts.get(p.session_id)),
         }
         for p in rows
         if p.id > after
     ]
     return Page(items=items, next_after=max([after, *(p.id for p in rows)]))
+
+
+def _verdict(row: dashboard.SessionRow | None) -> dict[str, Any] | None:
+    """What its session concluded: the pick, the gates, and the pick against the default and
+    1/N on TEST (``go``: gates passed and the pick beats 1/N)."""
+    if row is None:
+        return None
+    keep = ("status", "pick", "gates_passed", "go", "vs_default", "vs_equal_weight")
+    return row.model_dump(mode="json", include=set(keep))
 
 
 @router.get("/policies/active", tags=["policies"])

@@ -1,0 +1,94 @@
+"""Routes of the dashboard: the session list with verdicts, a session's trials paged, sorted and
+filtered by the server (and exported as CSV), one trial in full."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import StreamingResponse
+
+from alphaloop.journal import TrialFilter, jsonable
+from alphaloop.ops import dashboard
+from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
+
+router = APIRouter(prefix="/api", tags=["dashboard"])
+SessionPath = Path(pattern=SESSION_ID, max_length=40)
+_NAME = r"^[a-z_]{1,32}$"
+Status = Literal["running", "keep", "discard", "crash", "timeout", "invalid"]
+Kind = Literal["baseline", "search", "confirm", "test"]
+Statuses = Query([], description="only trials of these statuses (repeat the parameter)")
+Kinds = Query([], description="only trials of these kinds (repeat the parameter)")
+
+
+def _settings(request: Request) -> Any:
+    return request.app.state.settings
+
+
+def trial_filter(
+    status: list[Status] = Statuses,
+    kind: list[Kind] = Kinds,
+    kept: bool = Query(False, description="only kept trials (status keep)"),
+    knob: str | None = Query(None, pattern=_NAME, description="filter on this knob's value"),
+    low: float | None = Query(None, description="the knob's value at least this"),
+    high: float | None = Query(None, description="the knob's value at most this"),
+    sort: str = Query("idx", pattern=_NAME, description="a column (idx, objective...) or knob"),
+    order: Literal["asc", "desc"] = "asc",
+) -> TrialFilter:
+    statuses = ("keep",) if kept else tuple(status)
+    return TrialFilter.model_validate(
+        {"statuses": statuses, "kinds": tuple(kind), "knob": knob, "low": low, "high": high,
+         "sort": sort, "descending": order == "desc"}
+    )  # fmt: skip
+
+
+Filter = Depends(trial_filter)
+
+
+@router.get("/dashboard/sessions")
+def sessions(request: Request) -> dict[str, Any]:
+    """Every research session, newest first: goal, mode, proposer, status (running, stopping,
+    interrupted, stopped, finished, failed), trials, best validation and TEST objective, the
+    default's TEST objective, the pick, and the pick against the default and 1/N."""
+    rows = dashboard.session_rows(_settings(request))
+    return {"items": [jsonable(r.model_dump(mode="json")) for r in rows]}
+
+
+@router.get("/sessions/{session_id}/trials")
+def trials(
+    request: Request,
+    session_id: str = SessionPath,
+    f: TrialFilter = Filter,
+    offset: int = Query(0, ge=0, le=MAX_ID),
+    limit: int = Query(50, ge=1, le=dashboard.MAX_PAGE),
+) -> dict[str, Any]:
+    """One page of a session's trials, sorted and filtered by the server (without their
+    per-day series or prompt; the trial's own route has them); ``total`` counts every match."""
+    page = dashboard.trial_page(_settings(request), session_id, f, offset=offset, limit=limit)
+    return jsonable(page.model_dump(mode="json"))
+
+
+@router.get("/sessions/{session_id}/trials.csv")
+def trials_csv(
+    request: Request, session_id: str = SessionPath, f: TrialFilter = Filter
+) -> StreamingResponse:
+    """The matching trials as CSV (every match, not a page): columns, knobs, metrics."""
+    lines = dashboard.trial_csv(_settings(request), session_id, f)
+    first = next(lines)  # the errors (no session, a bad column) come before the answer starts
+    return StreamingResponse(
+        itertools.chain([first], lines),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{session_id}-trials.csv"'},
+    )
+
+
+@router.get("/sessions/{session_id}/trials/{trial_id}")
+def trial(request: Request, session_id: str = SessionPath, trial_id: int = IdPath()) -> Any:
+    """One trial in full: config, delta, clips, rationale, the exact prompt it was proposed
+    with, metrics, and its validation returns (the equity curve)."""
+    full = dashboard.trial_full(_settings(request), session_id, trial_id)
+    return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
+
+
+__all__ = ["router"]
