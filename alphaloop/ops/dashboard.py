@@ -152,6 +152,7 @@ class TrialPage(BaseModel):
     offset: int
     limit: int
     items: list[TrialRecord]
+    clips: dict[int, list[ClipRecord]]  # by trial id, for the trials of the page
 
 
 def trial_page(
@@ -166,11 +167,13 @@ def trial_page(
     limit = max(1, min(limit, MAX_PAGE))
     with open_journal(settings) as j:
         j.get_session(session_id)
+        items = j.trial_page(session_id, f, offset=offset, limit=limit)
         return TrialPage(
             total=j.trial_count(session_id, f),
             offset=offset,
             limit=limit,
-            items=j.trial_page(session_id, f, offset=offset, limit=limit),
+            items=items,
+            clips={t.id: clips for t in items if (clips := j.clips(t.id))},
         )
 
 

@@ -1,8 +1,9 @@
 // alphaloop's page: plain JS over the REST API, plotly.js served by the server itself.
 "use strict";
 
-const state = { sessionId: null, trialsAfter: 0, trials: new Map(), sortKey: "idx", sortAsc: true,
-                lastResearchSig: "", lastTrainSig: "", lastRatioSig: "" };
+const state = { sessionId: null, lastResearchSig: "", lastTrainSig: "", lastRatioSig: "", sessionsSig: "",
+                selectedTrial: null, knobs: [],
+                table: { offset: 0, limit: 50, sort: "idx", order: "asc", status: "", knob: "", low: "", high: "", total: 0 } };
 const $ = (sel) => document.querySelector(sel);
 const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("alphaloop-token") || "";
@@ -43,10 +44,10 @@ const plotlyReady = new Promise((resolve) => {
   document.getElementById("plotly-js").addEventListener("load", resolve, { once: true });
 });
 
-async function plot(id, fig) {
+async function plot(id, fig, height = 320) {
   await plotlyReady;
   const div = document.getElementById(id);
-  Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height: 320 }, { responsive: true, displaylogo: false });
+  Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false });
   div.dataset.points = String(countPoints(div));
 }
 
@@ -59,6 +60,8 @@ async function loadEnv() {
     `[${env.action_space.low}, ${env.action_space.high}] (${env.action_space.layout}); reward: ${env.reward}. ` +
     `Config: ${Object.entries(env.config).map(([k, v]) => k + "=" + v).join(", ")} (shown for ${env.n_assets} assets).`;
   const body = $("#knobs-table tbody"); body.replaceChildren();
+  state.knobs = env.knobs.map((k) => k.name);
+  $("#trials-filter select[name=knob]").append(...state.knobs.map((name) => { const o = document.createElement("option"); o.textContent = name; return o; }));
   for (const k of env.knobs) {
     const tr = document.createElement("tr");
     for (const v of [k.name, k.group, k.low, k.high, k.scale, k.default]) tr.append(cell(String(v)));
@@ -92,9 +95,10 @@ async function startResearch(form) {
   } catch (e) { state.startKey = null; progress.textContent = ""; toast(e.message); }
   finally { clearInterval(timer); button.disabled = false; button.textContent = "Start"; }
 }
-// Follows one session (the newest when id is null): its status, chart and trials.
+// Follows one session (the newest when id is null): its status, chart and trial table.
 function follow(id) {
-  state.sessionId = id; state.trialsAfter = 0; state.trials.clear(); state.lastResearchSig = "";
+  state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
+  $("#trial-detail").hidden = true;
   pollResearch().catch((e) => console.warn(e));
 }
 $("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
@@ -104,46 +108,131 @@ $("#research-stop").addEventListener("click", async () => {
   catch (e) { toast(e.message); }
 });
 
-function renderTrials() {
-  const rows = [...state.trials.values()];
-  const key = state.sortKey, dir = state.sortAsc ? 1 : -1;
-  const val = (t) => key === "changes" ? Object.keys(t.delta?.changes || {}).join(",") : key === "clips" ? (t.clips || []).length : t[key];
-  rows.sort((a, b) => { const x = val(a), y = val(b); return (x === y ? 0 : (x ?? -Infinity) > (y ?? -Infinity) ? 1 : -1) * dir; });
-  const body = $("#trials-table tbody"); body.replaceChildren();
-  for (const t of rows) {
-    const tr = document.createElement("tr");
-    const changes = Object.entries(t.delta?.changes || {}).map(([k, v]) => `${k}=${typeof v === "number" ? +v.toPrecision(4) : v}`).join(", ");
-    const clips = (t.clips || []).map((c) => `${c.knob} ${c.proposed}\u2192${c.applied}`).join("; ");
-    tr.append(cell(t.idx), cell(t.kind), cell(t.status, "status-" + t.status), cell(fmt(t.objective)), cell(changes), cell(clips));
-    body.append(tr);
-  }
+// The trial table: one page at a time, sorted, filtered and counted by the server, so a
+// session of any length puts at most one page of rows in the DOM.
+const SORTABLE = new Set(["idx", "kind", "status", "objective"]);
+function tableQuery(extra = {}) {
+  const t = state.table, q = new URLSearchParams({ sort: t.sort, order: t.order });
+  if (t.status) q.set("status", t.status);
+  if (t.knob) { q.set("knob", t.knob); if (t.low !== "") q.set("low", t.low); if (t.high !== "") q.set("high", t.high); }
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q;
+}
+function changesOf(t) { return Object.entries(t.delta?.changes || {}).map(([k, v]) => `${k}=${typeof v === "number" ? +v.toPrecision(4) : v}`).join(", "); }
+function trialRow(t, clips) {
+  const tr = document.createElement("tr"); tr.dataset.id = t.id;
+  if (t.id === state.selectedTrial) tr.className = "selected";
+  const clipText = (clips || []).map((c) => `${c.knob} ${c.proposed}\u2192${c.applied}`).join("; ");
+  tr.append(cell(t.idx), cell(t.kind), cell(t.status, "status-" + t.status), cell(fmt(t.objective)), cell(changesOf(t)), cell(clipText));
+  tr.addEventListener("click", () => showTrial(t.id));
+  return tr;
+}
+async function refreshTrials() {
+  if (!state.sessionId) return;
+  const t = state.table, sid = state.sessionId;
+  const page = await api(`/api/sessions/${sid}/trials?` + tableQuery({ offset: t.offset, limit: t.limit }));
+  if (sid !== state.sessionId) return;
+  t.total = page.total;
+  $("#trials-table tbody").replaceChildren(...page.items.map((row) => trialRow(row, page.clips[row.id])));
+  $("#trials-range").textContent = page.total ? `${t.offset + 1}\u2013${t.offset + page.items.length} of ${page.total}` : "no trial matches";
+  $("#trials-prev").disabled = t.offset === 0;
+  $("#trials-next").disabled = t.offset + t.limit >= t.total;
 }
 document.querySelectorAll("#trials-table th").forEach((th) => th.addEventListener("click", () => {
-  const key = th.dataset.key; state.sortAsc = state.sortKey === key ? !state.sortAsc : true; state.sortKey = key; renderTrials();
+  const key = th.dataset.key; if (!SORTABLE.has(key)) return;
+  const t = state.table; t.order = t.sort === key && t.order === "asc" ? "desc" : "asc"; t.sort = key; t.offset = 0;
+  refreshTrials().catch((e) => toast(e.message));
 }));
+$("#trials-filter").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target), t = state.table;
+  Object.assign(t, { status: f.get("status"), knob: f.get("knob"), low: f.get("low"), high: f.get("high"), offset: 0 });
+  refreshTrials().catch((e) => toast(e.message));
+});
+$("#trials-prev").addEventListener("click", () => { state.table.offset = Math.max(0, state.table.offset - state.table.limit); refreshTrials().catch((e) => toast(e.message)); });
+$("#trials-next").addEventListener("click", () => { state.table.offset += state.table.limit; refreshTrials().catch((e) => toast(e.message)); });
+// The export goes through fetch so that it carries the token when the server asks for one.
+$("#trials-csv").addEventListener("click", async (ev) => {
+  ev.preventDefault();
+  if (!state.sessionId) return toast("no session to export");
+  const headers = { "X-Alphaloop": "1" };
+  if (tokenInput.value) headers.Authorization = "Bearer " + tokenInput.value;
+  const r = await fetch(`/api/sessions/${state.sessionId}/trials.csv?` + tableQuery(), { headers });
+  if (!r.ok) return toast((await r.json().catch(() => ({}))).detail || r.statusText);
+  const a = document.createElement("a"); a.href = URL.createObjectURL(await r.blob());
+  a.download = `${state.sessionId}-trials.csv`; document.body.append(a); a.click(); a.remove();
+  state.lastExport = a.download;
+});
 
-// One call a tick: the snapshot holds the trials after the cursor with their clips. The first
-// one also carries the progress chart, so the page draws it without a second round trip.
+// One trial in full: config (changed knobs marked), facts, clips, the exact prompt, and the
+// equity curve of its validation returns.
+async function showTrial(id) {
+  const sid = state.sessionId;
+  const full = await api(`/api/sessions/${sid}/trials/${id}`);
+  const t = full.trial; state.selectedTrial = t.id;
+  document.querySelectorAll("#trials-table tbody tr").forEach((tr) => tr.classList.toggle("selected", Number(tr.dataset.id) === t.id));
+  $("#trial-detail").hidden = false; $("#trial-detail").dataset.trial = t.id;
+  $("#trial-title").textContent = `trial #${t.idx} (${t.kind}, ${t.status}) \u2014 objective ${fmt(t.objective)}`;
+  const metrics = Object.entries(t.metrics || {}).map(([k, v]) => `${k} ${fmt(v, 3)}`).join(", ");
+  const clips = full.clips.map((c) => `${c.knob} ${c.proposed}\u2192${c.applied} (${c.reason})`).join("; ");
+  $("#trial-facts").textContent = [`proposer ${t.proposer ?? "-"}`, `seed ${t.seed ?? "-"}`, `${fmt(t.elapsed_s, 2)} s`,
+    t.rationale ? `rationale: ${t.rationale}` : "", metrics ? `metrics: ${metrics}` : "", clips ? `clips: ${clips}` : "",
+    t.reason ? `verdict: ${t.reason}` : "", t.error ? `error: ${t.error}` : ""].filter(Boolean).join(" \u00b7 ");
+  const changed = t.delta?.changes || {};
+  $("#trial-config tbody").replaceChildren(...Object.entries(t.config).map(([k, v]) => {
+    const tr = document.createElement("tr"); tr.append(cell(k), cell(String(v)), cell(k in changed ? "changed" : "")); return tr; }));
+  $("#trial-prompt").textContent = t.prompt || "(no prompt: this trial was not proposed by a language model)";
+  const returns = t.val_returns || [];
+  let equity = 1; const ys = returns.map((r) => (equity *= 1 + r));
+  await plot("trial-equity", { data: [{ y: ys, mode: "lines", name: "equity (validation)" }],
+    layout: { title: { text: `trial #${t.idx}: equity over the validation window` }, xaxis: { title: { text: "day" } }, yaxis: { title: { text: "growth of 1" } } } }, 240);
+}
+
+// The session list: every session with its verdict; a click follows it.
+async function pollSessions() {
+  const page = await api("/api/dashboard/sessions");
+  const sig = JSON.stringify(page.items.map((r) => [r.id, r.status, r.trials, r.best_validation]));
+  if (sig === state.sessionsSig) return;
+  state.sessionsSig = sig;
+  $("#sessions-table tbody").replaceChildren(...page.items.map((r) => {
+    const tr = document.createElement("tr"); tr.dataset.id = r.id;
+    if (r.id === state.sessionId) tr.className = "selected";
+    if (r.go === false) tr.classList.add("nogo");
+    tr.append(cell(r.n), cell(r.goal), cell(r.mode), cell(r.proposer), cell(r.status, "status-" + r.status), cell(`${r.trials}/${r.budget}`),
+      cell(fmt(r.best_validation)), cell(fmt(r.best_test)), cell(fmt(r.default_test)), cell(r.pick ?? "-"), cell(versus(r.vs_equal_weight)));
+    tr.addEventListener("click", () => { follow(r.id); document.querySelectorAll("#sessions-table tr.selected").forEach((x) => x.classList.remove("selected")); tr.classList.add("selected"); $("#panel-research").scrollIntoView(); });
+    return tr;
+  }));
+}
+// "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
+function versus(c) {
+  if (!c) return "-";
+  if (c.note) return c.note;
+  const d = c.difference; return `${d >= 0 ? "+" : ""}${fmt(d, 2)} Sharpe (p ${fmt(c.p_value, 2)})${c.beats ? " \u2713" : ""}`;
+}
+
+// The status line and chart poll reads no trial rows (after = the largest id): its cost does
+// not grow with the session. The first one carries the progress chart.
+const NO_ROWS = "9223372036854775807";
 async function pollResearch() {
-  const q = new URLSearchParams({ after: state.trialsAfter });
+  const q = new URLSearchParams({ after: NO_ROWS });
   if (state.sessionId) q.set("session_id", state.sessionId);
   if (!state.lastResearchSig) q.set("chart", "true");
   const snap = await api("/api/research/current?" + q);
   if (!snap.session) return;
-  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.trials.clear(); }
-  for (const t of snap.trials) state.trials.set(t.id, t);
-  state.trialsAfter = snap.next_after;
+  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; }
   const s = snap.session;
   $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
     `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
-  const sig = `${s.id}:${s.status}:${[...state.trials.values()].map((t) => t.id + t.status).join(",")}`;
-  if (sig !== state.lastResearchSig && state.trials.size) {
-    state.lastResearchSig = sig;
-    // The chart first, then the table: a long session's table is the slower of the two.
-    try { await plot("research-chart", snap.chart || await api(`/api/charts/research_progress?session_id=${s.id}`)); }
-    catch (e) { /* no trial finished yet */ }
-    renderTrials();
-  }
+  const sig = `${s.id}:${s.status}:${snap.counted_trials}:${snap.best?.id}:${snap.running.map((r) => r.id).join(",")}`;
+  if (sig === state.lastResearchSig) return;
+  const first = !state.lastResearchSig; state.lastResearchSig = sig;
+  // The chart first, then the table page.
+  try {
+    const fig = first && "chart" in snap ? snap.chart : await api(`/api/charts/research_progress?session_id=${s.id}`);
+    if (fig) await plot("research-chart", fig);
+  } catch (e) { /* no trial finished yet */ }
+  await refreshTrials();
 }
 
 // 3. manual PPO training
@@ -204,16 +293,25 @@ async function pollPolicies() {
   const body = $("#policies-table tbody"); body.replaceChildren();
   for (const p of page.items.slice().reverse()) {
     const tr = document.createElement("tr"); if (p.active) tr.className = "active";
+    // The policy's own gates next to what its session concluded against 1/N and the default:
+    // a policy from a session that does not beat 1/N is no GO, whatever its gates say.
+    const v = p.session_verdict, go = p.gates_passed === true && v != null && v.go === true;
+    const gates = (p.gates_passed == null ? "-" : p.gates_passed ? "gates pass" : "gates fail") +
+      (v && v.go === false ? ` \u2014 NO-GO: ${v.pick === "default" ? "the default was picked" : "does not beat 1/N"}` : "") +
+      (v && v.go == null ? " \u2014 no session verdict yet" : "") + (p.override ? ` (overridden: ${p.override})` : "");
+    const vs = v ? `vs 1/N ${versus(v.vs_equal_weight)}; vs default ${versus(v.vs_default)}` : "no session verdict";
+    if (v && v.go === false) tr.classList.add("nogo");
     tr.append(cell(p.id), cell(p.kind), cell(p.source), cell(p.session_id), cell(fmt(p.val_objective)),
-      cell(fmt(p.test_metrics?.sharpe)), cell((p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail") + (p.override ? ` (overridden: ${p.override})` : "")));
+      cell(fmt(p.test_metrics?.sharpe)), cell(gates), cell(vs));
     const td = document.createElement("td");
     if (p.active) td.textContent = "active";
-    else { const btn = document.createElement("button"); btn.textContent = "activate"; btn.className = "activate"; btn.dataset.id = p.id;
+    else { const btn = document.createElement("button"); btn.textContent = go ? "activate" : "activate anyway\u2026"; btn.className = "activate"; btn.dataset.id = p.id;
       btn.onclick = async () => {
-        // Without a GO from its gates the server refuses unless a person overrides with a reason.
+        // Without a GO (its gates, and its session beating 1/N) activating is an override
+        // with a reason, journaled; the server refuses a policy whose gates failed without one.
         let q = "";
-        if (p.gates_passed !== true) {
-          const why = prompt(`policy ${p.id}'s gates gave no GO; activate anyway? Give the reason (journaled):`);
+        if (!go) {
+          const why = prompt(`policy ${p.id} has no GO (${gates}; ${vs}); activate anyway? Give the reason (journaled):`);
           if (!why || !why.trim()) return;
           q = `?force=true&reason=${encodeURIComponent(why.trim())}`;
         }
@@ -234,12 +332,17 @@ async function pollBook() {
 }
 
 // 6. preference learning
+// {"labelled": 3, "unlabelled": 1} -> "3 labelled, 1 unlabelled"
+function countsText(v) {
+  if (v == null || typeof v !== "object") return String(v ?? 0);
+  return Object.entries(v).map(([k, n]) => `${typeof n === "object" ? countsText(n) : n} ${k.replace(/_/g, " ")}`).join(", ");
+}
 async function pollPrefs() {
   let stats, runs, decisions;
   try { [stats, runs, decisions] = await Promise.all([api("/api/preferences/stats"), api("/api/dpo/runs"), api("/api/decisions")]); }
   catch (e) { $("#pref-stats").textContent = e.message; return; }
   $("#pref-stats").textContent = `preference pairs: ${stats.total} (${stats.labelled} labelled, ${stats.new_since_training ?? 0} new since the last DPO run)` +
-    (stats.counts ? " \u2014 " + Object.entries(stats.counts).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("; ") : "");
+    (stats.counts && Object.keys(stats.counts).length ? " \u2014 by source: " + Object.entries(stats.counts).map(([k, v]) => `${k}: ${countsText(v)}`).join("; ") : "");
   const last = runs.items[runs.items.length - 1];
   $("#dpo-last").textContent = last ? `last DPO run #${last.id}: ${last.status}` + (last.accuracy_after != null ? `, held-out accuracy ${fmt(last.accuracy_before, 3)} \u2192 ${fmt(last.accuracy_after, 3)}` : "") + (last.reason ? ` (${last.reason})` : "") : "no DPO run yet";
   const body = $("#decisions-table tbody"); body.replaceChildren();
@@ -295,6 +398,7 @@ every(1500, pollResearch).finally(() => {
   loadEnv().catch((e) => toast(e.message));
   every(1500, pollTrain);
   every(5000, pollRatio);
+  every(5000, pollSessions);
   every(4000, pollPolicies);
   every(4000, pollBook);
   every(4000, pollPrefs);

@@ -1,0 +1,103 @@
+"""The dashboard in the system Chromium over a seeded journal: pick a session from the list,
+page, sort and filter its trials (by the server), export them as CSV, open one trial (config,
+prompt, equity curve), read the preference counts as text, and see a policy of a session that
+does not beat 1/N marked NO-GO with an override instead of a plain "activate"."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from alphaloop.journal import Journal
+
+from .helpers import live_server
+from .test_dashboard import N
+from .test_dashboard import home as dashboard_home  # noqa: F401 (a fixture)
+from .test_page import ARGS, CHROMIUM
+
+
+@pytest.fixture
+def seeded(dashboard_home):  # noqa: F811
+    settings, ids = dashboard_home
+    with Journal(settings.journal_path) as j:
+        trial = j.trials(ids["nogo"])[0]
+        policy = j.add_policy(
+            kind="mean_cvar", source="session", session_id=ids["nogo"], trial_id=trial.id,
+            mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
+            seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},
+            objective={"metric": "sharpe"}, val_objective=0.5, gates_passed=True,
+        )  # fmt: skip
+    return settings, {**ids, "policy": str(policy.id)}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
+def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    settings, ids = seeded
+    with live_server(settings) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 2000}, accept_downloads=True)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + "/")
+        rows = page.locator("#sessions-table tbody tr")
+        expect(rows).to_have_count(3)
+        expect(page.locator(f"#sessions-table tr[data-id='{ids['stopped']}']")).to_contain_text(
+            "stopped"
+        )
+        nogo = page.locator(f"#sessions-table tr[data-id='{ids['nogo']}']")
+        expect(nogo).to_contain_text("-0.20 Sharpe (p 0.90)")
+        nogo.click()
+        expect(page.locator("#research-status")).to_contain_text(ids["nogo"])
+        table = page.locator("#trials-table tbody tr")
+        expect(table).to_have_count(50)
+        expect(page.locator("#trials-range")).to_have_text(f"1\u201350 of {N}")
+        page.click("#trials-next")
+        expect(table).to_have_count(N - 50)
+        # sorted by the server: objective, highest first
+        page.click("#trials-table th[data-key=objective]")
+        page.click("#trials-table th[data-key=objective]")
+        expect(page.locator("#trials-range")).to_have_text(f"1\u201350 of {N}")
+        expect(table.first.locator("td").nth(3)).to_have_text("1.0000")
+        # filtered: kept trials only
+        page.select_option("#trials-filter select[name=status]", "keep")
+        page.click("#trials-apply")
+        kept = sum(1 for i in range(N) if i % 3 == 0)
+        expect(page.locator("#trials-range")).to_have_text(f"1\u2013{kept} of {kept}")
+        with page.expect_download() as download:
+            page.click("#trials-csv")
+        text = Path(download.value.path()).read_text()
+        exported = list(csv.DictReader(io.StringIO(text)))
+        assert len(exported) == kept and {r["status"] for r in exported} == {"keep"}
+        # one trial in full
+        table.first.click()
+        detail = page.locator("#trial-detail")
+        expect(detail).to_be_visible()
+        expect(page.locator("#trial-prompt")).to_contain_text("the exact prompt")
+        expect(page.locator("#trial-config tbody tr")).to_have_count(16)
+        page.wait_for_function(
+            "() => Number(document.querySelector('#trial-equity').dataset.points) === 3"
+        )
+        # preference counts as words, not dictionaries
+        expect(page.locator("#pref-stats")).to_contain_text("preference pairs")
+        assert "{" not in page.locator("#pref-stats").inner_text()
+        # the policy of the NO-GO session
+        policy = page.locator("#policies-table tbody tr").first
+        expect(policy).to_contain_text("NO-GO")
+        expect(policy).to_contain_text("vs 1/N -0.20 Sharpe")
+        expect(policy.locator("button.activate")).to_have_text("activate anyway\u2026")
+        shot = tmp_path / "dashboard.png"
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    assert not errors, errors
+    if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
+        target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, target / "dashboard.png")
