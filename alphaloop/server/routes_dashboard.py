@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
 
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard
+from alphaloop.ops import dashboard, plots
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
@@ -89,6 +89,25 @@ def trial(request: Request, session_id: str = SessionPath, trial_id: int = IdPat
     with, metrics, and its validation returns (the equity curve)."""
     full = dashboard.trial_full(_settings(request), session_id, trial_id)
     return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
+
+
+@router.get("/sessions/{session_id}/plots/parallel")
+def parallel(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+    """Parallel coordinates (plotly figure JSON): the knobs that varied against the objective,
+    one line per scored search trial."""
+    return jsonable(plots.parallel_coordinates(_settings(request), session_id))
+
+
+@router.get("/sessions/{session_id}/plots/importance")
+def importance(
+    request: Request,
+    session_id: str = SessionPath,
+    evaluator: plots.Evaluator = "fanova",
+) -> dict[str, Any]:
+    """Knob importance by ``optuna.importance`` over the session's scored search trials, with
+    its bar chart (plotly figure JSON) under ``figure``."""
+    imp = plots.knob_importance(_settings(request), session_id, evaluator)
+    return {**imp.model_dump(mode="json"), "figure": plots.importance_figure(imp)}
 
 
 __all__ = ["router"]

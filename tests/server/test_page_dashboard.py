@@ -85,6 +85,14 @@ def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
         page.wait_for_function(
             "() => Number(document.querySelector('#trial-equity').dataset.points) === 3"
         )
+        # the search plots of the followed session
+        page.click("#plots-draw")
+        # the first importance imports optuna and scikit-learn in the server: seconds
+        expect(page.locator("#plots-status")).to_contain_text(
+            "most important: lookback", timeout=60_000
+        )
+        assert int(page.locator("#parallel-chart").get_attribute("data-points") or 0) == N * 2 // 3
+        assert int(page.locator("#importance-chart").get_attribute("data-points") or 0) == 1
         # preference counts as words, not dictionaries
         expect(page.locator("#pref-stats")).to_contain_text("preference pairs")
         assert "{" not in page.locator("#pref-stats").inner_text()

@@ -204,6 +204,20 @@ async function pollSessions() {
     return tr;
   }));
 }
+// Search plots of the followed session, on demand (importance fits a model of the search).
+$("#plots-draw").addEventListener("click", async () => {
+  const sid = state.sessionId; if (!sid) return toast("follow a session first");
+  const status = $("#plots-status"); status.textContent = "drawing\u2026";
+  try {
+    const [par, imp] = await Promise.all([api(`/api/sessions/${sid}/plots/parallel`),
+      api(`/api/sessions/${sid}/plots/importance?evaluator=${$("#importance-evaluator").value}`)]);
+    await plot("parallel-chart", par, 360);
+    await plot("importance-chart", imp.figure);
+    document.getElementById("parallel-chart").dataset.points = String(par.data[0].dimensions[0].values.length);
+    status.textContent = `${imp.n_trials} scored trials; most important: ${Object.keys(imp.importances)[0]}`;
+  } catch (e) { status.textContent = e.message; }
+});
+
 // "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
 function versus(c) {
   if (!c) return "-";
