@@ -33,6 +33,7 @@ from alphaloop.journal.models import (
     TrialStatus,
     is_interrupted,
 )
+from alphaloop.journal.notes import NoteStore
 from alphaloop.journal.pages import TrialPages
 from alphaloop.journal.schedule import ScheduleStore
 from alphaloop.journal.store import pid_alive
@@ -52,7 +53,14 @@ def new_session_id() -> str:
 
 
 class Journal(
-    LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, JobStore, TrialPages
+    LogWriter,
+    LibraryStore,
+    BookStore,
+    FlywheelStore,
+    ScheduleStore,
+    JobStore,
+    TrialPages,
+    NoteStore,
 ):
     """The journal: one SQLite file, read with frozen models, written in transactions.
 

@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard, plots
+from alphaloop.ops import dashboard, notes, plots
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
@@ -108,6 +109,37 @@ def importance(
     its bar chart (plotly figure JSON) under ``figure``."""
     imp = plots.knob_importance(_settings(request), session_id, evaluator)
     return {**imp.model_dump(mode="json"), "figure": plots.importance_figure(imp)}
+
+
+class NoteEdit(BaseModel):
+    """A new version of a note, made on the version the editor read (0: a first note)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(max_length=notes.MAX_NOTE_CHARS)
+    base_version: int = Field(ge=0, le=MAX_ID)
+    trial_id: int | None = Field(default=None, ge=1, le=MAX_ID)
+
+
+@router.get("/sessions/{session_id}/notes")
+def note(
+    request: Request,
+    session_id: str = SessionPath,
+    trial_id: int | None = Query(None, ge=1, le=MAX_ID),
+) -> dict[str, Any]:
+    """The note on a session (or, with ``trial_id``, one of its trials): its text, version and
+    every earlier version."""
+    return notes.read_note(_settings(request), session_id, trial_id).model_dump(mode="json")
+
+
+@router.put("/sessions/{session_id}/notes")
+def note_edit(request: Request, body: NoteEdit, session_id: str = SessionPath) -> dict[str, Any]:
+    """Save a note as its next version. 409 when it was edited since ``base_version``: reload
+    it and edit again (nothing is overwritten unseen)."""
+    saved = notes.save_note(
+        _settings(request), session_id, body.trial_id, body.text, body.base_version
+    )
+    return saved.model_dump(mode="json")
 
 
 __all__ = ["router"]

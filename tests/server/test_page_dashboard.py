@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 
 from alphaloop.journal import Journal
@@ -85,6 +86,24 @@ def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
         page.wait_for_function(
             "() => Number(document.querySelector('#trial-equity').dataset.points) === 3"
         )
+        # a note on the trial, and on the session; an edit made meanwhile elsewhere is not
+        # overwritten: the page is told (409) and reloads the note with its edit below it
+        page.fill("#trial-note", "lookback 35 looks like a fluke")
+        page.click("#trial-note-save")
+        expect(page.locator("#trial-note-version")).to_have_text("saved as version 1")
+        page.fill("#session-note", "first thoughts")
+        page.click("#session-note-save")
+        expect(page.locator("#session-note-version")).to_have_text("saved as version 1")
+        url = f"{base}/api/sessions/{ids['nogo']}/notes"
+        elsewhere = httpx.put(url, json={"text": "edited elsewhere", "base_version": 1},
+                              headers={"X-Alphaloop": "1"})  # fmt: skip
+        assert elsewhere.status_code == 200
+        page.fill("#session-note", "my second thoughts")
+        page.click("#session-note-save")
+        expect(page.locator("#session-note-version")).to_contain_text("edited meanwhile")
+        assert page.locator("#session-note").input_value().startswith("edited elsewhere")
+        assert "my second thoughts" in page.locator("#session-note").input_value()
+        assert httpx.get(url).json()["version"] == 2
         # the search plots of the followed session
         page.click("#plots-draw")
         # the first importance imports optuna and scikit-learn in the server: seconds

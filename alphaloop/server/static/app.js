@@ -98,8 +98,8 @@ async function startResearch(form) {
 // Follows one session (the newest when id is null): its status, chart and trial table.
 function follow(id) {
   state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
-  $("#trial-detail").hidden = true;
-  pollResearch().catch((e) => console.warn(e));
+  $("#trial-detail").hidden = true; state.selectedTrial = null;
+  pollResearch().then(() => loadNote("session")).catch((e) => console.warn(e));
 }
 $("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
 $("#research-stop").addEventListener("click", async () => {
@@ -182,6 +182,7 @@ async function showTrial(id) {
   $("#trial-config tbody").replaceChildren(...Object.entries(t.config).map(([k, v]) => {
     const tr = document.createElement("tr"); tr.append(cell(k), cell(String(v)), cell(k in changed ? "changed" : "")); return tr; }));
   $("#trial-prompt").textContent = t.prompt || "(no prompt: this trial was not proposed by a language model)";
+  loadNote("trial").catch((e) => console.warn(e));
   const returns = t.val_returns || [];
   let equity = 1; const ys = returns.map((r) => (equity *= 1 + r));
   await plot("trial-equity", { data: [{ y: ys, mode: "lines", name: "equity (validation)" }],
@@ -218,6 +219,37 @@ $("#plots-draw").addEventListener("click", async () => {
   } catch (e) { status.textContent = e.message; }
 });
 
+// Notes on the followed session and the open trial: saved as a new version of the one read;
+// an edit made meanwhile elsewhere is a 409, and the note is reloaded instead of overwritten.
+state.notes = { session: 0, trial: 0 };
+function noteUrl(which) {
+  const q = which === "trial" && state.selectedTrial ? `?trial_id=${state.selectedTrial}` : "";
+  return `/api/sessions/${state.sessionId}/notes${q}`;
+}
+async function loadNote(which) {
+  if (!state.sessionId) return;
+  const n = await api(noteUrl(which));
+  state.notes[which] = n.version;
+  $(`#${which}-note`).value = n.text;
+  $(`#${which}-note-version`).textContent = n.version ? `version ${n.version}, ${n.history[n.history.length - 1].created_at.slice(0, 19)}` : "no note yet";
+}
+for (const which of ["session", "trial"]) {
+  $(`#${which}-note-save`).addEventListener("click", async () => {
+    if (!state.sessionId) return toast("follow a session first");
+    const body = { text: $(`#${which}-note`).value, base_version: state.notes[which] };
+    if (which === "trial") body.trial_id = state.selectedTrial;
+    try {
+      const n = await api(`/api/sessions/${state.sessionId}/notes`, { method: "PUT", body: JSON.stringify(body) });
+      state.notes[which] = n.version; $(`#${which}-note-version`).textContent = `saved as version ${n.version}`;
+    } catch (e) {
+      toast(e.message);
+      const mine = $(`#${which}-note`).value; await loadNote(which);
+      $(`#${which}-note-version`).textContent += " (reloaded: it was edited meanwhile; your edit is appended below)";
+      $(`#${which}-note`).value = $(`#${which}-note`).value + "\n--- your edit ---\n" + mine;
+    }
+  });
+}
+
 // "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
 function versus(c) {
   if (!c) return "-";
@@ -234,7 +266,7 @@ async function pollResearch() {
   if (!state.lastResearchSig) q.set("chart", "true");
   const snap = await api("/api/research/current?" + q);
   if (!snap.session) return;
-  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; }
+  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); }
   const s = snap.session;
   $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
     `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
