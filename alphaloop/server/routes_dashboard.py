@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop import ops
 from alphaloop.journal import TrialFilter, jsonable
 from alphaloop.ops import dashboard, notes, plots
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
@@ -109,6 +110,21 @@ def importance(
     its bar chart (plotly figure JSON) under ``figure``."""
     imp = plots.knob_importance(_settings(request), session_id, evaluator)
     return {**imp.model_dump(mode="json"), "figure": plots.importance_figure(imp)}
+
+
+@router.get("/sessions/{session_id}/validation")
+def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+    """The newest validation report of a session (gates with reasons, PBO, deflated Sharpe,
+    walk-forward, stress; null until ``alphaloop validate`` ran) next to what finalize found
+    against the default and 1/N on TEST."""
+    settings = _settings(request)
+    report = ops.latest_validation(settings, session_id)
+    row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
+    return {
+        "report": jsonable(report),
+        "verdict": row.model_dump(mode="json") if row else None,
+        "command": f"alphaloop validate {session_id}",
+    }
 
 
 class NoteEdit(BaseModel):

@@ -99,7 +99,7 @@ async function startResearch(form) {
 function follow(id) {
   state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
   $("#trial-detail").hidden = true; state.selectedTrial = null;
-  pollResearch().then(() => loadNote("session")).catch((e) => console.warn(e));
+  pollResearch().then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
 }
 $("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
 $("#research-stop").addEventListener("click", async () => {
@@ -250,6 +250,31 @@ for (const which of ["session", "trial"]) {
   });
 }
 
+// The validation report of the followed session, next to the pick against 1/N and the default.
+function rows(id, list) { $(`#${id} tbody`).replaceChildren(...list.map((values) => { const tr = document.createElement("tr"); tr.append(...values.map((v) => cell(v))); return tr; })); }
+function byStrategy(metrics, key) { return Object.entries(metrics || {}).map(([k, m]) => `${k} ${fmt(m?.[key], 2)}`).join(", "); }
+async function loadValidation() {
+  if (!state.sessionId) return;
+  const v = await api(`/api/sessions/${state.sessionId}/validation`);
+  const verdict = v.verdict, r = v.report;
+  rows("validation-compare", verdict ? [verdict.vs_equal_weight, verdict.vs_default].filter(Boolean).map((c) =>
+    [c.reference === "equal_weight" ? "1/N (equal weight)" : "the default config", fmt(c.sharpe_pick, 3), fmt(c.sharpe_reference, 3),
+     c.note || fmt(c.difference, 3), c.note ? "-" : fmt(c.p_value, 3)]) : []);
+  if (!r) {
+    $("#validation-summary").textContent = `no validation report yet for ${state.sessionId}: run \`${v.command}\`` +
+      (verdict && verdict.pick ? ` (finalize picked the ${verdict.pick}${verdict.go === false ? "; NO-GO" : ""})` : "");
+    for (const id of ["validation-gates", "validation-wf", "validation-stress"]) rows(id, []);
+    return;
+  }
+  const g = r.gates, passed = g.results.filter((x) => x.passed).length;
+  $("#validation-summary").textContent = `${g.passed ? "GO" : "NO-GO"}: ${passed} of ${g.results.length} gates passed \u2014 ` +
+    `trial #${r.trial_idx} (${r.reported}), PBO ${fmt(r.pbo.pbo, 2)} over ${r.pbo.n_trials} trials, deflated Sharpe ${fmt(r.deflated_sharpe.dsr, 3)}` +
+    (r.walk_forward_note ? ` \u2014 walk-forward: ${r.walk_forward_note}` : "");
+  rows("validation-gates", g.results.map((x) => [x.gate, x.passed ? "pass" : "FAIL", fmt(x.value, 3), `${x.comparison} ${x.threshold}`, x.reason]));
+  rows("validation-wf", (r.walk_forward?.summaries || []).map((w) => [w.scheme, w.n_windows, fmt(w.mean_sharpe, 2), fmt(w.worst_sharpe, 2), `${w.positive_windows}/${w.n_windows}`, `${w.beat_equal_weight}/${w.n_windows}`, fmt(w.pooled_sharpe, 2)]));
+  rows("validation-stress", (r.stress?.cases || []).map((c) => [c.scenario, `${c.start} \u2192 ${c.end}`, byStrategy(c.metrics, "sharpe"), byStrategy(c.metrics, "max_drawdown")]));
+}
+
 // "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
 function versus(c) {
   if (!c) return "-";
@@ -266,7 +291,7 @@ async function pollResearch() {
   if (!state.lastResearchSig) q.set("chart", "true");
   const snap = await api("/api/research/current?" + q);
   if (!snap.session) return;
-  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); }
+  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
   const s = snap.session;
   $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
     `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
