@@ -232,12 +232,45 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         return TrialFull(trial=t, clips=j.clips(t.id), parent=parent)
 
 
+class BookHistory(BaseModel):
+    """A book's ticks, oldest first: the day, the equity before the tick, the target weights,
+    the kill-switch status and the person's verdict."""
+
+    model_config = _FROZEN
+
+    book: str
+    dates: list[str]
+    equity: list[float | None]
+    weights: dict[str, list[float]]
+    status: list[str]
+    verdicts: list[str | None]
+
+
+def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistory:
+    """The last ``limit`` ticks of ``book`` (none when the book has none yet)."""
+    if not settings.journal_path.exists():
+        return BookHistory(book=book, dates=[], equity=[], weights={}, status=[], verdicts=[])
+    with open_journal(settings) as j:
+        rows = list(reversed(j.list_decisions(book, limit=limit)))
+    symbols = sorted({s for d in rows for s in (d.target_weights or {})})
+    return BookHistory(
+        book=book,
+        dates=[d.date for d in rows],
+        equity=[d.equity_before for d in rows],
+        weights={s: [(d.target_weights or {}).get(s, 0.0) for d in rows] for s in symbols},
+        status=[str(d.status.value if hasattr(d.status, "value") else d.status) for d in rows],
+        verdicts=[d.verdict for d in rows],
+    )
+
+
 __all__ = [
+    "BookHistory",
     "Comparison",
     "SessionRow",
     "TrialFull",
     "TrialPage",
     "UnknownColumn",
+    "book_history",
     "comparison",
     "display_status",
     "session_rows",

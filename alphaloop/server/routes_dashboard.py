@@ -127,6 +127,17 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     }
 
 
+@router.get("/pm/history")
+def book_history(
+    request: Request,
+    book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$"),
+    limit: int = Query(2000, ge=1, le=20_000),
+) -> dict[str, Any]:
+    """A book's last ``limit`` ticks, oldest first: equity before each, target weights by
+    symbol, kill-switch status and verdict (for the equity and weights charts)."""
+    return jsonable(dashboard.book_history(_settings(request), book, limit).model_dump())
+
+
 class NoteEdit(BaseModel):
     """A new version of a note, made on the version the editor read (0: a first note)."""
 

@@ -17,6 +17,11 @@ import pytest
 from alphaloop.journal import Journal
 
 from .helpers import live_server
+
+try:
+    from tests.flywheel.helpers import add_decision
+except ImportError:  # plain ``pytest``
+    from flywheel.helpers import add_decision  # type: ignore[no-redef]
 from .test_dashboard import N
 from .test_dashboard import home as dashboard_home  # noqa: F401 (a fixture)
 from .test_page import ARGS, CHROMIUM
@@ -33,6 +38,11 @@ def seeded(dashboard_home):  # noqa: F811
             seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},
             objective={"metric": "sharpe"}, val_objective=0.5, gates_passed=True,
         )  # fmt: skip
+        for day, (w, equity) in enumerate([(0.2, 100.0), (0.5, 101.5), (0.7, 99.8)], start=2):
+            d = add_decision(j, date=f"2024-01-0{day}", symbols=["A", "B"], pre=None,
+                             target={"A": w, "B": 1 - w})  # fmt: skip
+            with j._write() as conn:
+                conn.execute("UPDATE decisions SET equity_before = ? WHERE id = ?", (equity, d))
     return settings, {**ids, "policy": str(policy.id)}
 
 
@@ -120,6 +130,21 @@ def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
         expect(policy).to_contain_text("NO-GO")
         expect(policy).to_contain_text("vs 1/N -0.20 Sharpe")
         expect(policy.locator("button.activate")).to_have_text("activate anyway\u2026")
+        # the portfolio manager: equity and weights over time; halt and resume with a reason
+        page.wait_for_function(
+            "() => Number(document.querySelector('#book-equity').dataset.points) === 3",
+            timeout=20_000,
+        )
+        assert int(page.locator("#book-weights").get_attribute("data-points") or 0) == 6
+        page.click("#book-halt")  # no reason: refused on the page
+        expect(page.locator("#toast")).to_contain_text("give the reason")
+        page.fill("#book-why", "earnings week")
+        page.click("#book-halt")
+        expect(page.locator("#book-status")).to_contain_text("HALTED: earnings week")
+        page.fill("#book-why", "earnings are out")
+        page.click("#book-resume")
+        expect(page.locator("#book-status")).not_to_contain_text("HALTED", timeout=10_000)
+        expect(page.locator("#book-events tbody")).to_contain_text("earnings are out")
         shot = tmp_path / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
         browser.close()

@@ -402,6 +402,31 @@ async function pollBook() {
   body.replaceChildren(...st.events.map((e) => { const tr = document.createElement("tr"); tr.append(cell(e.created_at.slice(0, 19)), cell(e.kind), cell(e.origin), cell(e.reason)); return tr; }));
 }
 
+// The main book over time: equity before each tick, and its target weights (stacked). Approve,
+// reject and override are in the preference panel; halt and resume need a reason.
+async function pollBookHistory() {
+  const h = await api("/api/pm/history");
+  const sig = h.dates.length + ":" + h.dates[h.dates.length - 1];
+  if (sig === state.bookSig || !h.dates.length) return;
+  state.bookSig = sig;
+  await plot("book-equity", { data: [{ x: h.dates, y: h.equity, mode: "lines+markers", name: "equity before the tick" }],
+    layout: { title: { text: `book ${h.book}: equity` }, yaxis: { title: { text: "equity" } } } }, 240);
+  await plot("book-weights", { data: Object.entries(h.weights).map(([sym, ws]) => ({ x: h.dates, y: ws, name: sym, stackgroup: "w", mode: "lines" })),
+    layout: { title: { text: `book ${h.book}: target weights` }, yaxis: { title: { text: "weight" }, range: [0, 1] } } }, 240);
+  document.getElementById("book-equity").dataset.points = String(h.dates.length);
+}
+for (const [id, action] of [["book-halt", "halt"], ["book-resume", "resume"]]) {
+  $("#" + id).addEventListener("click", async () => {
+    const why = $("#book-why").value.trim();
+    if (!why) return toast(`give the reason to ${action} (it is journaled)`);
+    try {
+      if (action === "halt") await api("/api/pm/halt", { method: "POST", body: JSON.stringify({ why }) });
+      else await api(`/api/pm/resume?why=${encodeURIComponent(why)}`, { method: "POST" });
+      toast(`book main: ${action === "halt" ? "halted" : "resumed"}`); $("#book-why").value = ""; pollBook();
+    } catch (e) { toast(e.message); }
+  });
+}
+
 // 6. preference learning
 // {"labelled": 3, "unlabelled": 1} -> "3 labelled, 1 unlabelled"
 function countsText(v) {
@@ -472,6 +497,7 @@ every(1500, pollResearch).finally(() => {
   every(5000, pollSessions);
   every(4000, pollPolicies);
   every(4000, pollBook);
+  every(6000, pollBookHistory);
   every(4000, pollPrefs);
   every(3000, pollSchedule);
 });
