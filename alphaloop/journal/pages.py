@@ -91,6 +91,27 @@ class TrialPages(JournalFile):
         rows = self._rows(sql, (*params, *order_params, limit, offset))
         return [TrialRecord.from_row(r) for r in rows]
 
+    def trial_tail(self, session_id: str, n: int = 8) -> list[TrialRecord]:
+        """The session's last ``n`` trials, newest first, without series: through the index on
+        ``(session_id, idx)``, so its cost does not grow with the session. Trials still
+        running are among them (they are the newest)."""
+        sql = f"SELECT {PAGE_COLUMNS} FROM trials WHERE session_id = ? ORDER BY idx DESC LIMIT ?"
+        return [TrialRecord.from_row(r) for r in self._rows(sql, (session_id, n))]
+
+    def trial_total(self, session_id: str) -> int:
+        """How many trials the session journaled (every kind), read from the index alone."""
+        rows = self._rows("SELECT COUNT(*) AS n FROM trials WHERE session_id = ?", (session_id,))
+        return int(rows[0]["n"])
+
+    def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
+        """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
+        index order: what a history chart of 50,000 trials needs, without a model per row."""
+        rows = self._rows(
+            "SELECT idx, kind, status, objective FROM trials WHERE session_id = ? ORDER BY idx",
+            (session_id,),
+        )
+        return {k: [r[k] for r in rows] for k in ("idx", "kind", "status", "objective")}
+
     def iter_trials(
         self, session_id: str, f: TrialFilter, batch: int = 2000
     ) -> Iterator[Sequence[TrialRecord]]:

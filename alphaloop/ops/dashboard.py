@@ -232,6 +232,82 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         return TrialFull(trial=t, clips=j.clips(t.id), parent=parent)
 
 
+class Pulse(BaseModel):
+    """What a page polls about one session, at a cost that does not grow with it: the session
+    row, its number of trials, its last trials (those running among them) and its best."""
+
+    model_config = _FROZEN
+
+    session: SessionRecord
+    status: str
+    trials: int
+    tail: list[TrialRecord]
+    best: TrialRecord | None
+
+
+def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
+    """The pulse of ``session_id`` (default: the newest research session; None when none).
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+    """
+    if session_id is None and not settings.journal_path.exists():
+        return None
+    with open_journal(settings) as j:
+        if session_id is None:
+            found = [s for s in j.list_sessions() if s.proposer != "manual"]
+            if not found:
+                return None
+            s = found[0]
+        else:
+            s = j.get_session(session_id)
+        best = None
+        if s.best_trial_id is not None:
+            best = j.get_trial(s.best_trial_id).model_copy(
+                update=dict.fromkeys(("val_returns", "final_weights", "curve", "prompt"))
+            )
+        return Pulse(session=s, status=display_status(s), trials=j.trial_total(s.id),
+                     tail=j.trial_tail(s.id), best=best)  # fmt: skip
+
+
+class History(BaseModel):
+    """A session's search as columns, for a chart of any length: each search trial's index,
+    status and objective, the best kept objective so far, and the default's objective."""
+
+    model_config = _FROZEN
+
+    idx: list[int]
+    status: list[str]
+    objective: list[float | None]
+    incumbent: list[float | None]
+    baseline: float | None
+
+
+def history(settings: Settings, session_id: str) -> History:
+    """The optimisation history of a session with its incumbent line.
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+    """
+    with open_journal(settings) as j:
+        j.get_session(session_id)
+        cols = j.objective_columns(session_id)
+    search = [i for i, k in enumerate(cols["kind"]) if k == "search"]
+    base = [cols["objective"][i] for i, k in enumerate(cols["kind"]) if k == "baseline"]
+    best, incumbent = None, []
+    for i in search:
+        if cols["status"][i] == "keep" and cols["objective"][i] is not None:
+            best = cols["objective"][i] if best is None else max(best, cols["objective"][i])
+        incumbent.append(best)
+    return History(
+        idx=[cols["idx"][i] for i in search],
+        status=[cols["status"][i] for i in search],
+        objective=[cols["objective"][i] for i in search],
+        incumbent=incumbent,
+        baseline=next((b for b in base if b is not None), None),
+    )
+
+
 class BookHistory(BaseModel):
     """A book's ticks, oldest first: the day, the equity before the tick, the target weights,
     the kill-switch status and the person's verdict."""
@@ -266,6 +342,8 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
 __all__ = [
     "BookHistory",
     "Comparison",
+    "History",
+    "Pulse",
     "SessionRow",
     "TrialFull",
     "TrialPage",
@@ -273,6 +351,8 @@ __all__ = [
     "book_history",
     "comparison",
     "display_status",
+    "history",
+    "pulse",
     "session_rows",
     "trial_csv",
     "trial_full",

@@ -57,6 +57,27 @@ def sessions(request: Request) -> dict[str, Any]:
     return {"items": [jsonable(r.model_dump(mode="json")) for r in rows]}
 
 
+@router.get("/pulse")
+def pulse(
+    request: Request, session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40)
+) -> dict[str, Any]:
+    """What the page polls about a session (default: the newest), at a cost that does not grow
+    with it: the session, its status (stopped told from finished), its number of trials, its
+    last trials (the running ones among them) and its best. ``session`` is null when there is
+    no research session yet."""
+    found = dashboard.pulse(_settings(request), session_id)
+    if found is None:
+        return {"session": None}
+    return jsonable(found.model_dump(mode="json"))
+
+
+@router.get("/sessions/{session_id}/history")
+def session_history(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+    """The optimisation history as columns (index, status, objective of each search trial,
+    the incumbent: the best kept objective so far) and the default's objective."""
+    return jsonable(dashboard.history(_settings(request), session_id).model_dump(mode="json"))
+
+
 @router.get("/sessions/{session_id}/trials")
 def trials(
     request: Request,

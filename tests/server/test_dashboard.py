@@ -137,3 +137,30 @@ def test_one_trial_in_full(home) -> None:
         assert full["trial"]["delta"]["changes"] == {"lookback": 9}
         other = httpx.get(f"{base}/api/sessions/{ids['stopped']}/trials/{ids['trial']}")
         assert other.status_code == 404
+
+
+def test_pulse_and_history(home) -> None:
+    settings, ids = home
+    sid = ids["nogo"]
+    with Journal(settings.journal_path) as j:
+        every = j.trials(sid)
+        best = max((t for t in every if t.status == "keep"), key=lambda t: t.objective)
+        j.update_session(sid, best_trial_id=best.id)
+        running = j.start_trial(sid, kind="search", config=every[0].config, config_hash=None,
+                                delta={"changes": {}}, parent_id=None, seed=99, rationale="r",
+                                proposer="tpe")  # fmt: skip
+    with live_server(settings) as base:
+        newest = httpx.get(f"{base}/api/pulse").json()
+        assert newest["session"]["id"] == ids["running"] and newest["status"] == "running"
+        p = httpx.get(f"{base}/api/pulse", params={"session_id": sid}).json()
+        assert p["trials"] == N + 1 and p["status"] == "finished"
+        assert p["tail"][0]["id"] == running.id and p["tail"][0]["status"] == "running"
+        assert p["best"]["id"] == best.id and p["best"]["prompt"] is None
+        h = httpx.get(f"{base}/api/sessions/{sid}/history").json()
+    assert h["idx"] == [t.idx for t in every] + [running.idx]
+    incumbent, top = [], None
+    for t in [*every, running]:
+        if t.status == "keep":
+            top = t.objective if top is None else max(top, t.objective)
+        incumbent.append(top)
+    assert h["incumbent"] == incumbent and h["baseline"] is None

@@ -94,7 +94,7 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         )
         page.click("#research-stop")
         expect(page.locator("#research-status")).to_contain_text(
-            re.compile("stopping|finished"), timeout=60_000
+            re.compile("stopping|stopped|finished"), timeout=60_000
         )
         assert page.locator("#trials-table tbody tr").count() >= 2
 

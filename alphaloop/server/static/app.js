@@ -282,28 +282,42 @@ function versus(c) {
   const d = c.difference; return `${d >= 0 ? "+" : ""}${fmt(d, 2)} Sharpe (p ${fmt(c.p_value, 2)})${c.beats ? " \u2713" : ""}`;
 }
 
-// The status line and chart poll reads no trial rows (after = the largest id): its cost does
-// not grow with the session. The first one carries the progress chart.
-const NO_ROWS = "9223372036854775807";
-async function pollResearch() {
-  const q = new URLSearchParams({ after: NO_ROWS });
-  if (state.sessionId) q.set("session_id", state.sessionId);
-  if (!state.lastResearchSig) q.set("chart", "true");
-  const snap = await api("/api/research/current?" + q);
-  if (!snap.session) return;
-  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
-  const s = snap.session;
-  $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
-    `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
-  const sig = `${s.id}:${s.status}:${snap.counted_trials}:${snap.best?.id}:${snap.running.map((r) => r.id).join(",")}`;
-  if (sig === state.lastResearchSig) return;
-  const first = !state.lastResearchSig; state.lastResearchSig = sig;
-  // The chart first, then the table page.
+// The status line polls the session's pulse: the session, its trial count, its last trials
+// and its best, read at a cost that does not grow with the session. On a change the table's
+// page comes first, then the chart: the server's progress chart for a session of up to BIG
+// trials; past that, the history drawn here from columns (WebGL markers, the incumbent line).
+const BIG = 2000;
+function historyFigure(h) {
+  const pick = (keep) => h.idx.map((x, i) => [x, h.objective[i], h.status[i] === "keep"]).filter((r) => r[2] === keep && r[1] != null);
+  const kept = pick(true), other = pick(false);
+  const data = [
+    { type: "scattergl", mode: "markers", name: "kept", x: kept.map((r) => r[0]), y: kept.map((r) => r[1]), marker: { size: 4, color: "#1b7f3b" } },
+    { type: "scattergl", mode: "markers", name: "discarded", x: other.map((r) => r[0]), y: other.map((r) => r[1]), marker: { size: 3, color: "#9aa3b2" } },
+    { type: "scattergl", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00" } },
+  ];
+  if (h.baseline != null) data.push({ type: "scattergl", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
+  return { data, layout: { title: { text: `optimisation history (${h.idx.length} search trials)` }, xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
+}
+async function drawProgress(sid, trials) {
   try {
-    const fig = first && "chart" in snap ? snap.chart : await api(`/api/charts/research_progress?session_id=${s.id}`);
-    if (fig) await plot("research-chart", fig);
+    const fig = trials > BIG ? historyFigure(await api(`/api/sessions/${sid}/history`)) : await api(`/api/charts/research_progress?session_id=${sid}`);
+    if (sid === state.sessionId) await plot("research-chart", fig);
   } catch (e) { /* no trial finished yet */ }
+}
+async function pollResearch() {
+  const q = new URLSearchParams();
+  if (state.sessionId) q.set("session_id", state.sessionId);
+  const p = await api("/api/pulse?" + q);
+  if (!p.session) return;
+  const s = p.session;
+  if (state.sessionId !== s.id) { state.sessionId = s.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
+  $("#research-status").textContent = `${s.id} \u2014 ${p.status}, ${p.trials} trials (budget ${s.budget}), ` +
+    `best ${p.best ? fmt(p.best.objective) + " (#" + p.best.idx + ")" : "-"} \u2014 ${s.goal}`;
+  const sig = `${s.id}:${p.status}:${p.trials}:${p.best?.id}:${p.tail.map((t) => t.id + t.status).join(",")}`;
+  if (sig === state.lastResearchSig) return;
+  state.lastResearchSig = sig;
   await refreshTrials();
+  await drawProgress(s.id, p.trials);
 }
 
 // 3. manual PPO training
