@@ -354,7 +354,7 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, float]
         return None
     from playwright.sync_api import sync_playwright
 
-    first, switch, switch_chart, nodes = [], [], [], []
+    first, table, switch, switch_chart, nodes = [], [], [], [], []
     on = "() => document.querySelector('#research-status').textContent.startsWith('{sid}')"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
@@ -365,7 +365,13 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, float]
             page = context.new_page()
             t0 = time.perf_counter()
             page.goto(base + "/")
-            _until(page, _SCALE_CHART, _SCALE_TABLE)
+            _until(
+                page,
+                _SCALE_TABLE,
+                "() => document.querySelector('#research-status').textContent.includes('trials')",
+            )
+            table.append(time.perf_counter() - t0)
+            _until(page, _SCALE_CHART)
             first.append(time.perf_counter() - t0)
             nodes.append(page.evaluate("document.getElementsByTagName('*').length"))
             page.wait_for_function(
@@ -388,6 +394,7 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, float]
         browser.close()
     return {
         "first": statistics.median(first),
+        "table": statistics.median(table),
         "switch": statistics.median(switch),
         "switch_chart": statistics.median(switch_chart),
         "nodes": statistics.median(nodes),
@@ -430,14 +437,15 @@ def scale(n_trials: int, loads: int = 3, n_req: int = 50) -> list[SummaryRow]:
     ]
     if page:
         lines += [
-            ("first useful render (chart and table), cold", f"{page['first']:.2f} s"),
+            ("first table page and status line, cold", f"{page['table']:.2f} s"),
+            ("first chart (history of every trial), cold", f"{page['first']:.2f} s"),
             ("session switch: status and table", f"{page['switch']:.2f} s"),
             ("session switch: its chart too", f"{page['switch_chart']:.2f} s"),
             ("DOM elements after the load", f"{page['nodes']:.0f}"),
         ]
         rows += [
-            (f"first useful render, {n_trials:,} trials", f"{page['first']:.2f} s",
-             "target <= 2 s"),
+            (f"first useful render, {n_trials:,} trials", f"table {page['table']:.2f} s",
+             f"chart {page['first']:.2f} s; target <= 2 s"),
             (f"session switch, {n_trials:,} trials", f"{page['switch']:.2f} s",
              f"chart drawn {page['switch_chart']:.2f} s; target <= 1 s"),
         ]  # fmt: skip
