@@ -177,6 +177,13 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ALPHALOOP_API_TOKEN"),
         description="bearer token of the REST API; required to bind anything but loopback",
     )
+    allowed_hosts: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ALPHALOOP_ALLOWED_HOSTS"),
+        description="comma-separated host names the server answers besides loopback and the "
+        "address it binds (e.g. a LAN name); any other Host header gets a 403, which stops DNS "
+        "rebinding",
+    )
     cron_prefs_extract: str = Field(
         default="0 22 * * mon-fri", validation_alias=AliasChoices("ALPHALOOP_CRON_PREFS_EXTRACT")
     )
@@ -204,6 +211,12 @@ class Settings(BaseSettings):
     def _blank_is_unset(cls, value: Any) -> Any:
         # ``ALPHALOOP_CHROMIUM=`` unsets it; as a path it would mean the current directory.
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def extra_hosts(self) -> tuple[str, ...]:
+        """The names of :attr:`allowed_hosts`, lower-cased, without blanks."""
+        names = (self.allowed_hosts or "").split(",")
+        return tuple(n.strip().lower() for n in names if n.strip())
 
     @property
     def journal_path(self) -> Path:

@@ -14,6 +14,10 @@ Each measure is taken twice in one run, side by side:
    context each time, nothing cached) and warm (a reload, plotly.js from the cache).
 3. Concurrent pollers: 8/32/64/128 clients each polling the snapshot in a loop for a few seconds
    against one uvicorn; errors (any non-200 or transport error) and requests per second.
+4. At scale (:func:`scale`): a 50,000-trial session (5,000 with ``--quick``) and a small one.
+   In chromium, medians of cold loads: the first useful render (the progress chart and the
+   first table rows), a switch to the big session from the small one (status and table, then
+   its chart), and the DOM's size; and the median latency of the poll the page makes.
 
 Reports numbers only; it asserts nothing.
 """
@@ -303,6 +307,149 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
             f"full read {polls[('before', top)][0]:.0f} req/s",
         )
     )
+    return rows + scale(5_000 if quick else 50_000, loads=2 if quick else 3)
+
+
+# --- 50,000 trials: the page at scale -----------------------------------------------------------
+
+_SCALE_CHART = "() => Number(document.querySelector('#research-chart').dataset.points) > 0"
+_SCALE_TABLE = "() => document.querySelectorAll('#trials-table tbody tr').length > 0"
+_VARIED = ("idx", "status", "config", "seed", "objective", "metrics", "id")
+
+
+def _clone_trials(settings: Settings, session_id: str, n: int) -> None:
+    """``n`` trials for ``session_id``, cloned in SQL from one written through the Journal (each
+    with the 754 daily returns, weights and prompt a real one carries), their index, verdict,
+    lookback and objective varied."""
+    import sqlite3
+
+    with Journal(settings.journal_path) as j:
+        _add_trials(j, session_id, 1)
+    with sqlite3.connect(settings.journal_path) as conn:
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(trials)") if r[1] not in _VARIED]
+        kept = ", ".join(cols)
+        conn.execute(
+            f"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?) "
+            f"INSERT INTO trials (idx, status, config, seed, objective, metrics, {kept}) "
+            f"SELECT i, CASE WHEN i % 3 = 0 THEN 'keep' ELSE 'discard' END, "
+            f"json_set(config, '$.lookback', 5 + i % 56), i, 0.5 + (i * 37 % 1000) / 1000.0, "
+            f"json_set(metrics, '$.sharpe', 0.5 + (i * 37 % 1000) / 1000.0), {kept} "
+            f"FROM trials, k WHERE trials.session_id = ? AND trials.idx = 0",
+            (n - 1, session_id),
+        )
+
+
+def _until(page: Any, *checks: str) -> float:
+    t0 = time.perf_counter()
+    for check in checks:
+        page.wait_for_function(check, timeout=120_000)
+    return time.perf_counter() - t0
+
+
+def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, float] | None:
+    """Medians in chromium: a cold load to the first chart and first table rows; switching to
+    the big session (status and table; then its chart); DOM elements after the load."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    first, table, switch, switch_chart, nodes = [], [], [], [], []
+    on = "() => document.querySelector('#research-status').textContent.startsWith('{sid}')"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
+        )
+        for _ in range(loads):
+            context = browser.new_context()  # cold: nothing cached
+            page = context.new_page()
+            t0 = time.perf_counter()
+            page.goto(base + "/")
+            _until(
+                page,
+                _SCALE_TABLE,
+                "() => document.querySelector('#research-status').textContent.includes('trials')",
+            )
+            table.append(time.perf_counter() - t0)
+            _until(page, _SCALE_CHART)
+            first.append(time.perf_counter() - t0)
+            nodes.append(page.evaluate("document.getElementsByTagName('*').length"))
+            page.wait_for_function(
+                "() => document.querySelectorAll('#sessions-table tbody tr').length === 2"
+            )
+            page.click(f"#sessions-table tr[data-id='{small}']")
+            _until(page, on.format(sid=small), _SCALE_TABLE)
+            page.evaluate("document.getElementById('research-chart').dataset.points = '0'")
+            t0 = time.perf_counter()
+            page.click(f"#sessions-table tr[data-id='{big}']")
+            _until(
+                page,
+                on.format(sid=big),
+                "() => document.querySelector('#trials-range').textContent.includes('of')",
+            )
+            switch.append(time.perf_counter() - t0)
+            _until(page, _SCALE_CHART)
+            switch_chart.append(time.perf_counter() - t0)
+            context.close()
+        browser.close()
+    return {
+        "first": statistics.median(first),
+        "table": statistics.median(table),
+        "switch": statistics.median(switch),
+        "switch_chart": statistics.median(switch_chart),
+        "nodes": statistics.median(nodes),
+    }
+
+
+def scale(n_trials: int, loads: int = 3, n_req: int = 50) -> list[SummaryRow]:
+    """The page and the polls over a session of ``n_trials`` (and a small one to switch from)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(ALPHALOOP_HOME=str(Path(tmp) / "home"))
+        with Journal(settings.journal_path) as j:
+            small = new_session(j, budget=100)
+            _add_trials(j, small, 50)
+            big = new_session(j, budget=n_trials)
+        t0 = time.perf_counter()
+        _clone_trials(settings, big, n_trials)
+        built = time.perf_counter() - t0
+        with live_server(settings) as base:
+            poll = _latency(base, f"/api/pulse?session_id={big}", n_req)
+            history = _latency(base, f"/api/sessions/{big}/history", max(5, n_req // 5))
+            sessions = _latency(base, "/api/dashboard/sessions", max(5, n_req // 5))
+            page_rows = _latency(
+                base, f"/api/sessions/{big}/trials?sort=objective&order=desc", max(5, n_req // 5)
+            )
+            page = _scale_page(base, big, small, loads)
+    print(f"The page over a {n_trials:,}-trial session (journal built in {built:.0f} s); "
+          f"medians of {loads} cold loads in chromium, of {n_req} polls")  # fmt: skip
+    lines = [
+        ("status poll, /api/pulse (what the page polls)", _ms(poll)),
+        ("session list", _ms(sessions)),
+        ("history of every search trial (the chart's data)", _ms(history)),
+        ("trial page, sorted by objective", _ms(page_rows)),
+    ]
+    rows: list[SummaryRow] = [
+        (
+            f"poll over {n_trials:,} trials, median (p95)",
+            f"{poll[0]:.1f} ms ({poll[1]:.1f})",
+            "target <= 30 ms",
+        ),
+    ]
+    if page:
+        lines += [
+            ("first table page and status line, cold", f"{page['table']:.2f} s"),
+            ("first chart (history of every trial), cold", f"{page['first']:.2f} s"),
+            ("session switch: status and table", f"{page['switch']:.2f} s"),
+            ("session switch: its chart too", f"{page['switch_chart']:.2f} s"),
+            ("DOM elements after the load", f"{page['nodes']:.0f}"),
+        ]
+        rows += [
+            (f"first useful render, {n_trials:,} trials", f"table {page['table']:.2f} s",
+             f"chart {page['first']:.2f} s; target <= 2 s"),
+            (f"session switch, {n_trials:,} trials", f"{page['switch']:.2f} s",
+             f"chart drawn {page['switch_chart']:.2f} s; target <= 1 s"),
+        ]  # fmt: skip
+    print_rows(lines)
     return rows
 
 

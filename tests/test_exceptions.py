@@ -151,7 +151,8 @@ def _server(settings: Settings) -> Callable[[BaseException], tuple[int, dict[str
 
     # First: the page is mounted at "/" and would answer anything routed after it.
     app.router.routes.insert(0, APIRoute("/api/raise-it", raise_it, methods=["GET"]))
-    client = TestClient(app, raise_server_exceptions=False)
+    # loopback by name: the server answers no other Host (alphaloop.server.guard)
+    client = TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
 
     def answer(err: BaseException) -> tuple[int, dict[str, Any]]:
         raised.append(err)

@@ -30,6 +30,6 @@ def serve(
 
     settings = get_settings()
     auth_reads = guarded(check_bind, host, settings)
-    app = create_app(settings, auth_reads=auth_reads)
+    app = create_app(settings, auth_reads=auth_reads, bind_host=host)
     console.print(f"alphaloop serving {settings.home} at http://{host}:{port}/ (API docs at /docs)")
     uvicorn.run(app, host=host, port=port, log_level="warning")

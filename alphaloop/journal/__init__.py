@@ -26,6 +26,7 @@ from alphaloop.journal.models import (
     best_kept,
     jsonable,
 )
+from alphaloop.journal.pages import TrialFilter
 from alphaloop.journal.report import FinalReport, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.writer import STOP_REQUESTED, Journal, pid_alive
@@ -58,6 +59,7 @@ __all__ = [
     "SessionNotFound",
     "SessionRecord",
     "SessionStatus",
+    "TrialFilter",
     "TrialKind",
     "TrialNotFound",
     "TrialNotRunning",

@@ -35,6 +35,8 @@ from alphaloop.journal.models import (
     TrialStatus,
     is_interrupted,
 )
+from alphaloop.journal.notes import NoteStore
+from alphaloop.journal.pages import TrialPages
 from alphaloop.journal.schedule import ScheduleStore
 from alphaloop.journal.store import pid_alive
 
@@ -52,7 +54,16 @@ def new_session_id() -> str:
     return f"s-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-class Journal(LogWriter, LibraryStore, BookStore, FlywheelStore, ScheduleStore, JobStore):
+class Journal(
+    LogWriter,
+    LibraryStore,
+    BookStore,
+    FlywheelStore,
+    ScheduleStore,
+    JobStore,
+    TrialPages,
+    NoteStore,
+):
     """The journal: one SQLite file, read with frozen models, written in transactions.
 
     Example:

@@ -19,10 +19,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from alphaloop import ops
-from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, http_status_of
-from alphaloop.server import routes_frontier, routes_jobs, routes_loop, routes_research
+from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, http_status_of
+from alphaloop.server import (
+    routes_dashboard,
+    routes_frontier,
+    routes_jobs,
+    routes_loop,
+    routes_research,
+)
+from alphaloop.server.errors import error_body
+from alphaloop.server.guard import RequestGuard
+from alphaloop.server.idempotency import Idempotency
 from alphaloop.server.security import BodyLimit, check_token
 from alphaloop.settings import Settings
 
@@ -96,7 +106,30 @@ async def _alphaloop_error(request: Request, err: Exception) -> JSONResponse:
     status = http_status_of(err)  # the one error table (alphaloop.exceptions)
     if status >= 500:
         logger.error("%s %s: %r", request.method, request.url.path, err)
-    return JSONResponse({"detail": _message(err), "error": type(err).__name__}, status_code=status)
+    body = error_body(status, _message(err), type(err).__name__, exit_code_of(err))
+    return JSONResponse(body, status_code=status)
+
+
+async def _http_error(request: Request, err: Exception) -> JSONResponse:
+    """An error a route or the framework raised by status (401, 404 no such route, 405...)."""
+    assert isinstance(err, StarletteHTTPException)
+    detail = err.detail if isinstance(err.detail, str) else str(err.detail)
+    return JSONResponse(
+        error_body(err.status_code, detail), status_code=err.status_code, headers=err.headers
+    )
+
+
+async def _bug(request: Request, err: Exception) -> JSONResponse:
+    """Anything else is a bug: logged with its traceback, answered as JSON all the same."""
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=err)
+    return JSONResponse(
+        error_body(
+            500,
+            f"internal error ({type(err).__name__}); the server log has the details",
+            type(err).__name__,
+        ),
+        status_code=500,
+    )
 
 
 async def _validation_error(request: Request, err: Exception) -> JSONResponse:
@@ -106,9 +139,9 @@ async def _validation_error(request: Request, err: Exception) -> JSONResponse:
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
         parts.append(f"{where or 'body'}: {e.get('msg', '')}")
     message = "invalid request: " + "; ".join(parts) if parts else str(err)
+    body = error_body(USAGE_STATUS, message, "ValidationError")
     return JSONResponse(
-        {"detail": message, "errors": [jsonable_error(e) for e in errors[:20]]},
-        status_code=USAGE_STATUS,
+        {**body, "errors": [jsonable_error(e) for e in errors[:20]]}, status_code=USAGE_STATUS
     )
 
 
@@ -116,29 +149,46 @@ def jsonable_error(e: dict[str, Any]) -> dict[str, Any]:
     return {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))}
 
 
-def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
+def answer_errors_as_json(app: FastAPI) -> None:
+    """Every error ``app`` answers takes the one shape (``alphaloop.server.errors``)."""
+    app.add_exception_handler(AlphaloopError, _alphaloop_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _bug)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ValidationError, _validation_error)
+
+
+def create_app(
+    settings: Settings, *, auth_reads: bool = False, bind_host: str | None = None
+) -> FastAPI:
     """The application for one alphaloop home.
 
     Args:
-        settings: the home, the endpoint and ``api_token``.
+        settings: the home, the endpoint, ``api_token`` and ``allowed_hosts``.
         auth_reads: ask for the token on reads too (a non-loopback bind).
+        bind_host: the address the server binds (default loopback): a ``Host`` it answers to.
     """
     app = FastAPI(
         title="alphaloop",
         summary="Goal-driven autoresearch on portfolio strategies: sessions, manual training, "
         "charts, the policy library, the preference flywheel and the scheduler.",
         dependencies=[Depends(check_token)],
+        # Swagger UI and ReDoc load their scripts from a CDN: off. /docs is a reference page
+        # of our own, drawn from /openapi.json (see below).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.auth_reads = auth_reads
+    app.state.idempotency = Idempotency()
     app.add_middleware(BodyLimit)
-    app.add_exception_handler(AlphaloopError, _alphaloop_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(ValidationError, _validation_error)
+    app.add_middleware(RequestGuard, settings=settings, bind_host=bind_host)  # the outermost
+    answer_errors_as_json(app)
     app.include_router(routes_research.router)
     app.include_router(routes_loop.router)
     app.include_router(routes_jobs.router)
     app.include_router(routes_frontier.router)
+    app.include_router(routes_dashboard.router)
     for extra in _optional_routers():
         app.include_router(extra)
 
@@ -146,14 +196,26 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
     def health() -> dict[str, Any]:
         return {"ok": True, "home": settings.home.name, "journal": settings.journal_path.exists()}
 
-    # The page's files carry no data: served without the token (see security.py).
-    page = FastAPI()
+    app.mount("/", _page_app())
+    return app
+
+
+def _page_app() -> FastAPI:
+    """The page's files: they carry no data, so they are served without the token (see
+    security.py)."""
+    page = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    answer_errors_as_json(page)
     page.mount("/static", RevalidatedFiles(directory=STATIC), name="static")
     index_html = _index_html()
+    docs_html = (STATIC / "docs.html").read_bytes()
 
     @page.get("/", include_in_schema=False)
     def index(request: Request) -> Response:
         return _cached(request, index_html, "text/html; charset=utf-8", REVALIDATE)
+
+    @page.get("/docs", include_in_schema=False)
+    def docs(request: Request) -> Response:
+        return _cached(request, docs_html, "text/html; charset=utf-8", REVALIDATE)
 
     @page.get("/plotly.min.js", include_in_schema=False)
     def plotly(request: Request, v: str | None = None) -> Response:
@@ -166,8 +228,7 @@ def create_app(settings: Settings, *, auth_reads: bool = False) -> FastAPI:
             return Response(status_code=304, headers=_validators(response.headers))
         return response
 
-    app.mount("/", page)
-    return app
+    return page
 
 
 def _optional_routers() -> list[Any]:

@@ -5,9 +5,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
+
+# SQLite's largest integer: a larger id or cursor is refused (422) before it reaches a query,
+# where it would overflow into a 500.
+MAX_ID = 2**63 - 1
+After = Query(
+    0, ge=0, le=MAX_ID, description="only items after this cursor (the last answer's next_after)"
+)
+
+
+def IdPath() -> Any:
+    """A journal id in the path: 1 up to :data:`MAX_ID`."""
+    return Path(ge=1, le=MAX_ID)
+
 
 # Ids, never paths: a session id as the journal draws it, data by name only.
 SESSION_ID = r"^s-\d{8}-\d{6}-[0-9a-f]{4}$"
@@ -138,7 +152,7 @@ class ChartContext(BaseModel):
     model_config = _STRICT
 
     session_id: SessionId | None = None
-    trial_idx: int | None = Field(default=None, ge=0)
+    trial_idx: int | None = Field(default=None, ge=0, le=MAX_ID)
 
 
 class InterpretRequest(BaseModel):

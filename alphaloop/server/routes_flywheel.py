@@ -11,22 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.ops import jobs, reads
 from alphaloop.server.models import (
+    After,
     DataName,
     DpoStarted,
     DpoTrainRequest,
+    IdPath,
     JobStarted,
     Page,
     Verdict,
 )
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
-
-After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
 
 def _settings(request: Request) -> Any:
@@ -54,9 +53,7 @@ def _prefs_router(prefs: Any) -> APIRouter:
         )
 
     @router.post("/decisions/{decision_id}/verdict")
-    def verdict(
-        request: Request, body: Verdict, decision_id: int = PathParam(ge=1)
-    ) -> dict[str, Any]:
+    def verdict(request: Request, body: Verdict, decision_id: int = IdPath()) -> dict[str, Any]:
         """Approve, override (with weights) or reject a decision."""
         view = prefs.decide(
             _settings(request), decision_id, body.verdict, weights=body.weights, note=body.note

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from alphaloop.ops import jobs
-from alphaloop.server.models import Page
+from alphaloop.server.errors import error_body
+from alphaloop.server.models import After, IdPath, Page
 
 router = APIRouter(prefix="/api", tags=["jobs"])
 T = TypeVar("T")
@@ -35,10 +36,9 @@ def _settings(request: Request) -> Any:
 def failed(view: jobs.JobView) -> JSONResponse:
     """The answer for a job that failed (or whose worker died): its journaled error, typed."""
     assert view.error is not None
-    return JSONResponse(
-        {"detail": view.error.message, "error": view.error.type, "job_id": view.id},
-        status_code=view.error.http_status,
-    )
+    e = view.error
+    body = error_body(e.http_status, e.message, e.type, e.exit_code, job_id=view.id)
+    return JSONResponse(body, status_code=e.http_status)
 
 
 def answer(view: jobs.JobView, started: Callable[[jobs.JobView], T]) -> T | JSONResponse:
@@ -49,7 +49,7 @@ def answer(view: jobs.JobView, started: Callable[[jobs.JobView], T]) -> T | JSON
 @router.get("/jobs", response_model=Page)
 def job_list(
     request: Request,
-    after: int = Query(0, ge=0, description="only jobs with an id above this cursor"),
+    after: int = After,
     kind: str | None = Query(None, pattern=r"^[a-z_]{1,32}$"),
 ) -> Page:
     """Jobs started from this API, oldest first, with an id above ``after`` (of one kind if
@@ -63,7 +63,7 @@ def job_list(
 
 
 @router.get("/jobs/{job_id}", response_model=jobs.JobView)
-def job_show(request: Request, job_id: int = Path(ge=1)) -> jobs.JobView:
+def job_show(request: Request, job_id: int = IdPath()) -> jobs.JobView:
     """One job: its typed request (``job``, by ``kind``), ``status`` (queued, running,
     finished, failed, or interrupted when its worker died), the session it runs, and its typed
     ``result`` or ``error`` (type, message, exit code, HTTP status)."""

@@ -10,12 +10,15 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from alphaloop import ops
-from alphaloop.ops import jobs, policies, schedule
+from alphaloop.ops import dashboard, jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
 from alphaloop.server.models import (
+    MAX_ID,
     SESSION_ID,
+    After,
     ChartReadOut,
+    IdPath,
     InterpretRequest,
     JobStarted,
     Page,
@@ -24,7 +27,6 @@ from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 from alphaloop.server.security import image_kind
 
 router = APIRouter(prefix="/api")
-After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 
 
 def _settings(request: Request) -> Any:
@@ -62,7 +64,7 @@ def chart(
     request: Request,
     kind: str = Path(pattern=r"^[a-z_\-]{1,32}$"),
     session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
-    trial_idx: int | None = Query(None, ge=0),
+    trial_idx: int | None = Query(None, ge=0, le=MAX_ID),
 ) -> Response:
     """A chart as plotly figure JSON (``Plotly.newPlot(div, fig.data, fig.layout)``)."""
     figure = _figure(request, kind, session_id, trial_idx).figure
@@ -115,16 +117,27 @@ def policy_list(request: Request, after: int = After) -> Page:
     rows = sorted(policies.list_policies(settings), key=lambda p: p.id)
     active = policies.active_policy(settings) if rows else None
     overrides = policies.activation_overrides(settings) if rows else {}
+    verdicts = {s.id: s for s in dashboard.session_rows(settings)} if rows else {}
     items = [
         {
             **p.model_dump(mode="json"),
             "active": active is not None and active.id == p.id,
             "override": overrides.get(p.id),
+            "session_verdict": _verdict(verdicts.get(p.session_id)),
         }
         for p in rows
         if p.id > after
     ]
     return Page(items=items, next_after=max([after, *(p.id for p in rows)]))
+
+
+def _verdict(row: dashboard.SessionRow | None) -> dict[str, Any] | None:
+    """What its session concluded: the pick, the gates, and the pick against the default and
+    1/N on TEST (``go``: gates passed and the pick beats 1/N)."""
+    if row is None:
+        return None
+    keep = ("status", "pick", "gates_passed", "go", "vs_default", "vs_equal_weight")
+    return row.model_dump(mode="json", include=set(keep))
 
 
 @router.get("/policies/active", tags=["policies"])
@@ -134,14 +147,14 @@ def policy_active(request: Request) -> dict[str, Any]:
 
 
 @router.get("/policies/{policy_id}", tags=["policies"])
-def policy_show(request: Request, policy_id: int = Path(ge=1)) -> dict[str, Any]:
+def policy_show(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
     return policies.show_policy(_settings(request), policy_id).model_dump(mode="json")
 
 
 @router.post("/policies/{policy_id}/activate", tags=["policies"])
 def policy_activate(
     request: Request,
-    policy_id: int = Path(ge=1),
+    policy_id: int = IdPath(),
     force: bool = Query(False),
     reason: str | None = Query(None, max_length=500),
 ) -> dict[str, Any]:

@@ -13,12 +13,19 @@ from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
-from alphaloop.server.models import SESSION_ID, Page, ResearchRequest, Started, TrainRequest
+from alphaloop.server.idempotency import IdempotencyKey
+from alphaloop.server.models import (
+    SESSION_ID,
+    After,
+    Page,
+    ResearchRequest,
+    Started,
+    TrainRequest,
+)
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
 router = APIRouter(prefix="/api")
 _MANUAL = "manual"  # the proposer manual runs are journaled with
-After = Query(0, ge=0, description="only items after this cursor (the last answer's next_after)")
 SessionPath = Path(pattern=SESSION_ID, max_length=40)
 
 
@@ -198,9 +205,14 @@ def _start_session_job(settings: Any, job: jobs.Job) -> Started | JSONResponse:
     responses=FAILED_RESPONSES,
     tags=["research"],
 )
-def research_start(request: Request, body: ResearchRequest) -> Started | JSONResponse:
-    """Start a research session in a worker process; answers once it is journaled."""
-    return _start_session_job(_settings(request), _research_job(body))
+def research_start(
+    request: Request, body: ResearchRequest, key: str | None = IdempotencyKey
+) -> Started | JSONResponse:
+    """Start a research session in a worker process; answers once it is journaled. With an
+    ``Idempotency-Key``, the same key starts one session, however often it is sent."""
+    return request.app.state.idempotency.once(
+        key, "research", body, lambda: _start_session_job(_settings(request), _research_job(body))
+    )
 
 
 @router.post(
@@ -259,8 +271,15 @@ def train_curve(request: Request) -> dict[str, Any]:
 @router.post(
     "/train", status_code=202, response_model=Started, responses=FAILED_RESPONSES, tags=["train"]
 )
-def train_start(request: Request, body: TrainRequest) -> Started | JSONResponse:
-    """Start a manual PPO run in a worker process; answers once it is journaled."""
+def train_start(
+    request: Request, body: TrainRequest, key: str | None = IdempotencyKey
+) -> Started | JSONResponse:
+    """Start a manual PPO run in a worker process; answers once it is journaled (once per
+    ``Idempotency-Key``)."""
+    return request.app.state.idempotency.once(key, "train", body, lambda: _train(request, body))
+
+
+def _train(request: Request, body: TrainRequest) -> Started | JSONResponse:
     ops.list_knobs(list(body.knobs))  # UnknownKnob (422) before any process starts
     job = jobs.TrainJob(
         data=body.data,

@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
+from alphaloop.server.errors import send_error
 from alphaloop.settings import Settings
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a base64 chart image (capped at 2 MB) plus its JSON
@@ -125,17 +126,9 @@ class _BodyTooLarge(Exception):
 
 
 async def _too_large(send: Any, limit: int) -> None:
-    body = (
-        f'{{"detail":"request body over {limit:,} bytes; send a smaller image or fewer fields"}}'
-    ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json")],
-        }
+    await send_error(
+        send, 413, f"request body over {limit:,} bytes; send a smaller image or fewer fields"
     )
-    await send({"type": "http.response.body", "body": body})
 
 
 def image_kind(data: bytes) -> str:

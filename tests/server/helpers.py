@@ -123,3 +123,31 @@ def add_trials(journal: Journal, session_id: str, n: int, *, start: float = 0.5)
             metrics={"sharpe": start + i / 100, "max_drawdown": 0.1},
             elapsed_s=0.01,
         )
+
+
+# What the page sends on every call (see alphaloop.server.guard).
+PAGE = {"X-Alphaloop": "1"}
+MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def api_routes(app: Any) -> list[Any]:
+    """Every route of the application as FastAPI resolves it (``path``, ``methods``,
+    ``dependant``, ``body_field``), read from its route table: routers included in it are
+    expanded, so a route added to any router is listed without naming it here."""
+    found = []
+    for route in app.routes:
+        contexts = getattr(route, "effective_route_contexts", None)
+        if contexts is not None:  # an included router (FastAPI >= 0.165)
+            found.extend(contexts())
+        elif hasattr(route, "dependant"):
+            found.append(route)
+    return found
+
+
+def mutating_routes(app: Any) -> list[tuple[str, str, Any]]:
+    """(method, path, route) of every state-changing route of ``app``."""
+    return sorted(
+        (method, r.path, r)
+        for r in api_routes(app)
+        for method in sorted(set(r.methods or ()) & MUTATING)
+    )

@@ -13,7 +13,7 @@ import pytest
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
-from .helpers import add_trials, live_server, new_session
+from .helpers import PAGE, add_trials, live_server, new_session
 
 try:
     from tests.flywheel.helpers import add_decision
@@ -59,7 +59,7 @@ def test_errors_are_json_with_status_and_advice(session_home) -> None:
         assert bad_id.status_code in (404, 422)
         bad = httpx.get(f"{base}/api/sessions/not-an-id/journal")
         assert bad.status_code == 422 and "session_id" in bad.json()["detail"]
-        stop = httpx.post(f"{base}/api/research/{sid}/stop")
+        stop = httpx.post(f"{base}/api/research/{sid}/stop", headers=PAGE)
         assert stop.status_code == 409 and "not running" in stop.json()["detail"]
         knob = httpx.post(f"{base}/api/train", json={"knobs": {"warp": 1.0}})
         assert knob.status_code == 422 and "unknown knobs warp" in knob.json()["detail"]
@@ -116,10 +116,10 @@ def test_token_guards_writes_on_loopback_and_everything_elsewhere(
     stop = f"/api/research/{sid}/stop"
     with live_server(guarded) as base:
         assert httpx.get(f"{base}/api/sessions").status_code == 200  # loopback reads are open
-        assert httpx.post(base + stop).status_code == 401
-        wrong = httpx.post(base + stop, headers={"Authorization": "Bearer nope"})
+        assert httpx.post(base + stop, headers=PAGE).status_code == 401
+        wrong = httpx.post(base + stop, headers={**PAGE, "Authorization": "Bearer nope"})
         assert wrong.status_code == 401 and "Bearer" in wrong.json()["detail"]
-        right = httpx.post(base + stop, headers={"Authorization": "Bearer s3cret"})
+        right = httpx.post(base + stop, headers={**PAGE, "Authorization": "Bearer s3cret"})
         assert right.status_code == 409  # past the guard: the session is not running
     with live_server(guarded, auth_reads=True) as base:
         assert httpx.get(f"{base}/api/sessions").status_code == 401
@@ -162,12 +162,14 @@ def test_policies_list_and_activate(settings: Settings) -> None:
     with live_server(settings) as base:
         page = httpx.get(f"{base}/api/policies").json()
         assert [p["id"] for p in page["items"]] == [policy.id] and not page["items"][0]["active"]
-        assert httpx.post(f"{base}/api/policies/999/activate").status_code == 404
-        refused = httpx.post(f"{base}/api/policies/{policy.id}/activate")
+        assert httpx.post(f"{base}/api/policies/999/activate", headers=PAGE).status_code == 404
+        refused = httpx.post(f"{base}/api/policies/{policy.id}/activate", headers=PAGE)
         assert refused.status_code == 409 and "gates were not evaluated" in refused.text
-        bare = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true")
+        bare = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true", headers=PAGE)
         assert bare.status_code == 422 and "needs a reason" in bare.text
-        r = httpx.post(f"{base}/api/policies/{policy.id}/activate?force=true&reason=trial+run")
+        r = httpx.post(
+            f"{base}/api/policies/{policy.id}/activate?force=true&reason=trial+run", headers=PAGE
+        )
         assert r.status_code == 200
         (item,) = httpx.get(f"{base}/api/policies").json()["items"]
         assert item["active"] is True and item["override"] == "trial run"
@@ -257,7 +259,7 @@ def test_pm_halt_resume_and_status(settings: Settings) -> None:
         halted = httpx.post(f"{base}/api/pm/halt", json={"why": "earnings week"})
         assert halted.status_code == 200 and "earnings week" in json.dumps(halted.json())
         assert httpx.get(f"{base}/api/pm/status").status_code == 200
-        resumed = httpx.post(f"{base}/api/pm/resume")
+        resumed = httpx.post(f"{base}/api/pm/resume", headers=PAGE)
         assert resumed.status_code == 200 and "earnings week" not in json.dumps(resumed.json())
         missing = httpx.get(f"{base}/api/pm/status?book=other")
         assert missing.status_code == 409 and "pm tick" in missing.json()["detail"]
@@ -272,7 +274,7 @@ def test_halt_and_resume_through_the_api_are_journaled_with_their_origin(
         j.create_book("main", "paper", 1000.0)
     with live_server(settings) as base:
         halted = httpx.post(f"{base}/api/pm/halt", json={"why": "broker outage"})
-        resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"})
+        resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"}, headers=PAGE)
         status = httpx.get(f"{base}/api/pm/status").json()
         page = httpx.get(f"{base}/static/app.js").text
     assert halted.status_code == 200 and halted.json()["halted"] == "broker outage"

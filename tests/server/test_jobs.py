@@ -14,7 +14,7 @@ import httpx
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
-from .helpers import live_server, new_session
+from .helpers import PAGE, live_server, new_session
 
 
 def follow(base: str, job_id: int, until: tuple[str, ...], timeout_s: float = 60.0) -> Any:
@@ -70,9 +70,9 @@ def test_resume_is_refused_before_any_job_starts(settings: Settings) -> None:
         live = new_session(j)  # owned by this living process: it is running
         j.update_session(live, owner_pid=os.getpid())
     with live_server(settings) as base:
-        busy = httpx.post(f"{base}/api/research/{live}/resume")
+        busy = httpx.post(f"{base}/api/research/{live}/resume", headers=PAGE)
         assert busy.status_code == 409 and "is running" in busy.json()["detail"]
-        missing = httpx.post(f"{base}/api/research/s-20000101-000000-abcd/resume")
+        missing = httpx.post(f"{base}/api/research/s-20000101-000000-abcd/resume", headers=PAGE)
         assert missing.status_code == 404
         assert httpx.get(f"{base}/api/jobs").json() == {"items": [], "next_after": 0}
 

@@ -67,14 +67,21 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         expect(page.locator("#knobs-table tbody tr")).to_have_count(16)
         # panels in workflow order
         ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
-        assert ids == ["panel-env", "panel-research", "panel-train", "panel-ratio",
-                       "panel-policies", "panel-prefs", "panel-schedule"]  # fmt: skip
+        assert ids == ["panel-env", "panel-research", "panel-sessions", "panel-plots",
+                       "panel-validation", "panel-train", "panel-ratio", "panel-policies",
+                       "panel-prefs", "panel-schedule"]  # fmt: skip
 
         # a short session: the chart gains points as trials finish, then it is stopped
         page.fill("#research-form input[name=goal]", "maximise Sharpe")
         page.fill("#research-form input[name=budget]", "30")
         page.fill("#research-form input[name=data]", "synthetic")
-        page.click("#research-start")
+        # a double click: the button is disabled while the start is in flight, shows its
+        # progress, and the start carries an idempotency key; one session starts
+        page.dblclick("#research-start")
+        expect(page.locator("#research-start")).to_be_disabled()
+        expect(page.locator("#research-progress")).to_contain_text("starting a worker")
+        expect(page.locator("#research-progress")).to_contain_text("started", timeout=90_000)
+        expect(page.locator("#research-start")).to_be_enabled()
         chart = page.locator("#research-chart")
         page.wait_for_function(
             "() => Number(document.querySelector('#research-chart').dataset.points) > 0",
@@ -87,7 +94,7 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         )
         page.click("#research-stop")
         expect(page.locator("#research-status")).to_contain_text(
-            re.compile("stopping|finished"), timeout=60_000
+            re.compile("stopping|stopped|finished"), timeout=60_000
         )
         assert page.locator("#trials-table tbody tr").count() >= 2
 
@@ -121,6 +128,8 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
             shutil.copy(shot, target / "page.png")
         assert not errors, errors
         assert httpx.get(base + "/api/policies/active").json()["policy"]["id"] == policy_id
+        # the seeded session and the one the double click started
+        assert len(httpx.get(base + "/api/sessions").json()["items"]) == 2
     with Journal(settings.journal_path) as j:
         assert j.decision_view(decision_id).verdict == "approve"
         assert [r.trigger for r in j.schedule_runs(job="retrain")] == ["manual"]

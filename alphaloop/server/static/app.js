@@ -1,15 +1,18 @@
 // alphaloop's page: plain JS over the REST API, plotly.js served by the server itself.
 "use strict";
 
-const state = { sessionId: null, trialsAfter: 0, trials: new Map(), sortKey: "idx", sortAsc: true,
-                lastResearchSig: "", lastTrainSig: "", lastRatioSig: "" };
+const state = { sessionId: null, lastResearchSig: "", lastTrainSig: "", lastRatioSig: "", sessionsSig: "",
+                selectedTrial: null, knobs: [],
+                table: { offset: 0, limit: 50, sort: "idx", order: "asc", status: "", knob: "", low: "", high: "", total: 0 } };
 const $ = (sel) => document.querySelector(sel);
 const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("alphaloop-token") || "";
 tokenInput.addEventListener("change", () => localStorage.setItem("alphaloop-token", tokenInput.value));
 
+// Every call says it comes from this page (X-Alphaloop: 1): the server refuses a request that
+// changes state without it or a JSON body, which no other web site can send here.
 async function api(path, options = {}) {
-  const headers = { "Content-Type": "application/json", ...(options.headers || {}) };
+  const headers = { "Content-Type": "application/json", "X-Alphaloop": "1", ...(options.headers || {}) };
   if (tokenInput.value) headers.Authorization = "Bearer " + tokenInput.value;
   const response = await fetch(path, { ...options, headers });
   const body = await response.json().catch(() => ({}));
@@ -41,10 +44,10 @@ const plotlyReady = new Promise((resolve) => {
   document.getElementById("plotly-js").addEventListener("load", resolve, { once: true });
 });
 
-async function plot(id, fig) {
+async function plot(id, fig, height = 320) {
   await plotlyReady;
   const div = document.getElementById(id);
-  Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height: 320 }, { responsive: true, displaylogo: false });
+  Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false });
   div.dataset.points = String(countPoints(div));
 }
 
@@ -57,6 +60,8 @@ async function loadEnv() {
     `[${env.action_space.low}, ${env.action_space.high}] (${env.action_space.layout}); reward: ${env.reward}. ` +
     `Config: ${Object.entries(env.config).map(([k, v]) => k + "=" + v).join(", ")} (shown for ${env.n_assets} assets).`;
   const body = $("#knobs-table tbody"); body.replaceChildren();
+  state.knobs = env.knobs.map((k) => k.name);
+  $("#trials-filter select[name=knob]").append(...state.knobs.map((name) => { const o = document.createElement("option"); o.textContent = name; return o; }));
   for (const k of env.knobs) {
     const tr = document.createElement("tr");
     for (const v of [k.name, k.group, k.low, k.high, k.scale, k.default]) tr.append(cell(String(v)));
@@ -65,65 +70,254 @@ async function loadEnv() {
 }
 
 // 2. AutoResearch
-$("#research-form").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  const f = new FormData(ev.target);
+// A random key per start: the server starts one session per key, so a second click (or a
+// retry) sent before the first answer gets that answer instead of a second session.
+function newKey() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return "k-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 12);
+}
+async function startResearch(form) {
+  const button = $("#research-start"), progress = $("#research-progress");
+  if (button.disabled) return;
+  state.startKey = state.startKey || newKey();
+  const f = new FormData(form), t0 = Date.now();
+  button.disabled = true; button.textContent = "Starting\u2026";
+  const tick = () => { progress.textContent = `starting a worker\u2026 ${((Date.now() - t0) / 1000).toFixed(0)} s`; };
+  tick(); const timer = setInterval(tick, 500);
   try {
-    const started = await api("/api/research", { method: "POST", body: JSON.stringify({
-      goal: f.get("goal"), mode: f.get("mode"), budget: Number(f.get("budget")),
-      data: f.get("data"), metric: f.get("metric") }) });
-    state.sessionId = started.session_id; state.trialsAfter = 0; state.trials.clear();
-    toast(started.session_id ? `session ${started.session_id} started (job ${started.job_id}, worker ${started.pid})`
-                             : `job ${started.job_id} started (worker ${started.pid}); its session is not journaled yet`);
-    pollResearch();
-  } catch (e) { toast(e.message); }
-});
+    const started = await api("/api/research", { method: "POST", headers: { "Idempotency-Key": state.startKey },
+      body: JSON.stringify({ goal: f.get("goal"), mode: f.get("mode"), budget: Number(f.get("budget")),
+        data: f.get("data"), metric: f.get("metric") }) });
+    state.startKey = null;
+    follow(started.session_id);
+    progress.textContent = started.session_id ? `session ${started.session_id} started (job ${started.job_id}, worker ${started.pid})`
+                                              : `job ${started.job_id} started (worker ${started.pid}); its session is not journaled yet`;
+  } catch (e) { state.startKey = null; progress.textContent = ""; toast(e.message); }
+  finally { clearInterval(timer); button.disabled = false; button.textContent = "Start"; }
+}
+// Follows one session (the newest when id is null): its status, chart and trial table.
+function follow(id) {
+  state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
+  $("#trial-detail").hidden = true; state.selectedTrial = null;
+  pollResearch().then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
+}
+$("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
 $("#research-stop").addEventListener("click", async () => {
   if (!state.sessionId) return toast("no session to stop");
   try { const r = await api(`/api/research/${state.sessionId}/stop`, { method: "POST" }); toast(`session ${r.session}: ${r.status}`); }
   catch (e) { toast(e.message); }
 });
 
-function renderTrials() {
-  const rows = [...state.trials.values()];
-  const key = state.sortKey, dir = state.sortAsc ? 1 : -1;
-  const val = (t) => key === "changes" ? Object.keys(t.delta?.changes || {}).join(",") : key === "clips" ? (t.clips || []).length : t[key];
-  rows.sort((a, b) => { const x = val(a), y = val(b); return (x === y ? 0 : (x ?? -Infinity) > (y ?? -Infinity) ? 1 : -1) * dir; });
-  const body = $("#trials-table tbody"); body.replaceChildren();
-  for (const t of rows) {
-    const tr = document.createElement("tr");
-    const changes = Object.entries(t.delta?.changes || {}).map(([k, v]) => `${k}=${typeof v === "number" ? +v.toPrecision(4) : v}`).join(", ");
-    const clips = (t.clips || []).map((c) => `${c.knob} ${c.proposed}\u2192${c.applied}`).join("; ");
-    tr.append(cell(t.idx), cell(t.kind), cell(t.status, "status-" + t.status), cell(fmt(t.objective)), cell(changes), cell(clips));
-    body.append(tr);
-  }
+// The trial table: one page at a time, sorted, filtered and counted by the server, so a
+// session of any length puts at most one page of rows in the DOM.
+const SORTABLE = new Set(["idx", "kind", "status", "objective"]);
+function tableQuery(extra = {}) {
+  const t = state.table, q = new URLSearchParams({ sort: t.sort, order: t.order });
+  if (t.status) q.set("status", t.status);
+  if (t.knob) { q.set("knob", t.knob); if (t.low !== "") q.set("low", t.low); if (t.high !== "") q.set("high", t.high); }
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q;
+}
+function changesOf(t) { return Object.entries(t.delta?.changes || {}).map(([k, v]) => `${k}=${typeof v === "number" ? +v.toPrecision(4) : v}`).join(", "); }
+function trialRow(t, clips) {
+  const tr = document.createElement("tr"); tr.dataset.id = t.id;
+  if (t.id === state.selectedTrial) tr.className = "selected";
+  const clipText = (clips || []).map((c) => `${c.knob} ${c.proposed}\u2192${c.applied}`).join("; ");
+  tr.append(cell(t.idx), cell(t.kind), cell(t.status, "status-" + t.status), cell(fmt(t.objective)), cell(changesOf(t)), cell(clipText));
+  tr.addEventListener("click", () => showTrial(t.id));
+  return tr;
+}
+async function refreshTrials() {
+  if (!state.sessionId) return;
+  const t = state.table, sid = state.sessionId;
+  const page = await api(`/api/sessions/${sid}/trials?` + tableQuery({ offset: t.offset, limit: t.limit }));
+  if (sid !== state.sessionId) return;
+  t.total = page.total;
+  $("#trials-table tbody").replaceChildren(...page.items.map((row) => trialRow(row, page.clips[row.id])));
+  $("#trials-range").textContent = page.total ? `${t.offset + 1}\u2013${t.offset + page.items.length} of ${page.total}` : "no trial matches";
+  $("#trials-prev").disabled = t.offset === 0;
+  $("#trials-next").disabled = t.offset + t.limit >= t.total;
 }
 document.querySelectorAll("#trials-table th").forEach((th) => th.addEventListener("click", () => {
-  const key = th.dataset.key; state.sortAsc = state.sortKey === key ? !state.sortAsc : true; state.sortKey = key; renderTrials();
+  const key = th.dataset.key; if (!SORTABLE.has(key)) return;
+  const t = state.table; t.order = t.sort === key && t.order === "asc" ? "desc" : "asc"; t.sort = key; t.offset = 0;
+  refreshTrials().catch((e) => toast(e.message));
 }));
+$("#trials-filter").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const f = new FormData(ev.target), t = state.table;
+  Object.assign(t, { status: f.get("status"), knob: f.get("knob"), low: f.get("low"), high: f.get("high"), offset: 0 });
+  refreshTrials().catch((e) => toast(e.message));
+});
+$("#trials-prev").addEventListener("click", () => { state.table.offset = Math.max(0, state.table.offset - state.table.limit); refreshTrials().catch((e) => toast(e.message)); });
+$("#trials-next").addEventListener("click", () => { state.table.offset += state.table.limit; refreshTrials().catch((e) => toast(e.message)); });
+// The export goes through fetch so that it carries the token when the server asks for one.
+$("#trials-csv").addEventListener("click", async (ev) => {
+  ev.preventDefault();
+  if (!state.sessionId) return toast("no session to export");
+  const headers = { "X-Alphaloop": "1" };
+  if (tokenInput.value) headers.Authorization = "Bearer " + tokenInput.value;
+  const r = await fetch(`/api/sessions/${state.sessionId}/trials.csv?` + tableQuery(), { headers });
+  if (!r.ok) return toast((await r.json().catch(() => ({}))).detail || r.statusText);
+  const a = document.createElement("a"); a.href = URL.createObjectURL(await r.blob());
+  a.download = `${state.sessionId}-trials.csv`; document.body.append(a); a.click(); a.remove();
+  state.lastExport = a.download;
+});
 
-// One call a tick: the snapshot holds the trials after the cursor with their clips. The first
-// one also carries the progress chart, so the page draws it without a second round trip.
-async function pollResearch() {
-  const q = new URLSearchParams({ after: state.trialsAfter });
-  if (state.sessionId) q.set("session_id", state.sessionId);
-  if (!state.lastResearchSig) q.set("chart", "true");
-  const snap = await api("/api/research/current?" + q);
-  if (!snap.session) return;
-  if (state.sessionId !== snap.session.id) { state.sessionId = snap.session.id; state.trials.clear(); }
-  for (const t of snap.trials) state.trials.set(t.id, t);
-  state.trialsAfter = snap.next_after;
-  const s = snap.session;
-  $("#research-status").textContent = `${s.id} \u2014 ${s.status}, ${snap.counted_trials}/${s.budget} trials, ` +
-    `best ${snap.best ? fmt(snap.best.objective) + " (#" + snap.best.idx + ")" : "-"} \u2014 ${s.goal}`;
-  const sig = `${s.id}:${s.status}:${[...state.trials.values()].map((t) => t.id + t.status).join(",")}`;
-  if (sig !== state.lastResearchSig && state.trials.size) {
-    state.lastResearchSig = sig;
-    // The chart first, then the table: a long session's table is the slower of the two.
-    try { await plot("research-chart", snap.chart || await api(`/api/charts/research_progress?session_id=${s.id}`)); }
-    catch (e) { /* no trial finished yet */ }
-    renderTrials();
+// One trial in full: config (changed knobs marked), facts, clips, the exact prompt, and the
+// equity curve of its validation returns.
+async function showTrial(id) {
+  const sid = state.sessionId;
+  const full = await api(`/api/sessions/${sid}/trials/${id}`);
+  const t = full.trial; state.selectedTrial = t.id;
+  document.querySelectorAll("#trials-table tbody tr").forEach((tr) => tr.classList.toggle("selected", Number(tr.dataset.id) === t.id));
+  $("#trial-detail").hidden = false; $("#trial-detail").dataset.trial = t.id;
+  $("#trial-title").textContent = `trial #${t.idx} (${t.kind}, ${t.status}) \u2014 objective ${fmt(t.objective)}`;
+  const metrics = Object.entries(t.metrics || {}).map(([k, v]) => `${k} ${fmt(v, 3)}`).join(", ");
+  const clips = full.clips.map((c) => `${c.knob} ${c.proposed}\u2192${c.applied} (${c.reason})`).join("; ");
+  $("#trial-facts").textContent = [`proposer ${t.proposer ?? "-"}`, `seed ${t.seed ?? "-"}`, `${fmt(t.elapsed_s, 2)} s`,
+    t.rationale ? `rationale: ${t.rationale}` : "", metrics ? `metrics: ${metrics}` : "", clips ? `clips: ${clips}` : "",
+    t.reason ? `verdict: ${t.reason}` : "", t.error ? `error: ${t.error}` : ""].filter(Boolean).join(" \u00b7 ");
+  const changed = t.delta?.changes || {};
+  $("#trial-config tbody").replaceChildren(...Object.entries(t.config).map(([k, v]) => {
+    const tr = document.createElement("tr"); tr.append(cell(k), cell(String(v)), cell(k in changed ? "changed" : "")); return tr; }));
+  $("#trial-prompt").textContent = t.prompt || "(no prompt: this trial was not proposed by a language model)";
+  loadNote("trial").catch((e) => console.warn(e));
+  const returns = t.val_returns || [];
+  let equity = 1; const ys = returns.map((r) => (equity *= 1 + r));
+  await plot("trial-equity", { data: [{ y: ys, mode: "lines", name: "equity (validation)" }],
+    layout: { title: { text: `trial #${t.idx}: equity over the validation window` }, xaxis: { title: { text: "day" } }, yaxis: { title: { text: "growth of 1" } } } }, 240);
+}
+
+// The session list: every session with its verdict; a click follows it.
+async function pollSessions() {
+  const page = await api("/api/dashboard/sessions");
+  const sig = JSON.stringify(page.items.map((r) => [r.id, r.status, r.trials, r.best_validation]));
+  if (sig === state.sessionsSig) return;
+  state.sessionsSig = sig;
+  $("#sessions-table tbody").replaceChildren(...page.items.map((r) => {
+    const tr = document.createElement("tr"); tr.dataset.id = r.id;
+    if (r.id === state.sessionId) tr.className = "selected";
+    if (r.go === false) tr.classList.add("nogo");
+    tr.append(cell(r.n), cell(r.goal), cell(r.mode), cell(r.proposer), cell(r.status, "status-" + r.status), cell(`${r.trials}/${r.budget}`),
+      cell(fmt(r.best_validation)), cell(fmt(r.best_test)), cell(fmt(r.default_test)), cell(r.pick ?? "-"), cell(versus(r.vs_equal_weight)));
+    tr.addEventListener("click", () => { follow(r.id); document.querySelectorAll("#sessions-table tr.selected").forEach((x) => x.classList.remove("selected")); tr.classList.add("selected"); $("#panel-research").scrollIntoView(); });
+    return tr;
+  }));
+}
+// Search plots of the followed session, on demand (importance fits a model of the search).
+$("#plots-draw").addEventListener("click", async () => {
+  const sid = state.sessionId; if (!sid) return toast("follow a session first");
+  const status = $("#plots-status"); status.textContent = "drawing\u2026";
+  try {
+    const [par, imp] = await Promise.all([api(`/api/sessions/${sid}/plots/parallel`),
+      api(`/api/sessions/${sid}/plots/importance?evaluator=${$("#importance-evaluator").value}`)]);
+    await plot("parallel-chart", par, 360);
+    await plot("importance-chart", imp.figure);
+    document.getElementById("parallel-chart").dataset.points = String(par.data[0].dimensions[0].values.length);
+    status.textContent = `${imp.n_trials} scored trials; most important: ${Object.keys(imp.importances)[0]}`;
+  } catch (e) { status.textContent = e.message; }
+});
+
+// Notes on the followed session and the open trial: saved as a new version of the one read;
+// an edit made meanwhile elsewhere is a 409, and the note is reloaded instead of overwritten.
+state.notes = { session: 0, trial: 0 };
+function noteUrl(which) {
+  const q = which === "trial" && state.selectedTrial ? `?trial_id=${state.selectedTrial}` : "";
+  return `/api/sessions/${state.sessionId}/notes${q}`;
+}
+async function loadNote(which) {
+  if (!state.sessionId) return;
+  const n = await api(noteUrl(which));
+  state.notes[which] = n.version;
+  $(`#${which}-note`).value = n.text;
+  $(`#${which}-note-version`).textContent = n.version ? `version ${n.version}, ${n.history[n.history.length - 1].created_at.slice(0, 19)}` : "no note yet";
+}
+for (const which of ["session", "trial"]) {
+  $(`#${which}-note-save`).addEventListener("click", async () => {
+    if (!state.sessionId) return toast("follow a session first");
+    const body = { text: $(`#${which}-note`).value, base_version: state.notes[which] };
+    if (which === "trial") body.trial_id = state.selectedTrial;
+    try {
+      const n = await api(`/api/sessions/${state.sessionId}/notes`, { method: "PUT", body: JSON.stringify(body) });
+      state.notes[which] = n.version; $(`#${which}-note-version`).textContent = `saved as version ${n.version}`;
+    } catch (e) {
+      toast(e.message);
+      const mine = $(`#${which}-note`).value; await loadNote(which);
+      $(`#${which}-note-version`).textContent += " (reloaded: it was edited meanwhile; your edit is appended below)";
+      $(`#${which}-note`).value = $(`#${which}-note`).value + "\n--- your edit ---\n" + mine;
+    }
+  });
+}
+
+// The validation report of the followed session, next to the pick against 1/N and the default.
+function rows(id, list) { $(`#${id} tbody`).replaceChildren(...list.map((values) => { const tr = document.createElement("tr"); tr.append(...values.map((v) => cell(v))); return tr; })); }
+function byStrategy(metrics, key) { return Object.entries(metrics || {}).map(([k, m]) => `${k} ${fmt(m?.[key], 2)}`).join(", "); }
+async function loadValidation() {
+  if (!state.sessionId) return;
+  const v = await api(`/api/sessions/${state.sessionId}/validation`);
+  const verdict = v.verdict, r = v.report;
+  rows("validation-compare", verdict ? [verdict.vs_equal_weight, verdict.vs_default].filter(Boolean).map((c) =>
+    [c.reference === "equal_weight" ? "1/N (equal weight)" : "the default config", fmt(c.sharpe_pick, 3), fmt(c.sharpe_reference, 3),
+     c.note || fmt(c.difference, 3), c.note ? "-" : fmt(c.p_value, 3)]) : []);
+  if (!r) {
+    $("#validation-summary").textContent = `no validation report yet for ${state.sessionId}: run \`${v.command}\`` +
+      (verdict && verdict.pick ? ` (finalize picked the ${verdict.pick}${verdict.go === false ? "; NO-GO" : ""})` : "");
+    for (const id of ["validation-gates", "validation-wf", "validation-stress"]) rows(id, []);
+    return;
   }
+  const g = r.gates, passed = g.results.filter((x) => x.passed).length;
+  $("#validation-summary").textContent = `${g.passed ? "GO" : "NO-GO"}: ${passed} of ${g.results.length} gates passed \u2014 ` +
+    `trial #${r.trial_idx} (${r.reported}), PBO ${fmt(r.pbo.pbo, 2)} over ${r.pbo.n_trials} trials, deflated Sharpe ${fmt(r.deflated_sharpe.dsr, 3)}` +
+    (r.walk_forward_note ? ` \u2014 walk-forward: ${r.walk_forward_note}` : "");
+  rows("validation-gates", g.results.map((x) => [x.gate, x.passed ? "pass" : "FAIL", fmt(x.value, 3), `${x.comparison} ${x.threshold}`, x.reason]));
+  rows("validation-wf", (r.walk_forward?.summaries || []).map((w) => [w.scheme, w.n_windows, fmt(w.mean_sharpe, 2), fmt(w.worst_sharpe, 2), `${w.positive_windows}/${w.n_windows}`, `${w.beat_equal_weight}/${w.n_windows}`, fmt(w.pooled_sharpe, 2)]));
+  rows("validation-stress", (r.stress?.cases || []).map((c) => [c.scenario, `${c.start} \u2192 ${c.end}`, byStrategy(c.metrics, "sharpe"), byStrategy(c.metrics, "max_drawdown")]));
+}
+
+// "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
+function versus(c) {
+  if (!c) return "-";
+  if (c.note) return c.note;
+  const d = c.difference; return `${d >= 0 ? "+" : ""}${fmt(d, 2)} Sharpe (p ${fmt(c.p_value, 2)})${c.beats ? " \u2713" : ""}`;
+}
+
+// The status line polls the session's pulse: the session, its trial count, its last trials
+// and its best, read at a cost that does not grow with the session. On a change the table's
+// page comes first, then the chart: the server's progress chart for a session of up to BIG
+// trials; past that, the history drawn here from columns (WebGL markers, the incumbent line).
+const BIG = 2000;
+function historyFigure(h) {
+  const pick = (keep) => h.idx.map((x, i) => [x, h.objective[i], h.status[i] === "keep"]).filter((r) => r[2] === keep && r[1] != null);
+  const kept = pick(true), other = pick(false);
+  const data = [
+    { type: "scattergl", mode: "markers", name: "kept", x: kept.map((r) => r[0]), y: kept.map((r) => r[1]), marker: { size: 4, color: "#1b7f3b" } },
+    { type: "scattergl", mode: "markers", name: "discarded", x: other.map((r) => r[0]), y: other.map((r) => r[1]), marker: { size: 3, color: "#9aa3b2" } },
+    { type: "scattergl", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00" } },
+  ];
+  if (h.baseline != null) data.push({ type: "scattergl", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
+  return { data, layout: { title: { text: `optimisation history (${h.idx.length} search trials)` }, xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
+}
+async function drawProgress(sid, trials) {
+  try {
+    const fig = trials > BIG ? historyFigure(await api(`/api/sessions/${sid}/history`)) : await api(`/api/charts/research_progress?session_id=${sid}`);
+    if (sid === state.sessionId) await plot("research-chart", fig);
+  } catch (e) { /* no trial finished yet */ }
+}
+async function pollResearch() {
+  const q = new URLSearchParams();
+  if (state.sessionId) q.set("session_id", state.sessionId);
+  const p = await api("/api/pulse?" + q);
+  if (!p.session) return;
+  const s = p.session;
+  if (state.sessionId !== s.id) { state.sessionId = s.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
+  $("#research-status").textContent = `${s.id} \u2014 ${p.status}, ${p.trials} trials (budget ${s.budget}), ` +
+    `best ${p.best ? fmt(p.best.objective) + " (#" + p.best.idx + ")" : "-"} \u2014 ${s.goal}`;
+  const sig = `${s.id}:${p.status}:${p.trials}:${p.best?.id}:${p.tail.map((t) => t.id + t.status).join(",")}`;
+  if (sig === state.lastResearchSig) return;
+  state.lastResearchSig = sig;
+  await refreshTrials();
+  await drawProgress(s.id, p.trials);
 }
 
 // 3. manual PPO training
@@ -184,16 +378,25 @@ async function pollPolicies() {
   const body = $("#policies-table tbody"); body.replaceChildren();
   for (const p of page.items.slice().reverse()) {
     const tr = document.createElement("tr"); if (p.active) tr.className = "active";
+    // The policy's own gates next to what its session concluded against 1/N and the default:
+    // a policy from a session that does not beat 1/N is no GO, whatever its gates say.
+    const v = p.session_verdict, go = p.gates_passed === true && v != null && v.go === true;
+    const gates = (p.gates_passed == null ? "-" : p.gates_passed ? "gates pass" : "gates fail") +
+      (v && v.go === false ? ` \u2014 NO-GO: ${v.pick === "default" ? "the default was picked" : "does not beat 1/N"}` : "") +
+      (v && v.go == null ? " \u2014 no session verdict yet" : "") + (p.override ? ` (overridden: ${p.override})` : "");
+    const vs = v ? `vs 1/N ${versus(v.vs_equal_weight)}; vs default ${versus(v.vs_default)}` : "no session verdict";
+    if (v && v.go === false) tr.classList.add("nogo");
     tr.append(cell(p.id), cell(p.kind), cell(p.source), cell(p.session_id), cell(fmt(p.val_objective)),
-      cell(fmt(p.test_metrics?.sharpe)), cell((p.gates_passed == null ? "-" : p.gates_passed ? "pass" : "fail") + (p.override ? ` (overridden: ${p.override})` : "")));
+      cell(fmt(p.test_metrics?.sharpe)), cell(gates), cell(vs));
     const td = document.createElement("td");
     if (p.active) td.textContent = "active";
-    else { const btn = document.createElement("button"); btn.textContent = "activate"; btn.className = "activate"; btn.dataset.id = p.id;
+    else { const btn = document.createElement("button"); btn.textContent = go ? "activate" : "activate anyway\u2026"; btn.className = "activate"; btn.dataset.id = p.id;
       btn.onclick = async () => {
-        // Without a GO from its gates the server refuses unless a person overrides with a reason.
+        // Without a GO (its gates, and its session beating 1/N) activating is an override
+        // with a reason, journaled; the server refuses a policy whose gates failed without one.
         let q = "";
-        if (p.gates_passed !== true) {
-          const why = prompt(`policy ${p.id}'s gates gave no GO; activate anyway? Give the reason (journaled):`);
+        if (!go) {
+          const why = prompt(`policy ${p.id} has no GO (${gates}; ${vs}); activate anyway? Give the reason (journaled):`);
           if (!why || !why.trim()) return;
           q = `?force=true&reason=${encodeURIComponent(why.trim())}`;
         }
@@ -213,13 +416,43 @@ async function pollBook() {
   body.replaceChildren(...st.events.map((e) => { const tr = document.createElement("tr"); tr.append(cell(e.created_at.slice(0, 19)), cell(e.kind), cell(e.origin), cell(e.reason)); return tr; }));
 }
 
+// The main book over time: equity before each tick, and its target weights (stacked). Approve,
+// reject and override are in the preference panel; halt and resume need a reason.
+async function pollBookHistory() {
+  const h = await api("/api/pm/history");
+  const sig = h.dates.length + ":" + h.dates[h.dates.length - 1];
+  if (sig === state.bookSig || !h.dates.length) return;
+  state.bookSig = sig;
+  await plot("book-equity", { data: [{ x: h.dates, y: h.equity, mode: "lines+markers", name: "equity before the tick" }],
+    layout: { title: { text: `book ${h.book}: equity` }, yaxis: { title: { text: "equity" } } } }, 240);
+  await plot("book-weights", { data: Object.entries(h.weights).map(([sym, ws]) => ({ x: h.dates, y: ws, name: sym, stackgroup: "w", mode: "lines" })),
+    layout: { title: { text: `book ${h.book}: target weights` }, yaxis: { title: { text: "weight" }, range: [0, 1] } } }, 240);
+  document.getElementById("book-equity").dataset.points = String(h.dates.length);
+}
+for (const [id, action] of [["book-halt", "halt"], ["book-resume", "resume"]]) {
+  $("#" + id).addEventListener("click", async () => {
+    const why = $("#book-why").value.trim();
+    if (!why) return toast(`give the reason to ${action} (it is journaled)`);
+    try {
+      if (action === "halt") await api("/api/pm/halt", { method: "POST", body: JSON.stringify({ why }) });
+      else await api(`/api/pm/resume?why=${encodeURIComponent(why)}`, { method: "POST" });
+      toast(`book main: ${action === "halt" ? "halted" : "resumed"}`); $("#book-why").value = ""; pollBook();
+    } catch (e) { toast(e.message); }
+  });
+}
+
 // 6. preference learning
+// {"labelled": 3, "unlabelled": 1} -> "3 labelled, 1 unlabelled"
+function countsText(v) {
+  if (v == null || typeof v !== "object") return String(v ?? 0);
+  return Object.entries(v).map(([k, n]) => `${typeof n === "object" ? countsText(n) : n} ${k.replace(/_/g, " ")}`).join(", ");
+}
 async function pollPrefs() {
   let stats, runs, decisions;
   try { [stats, runs, decisions] = await Promise.all([api("/api/preferences/stats"), api("/api/dpo/runs"), api("/api/decisions")]); }
   catch (e) { $("#pref-stats").textContent = e.message; return; }
   $("#pref-stats").textContent = `preference pairs: ${stats.total} (${stats.labelled} labelled, ${stats.new_since_training ?? 0} new since the last DPO run)` +
-    (stats.counts ? " \u2014 " + Object.entries(stats.counts).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("; ") : "");
+    (stats.counts && Object.keys(stats.counts).length ? " \u2014 by source: " + Object.entries(stats.counts).map(([k, v]) => `${k}: ${countsText(v)}`).join("; ") : "");
   const last = runs.items[runs.items.length - 1];
   $("#dpo-last").textContent = last ? `last DPO run #${last.id}: ${last.status}` + (last.accuracy_after != null ? `, held-out accuracy ${fmt(last.accuracy_before, 3)} \u2192 ${fmt(last.accuracy_after, 3)}` : "") + (last.reason ? ` (${last.reason})` : "") : "no DPO run yet";
   const body = $("#decisions-table tbody"); body.replaceChildren();
@@ -275,8 +508,10 @@ every(1500, pollResearch).finally(() => {
   loadEnv().catch((e) => toast(e.message));
   every(1500, pollTrain);
   every(5000, pollRatio);
+  every(5000, pollSessions);
   every(4000, pollPolicies);
   every(4000, pollBook);
+  every(6000, pollBookHistory);
   every(4000, pollPrefs);
   every(3000, pollSchedule);
 });

@@ -1,0 +1,166 @@
+"""The dashboard's reads over a real journal: the session list with verdicts next to 1/N and
+the default, trials paged, sorted and filtered by the server (checked against the same
+selection made in Python over every trial), the CSV export, and one trial in full."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+
+import httpx
+import pytest
+
+from alphaloop.journal import FinalReport, Journal
+from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.settings import Settings
+
+from .helpers import live_server, new_session
+
+N = 57
+
+
+def _excess(difference: float, p: float) -> dict:
+    test = {"sharpe_a": 0.5 + difference, "sharpe_b": 0.5, "difference": difference,
+            "se": 0.3, "z": difference / 0.3, "p_value": p, "n_obs": 250, "lags": 5}  # fmt: skip
+    return {"test": test}
+
+
+@pytest.fixture
+def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
+    with Journal(settings.journal_path) as j:
+        nogo = new_session(j, goal="nothing beats 1/N here", budget=N)
+        for i in range(N):
+            lookback = 5 + i % 50
+            config = TrialConfig(lookback=lookback)
+            row = j.start_trial(nogo, kind="search", config=config.model_dump(),
+                                config_hash=config_hash(config),
+                                delta={"changes": {"lookback": lookback}},
+                                parent_id=None, seed=i, rationale=f"why {i}", proposer="tpe",
+                                prompt=f"the exact prompt {i}")  # fmt: skip
+            j.finish_trial(row.id, status=("keep", "discard", "crash")[i % 3],
+                           objective=None if i % 3 == 2 else ((i * 37) % 101) / 100,
+                           metrics={"sharpe": i / 10}, elapsed_s=0.01,
+                           val_returns=[0.01, -0.005, 0.002])  # fmt: skip
+        final = FinalReport(stop_reason="budget", n_trials=N, pick="default",
+                            best_validation_objective=0.99, best_test_objective=0.2,
+                            baseline_test_objective=0.3, gates_passed=True,
+                            excess={"default": _excess(-0.1, 0.7),
+                                    "equal_weight": _excess(-0.2, 0.9)})  # fmt: skip
+        j.update_session(nogo, status="finished", owner_pid=None, final=final)
+        stopped = new_session(j, goal="stopped one")
+        j.update_session(stopped, status="finished", owner_pid=None,
+                         final=FinalReport(stop_reason="stop requested", n_trials=0))  # fmt: skip
+        running = new_session(j, goal="running one")
+        j.update_session(running, status="running", owner_pid=os.getpid())
+        trial_id = j.trials(nogo)[4].id
+    return settings, {"nogo": nogo, "stopped": stopped, "running": running, "trial": str(trial_id)}
+
+
+def test_session_list_has_status_best_and_verdict(home) -> None:
+    settings, ids = home
+    with live_server(settings) as base:
+        rows = httpx.get(f"{base}/api/dashboard/sessions").json()["items"]
+    by_id = {r["id"]: r for r in rows}
+    assert [r["id"] for r in rows] == [ids["running"], ids["stopped"], ids["nogo"]]
+    assert by_id[ids["stopped"]]["status"] == "stopped"
+    assert by_id[ids["running"]]["status"] == "running"
+    nogo = by_id[ids["nogo"]]
+    assert nogo["status"] == "finished" and nogo["trials"] == N and nogo["pick"] == "default"
+    assert nogo["best_validation"] == 0.99 and nogo["best_test"] == 0.2
+    assert nogo["default_test"] == 0.3 and nogo["go"] is False
+    assert nogo["vs_equal_weight"]["difference"] == pytest.approx(-0.2)
+    assert nogo["vs_equal_weight"]["beats"] is False
+
+
+def _query(base: str, sid: str, **params) -> dict:
+    r = httpx.get(f"{base}/api/sessions/{sid}/trials", params=params)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_trials_are_paged_sorted_and_filtered_by_the_server(home) -> None:
+    settings, ids = home
+    sid = ids["nogo"]
+    with Journal(settings.journal_path) as j:
+        every = j.trials(sid)
+    with live_server(settings) as base:
+        first = _query(base, sid, limit=10)
+        assert first["total"] == N and [t["idx"] for t in first["items"]] == list(range(10))
+        assert all(t["prompt"] is None and t["val_returns"] is None for t in first["items"])
+        # kept trials by objective, best first, second page of 5
+        page = _query(base, sid, kept="true", sort="objective", order="desc", offset=5, limit=5)
+        kept = sorted((t for t in every if t.status == "keep"), key=lambda t: (-t.objective, t.idx))
+        assert page["total"] == len(kept)
+        assert [t["id"] for t in page["items"]] == [t.id for t in kept[5:10]]
+        # a knob range, two statuses, sorted by the knob
+        page = _query(base, sid, knob="lookback", low=20, high=30, status=["keep", "crash"],
+                      sort="lookback", limit=500)  # fmt: skip
+        want = sorted((t for t in every if 20 <= t.config["lookback"] <= 30
+                       and t.status in ("keep", "crash")),
+                      key=lambda t: (t.config["lookback"], t.idx))  # fmt: skip
+        assert [t["id"] for t in page["items"]] == [t.id for t in want] and want
+        # empty objectives (crashes) sort last either way
+        up = _query(base, sid, sort="objective", limit=500)["items"]
+        assert up[-1]["objective"] is None and up[0]["objective"] == min(
+            t.objective for t in every if t.objective is not None
+        )
+        bad = httpx.get(f"{base}/api/sessions/{sid}/trials", params={"sort": "warp"})
+        assert bad.status_code == 422 and "unknown column 'warp'" in bad.json()["detail"]
+        assert (
+            httpx.get(f"{base}/api/sessions/{sid}/trials", params={"limit": 501}).status_code == 422
+        )
+        missing = httpx.get(f"{base}/api/sessions/s-20000101-000000-abcd/trials")
+        assert missing.status_code == 404 and missing.json()["error"] == "SessionNotFound"
+
+
+def test_csv_export_holds_every_match(home) -> None:
+    settings, ids = home
+    sid = ids["nogo"]
+    with live_server(settings) as base:
+        r = httpx.get(f"{base}/api/sessions/{sid}/trials.csv", params={"kept": "true"})
+        page = _query(base, sid, kept="true", limit=500)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    assert "attachment" in r.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(r.text)))
+    assert [int(x["id"]) for x in rows] == [t["id"] for t in page["items"]]
+    assert [float(x["lookback"]) for x in rows] == [t["config"]["lookback"] for t in page["items"]]
+    assert rows[0]["metric_sharpe"] and rows[0]["rationale"].startswith("why")
+
+
+def test_one_trial_in_full(home) -> None:
+    settings, ids = home
+    with live_server(settings) as base:
+        full = httpx.get(f"{base}/api/sessions/{ids['nogo']}/trials/{ids['trial']}").json()
+        assert full["trial"]["prompt"] == "the exact prompt 4"
+        assert full["trial"]["val_returns"] == [0.01, -0.005, 0.002]
+        assert full["trial"]["delta"]["changes"] == {"lookback": 9}
+        other = httpx.get(f"{base}/api/sessions/{ids['stopped']}/trials/{ids['trial']}")
+        assert other.status_code == 404
+
+
+def test_pulse_and_history(home) -> None:
+    settings, ids = home
+    sid = ids["nogo"]
+    with Journal(settings.journal_path) as j:
+        every = j.trials(sid)
+        best = max((t for t in every if t.status == "keep"), key=lambda t: t.objective)
+        j.update_session(sid, best_trial_id=best.id)
+        running = j.start_trial(sid, kind="search", config=every[0].config, config_hash=None,
+                                delta={"changes": {}}, parent_id=None, seed=99, rationale="r",
+                                proposer="tpe")  # fmt: skip
+    with live_server(settings) as base:
+        newest = httpx.get(f"{base}/api/pulse").json()
+        assert newest["session"]["id"] == ids["running"] and newest["status"] == "running"
+        p = httpx.get(f"{base}/api/pulse", params={"session_id": sid}).json()
+        assert p["trials"] == N + 1 and p["status"] == "finished"
+        assert p["tail"][0]["id"] == running.id and p["tail"][0]["status"] == "running"
+        assert p["best"]["id"] == best.id and p["best"]["prompt"] is None
+        h = httpx.get(f"{base}/api/sessions/{sid}/history").json()
+    assert h["idx"] == [t.idx for t in every] + [running.idx]
+    incumbent, top = [], None
+    for t in [*every, running]:
+        if t.status == "keep":
+            top = t.objective if top is None else max(top, t.objective)
+        incumbent.append(top)
+    assert h["incumbent"] == incumbent and h["baseline"] is None

@@ -1,0 +1,58 @@
+"""The validation report in the system Chromium: a real short session, validated by the command
+line, then read on the page (gates with their reasons, PBO, walk-forward, stress) next to the
+pick against 1/N and the default, as the journal holds them."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from alphaloop import ops
+from alphaloop.cli import app
+from alphaloop.settings import Settings
+
+from .helpers import live_server
+from .test_page import ARGS, CHROMIUM
+
+SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic",
+           "--noise-seeds", "2", "--proposer", "random", "--seed", "3", "--budget", "6",
+           "--json"]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
+def test_the_validation_report_on_the_page(settings: Settings) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    run = CliRunner().invoke(app, SESSION)
+    assert run.exit_code == 0, run.output
+    sid = json.loads(run.stdout)["session"]["id"]
+    checked = CliRunner().invoke(app, ["validate", sid, "--json"])
+    assert checked.exit_code == 0, checked.output
+    report = ops.latest_validation(settings, sid)
+    assert report is not None
+    with live_server(settings) as base, sync_playwright() as pw:
+        answer = httpx.get(f"{base}/api/sessions/{sid}/validation").json()
+        assert answer["report"]["gates"] == report["gates"]
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 2000})
+        page.goto(base + "/")
+        page.locator(f"#sessions-table tr[data-id='{sid}']").click()
+        summary = page.locator("#validation-summary")
+        expect(summary).to_contain_text("PBO", timeout=15_000)
+        expect(summary).to_contain_text("GO" if report["gates"]["passed"] else "NO-GO")
+        gates = page.locator("#validation-gates tbody tr")
+        expect(gates).to_have_count(len(report["gates"]["results"]))
+        first = report["gates"]["results"][0]
+        expect(gates.first).to_contain_text(first["gate"])
+        expect(gates.first).to_contain_text(first["reason"][:40])
+        expect(page.locator("#validation-stress tbody tr")).to_have_count(
+            len(report["stress"]["cases"])
+        )
+        wf = (report.get("walk_forward") or {}).get("summaries", [])
+        expect(page.locator("#validation-wf tbody tr")).to_have_count(len(wf))
+        expect(page.locator("#validation-compare")).to_contain_text("1/N (equal weight)")
+        browser.close()
