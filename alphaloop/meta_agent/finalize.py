@@ -27,6 +27,7 @@ from alphaloop.journal import (
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MarketData
 from alphaloop.meta_agent import flight, folding, keep_rule, nodes
+from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
 from alphaloop.metrics import Metrics, effective_trials, probabilistic_sharpe_ratio
@@ -172,7 +173,7 @@ def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
         proposer="finalize",
     )
     pending = flight.submit(ctx, row, config, window="test", policy_path=evaluated.policy_path)
-    outcome = flight.outcome_of(pending)
+    outcome = outcome_of(pending)
     return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
 
 

@@ -33,7 +33,7 @@ from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import flight, folding, keep_rule
-from alphaloop.meta_agent.executors import Pending
+from alphaloop.meta_agent.executors import Pending, outcome_of
 from alphaloop.meta_agent.keep_rule import SeedMean
 from alphaloop.meta_agent.recording import (
     best_so_far,
@@ -128,7 +128,7 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     verdict will read it (a kill from here on judges it on resume instead of rerunning it)."""
     ctx = runtime.context
     trial = ctx.flight[0]
-    outcome = trial.outcome = flight.outcome_of(trial.pending)
+    outcome = trial.outcome = outcome_of(trial.pending)
     telemetry.set_attributes(trial.trial_span.span, {"alphaloop.outcome": outcome.status.value})
     trial.trial_span.end()
     ctx.journal.hold_outcome(trial.row.id, outcome.model_dump_json())
@@ -164,7 +164,7 @@ def run_seeds(
 
     def finish() -> None:
         row, pending, span = running.popleft()
-        outcome = flight.outcome_of(pending)
+        outcome = outcome_of(pending)
         if span is not None:
             span.end()
         rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
@@ -184,7 +184,7 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     it and takes it out of flight."""
     ctx = runtime.context
     trial: InFlight = ctx.flight[0]
-    outcome = trial.outcome or flight.outcome_of(trial.pending)
+    outcome = trial.outcome or outcome_of(trial.pending)
 
     def judge() -> TrialRecord:
         with telemetry.span(RECORD, flight.trial_attributes(trial.row)):
@@ -369,5 +369,5 @@ def route_after_trial(state: SessionState, runtime: Runtime[SessionContext]) -> 
     verdict; any other goes straight to ``record``."""
     ctx = runtime.context
     trial = ctx.flight[0]
-    first = screened(ctx, trial.outcome or flight.outcome_of(trial.pending))
+    first = screened(ctx, trial.outcome or outcome_of(trial.pending))
     return "confirm" if first is not None and first.passed else "record"
