@@ -28,6 +28,7 @@ that serves them), ``strategies`` (what each mode decides), ``reference`` (the b
 call of it) and ``walk_forward`` (one config window after window, and the stress reruns).
 """
 
+from alphaloop.rl_engine import set_worker_threads
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
 from alphaloop.trials.models import TrialBudget, TrialResult, Window
@@ -81,6 +82,7 @@ __all__ = [
     "equal_weight_backtest",
     "evaluate",
     "run_trial",
+    "set_worker_threads",
     "simulate",
     "span_reruns",
     "split_for",
