@@ -62,6 +62,7 @@ def lean_supported(model: PPO) -> bool:
         and not policy.squash_output
         and isinstance(model.action_space, spaces.Box)
         and isinstance(model.observation_space, spaces.Box)
+        and len(model.observation_space.shape) == 1
         and type(policy.features_extractor) is FlattenExtractor
         and type(policy.mlp_extractor) is MlpExtractor
         and type(policy.action_net) is nn.Linear
@@ -133,9 +134,20 @@ def _entropy(scale: torch.Tensor) -> torch.Tensor:
     return (_ENTROPY_CONST + torch.log(scale)).sum(dim=1)
 
 
+def _features(obs: torch.Tensor) -> torch.Tensor:
+    """``policy.extract_features(obs)`` for a flat Box: ``preprocess_obs`` then ``Flatten``."""
+    return obs.float().flatten(1, -1)
+
+
+def _values(policy: ActorCriticPolicy, obs: torch.Tensor) -> torch.Tensor:
+    """``policy.predict_values(obs)``."""
+    latent_vf = _mlp(policy.mlp_extractor.value_net, _features(obs))
+    return F.linear(latent_vf, policy.value_net.weight, policy.value_net.bias)
+
+
 def _act(policy: ActorCriticPolicy, obs: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """``policy(obs)``: sampled actions, values and log-probabilities (call under no_grad)."""
-    features = policy.extract_features(obs)
+    features = _features(obs)
     latent_pi = _mlp(policy.mlp_extractor.policy_net, features)
     latent_vf = _mlp(policy.mlp_extractor.value_net, features)
     values = F.linear(latent_vf, policy.value_net.weight, policy.value_net.bias)
@@ -149,7 +161,7 @@ def _evaluate_actions(
     policy: ActorCriticPolicy, obs: torch.Tensor, actions: torch.Tensor
 ) -> tuple[torch.Tensor, ...]:
     """``policy.evaluate_actions(obs, actions)``, its graph built in the same order."""
-    features = policy.extract_features(obs)
+    features = _features(obs)
     latent_pi = _mlp(policy.mlp_extractor.policy_net, features)
     latent_vf = _mlp(policy.mlp_extractor.value_net, features)
     loc, scale = _gaussian(policy, latent_pi)
@@ -357,12 +369,14 @@ class LeanPPO(PPO):
     ) -> None:
         """SB3's time-limit bootstrap: a truncated step's reward gains ``gamma * V(last obs)``,
         each value computed alone as SB3 does (a batch of one)."""
+        shape = self.observation_space.shape
         for idx in np.flatnonzero(dones).tolist():
             info = infos[idx]
             if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
-                terminal_obs = self.policy.obs_to_tensor(info["terminal_observation"])[0]
+                # policy.obs_to_tensor: a copy, shaped as a batch of one.
+                last = np.array(info["terminal_observation"]).reshape((-1, *shape))
                 with torch.no_grad():
-                    terminal_value = self.policy.predict_values(terminal_obs)[0]
+                    terminal_value = _values(self.policy, torch.as_tensor(last))[0]
                 rewards[idx] += self.gamma * terminal_value
 
     def train(self) -> None:
