@@ -17,6 +17,7 @@ from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
 
 if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+    from alphaloop.rl_engine.lean import LeanPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
     from alphaloop.rl_engine.ppo import (
         DEFAULT_N_ENVS,
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
         make_ppo,
         train_ppo,
     )
+    from alphaloop.rl_engine.threads import (
+        TRIAL_THREADS,
+        set_worker_threads,
+        threads_per_worker,
+        trial_threads,
+    )
     from alphaloop.rl_engine.vec_env import BatchedPortfolioVecEnv
 
 __all__ = [
@@ -32,8 +39,10 @@ __all__ = [
     "DEFAULT_N_ENVS",
     "DEFAULT_TOTAL_TIMESTEPS",
     "ENV_ID",
+    "TRIAL_THREADS",
     "AdvantageEstimator",
     "BatchedPortfolioVecEnv",
+    "LeanPPO",
     "PortfolioEnv",
     "TrainResult",
     "default_returns",
@@ -41,7 +50,10 @@ __all__ = [
     "make_ppo",
     "policy_weights",
     "save_policy",
+    "set_worker_threads",
+    "threads_per_worker",
     "train_ppo",
+    "trial_threads",
 ]
 
 _LAZY = {
@@ -50,12 +62,17 @@ _LAZY = {
     "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
     "DEFAULT_N_ENVS": "alphaloop.rl_engine.ppo",
     "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.ppo",
+    "LeanPPO": "alphaloop.rl_engine.lean",
+    "TRIAL_THREADS": "alphaloop.rl_engine.threads",
     "TrainResult": "alphaloop.rl_engine.ppo",
     "load_policy": "alphaloop.rl_engine.policy",
     "make_ppo": "alphaloop.rl_engine.ppo",
     "policy_weights": "alphaloop.rl_engine.policy",
     "save_policy": "alphaloop.rl_engine.policy",
+    "set_worker_threads": "alphaloop.rl_engine.threads",
+    "threads_per_worker": "alphaloop.rl_engine.threads",
     "train_ppo": "alphaloop.rl_engine.ppo",
+    "trial_threads": "alphaloop.rl_engine.threads",
 }
 
 

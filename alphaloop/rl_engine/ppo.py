@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -28,8 +27,10 @@ from stable_baselines3.common.vec_env import VecEnv
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+from alphaloop.rl_engine.lean import LeanPPO
 from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
 from alphaloop.rl_engine.rollouts import CriticFreeRolloutBuffer, learn_plan, rollout_plan
+from alphaloop.rl_engine.threads import TRIAL_THREADS, trial_threads
 from alphaloop.rl_engine.vec_env import BatchedPortfolioVecEnv
 
 __all__ = [
@@ -48,11 +49,12 @@ __all__ = [
 # CPU: 4 envs x 2 rollouts of 2,048 steps (2 PPO updates of 10 epochs x 128 minibatches) train
 # in 5.4-6.7 s, within a 10 s trial budget with room for load. 2 envs took 3.7 s but give each
 # update half the data; 8 envs took 12.4 s. Minibatch updates dominate, not env stepping.
+# (Those times are SB3's own loops; LeanPPO computes the same numbers in less time.)
 DEFAULT_N_ENVS = 4
 DEFAULT_TOTAL_TIMESTEPS = 16_384
-# A 64x64 MLP on minibatches of 64 is too small to split across threads: on 2 cores one thread
-# trained ~1.3x faster than two, and it leaves the other core to a parallel trial.
-TRAIN_THREADS = 1
+# The class that trains. SB3's PPO gives the same policy bit for bit, more slowly: the tests
+# and ``benchmarks/bench_trials.py`` compare the two.
+PPO_CLASS: type[PPO] = LeanPPO
 
 # Losses PPO records after each update; explained_variance is left out because SB3 reports
 # NaN for it whenever the returns of a rollout have zero variance, which is not a divergence.
@@ -137,7 +139,7 @@ def _ppo(config: TrialConfig, vec_env: VecEnv, seed: int, advantage: AdvantageEs
             "rollout_buffer_class": CriticFreeRolloutBuffer,
             "rollout_buffer_kwargs": {"advantage": advantage},
         }
-    model = PPO(
+    model = PPO_CLASS(
         "MlpPolicy",
         vec_env,
         learning_rate=config.learning_rate,
@@ -269,7 +271,7 @@ def train_ppo(
     if isinstance(total_timesteps, bool) or int(total_timesteps) < 1:
         raise ValueError(f"total_timesteps must be a positive integer, got {total_timesteps!r}")
     plan = rollout_plan(int(total_timesteps), config.n_steps, n_envs)
-    with _torch_threads(TRAIN_THREADS):
+    with trial_threads(TRIAL_THREADS):
         set_random_seed(seed)
         env = _batched_env(returns_train, config, n_envs, truncate_drawdown, stop_properly)
         # model_copy skips validation on purpose: a rollout may be shorter than the knob's bound.
@@ -283,17 +285,6 @@ def train_ppo(
         curve=monitor.curve,
         rollouts=plan,
     )
-
-
-@contextmanager
-def _torch_threads(n_threads: int) -> Iterator[None]:
-    """Torch's intra-op threads set to ``n_threads`` for the block, restored after it."""
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _batched_env(

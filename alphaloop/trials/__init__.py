@@ -29,6 +29,7 @@ trial is scored on, and their aggregate), ``run`` (``run_trial``, the research l
 call of it) and ``walk_forward`` (one config window after window, and the stress reruns).
 """
 
+from alphaloop.rl_engine import set_worker_threads
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
 from alphaloop.trials.folds import (
@@ -98,6 +99,7 @@ __all__ = [
     "fold_score",
     "max_folds",
     "run_trial",
+    "set_worker_threads",
     "simulate",
     "span_reruns",
     "split_for",

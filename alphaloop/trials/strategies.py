@@ -11,6 +11,7 @@ reuse) starts fresh at the window's first day.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from alphaloop.pipeline import (
     run_sequence,
 )
 from alphaloop.portfolio_opt import start_sequence
-from alphaloop.rl_engine import load_policy, save_policy, train_ppo
+from alphaloop.rl_engine import load_policy, save_policy, train_ppo, trial_threads
 from alphaloop.trials.backtest import check_deadline, window_slice
 from alphaloop.trials.models import TrialBudget, Window
 
@@ -149,29 +150,32 @@ def strategy_targets(
     win = window_slice(data, window)
     extra: dict[str, Any] = {}
     model = None
-    if mode != "cufolio_only":
-        model, extra = trained_model(
+    # A PPO trial's torch work, training and walk-forward, runs on its thread share (see
+    # rl_engine.threads), so trials side by side do not fight over cores.
+    with nullcontext() if mode == "cufolio_only" else trial_threads():
+        if mode != "cufolio_only":
+            model, extra = trained_model(
+                config,
+                data,
+                budget,
+                seed,
+                Path(policy_path) if policy_path else None,
+                Path(policy_dir) if policy_dir else None,
+                on_update,
+                deadline,
+            )
+        pipeline = pipeline_for(
+            mode,
             config,
-            data,
-            budget,
-            seed,
-            Path(policy_path) if policy_path else None,
-            Path(policy_dir) if policy_dir else None,
-            on_update,
-            deadline,
+            data.n_assets,
+            seed=seed,
+            scenario_window=budget.scenario_window,
+            cost_bps=budget.eval_cost_bps,
+            model=model,
         )
-    pipeline = pipeline_for(
-        mode,
-        config,
-        data.n_assets,
-        seed=seed,
-        scenario_window=budget.scenario_window,
-        cost_bps=budget.eval_cost_bps,
-        model=model,
-    )
-    targets, rebalance, _ = run_sequence(
-        pipeline, data.returns, win.start, win.stop, on_rebalance=_deadline_check(deadline)
-    )
+        targets, rebalance, _ = run_sequence(
+            pipeline, data.returns, win.start, win.stop, on_rebalance=_deadline_check(deadline)
+        )
     if not np.all(np.isfinite(targets)):
         raise TrialCrashed("policy produced non-finite weights on the evaluation window")
     return targets, rebalance, extra

@@ -16,6 +16,7 @@ from alphaloop.rl_engine import (
     DEFAULT_N_ENVS,
     DEFAULT_TOTAL_TIMESTEPS,
     BatchedPortfolioVecEnv,
+    LeanPPO,
     PortfolioEnv,
     TrainResult,
     load_policy,
@@ -24,6 +25,7 @@ from alphaloop.rl_engine import (
     save_policy,
     train_ppo,
 )
+from alphaloop.rl_engine import ppo as ppo_module
 
 # Small enough to train in about a second: 2 envs x 64 steps per rollout, 2 rollouts.
 CONFIG = TrialConfig(
@@ -109,22 +111,31 @@ def test_same_seed_same_policy(trained: TrainResult, returns: np.ndarray) -> Non
     )
 
 
+@pytest.fixture(params=[LeanPPO, PPO], ids=["lean", "sb3"])
+def trainer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type[PPO]:
+    """The class that trains: the lean loops, and SB3's own (divergence is caught either way)."""
+    monkeypatch.setattr(ppo_module, "PPO_CLASS", request.param)
+    return request.param
+
+
 def test_nan_parameters_raise_trial_crashed(
-    returns: np.ndarray, monkeypatch: pytest.MonkeyPatch
+    returns: np.ndarray, monkeypatch: pytest.MonkeyPatch, trainer: type[PPO]
 ) -> None:
-    original_train = PPO.train
+    original_train = trainer.train
 
     def poison_then_train(self: PPO) -> None:
         with torch.no_grad():
             self.policy.log_std.fill_(float("nan"))
         original_train(self)
 
-    monkeypatch.setattr(PPO, "train", poison_then_train)
+    monkeypatch.setattr(trainer, "train", poison_then_train)
     with pytest.raises(TrialCrashed, match="policy diverged: non-finite parameters in log_std"):
         train_ppo(returns[:300], CONFIG, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3)
 
 
-def test_overflowing_std_with_finite_weights_raises_trial_crashed(returns: np.ndarray) -> None:
+def test_overflowing_std_with_finite_weights_raises_trial_crashed(
+    returns: np.ndarray, trainer: type[PPO]
+) -> None:
     # A learning rate far beyond the knob's bound blows log_std up while every weight stays
     # finite; torch then refuses a Normal whose scale exp(log_std) is inf.
     wild = TrialConfig.model_construct(**{**CONFIG.model_dump(), "learning_rate": 1e3})
@@ -133,15 +144,15 @@ def test_overflowing_std_with_finite_weights_raises_trial_crashed(returns: np.nd
 
 
 def test_nan_loss_raises_trial_crashed(
-    returns: np.ndarray, monkeypatch: pytest.MonkeyPatch
+    returns: np.ndarray, monkeypatch: pytest.MonkeyPatch, trainer: type[PPO]
 ) -> None:
-    original_train = PPO.train
+    original_train = trainer.train
 
     def train_then_report_nan(self: PPO) -> None:
         original_train(self)
         self.logger.record("train/value_loss", float("nan"))
 
-    monkeypatch.setattr(PPO, "train", train_then_report_nan)
+    monkeypatch.setattr(trainer, "train", train_then_report_nan)
     with pytest.raises(TrialCrashed, match=r"policy diverged: non-finite loss \(value_loss=nan"):
         train_ppo(returns[:300], CONFIG, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3)
 

@@ -14,6 +14,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine.ppo import (
     DEFAULT_N_ENVS,
     DEFAULT_TOTAL_TIMESTEPS,
+    PPO_CLASS,
     policy_weights,
     rollout_plan,
     train_ppo,
@@ -109,13 +110,13 @@ def test_uneven_rollouts_are_all_trained_on(
     returns: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     updates: list[int] = []
-    original_train = PPO.train
+    original_train = PPO_CLASS.train
 
     def counting_train(self: PPO) -> None:
         updates.append(self.rollout_buffer.buffer_size)
         original_train(self)
 
-    monkeypatch.setattr(PPO, "train", counting_train)
+    monkeypatch.setattr(PPO_CLASS, "train", counting_train)
     config = CHEAP.model_copy(update={"n_steps": 64})
     result = train_ppo(returns[:300], config, total_timesteps=1000, n_envs=3, seed=0)
     assert result.timesteps == 999  # the largest multiple of 3 envs within the budget
