@@ -241,12 +241,8 @@ def reference_evidence(
 
 def _excess(series: list[list[float]], reference: Any) -> list[np.ndarray]:
     """Each series minus ``reference`` on their common, latest days."""
-    ref = np.asarray(reference, dtype=float)
-    out = []
-    for s in series:
-        days = min(len(s), ref.size)
-        out.append(np.asarray(s[len(s) - days :], dtype=float) - ref[ref.size - days :])
-    return out
+    pairs = (aligned_matrix([s, reference]) for s in series)
+    return [pair[:, 0] - pair[:, 1] for pair in pairs]
 
 
 def _overfitting(

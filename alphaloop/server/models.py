@@ -59,6 +59,7 @@ class ResearchRequest(BaseModel):
     limits: Limits = Limits()
     data: DataName = "sp500"
     noise_seeds: int = Field(default=3, ge=2, le=20)
+    folds: int | None = Field(default=None, ge=1, le=20)
     proposer: Literal["auto", "tpe", "random", "llm"] = "auto"
     seed: int = Field(default=0, ge=0, le=1_000_000)
 

@@ -186,6 +186,7 @@ def _research_job(body: ResearchRequest) -> jobs.ResearchJob:
         symbols=body.symbols,
         seed=body.seed,
         noise_seeds=body.noise_seeds,
+        folds=body.folds,
         total_timesteps=body.total_timesteps,
     )
 
