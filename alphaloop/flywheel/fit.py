@@ -119,9 +119,7 @@ def _cut(texts: list[list[str]], drop: list[_Entry]) -> list[str]:
                 n = counts.get((m, section or ""), 0)
                 if n:
                     noun = _NOUN[section]  # type: ignore[index]
-                    kept.append(
-                        f"({n} older {noun} cut to fit the model's context)"
-                    )
+                    kept.append(f"({n} older {noun} cut to fit the model's context)")
                 continue
             if (m, i) not in gone:
                 kept.append(line)

@@ -92,19 +92,14 @@ def train_dpo(
     """Trains ``model_dir`` with DPO on every labelled pair and writes the result (a model, or
     a LoRA adapter with ``lora``) to ``out_dir``. The run is journaled from its start; a
     failure is journaled as ``failed`` with the error and raised as :class:`DpoFailed`.
-
-    Args:
-        max_length: tokens of the longest prompt + answer (default ``settings.dpo_max_length``,
-            else the model's own context length).
+    ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else
+    the model's own context length.
 
     Raises:
-        ModelDirError: ``model_dir`` is not a model, ``out_dir`` is not empty, or
-            ``max_length`` exceeds the model's context.
+        ModelDirError: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
         FlywheelError: fewer than two labelled pairs.
-        TooFewHeldOut: fewer held-out pairs than ``settings.dpo_min_heldout`` (refused before
-            a run is journaled).
-        PromptTooLong: pairs that do not fit ``max_length`` even with their history cut
-            (journaled as a failed run, nothing trained).
+        TooFewHeldOut: fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled).
+        PromptTooLong: pairs that do not fit even with their history cut (a failed run).
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_model_dir(model_dir)

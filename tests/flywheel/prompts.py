@@ -25,12 +25,11 @@ def _view(idx: int) -> TrialView:
             idx=idx, kind="search", status="crash", config=config,
             changes={"n_scenarios": 2000.0 + idx}, error=f"solver failed at trial {idx}",
         )  # fmt: skip
-    clips = (
-        [BoundsClip(knob="max_position_pct", proposed=0.5, applied=0.3, low=0.02, high=0.3,
-                    reason="above the upper bound")]  # fmt: skip
-        if idx in CLIPPED
-        else []
-    )
+    clip = BoundsClip(
+        knob="max_position_pct", proposed=0.5, applied=0.3, low=0.02, high=0.3,
+        reason="above the upper bound",
+    )  # fmt: skip
+    clips = [clip] if idx in CLIPPED else []
     # Objectives rise with recency, except the old best: the top-trials table is the best and
     # the seven most recent scored trials.
     return TrialView(

@@ -22,9 +22,7 @@ def _user(prompt: str) -> str:
 def _section(text: str, heading: str) -> list[str]:
     lines = text.split("\n")
     start = next(i for i, line in enumerate(lines) if line.startswith(heading))
-    end = next(
-        (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
-    )
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     return lines[start + 1 : end]
 
 
