@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,13 +59,18 @@ def _check_out_dir(out_dir: Path, model_dir: Path) -> None:
 
 
 def _train_journaled(
-    journal: Journal, run_id: int, prefs: list, dirs: tuple[Path, Path], options: DpoOptions
+    journal: Journal,
+    run_id: int,
+    prefs: list,
+    dirs: tuple[Path, Path],
+    options: DpoOptions,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
     """Trains on ``prefs``; a failure is journaled as the run's end and raised as
     :class:`DpoFailed`, or as itself when it is bad usage (a bad model directory, pairs too
     long for ``max_length``): exit 2, not a failure of the run."""
     try:
-        return train_pairs(prefs, *dirs, options)
+        return train_pairs(prefs, *dirs, options, on_log=on_log)
     except Exception as err:
         journal.finish_dpo_run(
             run_id,
@@ -88,12 +94,12 @@ def train_dpo(
     batch_size: int = 8,
     max_length: int | None = None,
     seed: int = 0,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> DpoRunRecord:
-    """Trains ``model_dir`` with DPO on every labelled pair and writes the result (a model, or
-    a LoRA adapter with ``lora``) to ``out_dir``. The run is journaled from its start; a
-    failure is journaled as ``failed`` with the error and raised as :class:`DpoFailed`.
-    ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else
-    the model's own context length.
+    """DPO of ``model_dir`` on every labelled pair, written (a model, or a LoRA adapter) to
+    ``out_dir``, journaled from its start (a failure as ``failed``, raised as :class:`DpoFailed`).
+    ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else the
+    model's context length; ``on_log`` is handed each training log line.
 
     Raises:
         ModelDirError: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
@@ -130,7 +136,9 @@ def train_dpo(
                  "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir),
                  "dpo.max_length": options.max_length}  # fmt: skip
         with span("dpo.train", attrs) as current:
-            outcome = _train_journaled(journal, run_id, prefs, (model_dir, out_dir), options)
+            outcome = _train_journaled(
+                journal, run_id, prefs, (model_dir, out_dir), options, on_log
+            )
             fields = ("accuracy_before", "accuracy_after", "n_train", "n_heldout")
             set_attributes(current, {f"dpo.{f}": getattr(outcome, f) for f in fields})
         return journal.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
