@@ -129,3 +129,24 @@ def test_a_run_refuses_a_max_length_past_the_context(settings: Settings, tmp_pat
         train_dpo(settings, model, tmp_path / "o", max_length=4096)
     assert list_dpo_runs(settings) == []
     assert json.loads((model / "config.json").read_text())["n_positions"] == 512
+
+
+@pytest.mark.slow
+def test_fitted_pairs_train_whole(
+    settings: Settings, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    model = build_byte_model(tmp_path / "m", n_positions=4096)
+    clean_env.setenv("ALPHALOOP_DPO_MIN_HELDOUT", "1")
+    with Journal(settings.journal_path) as journal:
+        for pair in _pairs(10):
+            journal.add_preference(**pair)
+    out = tmp_path / "out"
+    args = ["dpo", "train", "--model", str(model), "--out", str(out), "--max-steps", "2"]
+    result = CliRunner().invoke(app, [*args, "--max-length", "2400", "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    assert run["status"] == "finished" and run["max_length"] == 2400
+    # Every research prompt here is longer than 2,400 bytes: each was cut, none dropped.
+    assert run["lengths"]["pairs_cut"] == 10 and run["n_train"] + run["n_heldout"] == 10
+    assert run["lengths"]["sequence_max"] <= 2400
+    assert run["lengths"]["prompt_max"] + len(REJECTED) + 1 <= 2400
