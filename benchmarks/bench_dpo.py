@@ -147,6 +147,11 @@ def train(settings: Settings, model: Path, out: Path, steps: int) -> dict[str, A
     def on_log(entry: dict[str, Any]) -> None:
         if "loss" in entry:
             stamps.append(time.perf_counter())
+            print(
+                f"  step {entry['step']:.0f}: loss {entry['loss']:.4f} at "
+                f"{stamps[-1] - began:.0f} s",
+                flush=True,
+            )
         if "train_runtime" in entry:
             runtime.append(float(entry["train_runtime"]))
 
