@@ -5,8 +5,8 @@ become preference pairs, and DPO (TRL) trains the proposer model on them.
 decisions and sessions into pairs, :mod:`.verdicts` checks a verdict, :mod:`.export` writes
 TRL's format and :mod:`.dpo` trains: :mod:`.lengths` measures pairs in the model's tokens and
 fits their prompts (:mod:`.fit`) to its ``max_length``, :mod:`.heldout` holds out a fifth and
-measures preference accuracy with its interval. Nothing here opens the journal by itself: the operations
-layer hands it in.
+measures preference accuracy with its interval. Nothing here opens the journal by itself:
+the operations layer hands it in.
 """
 
 from alphaloop.flywheel.decisions import label_decision
