@@ -313,6 +313,23 @@ class ModelDirError(FlywheelError, ValueError):
     http_status = USAGE_STATUS
 
 
+class PromptTooLong(FlywheelError, ValueError):
+    """Preference pairs that do not fit the model's ``max_length`` in tokens even with their
+    older history cut: TRL would drop them (or cut their answers), so the run stops before
+    training and names the lengths and the limit."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
+class TooFewHeldOut(FlywheelError, ValueError):
+    """Fewer held-out pairs than the minimum a preference accuracy is reported on
+    (``ALPHALOOP_DPO_MIN_HELDOUT``): on a handful of pairs the accuracy means nothing."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
 class PmError(AlphaloopError):
     """The portfolio manager cannot tick: no active policy, no prices for the day, a book
     that does not exist."""

@@ -165,6 +165,20 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ALPHALOOP_DPO_MIN_PAIRS"),
         description="dpo check trains only when this many new labelled pairs exist",
     )
+    dpo_max_length: int | None = Field(
+        default=None,
+        ge=16,
+        validation_alias=AliasChoices("ALPHALOOP_DPO_MAX_LENGTH"),
+        description="longest training sequence (prompt and answer) in the model's tokens; "
+        "default: the model's own context length (max_position_embeddings in its config)",
+    )
+    dpo_min_heldout: int = Field(
+        default=20,
+        ge=1,
+        validation_alias=AliasChoices("ALPHALOOP_DPO_MIN_HELDOUT"),
+        description="fewest held-out pairs a DPO run reports its preference accuracy on; a run "
+        "with fewer is refused before training",
+    )
     dpo_model: Path | None = Field(
         default=None,
         validation_alias=AliasChoices("ALPHALOOP_DPO_MODEL"),
@@ -205,7 +219,13 @@ class Settings(BaseSettings):
     )
 
     @field_validator(
-        "chromium", "dpo_model", "alpaca_api_key", "alpaca_secret_key", "api_token", mode="before"
+        "chromium",
+        "dpo_model",
+        "dpo_max_length",
+        "alpaca_api_key",
+        "alpaca_secret_key",
+        "api_token",
+        mode="before",
     )
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:

@@ -35,6 +35,7 @@ def test_check_then_train(
     model = build_tiny_model(tmp_path / "tiny")
     _pairs(settings, 6)
     clean_env.setenv("ALPHALOOP_DPO_MIN_PAIRS", "8")
+    clean_env.setenv("ALPHALOOP_DPO_MIN_HELDOUT", "1")
     skipped = CliRunner().invoke(app, ["dpo", "check", "--model", str(model), "--json"])
     assert skipped.exit_code == 0, skipped.output
     doc = json.loads(skipped.stdout)
@@ -50,6 +51,7 @@ def test_check_then_train(
     run = json.loads(result.stdout)
     assert run["status"] == "finished" and run["n_train"] + run["n_heldout"] == 6
     assert run["last_preference_id"] == 6 and len(run["loss_curve"]) == 3
+    assert run["max_length"] == 256 and run["accuracy_after_low"] <= run["accuracy_after"]
     assert (out / "model.safetensors").is_file()
     runs = json.loads(CliRunner().invoke(app, ["dpo", "runs", "--json"]).stdout)
     assert [r["status"] for r in runs] == ["finished", "skipped"]

@@ -23,15 +23,31 @@ dpo_app = typer.Typer(
 )
 
 
+def _accuracy(run: dpo.DpoRunRecord) -> str:
+    """``before -> after [low, high]``: the after's 95% Wilson interval on the held-out pairs."""
+    text = f"{run.accuracy_before:.2f} -> {run.accuracy_after:.2f}"
+    if run.accuracy_after_low is not None and run.accuracy_after_high is not None:
+        text += f" [{run.accuracy_after_low:.2f}, {run.accuracy_after_high:.2f}]"
+    return text
+
+
 def _print_run(run: dpo.DpoRunRecord) -> None:
     if run.status == "skipped":
         console.print(f"DPO run {run.id} skipped: {run.reason}")
         return
     console.print(
         f"DPO run {run.id} {run.status} in {run.elapsed_s or 0:.1f} s: {run.n_train} train / "
-        f"{run.n_heldout} held-out pairs; held-out preference accuracy "
-        f"{run.accuracy_before:.2f} -> {run.accuracy_after:.2f}"
+        f"{run.n_heldout} held-out pairs; held-out preference accuracy {_accuracy(run)} "
+        "(95% interval)"
     )
+    if run.lengths and run.max_length:
+        n = run.lengths
+        console.print(
+            f"prompts {n['prompt_min']:.0f}-{n['prompt_max']:.0f} tokens (median "
+            f"{n['prompt_median']:.0f}), longest sequence {n['sequence_max']:.0f} of "
+            f"max_length {run.max_length}; {n['pairs_cut']:.0f} prompt(s) had "
+            f"{n['entries_cut']:.0f} older history entries cut to fit"
+        )
     console.print(f"model written to {run.out_dir}; serve it with `vllm serve {run.out_dir}`")
 
 
@@ -41,13 +57,27 @@ def train(
     out: Path = typer.Option(..., help="new directory for the trained model (or LoRA adapter)"),
     lora: bool = typer.Option(False, "--lora", help="train a LoRA adapter instead of all weights"),
     max_steps: int = typer.Option(50, min=1, help="optimizer steps"),
+    max_length: int = typer.Option(
+        None,
+        min=16,
+        help="tokens of the longest prompt + answer (default: ALPHALOOP_DPO_MAX_LENGTH, else "
+        "the model's context length); longer prompts have their oldest history cut",
+    ),
     as_json: JsonFlag = False,
 ) -> None:
     """Run DPO on every labelled pair; a held-out fifth measures preference accuracy.
 
     Example: alphaloop dpo train --model ./models/base --out ./models/dpo-1 --max-steps 100
     """
-    run = guarded(dpo.train_dpo, get_settings(), model, out, lora=lora, max_steps=max_steps)
+    run = guarded(
+        dpo.train_dpo,
+        get_settings(),
+        model,
+        out,
+        lora=lora,
+        max_steps=max_steps,
+        max_length=max_length,
+    )
     if as_json:
         typer.echo(json.dumps(run.model_dump(mode="json")))
         return
@@ -83,11 +113,7 @@ def runs(as_json: JsonFlag = False) -> None:
         return
     table = FitTable("id", "status", "pairs", "accuracy", "started", "why")
     for r in rows:
-        acc = (
-            f"{r.accuracy_before:.2f} -> {r.accuracy_after:.2f}"
-            if r.accuracy_after is not None
-            else "-"
-        )
+        acc = _accuracy(r) if r.accuracy_after is not None else "-"
         pairs = "-" if r.n_train is None else f"{r.n_train}+{r.n_heldout}"
         table.add_row(str(r.id), r.status, pairs, acc, r.started_at, r.reason or r.error or "")
     console.print(table)

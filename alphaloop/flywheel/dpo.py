@@ -1,19 +1,23 @@
 """DPO on the preference pairs with TRL's ``DPOTrainer``, on a local causal LM directory.
 
 Nothing is fetched: :func:`go_offline` switches the Hugging Face libraries to offline mode and
-points their caches into the alphaloop scratch folder before they are imported. A held-out
-slice of the pairs (a stable fifth, chosen by a hash of each pair's origin key, so a later run
-never trains on what an earlier run held out) measures preference accuracy before and after
-training: the share of held-out pairs whose implicit reward ``beta * (log p_policy(y | x) -
-log p_ref(y | x))`` is higher for ``chosen`` than for ``rejected``. Before training the policy
-is the reference, every reward is 0, and a tie counts one half: the accuracy before is 0.5 by
-construction, and what training adds is measured against chance.
+points their caches into the alphaloop scratch folder before they are imported.
+
+Every pair is trained whole or not at all. ``max_length`` (default: the model's own context
+length, ``max_position_embeddings`` in its config) bounds a prompt with its longer answer in the
+model's tokens; a research prompt that is longer has its oldest history cut (see
+:mod:`.fit`), and a run in which a pair still does not fit stops before training with
+:class:`~alphaloop.exceptions.PromptTooLong`, since TRL would silently drop it (or cut its
+answer).
+
+A held-out fifth of the pairs (see :mod:`.heldout`) measures preference accuracy before and
+after training. Before training the policy is the reference, every reward is 0, and a tie
+counts one half: the accuracy before is 0.5 by construction, and what training adds is
+measured against chance, with its Wilson interval.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,10 +28,28 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import ModelDirError
-from alphaloop.flywheel.export import prompt_messages, prompt_text
+from alphaloop.flywheel.heldout import (
+    MIN_HELDOUT,
+    check_heldout,
+    preference_accuracy,
+    split_pairs,
+    wilson_interval,
+)
+from alphaloop.flywheel.lengths import Texts, fit_pairs, model_prompt, resolve_max_length
 from alphaloop.journal.flywheel import PreferenceRecord
 
-HELDOUT_BUCKETS = 5  # one pair in five is held out
+__all__ = [
+    "DpoOptions",
+    "DpoOutcome",
+    "check_model_dir",
+    "fit_pairs",
+    "go_offline",
+    "model_prompt",
+    "resolve_max_length",
+    "sequence_logps",
+    "train_pairs",
+]
+
 DEFAULT_BETA = 0.1
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
@@ -43,7 +65,8 @@ class DpoOptions(BaseModel):
     beta: float = DEFAULT_BETA
     learning_rate: float = 5e-5
     batch_size: int = 8
-    max_length: int = 1024
+    max_length: int | None = None  # None: the model's own context length
+    min_heldout: int = MIN_HELDOUT
     seed: int = 0
 
 
@@ -56,6 +79,10 @@ class DpoOutcome(BaseModel):
     n_heldout: int
     accuracy_before: float
     accuracy_after: float
+    accuracy_after_low: float
+    accuracy_after_high: float
+    max_length: int
+    lengths: dict[str, float]
     margin_before: float
     margin_after: float
     loss_curve: list[dict[str, float]]
@@ -89,39 +116,6 @@ def check_model_dir(path: Path) -> None:
         raise ModelDirError(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)})")
 
 
-def is_heldout(origin_key: str) -> bool:
-    digest = hashlib.sha256(origin_key.encode()).digest()
-    return digest[0] % HELDOUT_BUCKETS == 0
-
-
-def split_pairs(
-    prefs: Sequence[PreferenceRecord],
-) -> tuple[list[PreferenceRecord], list[PreferenceRecord]]:
-    """``(train, heldout)``: a stable fifth held out, at least one pair on each side.
-
-    Raises:
-        ModelDirError: fewer than two pairs (nothing to train on and measure with).
-    """
-    if len(prefs) < 2:
-        raise ValueError(f"DPO needs at least 2 labelled pairs, found {len(prefs)}")
-    train = [p for p in prefs if not is_heldout(p.origin_key)]
-    held = [p for p in prefs if is_heldout(p.origin_key)]
-    if not held:
-        held, train = train[-1:], train[:-1]
-    if not train:
-        train, held = held[:1], held[1:]
-    return train, held
-
-
-def model_prompt(tokenizer: Any, prompt: str) -> str:
-    """The text the model is trained on for a journaled prompt: chat messages through the
-    tokenizer's chat template when it has one, plain text otherwise."""
-    messages = prompt_messages(prompt)
-    if messages is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return prompt_text(prompt)
-
-
 def sequence_logps(
     model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str], max_length: int
 ) -> list[float]:
@@ -146,21 +140,6 @@ def sequence_logps(
             token_logp = logp.gather(1, targets[:, None])[:, 0]
             out.append(float(token_logp[-n_answer:].sum()))
     return out
-
-
-def preference_accuracy(
-    ref: tuple[list[float], list[float]], policy: tuple[list[float], list[float]], beta: float
-) -> tuple[float, float]:
-    """``(accuracy, mean margin)`` of implicit rewards; a tie counts one half."""
-    (ref_c, ref_r), (pol_c, pol_r) = ref, policy
-    margins = [
-        beta * ((pc - rc) - (pr - rr))
-        for rc, rr, pc, pr in zip(ref_c, ref_r, pol_c, pol_r, strict=True)
-    ]
-    if not margins:
-        return math.nan, math.nan
-    wins = sum(1.0 if m > 1e-12 else 0.5 if abs(m) <= 1e-12 else 0.0 for m in margins)
-    return wins / len(margins), sum(margins) / len(margins)
 
 
 def _log_series(history: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, float]]:
@@ -191,34 +170,49 @@ def train_pairs(
     on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> DpoOutcome:
     """Runs DPO on ``prefs`` and saves the model (or the LoRA adapter) and tokenizer in
-    ``out_dir``. Call :func:`go_offline` first.
+    ``out_dir``. Call :func:`go_offline` first. Everything that can refuse the run (the model
+    directory, the held-out count, the lengths) is checked before the model is loaded.
 
     Raises:
-        ModelDirError: ``model_dir`` is not a model directory.
+        ModelDirError: ``model_dir`` is not a model directory, or ``max_length`` exceeds its
+            context.
+        TooFewHeldOut: fewer held-out pairs than ``options.min_heldout``.
+        PromptTooLong: a pair does not fit ``max_length`` even with its history cut.
         ValueError: fewer than two pairs.
     """
     check_model_dir(model_dir)
     train, held = split_pairs(prefs)
+    check_heldout(len(held), len(prefs), options.min_heldout)
     start = time.perf_counter()
-    run = _Run(model_dir, out_dir, options, on_log)
-    tokenizer, model = _load_model(run)
-    h_texts = _texts(tokenizer, held)
-    ref_logps = _pair_logps(model, tokenizer, h_texts, options.max_length)
+    max_length = resolve_max_length(options.max_length, model_dir)
+    run = _Run(model_dir, out_dir, options.model_copy(update={"max_length": max_length}), on_log)
+    tokenizer = _load_tokenizer(run)
+    texts, lengths = fit_pairs(tokenizer, [*train, *held], max_length)
+    n = len(train)
+    t_texts: Texts = (texts[0][:n], texts[1][:n], texts[2][:n])
+    h_texts: Texts = (texts[0][n:], texts[1][n:], texts[2][n:])
+    model = _load_model(run)
+    ref_logps = _pair_logps(model, tokenizer, h_texts, max_length)
     acc_before, margin_before = preference_accuracy(ref_logps, ref_logps, options.beta)
 
-    trainer = _dpo_trainer(run, model, tokenizer, _texts(tokenizer, train))
+    trainer = _dpo_trainer(run, model, tokenizer, t_texts)
     trainer.train()
     trainer.save_model(str(out_dir))
     tokenizer.save_pretrained(str(out_dir))
 
-    pol_logps = _pair_logps(trainer.model, tokenizer, h_texts, options.max_length)
+    pol_logps = _pair_logps(trainer.model, tokenizer, h_texts, max_length)
     acc_after, margin_after = preference_accuracy(ref_logps, pol_logps, options.beta)
+    low, high = wilson_interval(acc_after, len(held))
     history = trainer.state.log_history
     return DpoOutcome(
         n_train=len(train),
         n_heldout=len(held),
         accuracy_before=acc_before,
         accuracy_after=acc_after,
+        accuracy_after_low=low,
+        accuracy_after_high=high,
+        max_length=max_length,
+        lengths=lengths,
         margin_before=margin_before,
         margin_after=margin_after,
         loss_curve=_log_series(history, ("loss",)),
@@ -229,41 +223,43 @@ def train_pairs(
     )
 
 
-def _load_model(run: _Run) -> tuple[Any, Any]:
-    """``(tokenizer, model)`` from the model directory, seeded, with a pad token.
+def _load_tokenizer(run: _Run) -> Any:
+    """The model directory's tokenizer, with a pad token.
+
+    Raises:
+        ModelDirError: the directory holds no loadable tokenizer.
+    """
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(run.model_dir, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ModelDirError(f"cannot load a tokenizer from {run.model_dir}: {err}") from None
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _load_model(run: _Run) -> Any:
+    """The causal language model of the model directory, seeded.
 
     Raises:
         ModelDirError: the directory holds no loadable causal language model.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     torch.manual_seed(run.options.seed)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(run.model_dir, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
+        return AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
     except (OSError, ValueError) as err:
         raise ModelDirError(
             f"cannot load a causal language model from {run.model_dir}: {err}"
         ) from None
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer, model
-
-
-def _texts(
-    tokenizer: Any, rows: Sequence[PreferenceRecord]
-) -> tuple[list[str], list[str], list[str]]:
-    """``(prompts, chosen, rejected)`` of ``rows`` as the model sees them."""
-    return (
-        [model_prompt(tokenizer, p.prompt) for p in rows],
-        [p.chosen for p in rows],
-        [p.rejected for p in rows],
-    )
 
 
 def _pair_logps(
-    model: Any, tokenizer: Any, texts: tuple[list[str], list[str], list[str]], max_length: int
+    model: Any, tokenizer: Any, texts: Texts, max_length: int
 ) -> tuple[list[float], list[float]]:
     """Sequence log-probabilities of the chosen and of the rejected answers."""
     prompts, chosen, rejected = texts
@@ -273,9 +269,7 @@ def _pair_logps(
     )
 
 
-def _dpo_trainer(
-    run: _Run, model: Any, tokenizer: Any, texts: tuple[list[str], list[str], list[str]]
-) -> Any:
+def _dpo_trainer(run: _Run, model: Any, tokenizer: Any, texts: Texts) -> Any:
     """TRL's ``DPOTrainer`` on the training pairs, against a frozen reference or with LoRA."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback

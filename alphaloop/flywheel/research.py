@@ -12,7 +12,9 @@ is mostly the window's noise, and a model trained on such labels learns that noi
 returns are comparable day by day.
 
 ``chosen`` and ``rejected`` are the edits as the model emitted them: the journaled ``delta``
-(``changes`` and ``rationale``), or for an invalid proposal the raw reply it sent. The prompt
+(``changes`` and ``rationale``), or for an invalid proposal the raw reply it sent. A rationale
+a search algorithm wrote (TPE, random) is bookkeeping, not reasoning: such a pair carries the
+changes alone on both sides (see :func:`pair_answers`). The prompt
 is the exact prompt the model saw (``trials.prompt``: the earlier trial's, else the later's);
 a TPE proposal saw none, so the proposal prompt is rendered from the journal as an LLM would
 have been asked at the earlier trial.
@@ -50,15 +52,44 @@ def _failed(t: TrialRecord) -> bool:
     return t.status in FAILED and not is_interrupted(t.status, t.error)
 
 
-def answer_text(t: TrialRecord) -> str:
-    """The edit as the model emitted it (see the module docstring)."""
+MACHINE_PROPOSERS = frozenset({"tpe", "random"})
+
+
+def machine_written(t: TrialRecord) -> bool:
+    """Whether the trial's rationale is a search algorithm's bookkeeping ("TPE warm-up: random
+    draw 6 of 8"), not reasoning a language model or a person wrote. An LLM proposal answered
+    by its fallback is journaled as ``tpe (fallback)``."""
+    return (t.proposer or "").split(" ", 1)[0] in MACHINE_PROPOSERS
+
+
+def answer_text(t: TrialRecord, *, rationale: bool = True) -> str:
+    """The edit as the model emitted it (see the module docstring); with ``rationale`` False,
+    the changes alone."""
     raw = (t.delta or {}).get("raw")
     if isinstance(raw, str) and raw.strip():
         return raw
     delta = t.delta or {}
+    if not rationale:
+        return json.dumps({"changes": delta.get("changes", {})})
     return json.dumps(
         {"changes": delta.get("changes", {}), "rationale": delta.get("rationale", "")}
     )
+
+
+def pair_answers(chosen: TrialRecord, rejected: TrialRecord) -> tuple[str, str]:
+    """The two answers of a pair. When either rationale was written by a search algorithm
+    (:func:`machine_written`), both answers carry their changes alone.
+
+    Such pairs are kept, not excluded: with no LLM endpoint the embedded TPE proposer makes
+    every proposal, so excluding them would leave a user without an endpoint nothing to train
+    on, and which of two edits from one state did better is as real a preference whoever
+    proposed them. What is not real is the text: trained on "TPE warm-up: random draw 6 of 8"
+    the model learns to write bookkeeping as a rationale. Dropping the rationale on *both*
+    sides (not only the machine's) keeps an LLM's answer against a fallback's from teaching
+    that writing a rationale is what wins; the pair differs in its changes only.
+    """
+    plain = machine_written(chosen) or machine_written(rejected)
+    return answer_text(chosen, rationale=not plain), answer_text(rejected, rationale=not plain)
 
 
 def judge(
@@ -137,6 +168,7 @@ def session_pairs(
             if known is not None and key in known:
                 continue
             first, second = (a, b) if a.idx < b.idx else (b, a)
+            answers = pair_answers(chosen, rejected)
             prompt = (
                 first.prompt
                 or second.prompt
@@ -159,8 +191,8 @@ def session_pairs(
                         "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
                     },
                     prompt=prompt,
-                    chosen=answer_text(chosen),
-                    rejected=answer_text(rejected),
+                    chosen=answers[0],
+                    rejected=answers[1],
                     margin=margin,
                     labelled=True,
                 )

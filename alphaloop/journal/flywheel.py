@@ -83,9 +83,10 @@ class PreferenceRecord(_Record):
 
 
 class DpoRunRecord(_Record):
-    """One DPO run (or a check that decided not to train: ``skipped`` with its ``reason``)."""
+    """One DPO run (or a check that decided not to train: ``skipped`` with its ``reason``).
+    Columns from ``accuracy_after_low`` to ``lengths`` are None in rows of schema 8 and older."""
 
-    json_fields: ClassVar[frozenset[str]] = frozenset({"loss_curve", "reward_margins"})
+    json_fields: ClassVar[frozenset[str]] = frozenset({"loss_curve", "reward_margins", "lengths"})
 
     id: int
     status: DpoStatus
@@ -98,6 +99,13 @@ class DpoRunRecord(_Record):
     last_preference_id: int | None = None
     accuracy_before: float | None = None
     accuracy_after: float | None = None
+    # The 95% Wilson interval of ``accuracy_after`` on the held-out pairs.
+    accuracy_after_low: float | None = None
+    accuracy_after_high: float | None = None
+    max_length: int | None = None  # tokens: the longest prompt + answer trained on
+    # Prompt tokens after fitting (min, median, max), the longest sequence, pairs and history
+    # entries cut to fit ``max_length``.
+    lengths: dict[str, float] | None = None
     margin_before: float | None = None
     margin_after: float | None = None
     loss_curve: list[Any] | None = None

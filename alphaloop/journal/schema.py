@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -261,6 +261,10 @@ LOOP_TABLES: dict[str, str] = {
             last_preference_id INTEGER,
             accuracy_before REAL,
             accuracy_after REAL,
+            accuracy_after_low REAL,
+            accuracy_after_high REAL,
+            max_length INTEGER,
+            lengths TEXT,
             margin_before REAL,
             margin_after REAL,
             loss_curve TEXT,
@@ -524,6 +528,22 @@ def _add_trial_folds(conn: sqlite3.Connection) -> None:
             conn.execute(ddl)
 
 
+def _add_dpo_lengths(conn: sqlite3.Connection) -> None:
+    """Schema 9 -> 10: what a DPO run measured of its pairs and its held-out accuracy:
+    ``max_length`` (tokens), ``lengths`` (JSON: prompt tokens after fitting, the longest
+    sequence, pairs and history entries cut) and the accuracy's 95% Wilson interval. Runs
+    journaled before stay NULL: they trained at a fixed 1024 tokens and measured none of it."""
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(dpo_runs)")}
+    for column, kind in (
+        ("accuracy_after_low", "REAL"),
+        ("accuracy_after_high", "REAL"),
+        ("max_length", "INTEGER"),
+        ("lengths", "TEXT"),
+    ):
+        if column not in columns:
+            conn.execute(f"ALTER TABLE dpo_runs ADD COLUMN {column} {kind}")
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -534,6 +554,7 @@ MIGRATIONS: dict[int, Migration] = {
     6: _add_llm_call_mode,
     7: _add_exactly_once_ticks,
     8: _add_trial_folds,
+    9: _add_dpo_lengths,
 }
 
 

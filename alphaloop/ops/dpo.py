@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import FlywheelError, ModelDirError
+from alphaloop.exceptions import (
+    EXIT_USAGE,
+    AlphaloopError,
+    FlywheelError,
+    ModelDirError,
+    TooFewHeldOut,
+)
 from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
+from alphaloop.flywheel.heldout import check_heldout, split_pairs
+from alphaloop.flywheel.lengths import resolve_max_length
 from alphaloop.journal import Journal
 from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
@@ -50,19 +59,25 @@ def _check_out_dir(out_dir: Path, model_dir: Path) -> None:
 
 
 def _train_journaled(
-    journal: Journal, run_id: int, prefs: list, dirs: tuple[Path, Path], options: DpoOptions
+    journal: Journal,
+    run_id: int,
+    prefs: list,
+    dirs: tuple[Path, Path],
+    options: DpoOptions,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
     """Trains on ``prefs``; a failure is journaled as the run's end and raised as
-    :class:`DpoFailed` (a bad model directory as itself)."""
+    :class:`DpoFailed`, or as itself when it is bad usage (a bad model directory, pairs too
+    long for ``max_length``): exit 2, not a failure of the run."""
     try:
-        return train_pairs(prefs, *dirs, options)
+        return train_pairs(prefs, *dirs, options, on_log=on_log)
     except Exception as err:
         journal.finish_dpo_run(
             run_id,
             status=DpoStatus.failed,
             error=f"{err!r}\n{traceback.format_exc(limit=-3)}",
         )
-        if isinstance(err, ModelDirError):
+        if isinstance(err, AlphaloopError) and err.exit_code == EXIT_USAGE:
             raise
         raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
 
@@ -77,15 +92,20 @@ def train_dpo(
     beta: float = 0.1,
     learning_rate: float = 5e-5,
     batch_size: int = 8,
+    max_length: int | None = None,
     seed: int = 0,
+    on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> DpoRunRecord:
-    """Trains ``model_dir`` with DPO on every labelled pair and writes the result (a model, or
-    a LoRA adapter with ``lora``) to ``out_dir``. The run is journaled from its start; a
-    failure is journaled as ``failed`` with the error and raised as :class:`DpoFailed`.
+    """DPO of ``model_dir`` on every labelled pair, written (a model, or a LoRA adapter) to
+    ``out_dir``, journaled from its start (a failure as ``failed``, raised as :class:`DpoFailed`).
+    ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else the
+    model's context length; ``on_log`` is handed each training log line.
 
     Raises:
-        ModelDirError: ``model_dir`` is not a model, or ``out_dir`` is not empty.
+        ModelDirError: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
         FlywheelError: fewer than two labelled pairs.
+        TooFewHeldOut: fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled).
+        PromptTooLong: pairs that do not fit even with their history cut (a failed run).
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_model_dir(model_dir)
@@ -96,31 +116,49 @@ def train_dpo(
         beta=beta,
         learning_rate=learning_rate,
         batch_size=batch_size,
+        max_length=resolve_max_length(max_length or settings.dpo_max_length, model_dir),
+        min_heldout=settings.dpo_min_heldout,
         seed=seed,
     )
     settings.confine_scratch()
     go_offline(settings.scratch_dir)
     with open_journal(settings) as journal:
-        prefs = journal.preferences(labelled=True)
-        if len(prefs) < 2:
-            raise FlywheelError(
-                f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
-                "run `alphaloop prefs extract` first"
-            )
+        prefs = _labelled_pairs(journal, options.min_heldout)
         run_id = journal.start_dpo_run(
             model_dir=str(model_dir),
             out_dir=str(out_dir),
             lora=lora,
             max_steps=max_steps,
+            max_length=options.max_length,
             last_preference_id=prefs[-1].id,
         )
         attrs = {"dpo.run_id": run_id, "dpo.lora": lora, "dpo.max_steps": max_steps,
-                 "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir)}  # fmt: skip
+                 "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir),
+                 "dpo.max_length": options.max_length}  # fmt: skip
         with span("dpo.train", attrs) as current:
-            outcome = _train_journaled(journal, run_id, prefs, (model_dir, out_dir), options)
+            outcome = _train_journaled(
+                journal, run_id, prefs, (model_dir, out_dir), options, on_log
+            )
             fields = ("accuracy_before", "accuracy_after", "n_train", "n_heldout")
             set_attributes(current, {f"dpo.{f}": getattr(outcome, f) for f in fields})
         return journal.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
+
+
+def _labelled_pairs(journal: Journal, min_heldout: int) -> list:
+    """Every labelled pair, refused when there are too few to train and measure on.
+
+    Raises:
+        FlywheelError: fewer than two labelled pairs.
+        TooFewHeldOut: fewer held-out pairs than ``min_heldout``.
+    """
+    prefs = journal.preferences(labelled=True)
+    if len(prefs) < 2:
+        raise FlywheelError(
+            f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
+            "run `alphaloop prefs extract` first"
+        )
+    check_heldout(len(split_pairs(prefs)[1]), len(prefs), min_heldout)
+    return prefs
 
 
 def dpo_check(
@@ -132,7 +170,8 @@ def dpo_check(
     max_steps: int = 50,
 ) -> DpoCheck:
     """Trains when at least ``settings.dpo_min_pairs`` labelled pairs are newer than the last
-    finished run's; otherwise journals a ``skipped`` run saying why.
+    finished run's and enough are held out (``settings.dpo_min_heldout``); otherwise journals a
+    ``skipped`` run saying why.
 
     The model is ``model_dir`` or ``settings.dpo_model``; the output goes to ``out_dir`` or a
     new folder under ``<home>/dpo/``.
@@ -149,6 +188,8 @@ def dpo_check(
             )
         elif model is None:
             reason = "no model directory: pass --model or set ALPHALOOP_DPO_MODEL"
+        else:
+            reason = _heldout_shortfall(journal, settings.dpo_min_heldout)
         if reason is not None:
             run_id = journal.start_dpo_run(
                 status=DpoStatus.skipped,
@@ -163,6 +204,16 @@ def dpo_check(
         out_dir = settings.home / "dpo" / f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     run = train_dpo(settings, Path(model), out_dir, lora=lora, max_steps=max_steps)
     return DpoCheck(trained=True, new_pairs=new, min_pairs=settings.dpo_min_pairs, run=run)
+
+
+def _heldout_shortfall(journal: Journal, min_heldout: int) -> str | None:
+    """Why the labelled pairs are too few to measure a run on, or None when they are not."""
+    prefs = journal.preferences(labelled=True)
+    try:
+        check_heldout(len(split_pairs(prefs)[1]) if len(prefs) >= 2 else 0, len(prefs), min_heldout)
+    except TooFewHeldOut as err:
+        return str(err)
+    return None
 
 
 def list_dpo_runs(settings: Settings) -> list[DpoRunRecord]:

@@ -27,6 +27,12 @@ def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
         clean_env.setenv(name, str(tmp_path / "unused"))
 
 
+def _few_heldout(settings: Settings) -> Settings:
+    """The settings with a minimum of one held-out pair: these runs are about training, on
+    fewer pairs than an accuracy is reported on by default."""
+    return settings.model_copy(update={"dpo_min_heldout": 1})
+
+
 def _journal_pairs(settings: Settings, n: int) -> None:
     with Journal(settings.journal_path) as journal:
         for pair in separable_pairs(n):
@@ -38,13 +44,17 @@ def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path, offline
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 20)
     out = tmp_path / "out"
-    run = train_dpo(settings, model, out, max_steps=6, learning_rate=5e-3, seed=0)
+    run = train_dpo(_few_heldout(settings), model, out, max_steps=6, learning_rate=5e-3, seed=0)
     assert run.status == "finished"
     assert run.n_train + run.n_heldout == 20 and run.n_heldout >= 1
     assert run.accuracy_before == 0.5  # policy == reference: every implicit reward ties
     assert run.margin_before == 0.0
     assert run.accuracy_after == 1.0 > run.accuracy_before
     assert run.margin_after > 0
+    # The interval of the held-out accuracy, and the lengths: the tiny model's context is 256.
+    assert run.accuracy_after_low < run.accuracy_after <= run.accuracy_after_high
+    assert run.max_length == 256 and 0 < run.lengths["sequence_max"] <= 256
+    assert run.lengths["pairs_cut"] == 0
     assert len(run.loss_curve) == 6
     assert run.loss_curve[-1]["loss"] < run.loss_curve[0]["loss"]
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
@@ -56,7 +66,7 @@ def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path, offline_
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 10)
     out = tmp_path / "adapter"
-    run = train_dpo(settings, model, out, lora=True, max_steps=4, learning_rate=1e-2)
+    run = train_dpo(_few_heldout(settings), model, out, lora=True, max_steps=4, learning_rate=1e-2)
     assert run.status == "finished" and run.lora
     config = json.loads((out / "adapter_config.json").read_text())
     assert config["peft_type"] == "LORA"
