@@ -52,7 +52,7 @@ from typing import Any
 
 from scipy import stats
 
-from alphaloop.flywheel.research import fold_days, judge
+from alphaloop.flywheel.research import judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -157,7 +157,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         with Journal(settings.journal_path) as journal:
             session = journal.get_session(sid)
             rows = journal.trials(sid, series=False)
-            days = fold_days(journal, sid)
+            days = journal.folds.returns_by_fold(sid)
         search = [t for t in rows if _scored(t)]
         test = {
             t.id: run_trial(

@@ -96,8 +96,9 @@ def judge(
     a: TrialRecord, b: TrialRecord, days: dict[int, list[float]]
 ) -> tuple[TrialRecord, TrialRecord, float] | None:
     """``(chosen, rejected, margin)`` for two proposals of one state, or None when neither beat
-    the other with confidence. ``days`` holds each scored trial's daily returns by fold (see
-    :func:`common_days`); the margin of a scored pair is the Sharpe difference's z."""
+    the other with confidence. ``days`` holds each scored trial's daily returns by fold
+    (``journal.folds.returns_by_fold``); the margin of a scored pair is the Sharpe
+    difference's z."""
     if _scored(a) and _scored(b):
         x, y = common_days(days, a.id, b.id)
         if len(x) < 10:
@@ -114,19 +115,6 @@ def judge(
     if _scored(b) and _failed(a):
         return b, a, math.inf
     return None
-
-
-def fold_days(journal: Journal, session_id: str) -> dict[int, dict[int, list[float]]]:
-    """Each trial's daily returns by fold; a trial journaled before folds has its VALIDATION
-    returns as its one fold (keyed -1)."""
-    out = {
-        tid: {f.fold: f.returns for f in fs}
-        for tid, fs in journal.folds.of_session(session_id).items()
-    }
-    for t in journal.trials(session_id, TrialKind.search):
-        if t.id not in out and t.val_returns:
-            out[t.id] = {-1: t.val_returns}
-    return out
 
 
 def common_days(
@@ -148,7 +136,7 @@ def session_pairs(
     ``known`` are skipped before their prompt is rendered (extraction runs again and again)."""
     if session.noise_floor is None or not math.isfinite(session.noise_floor):
         return []
-    days = fold_days(journal, session.id)
+    days = journal.folds.returns_by_fold(session.id)
     rows = [
         t
         for t in journal.trials(session.id, TrialKind.search, series=False)

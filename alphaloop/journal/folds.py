@@ -20,6 +20,13 @@ if TYPE_CHECKING:
     from alphaloop.journal.connection import JournalFile
 
 
+# Trials with VALIDATION returns and no fold rows: scored before folds existed.
+_UNFOLDED = (
+    "SELECT t.id, t.val_returns FROM trials t WHERE t.val_returns IS NOT NULL "
+    "AND NOT EXISTS (SELECT 1 FROM trial_folds f WHERE f.trial_id = t.id)"
+)
+
+
 class FoldRecord(_Record):
     """One fold of one trial: its window, objective, metrics and daily returns."""
 
@@ -112,6 +119,24 @@ class Folds:
             rec = FoldRecord.from_row(r)
             out.setdefault(rec.trial_id, []).append(rec)
         return out
+
+    def returns_by_fold(self, session_id: str) -> dict[int, dict[int, list[float]]]:
+        """Each of a session's trials' daily returns by fold; a trial journaled before folds
+        existed has its VALIDATION returns as its one fold, keyed -1."""
+        out: dict[int, dict[int, list[float]]] = {}
+        for tid, records in self.of_session(session_id).items():
+            out[tid] = {r.fold: r.returns for r in records}
+        for row in self._journal._rows(_UNFOLDED + " AND t.session_id = ?", (session_id,)):
+            out[row["id"]] = {-1: json.loads(row["val_returns"])}
+        return out
+
+    def returns_of(self, trial_id: int) -> dict[int, list[float]]:
+        """One trial's daily returns by fold, as :meth:`returns_by_fold` gives them."""
+        records = self.of_trial(trial_id)
+        if records:
+            return {r.fold: r.returns for r in records}
+        rows = self._journal._rows(_UNFOLDED + " AND t.id = ?", (trial_id,))
+        return {-1: json.loads(rows[0]["val_returns"])} if rows else {}
 
     def done_before(self, session_id: str, config_hash: str, seed: int) -> dict[int, FoldRecord]:
         """Folds journaled for ``config_hash`` on ``seed`` by trials of the session that never

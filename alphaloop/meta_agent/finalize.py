@@ -132,8 +132,7 @@ def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | No
     default = folding.seed_mean_returns(ctx, base)
     for trial in kept:
         ours = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, trial))
-        pair = aligned_matrix([ours, default])
-        window = keep_rule.window_test(pair[:, 0], pair[:, 1], max(len(ctx.folds), 1), alpha)
+        window = folding.compare_days(ctx, ours, default, alpha)
         if window.passed:
             said = window.describe().replace("the incumbent", "the default")
             return trial, f"trial {trial.idx} beats the default ({n_eff:.1f} configs tried): {said}"

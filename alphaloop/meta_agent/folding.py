@@ -19,12 +19,15 @@ config and seed, and runs only the rest: no fold is run twice or lost.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from alphaloop.journal import FoldRecord, TrialKind, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent.executors import Pending, TrialJob, outcome_of
-from alphaloop.meta_agent.recording import best_so_far, finished_trials
+from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
+from alphaloop.meta_agent.recording import best_so_far, confirmations, finished_trials
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.trials import TrialResult, aggregate_folds, fold_budget
 from alphaloop.validation import aligned_matrix, sharpe_difference
@@ -153,12 +156,11 @@ def _carried_over(ctx: SessionContext, row: TrialRecord) -> dict[int, TrialResul
 
 def fold_returns(ctx: SessionContext, trial: TrialRecord, folds: list[int] | None = None) -> list:
     """``trial``'s daily returns on ``folds`` (all when None), end to end, from its journaled
-    folds; a trial journaled before folds existed has its VALIDATION returns."""
-    records = ctx.journal.folds.of_trial(trial.id)
-    if not records:
-        return list(trial.val_returns or ctx.journal.get_trial(trial.id).val_returns or [])
+    folds; a trial journaled before folds has its VALIDATION returns."""
+    by_fold = ctx.journal.folds.returns_of(trial.id)
+    if -1 in by_fold:
+        return by_fold[-1]
     wanted = range(len(ctx.folds)) if folds is None else folds
-    by_fold = {r.fold: r.returns for r in records}
     return [x for i in wanted for x in by_fold.get(i, [])]
 
 
@@ -167,12 +169,16 @@ def seed_rows(ctx: SessionContext, rows: list[TrialRecord], trial: TrialRecord) 
     a search trial with its confirmation seeds."""
     if trial.kind == TrialKind.baseline:
         return [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
-    confirms = [
-        t
-        for t in ctx.journal.trials(ctx.session_id, kind=TrialKind.confirm, series=False)
-        if t.parent_id == trial.id and t.objective is not None
-    ]
-    return [trial, *confirms]
+    return [trial, *(t for t in confirmations(ctx, trial.id) if t.objective is not None)]
+
+
+def compare_days(
+    ctx: SessionContext, ours: Any, theirs: Any, alpha: float = KEEP_ALPHA
+) -> WindowComparison:
+    """The keep rule's test on the days (:func:`~.keep_rule.window_test`) of two daily series
+    on their common, latest days, at ``alpha``."""
+    pair = aligned_matrix([ours, theirs])
+    return window_test(pair[:, 0], pair[:, 1], max(len(ctx.folds), 1), alpha)
 
 
 def seed_mean_returns(

@@ -301,9 +301,7 @@ def window_comparison(
     incumbent, _ = best_so_far(rows)
     theirs = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, incumbent))
     series = [result.daily_returns, *(folding.fold_returns(ctx, t) for t in confirms)]
-    ours = aligned_matrix(series).mean(axis=1)
-    pair = aligned_matrix([ours, theirs])
-    return keep_rule.window_test(pair[:, 0], pair[:, 1], max(len(ctx.folds), 1))
+    return folding.compare_days(ctx, aligned_matrix(series).mean(axis=1), theirs)
 
 
 def kept_if_ok(outcome: TrialOutcome) -> str:

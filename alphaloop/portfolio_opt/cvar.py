@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from typing import Any
+from typing import Annotated, Any
 
 import cvxpy as cp
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from alphaloop import metrics
 from alphaloop.exceptions import SolverError
@@ -53,6 +53,22 @@ _SOLVER = "cutting"
 _FEW_ATOMS = 1024
 
 
+def _read_only_vector(value: Any) -> np.ndarray:
+    arr = np.array(value, dtype=np.float64)  # a copy, so freezing it cannot leak out
+    if arr.ndim != 1:
+        raise ValueError(f"weights must be 1-D, got shape {arr.shape}")
+    arr.flags.writeable = False
+    return arr
+
+
+# Portfolio weights in a result model: a read-only float copy, serialised as a list.
+WeightVector = Annotated[
+    np.ndarray,
+    BeforeValidator(_read_only_vector),
+    PlainSerializer(lambda weights: weights.tolist(), return_type=list[float]),
+]
+
+
 class CvarSolution(BaseModel):
     """Result of a CVaR solve.
 
@@ -69,25 +85,12 @@ class CvarSolution(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    weights: np.ndarray
+    weights: WeightVector
     cvar: float
     expected_return: float
     objective: float
     status: str
     solve_seconds: float
-
-    @field_validator("weights", mode="before")
-    @classmethod
-    def _read_only_vector(cls, value: Any) -> np.ndarray:
-        arr = np.array(value, dtype=np.float64)  # a copy, so freezing it cannot leak out
-        if arr.ndim != 1:
-            raise ValueError(f"weights must be 1-D, got shape {arr.shape}")
-        arr.flags.writeable = False
-        return arr
-
-    @field_serializer("weights")
-    def _weights_as_list(self, weights: np.ndarray) -> list[float]:
-        return weights.tolist()
 
 
 def empirical_cvar(losses: np.ndarray, alpha: float) -> float:

@@ -34,15 +34,19 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import InfeasibleProblem
 from alphaloop.portfolio_opt import _cutting, _lp
 from alphaloop.portfolio_opt._checks import check_problem
-from alphaloop.portfolio_opt.cvar import _check_objective, clean_weights, empirical_cvar
+from alphaloop.portfolio_opt.cvar import (
+    WeightVector,
+    _check_objective,
+    clean_weights,
+    empirical_cvar,
+)
 
 # A point's return may fall short of its target by this much (interior-point round-off, of the
 # order of its 1e-8 residual tolerance times the largest mean) before it counts as inaccurate.
@@ -73,21 +77,10 @@ class FrontierPoint(BaseModel):
     expected_return: float
     cvar: float
     lower_bound: float
-    weights: np.ndarray
+    weights: WeightVector
     status: str
     solve_seconds: float
     n_scenarios_used: int
-
-    @field_validator("weights", mode="before")
-    @classmethod
-    def _read_only_vector(cls, value: Any) -> np.ndarray:
-        arr = np.array(value, dtype=np.float64)
-        arr.flags.writeable = False
-        return arr
-
-    @field_serializer("weights")
-    def _weights_as_list(self, weights: np.ndarray) -> list[float]:
-        return weights.tolist()
 
 
 class Frontier(BaseModel):
