@@ -195,7 +195,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     return out
 
 
-def _arm(
+def run_arm(
     arm: str, n_sessions: int, budget: int, quick: bool, folds: int | None = None
 ) -> list[Outcome]:
     outcomes = []
@@ -400,13 +400,14 @@ def main(
     arms: list[str] | None = None,
     sessions: int | None = None,
     folds: int | None = None,
+    budget: int | None = None,
 ) -> dict[str, Any]:
-    """Runs the sessions of every arm (or of ``arms``; ``sessions`` of each when given),
-    prints per-arm tables and returns the summary rows."""
+    """Runs the sessions of every arm (or of ``arms``; ``sessions`` of each and ``budget``
+    search trials a session when given), prints per-arm tables and returns the summary rows."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     plan = {
-        k: (sessions or n, budget)
-        for k, (n, budget) in (QUICK if quick else FULL).items()
+        k: (sessions or n, budget or planned)
+        for k, (n, planned) in (QUICK if quick else FULL).items()
         if not arms or k in arms
     }
     summary: list[SummaryRow] = []
@@ -420,7 +421,7 @@ def main(
     measured: dict[str, list[Outcome]] = {}
     for arm, (n_sessions, budget) in plan.items():
         seconds, measured[arm] = timed(
-            lambda a=arm, n=n_sessions, b=budget: _arm(a, n, b, quick, folds)
+            lambda a=arm, n=n_sessions, b=budget: run_arm(a, n, b, quick, folds)
         )
         mode = measured[arm][0].mode if measured[arm] else MODE
         print(
@@ -443,5 +444,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--folds", type=int, help="folds per trial (default: the session default; 1 = one window)"
     )
+    parser.add_argument("--budget", type=int, help="search trials per session (all arms)")
     args = parser.parse_args()
-    main(args.quick, args.arm, args.sessions, args.folds)
+    main(args.quick, args.arm, args.sessions, args.folds, args.budget)

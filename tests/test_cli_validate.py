@@ -102,7 +102,8 @@ def test_finalize_deflates_over_the_search_trials_only(settings: Settings, sessi
 
 def excess_oracle(rows: list[Any], chosen: Any, search: list[Any]) -> dict[str, Any]:
     """The pick's TEST evidence against the default and 1/N, rebuilt from the journaled rows
-    and a 1/N book simulated here: equal weights, rebalanced every 21 days at the open, paying
+    and a 1/N book simulated here (excess over a reference matched to the series' volatility):
+    equal weights, rebalanced every 21 days at the open, paying
     10 bps of the equity per unit of one-way turnover."""
     data = DataSpec(data="synthetic").load()
     tests = {t.parent_id: t for t in rows if t.kind == "test"}
@@ -132,14 +133,22 @@ def excess_oracle(rows: list[Any], chosen: Any, search: list[Any]) -> dict[str, 
             "default",
             pick,
             tests[baseline.id].val_returns,
-            [np.array(t.val_returns) - base for t in search],
+            [matched(np.array(t.val_returns), base) for t in search],
         )
     # Search trials were scored on folds ending with VALIDATION: their latest days are its.
     days = len(ew_val)
     out["equal_weight"] = excess_evidence(
-        "equal_weight", pick, ew_test, [np.array(t.val_returns[-days:]) - ew_val for t in search]
+        "equal_weight",
+        pick,
+        ew_test,
+        [matched(np.array(t.val_returns[-days:]), ew_val) for t in search],
     )
     return out
+
+
+def matched(x: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """``x`` less ``reference`` levered to the volatility of ``x`` (M-squared's excess)."""
+    return x - x.std(ddof=1) / reference.std(ddof=1) * reference
 
 
 def test_validate_json_is_one_document_and_journaled(settings: Settings, session: str) -> None:

@@ -285,10 +285,18 @@ def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
         lines.append(f"probabilistic Sharpe ratio: {final['probabilistic_sharpe']:.3f}")
     if final.get("pbo") is not None:
         summary = final.get("pbo_summary") or {}
+        interval = summary.get("interval")
+        shown = f", 95% interval {interval[0]:.2f}-{interval[1]:.2f}" if interval else ""
         lines.append(
             f"probability of backtest overfitting (CSCV, S = {summary.get('n_blocks', '-')}): "
-            f"{final['pbo']:.3f}"
+            f"{final['pbo']:.3f}{shown}"
         )
+        if summary.get("n_trials") and summary.get("n_days"):
+            left = summary.get("n_trials_left_out") or 0
+            raced = f"; {left} raced-out trials left out" if left else ""
+            lines.append(
+                f"  over {summary['n_trials']} trials x {summary['n_days']:,} scored days{raced}"
+            )
     elif final.get("pbo_note"):
         lines.append(f"PBO not computed: {final['pbo_note']}")
     return lines

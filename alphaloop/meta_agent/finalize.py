@@ -43,6 +43,7 @@ from alphaloop.validation import (
     search_set,
     session_dsr,
     session_pbo,
+    vol_matched_excess,
 )
 
 _WINDOWS = ("validation", "test")
@@ -239,9 +240,8 @@ def reference_evidence(
 
 
 def _excess(series: list[list[float]], reference: Any) -> list[np.ndarray]:
-    """Each series minus ``reference`` on their common, latest days."""
-    pairs = (aligned_matrix([s, reference]) for s in series)
-    return [pair[:, 0] - pair[:, 1] for pair in pairs]
+    """Each series' excess over ``reference`` matched to its volatility, on their common days."""
+    return [vol_matched_excess(s, reference) for s in series]
 
 
 def _overfitting(

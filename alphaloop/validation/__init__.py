@@ -14,6 +14,7 @@ from alphaloop.validation.excess import (
     SharpeDifference,
     excess_evidence,
     sharpe_difference,
+    vol_matched_excess,
 )
 from alphaloop.validation.gates import REFERENCES, GateReport, GateResult, Gates, evaluate_gates
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
@@ -70,4 +71,5 @@ __all__ = [
     "sharpe_difference",
     "stress_test",
     "summarize_pbo",
+    "vol_matched_excess",
 ]

@@ -14,7 +14,8 @@ of the ranks a pick can have (with 3 trials, every pick ranked second OOS).
 
 Pure noise trials give PBO near 1/2; one trial with a real edge keeps winning OOS and gives PBO
 near 0. All combinations are scored at once from per-block sums, so S = 16 (12,870
-combinations) over 50 trials costs milliseconds, not a Python loop.
+combinations) over 50 trials costs milliseconds, not a Python loop. :func:`pbo_interval` gives
+PBO's bootstrap interval (days redrawn in blocks): one session's PBO is one noisy number.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 logger = logging.getLogger(__name__)
 
 DEFAULT_BLOCKS = 16
+# PBO's bootstrap interval: resamples, days per resampled block (a trading month, so a month of
+# autocorrelation survives), combinations scored per resample.
+BOOTSTRAP_REPS, BOOTSTRAP_BLOCK_DAYS, BOOTSTRAP_COMBOS = 200, 21, 500
 
 
 class CSCVResult(BaseModel):
@@ -170,11 +174,10 @@ def cscv_pbo(
     doubled = _doubled_rank(oos_sr, chosen)
     rank = doubled / (2.0 * (n_trials + 1))
     logits = np.log(rank / (1.0 - rank))
-    at_median = doubled == n_trials + 1
     picked_is, picked_oos = is_sr[rows, chosen], oos_sr[rows, chosen]
     slope, intercept = _degradation(picked_is, picked_oos)
     return CSCVResult(
-        pbo=float(np.mean((doubled < n_trials + 1) + 0.5 * at_median)),
+        pbo=_pbo_of(doubled, n_trials),
         n_blocks=n_blocks,
         n_trials=n_trials,
         n_days=n_days - dropped,
@@ -190,6 +193,59 @@ def cscv_pbo(
         oos_rank=tuple(rank.tolist()),
         logits=tuple(logits.tolist()),
     )
+
+
+def _pbo_of(doubled_rank: np.ndarray, n_trials: int) -> float:
+    """The share of combinations ranked below the OOS median, those at it counting half."""
+    median = n_trials + 1
+    return float(np.mean((doubled_rank < median) + 0.5 * (doubled_rank == median)))
+
+
+def pbo_interval(
+    returns: np.ndarray,
+    n_blocks: int = DEFAULT_BLOCKS,
+    *,
+    level: float = 0.95,
+    reps: int = BOOTSTRAP_REPS,
+    block_days: int = BOOTSTRAP_BLOCK_DAYS,
+    n_combos: int = BOOTSTRAP_COMBOS,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """A percentile bootstrap interval of PBO: how much it moves when the days are redrawn.
+
+    The combinations of one matrix are not independent draws (each block sits in half of them),
+    so a binomial interval over them would be far too narrow. Instead the days are resampled in
+    circular blocks of ``block_days`` (the same days for every trial, so their correlation and
+    the returns' autocorrelation survive), CSCV is rerun on each resample, and the interval is
+    the middle ``level`` of the PBOs. Each rerun scores ``n_combos`` combinations drawn at
+    random rather than all 12,870 (S = 16), which costs the interval little (a binomial
+    standard error of at most 0.022 at 500) and keeps it under a second.
+
+    Raises:
+        ValueError: as :func:`cscv_pbo`, or ``level`` not in (0, 1).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    x = _check(returns, n_blocks)
+    x = x[x.shape[0] % n_blocks :]
+    rng = np.random.default_rng(seed)
+    combos = list(itertools.combinations(range(n_blocks), n_blocks // 2))
+    pbos = []
+    for _ in range(reps):
+        picked = rng.choice(len(combos), size=min(n_combos, len(combos)), replace=False)
+        resampled = x[_circular_blocks(rng, x.shape[0], block_days)]
+        is_sr, oos_sr = _split_sharpes(resampled, n_blocks, [combos[i] for i in picked])
+        pbos.append(_pbo_of(_doubled_rank(oos_sr, np.argmax(is_sr, axis=1)), x.shape[1]))
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(pbos, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def _circular_blocks(rng: np.random.Generator, n_days: int, block_days: int) -> np.ndarray:
+    """Row indices of a circular block bootstrap: random starts, ``block_days`` each, wrapped."""
+    starts = rng.integers(0, n_days, size=-(-n_days // block_days))
+    rows = (starts[:, None] + np.arange(block_days)[None, :]) % n_days
+    return rows.ravel()[:n_days]
 
 
 def n_combinations(n_blocks: int) -> int:

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.metrics import DeflatedSharpe, deflated_sharpe, effective_trials, trial_sharpes
-from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo
+from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, pbo_interval
 
 # The one set N and the variance of Sharpe ratios are taken over. Baseline runs are the default
 # config on noise seeds, not candidates: their near-identical Sharpes would shrink the variance.
@@ -46,6 +46,10 @@ class PBOSummary(BaseModel):
         degradation_slope: slope of the winner's OOS Sharpe on its IS Sharpe (None if flat).
         logit_quantiles: ``"5%"`` ... ``"95%"`` of the logits.
         histogram_edges, histogram_counts: the logit histogram (``len(edges) = len(counts)+1``).
+        interval: PBO's 95% bootstrap interval (:func:`~alphaloop.validation.pbo.pbo_interval`);
+            None in summaries journaled before it existed.
+        n_trials_left_out: search trials not in the matrix (:func:`fold_block`): raced out
+            after fewer folds than the trials in it ran.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,6 +64,25 @@ class PBOSummary(BaseModel):
     logit_quantiles: dict[str, float]
     histogram_edges: tuple[float, ...]
     histogram_counts: tuple[int, ...]
+    interval: tuple[float, float] | None = None
+    n_trials_left_out: int = 0
+
+
+def fold_block(series: Sequence[Sequence[float]]) -> list[int]:
+    """The trials of the largest complete block of a session's fold matrix, by index.
+
+    A search trial's returns are its folds end to end, and racing stops a trial after its most
+    recent fold when it is clearly worse there, so the matrix the session scored is ragged:
+    every trial has the latest days, only the trials that ran every fold have all of them. CSCV
+    needs a complete matrix; of the two complete blocks (every trial on the days all share, or
+    the trials of full length on all their days) this takes the one with more cells, the
+    shorter-days one on a tie, so PBO is computed over as much of what was scored as it can.
+    """
+    lengths = [len(s) for s in series]
+    longest = [i for i, n in enumerate(lengths) if n == max(lengths)]
+    if len(longest) >= 2 and len(longest) * max(lengths) > len(series) * min(lengths):
+        return longest
+    return list(range(len(series)))
 
 
 def aligned_matrix(series: Sequence[Sequence[float]]) -> np.ndarray:
@@ -117,7 +140,8 @@ def session_pbo(
     labels: Sequence[str] | None = None,
     n_blocks: int = DEFAULT_BLOCKS,
 ) -> PBOSummary:
-    """PBO by CSCV over the search trials' validation returns, summarised.
+    """PBO by CSCV over the largest complete block of the search trials' fold returns
+    (:func:`fold_block`), summarised with its bootstrap interval.
 
     Raises:
         ValueError: fewer than 2 trials (PBO needs at least 2 to select among), or too few days
@@ -127,4 +151,13 @@ def session_pbo(
         raise ValueError(
             f"PBO needs at least 2 search trials with validation returns, got {len(search)}"
         )
-    return summarize_pbo(cscv_pbo(aligned_matrix(search), n_blocks, labels=labels))
+    keep = fold_block(search)
+    names = [labels[i] for i in keep] if labels is not None else [str(i) for i in keep]
+    matrix = aligned_matrix([search[i] for i in keep])
+    summary = summarize_pbo(cscv_pbo(matrix, n_blocks, labels=names))
+    return summary.model_copy(
+        update={
+            "interval": pbo_interval(matrix, n_blocks),
+            "n_trials_left_out": len(search) - len(keep),
+        }
+    )

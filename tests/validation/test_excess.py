@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from alphaloop.validation.excess import excess_evidence, newey_west_lags, sharpe_difference
+from alphaloop.validation.excess import (
+    excess_evidence,
+    newey_west_lags,
+    sharpe_difference,
+    vol_matched_excess,
+)
 
 
 def test_without_lags_the_standard_error_is_the_normal_closed_form() -> None:
@@ -80,9 +85,10 @@ def test_the_excess_deflated_sharpe_matches_a_hand_worked_example() -> None:
     # Four search trials' excess returns on the data they were selected on, independent.
     search = [rng.normal(m, 0.003, 250) for m in (0.0001, 0.0003, -0.0002, 0.0002)]
     out = excess_evidence("default", pick, default, search)
-    # By hand (Bailey & Lopez de Prado 2014): per-period Sharpe of the excess series, the hurdle
-    # from the variance of the search trials' Sharpes and N, the PSR at that hurdle.
-    e = pick - default
+    # By hand (Bailey & Lopez de Prado 2014): per-period Sharpe of the excess series (the pick
+    # less the default levered to the pick's volatility), the hurdle from the variance of the
+    # search trials' Sharpes and N, the PSR at that hurdle.
+    e = pick - pick.std(ddof=1) / default.std(ddof=1) * default
     sr = e.mean() / e.std(ddof=1)
     srs = [s.mean() / s.std(ddof=1) for s in search]
     var, n = np.var(srs, ddof=1), out.deflated.n_trials
@@ -98,6 +104,24 @@ def test_the_excess_deflated_sharpe_matches_a_hand_worked_example() -> None:
     assert out.deflated.dsr == pytest.approx(psr, rel=1e-9)
     assert out.reference == "default" and out.test.n_obs == 300
     assert out.test.difference > 0 and out.test.p_value < 0.05
+
+
+def test_the_excess_is_positive_for_the_higher_sharpe_not_the_higher_return() -> None:
+    # Same mean return, a third of the risk: three times the Sharpe, a raw excess of nothing.
+    rng = np.random.default_rng(5)
+    market = rng.normal(0.0, 1.0, 2000)
+    calm = 0.0005 + 0.004 * (0.5 * market + rng.normal(0.0, 1.0, 2000))
+    wild = 0.0005 + 0.012 * market
+    assert abs((calm - wild).mean()) < 0.0003
+    matched = vol_matched_excess(calm, wild)
+    assert matched.mean() == pytest.approx(
+        calm.std(ddof=1) * (calm.mean() / calm.std(ddof=1) - wild.mean() / wild.std(ddof=1))
+    )
+    assert matched.mean() > 0 and vol_matched_excess(wild, calm).mean() < 0
+    out = excess_evidence("equal_weight", calm, wild, [rng.normal(0, 0.003, 500) for _ in range(5)])
+    assert out.excess_dsr > 0.95
+    with pytest.raises(ValueError, match="does not vary"):
+        vol_matched_excess(calm, np.full(2000, 0.001))
 
 
 def test_series_of_different_lengths_are_compared_on_their_common_latest_days() -> None:

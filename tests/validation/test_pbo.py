@@ -11,7 +11,9 @@ import pytest
 from scipy.stats import rankdata
 
 from alphaloop.metrics import sharpe
-from alphaloop.validation import CSCVResult, cscv_pbo, n_combinations
+from alphaloop.validation import CSCVResult, cscv_pbo, n_combinations, session_pbo
+from alphaloop.validation.pbo import pbo_interval
+from alphaloop.validation.summary import fold_block
 
 GOOD = [0.02, 0.01, 0.02, 0.01]
 BAD = [-0.01, 0.0, -0.01, 0.0]
@@ -147,3 +149,32 @@ def test_cscv_rejects_bad_input() -> None:
     bad[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or inf"):
         cscv_pbo(bad, n_blocks=4)
+
+
+def test_the_bootstrap_interval_covers_noise_and_excludes_an_edge() -> None:
+    rng = np.random.default_rng(11)
+    noise = rng.normal(0.0, 0.01, (768, 8))
+    lo, hi = pbo_interval(noise)
+    assert 0.0 <= lo < 0.5 < hi <= 1.0  # noise: PBO could be anything around a half
+    assert pbo_interval(noise) == (lo, hi)  # seeded: the same matrix, the same interval
+    edge = noise.copy()
+    edge[:, 2] += 0.003
+    lo, hi = pbo_interval(edge)
+    assert hi < 0.25 and lo <= cscv_pbo(edge).pbo <= hi
+    with pytest.raises(ValueError, match="level"):
+        pbo_interval(noise, level=1.0)
+
+
+def test_pbo_runs_over_the_largest_complete_block_of_a_ragged_fold_matrix() -> None:
+    full, one = [0.0] * 300, [0.0] * 100
+    # Two trials ran all three folds, three were raced out after the last: 2 x 300 > 5 x 100.
+    assert fold_block([full, one, full, one, one]) == [0, 2]
+    assert fold_block([full, one, full, one, one, one]) == list(range(6))  # a tie: every trial
+    # Six raced out beside two full ones: 8 trials x 100 days > 2 x 300, so every trial.
+    assert fold_block([full, one, one, one, one, one, one, full]) == list(range(8))
+    assert fold_block([one, one, full]) == [0, 1, 2]  # one full trial is no block
+    rng = np.random.default_rng(2)
+    series = [rng.normal(0, 0.01, n).tolist() for n in (320, 96, 320, 320, 96)]
+    summary = session_pbo(series, labels=list("abcde"))
+    assert (summary.n_trials, summary.n_days, summary.n_trials_left_out) == (3, 320, 2)
+    assert summary.interval is not None and summary.interval[0] <= summary.interval[1]
