@@ -7,6 +7,8 @@ fresh home, finalized with its gates):
 
 * null: ``null:SEED`` markets where no rule beats 1/N in expectation. The false-GO rate is the
   share of sessions whose pick passes every gate (target <= 5%).
+* tied: ``tied:SEED`` markets where every long-only book ties, so no config beats the default
+  either: its false-GO rate too (target <= 5%).
 * planted: ``planted:SEED`` markets with a real edge for short Mean-CVaR holding periods over
   the default and 1/N. The GO rate is the share of sessions that pass every gate (target
   >= 70%): a gate that also stops real edges is no use.
@@ -29,7 +31,7 @@ from typing import Any
 from benchmarks._report import SummaryRow, print_rows, timed
 from benchmarks.bench_generalisation import FORMER_GATES, FULL, QUICK, Outcome, run_arm, share
 
-ARMS = ("null", "planted", "sp500")
+ARMS = ("null", "tied", "planted", "sp500")
 # The planted arm searches longer by default: the GO rate measures the gates, and a session
 # that never finds the planted region has nothing for them to pass.
 PLANTED_BUDGET = 20
@@ -87,9 +89,9 @@ def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
 def summary_rows(arm: str, outcomes: list[Outcome]) -> list[SummaryRow]:
     n, go = len(outcomes), [o for o in outcomes if o.go]
     former = sum(map(_former_go, outcomes))
-    if arm == "null":
+    if arm in ("null", "tied"):
         return [
-            ("gates, null: false GO (today | former)", f"{len(go)}/{n} | {former}/{n}", "<= 5%")
+            (f"gates, {arm}: false GO (today | former)", f"{len(go)}/{n} | {former}/{n}", "<= 5%")
         ]
     if arm == "planted":
         return [("gates, planted: GO (today | former)", f"{len(go)}/{n} | {former}/{n}", ">= 70%")]

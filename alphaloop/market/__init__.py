@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         WORLD_DAYS,
         null_prices,
         planted_prices,
+        tied_prices,
     )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "select_symbols",
     "split",
     "synthetic_prices",
+    "tied_prices",
     "validate_prices",
 ]
 
@@ -88,6 +90,7 @@ _LAZY = {
     "WORLD_DAYS": "alphaloop.market.worlds",
     "null_prices": "alphaloop.market.worlds",
     "planted_prices": "alphaloop.market.worlds",
+    "tied_prices": "alphaloop.market.worlds",
     "DATE_COLUMNS": "alphaloop.market.dates",
     "DELIMITERS": "alphaloop.market.files",
     "DataSpec": "alphaloop.market.load",

@@ -1,12 +1,14 @@
 """Synthetic markets where the right answer is known: a null market no allocation rule can beat
-1/N in, and a market with a planted edge that one region of the Mean-CVaR knobs captures.
+1/N in, a tied market where no knob setting beats the default either, and a market with a
+planted edge that one region of the Mean-CVaR knobs captures.
 
 They exist to measure the research loop's selection and gates on data that cannot fool the
-measurement (``benchmarks/bench_generalisation.py``): on the null market every pick that is not
-the default and every GO is a false discovery; on the planted one a pick that does not beat the
-default is a miss. Both are i.i.d. over days (a Student-t common factor plus Student-t
-idiosyncratic shocks, 5 degrees of freedom), so nothing in the past predicts the future beyond
-the fixed parameters written here, and the same seed always gives the same prices.
+measurement (``benchmarks/bench_generalisation.py``): on the null market every GO is a false
+discovery; on the tied market so is every pick that is not the default; on the planted one a
+pick that does not beat the default is a miss. All are i.i.d. over days (a Student-t common
+factor plus Student-t idiosyncratic shocks, 5 degrees of freedom), so nothing in the past
+predicts the future beyond the fixed parameters written here, and the same seed always gives
+the same prices.
 """
 
 from __future__ import annotations
@@ -73,6 +75,35 @@ def null_prices(
     rng = np.random.default_rng(seed)
     rets = drift + daily_vol * _factor_shocks(rng, n_days, n_assets, correlation)
     return _prices(rets, start)
+
+
+def tied_prices(
+    n_days: int = WORLD_DAYS,
+    n_assets: int = 10,
+    seed: int = 0,
+    start: str = "2005-01-03",
+    *,
+    drift: float = 0.0007,
+    daily_vol: float = 0.01,
+    correlation: float = 0.9,
+) -> pd.DataFrame:
+    """A market where every long-only book ties: no knob setting beats the default config.
+
+    The null market's exchangeable assets (:func:`null_prices`), but so correlated that
+    diversification is worth next to nothing: a book spread over k of the assets has variance
+    ``vol**2 * (rho + (1 - rho) / k)``, so the default's cap of a quarter (k >= 4) and 1/N
+    (k = 10) differ in expected Sharpe by under 1% (0.91 against 0.925 of the variance), far
+    below what any window can measure. On :func:`null_prices` (correlation 0.3) a search that
+    moves the default towards 1/N finds a real, if small, edge; here it finds none, so a pick
+    that is not the default is a false discovery. Trading costs are the one difference left
+    (a config that trades more pays more): they favour the default or configs that trade less.
+
+    The drift gives every book an annual Sharpe of about 1.2, so the absolute gates do not
+    decide: the excess gates have to say NO-GO.
+    """
+    return null_prices(
+        n_days, n_assets, seed, start, drift=drift, daily_vol=daily_vol, correlation=correlation
+    )
 
 
 def planted_prices(
