@@ -95,8 +95,10 @@ def tied_prices(
     (k = 10) differ in expected Sharpe by under 1% (0.91 against 0.925 of the variance), far
     below what any window can measure. On :func:`null_prices` (correlation 0.3) a search that
     moves the default towards 1/N finds a real, if small, edge; here it finds none, so a pick
-    that is not the default is a false discovery. Trading costs are the one difference left
-    (a config that trades more pays more): they favour the default or configs that trade less.
+    that is not the default is a false discovery. Trading costs are the one difference left:
+    a config that trades less pays less, a real edge that folds spanning years can detect, so a
+    measurement that wants no edge at all trades this market without costs
+    (``TrialBudget(eval_cost_bps=0)``, as the generalisation benchmark does).
 
     The drift gives every book an annual Sharpe of about 1.2, so the absolute gates do not
     decide: the excess gates have to say NO-GO.
