@@ -29,7 +29,15 @@ import statistics
 from typing import Any
 
 from benchmarks._report import SummaryRow, print_rows, timed
-from benchmarks.bench_generalisation import FORMER_GATES, FULL, QUICK, Outcome, run_arm, share
+from benchmarks.bench_generalisation import (
+    FORMER_GATES,
+    FULL,
+    QUICK,
+    Outcome,
+    print_sessions,
+    run_arm,
+    share,
+)
 
 ARMS = ("null", "tied", "planted", "sp500")
 # The planted arm searches longer by default: the GO rate measures the gates, and a session
@@ -68,6 +76,7 @@ def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
             share(sum(map(_beats_equal_weight, former)), len(former)),
         ),
         ("pick is a search config", share(sum(o.searched for o in outcomes), n)),
+        ("pick beats the default on TEST", share(sum(o.beats_default for o in outcomes), n)),
     ]
     names = list(dict.fromkeys(r["gate"] for o in outcomes for r in _results(o)))
     for name in names:
@@ -116,6 +125,7 @@ def main(
         n, b = sessions or planned_n, budget or planned_budget
         seconds, measured[arm] = timed(lambda a=arm, n=n, b=b: run_arm(a, n, b, quick))
         print(f"\n{arm}: {n} sessions x {b} search trials in {seconds:.0f} s", flush=True)
+        print_sessions(measured[arm])
         print_rows(gate_rows(measured[arm]))
         summary.extend(summary_rows(arm, measured[arm]))
     print()

@@ -378,7 +378,7 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
     return rows, summary
 
 
-def _print_sessions(outcomes: list[Outcome]) -> None:
+def print_sessions(outcomes: list[Outcome]) -> None:
     rows = []
     for i, o in enumerate(outcomes):
         f = o.final
@@ -450,7 +450,7 @@ def main(
             f"{'/'.join(PROPOSERS)}, folds {folds or 'default'}) in {seconds:.0f} s",
             flush=True,
         )
-        _print_sessions(measured[arm])
+        print_sessions(measured[arm])
         rows, arm_summary = report(arm, measured[arm])
         print_rows(rows)
         summary.extend(arm_summary)
