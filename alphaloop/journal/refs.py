@@ -8,12 +8,13 @@ import sqlite3
 from alphaloop.exceptions import SessionNotFound, TrialNotFound
 from alphaloop.journal.connection import JournalFile
 
-_NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
+# The order sessions are listed in (and their recent ids hinted at).
+NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
 
 
 def session_not_found(journal: JournalFile, session_id: str) -> SessionNotFound:
     """The error for a session id that names nothing, listing the most recent ids."""
-    recent = [r["id"] for r in journal._rows(f"SELECT id FROM sessions {_NEWEST_FIRST} LIMIT 5")]
+    recent = [r["id"] for r in journal._rows(f"SELECT id FROM sessions {NEWEST_FIRST} LIMIT 5")]
     hint = f"recent sessions: {', '.join(recent)}" if recent else "it has no sessions yet"
     return SessionNotFound(f"no session {session_id!r} in {journal.path}; {hint}")
 

@@ -17,14 +17,13 @@ from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile, pid_alive
 from alphaloop.journal.logs import insert_event
 from alphaloop.journal.models import EventKind, SessionRecord, SessionStatus
-from alphaloop.journal.refs import session_not_found
+from alphaloop.journal.refs import NEWEST_FIRST, session_not_found
 
 STOP_REQUESTED = EventKind.stop_requested
 # Fields a caller may change with ``update``: all but the identity and the timestamps the
 # journal keeps itself.
 SESSION_UPDATABLE = frozenset(SessionRecord.model_fields) - {"id", "created_at", "updated_at"}
 _LIVE = (SessionStatus.running.value, SessionStatus.stopping.value)
-_NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
 
 
 def new_session_id() -> str:
@@ -163,7 +162,7 @@ class Sessions:
 
     def list(self) -> list[SessionRecord]:
         """Every session, newest first."""
-        rows = self._journal._rows(f"SELECT * FROM sessions {_NEWEST_FIRST}")
+        rows = self._journal._rows(f"SELECT * FROM sessions {NEWEST_FIRST}")
         return [_session(r) for r in rows]
 
     def get(self, session_id: str) -> SessionRecord:
