@@ -215,7 +215,8 @@ class SessionNotResumable(AlphaloopError, ValueError):
 
 
 class TrialNotRunning(JournalError):
-    """``finish_trial`` on a trial that has already finished (or was reaped as interrupted)."""
+    """``journal.trials.finish`` on a trial that has already finished (or was reaped as
+    interrupted)."""
 
 
 class ChartError(AlphaloopError):

@@ -38,20 +38,20 @@ def _populate(home: Path) -> None:
     config = TrialConfig()
     with Journal(home / "journal.db") as journal:
         for s in range(N_SESSIONS):
-            sid = journal.create_session(
+            sid = journal.sessions.create(
                 goal=f"maximise validation Sharpe, session {s}", mode="cufolio_only",
                 objective={"metric": "sharpe"}, proposer="tpe", budget=N_TRIALS, seed=s,
                 data_source="synthetic", data_fingerprint=None, settings={},
                 baseline_config=config.model_dump(),
             )  # fmt: skip
             for i in range(N_TRIALS):
-                row = journal.start_trial(
+                row = journal.trials.start(
                     sid, kind="search", config=config.model_dump(),
                     config_hash=config_hash(config), delta={"changes": {}}, parent_id=None,
                     seed=i, rationale="", proposer="tpe",
                 )  # fmt: skip
                 returns = rng.normal(0.0004, 0.01, N_DAYS)
-                journal.finish_trial(
+                journal.trials.finish(
                     row.id, status="discard", objective=float(returns.mean() / returns.std()),
                     metrics={"sharpe": float(returns.mean() / returns.std())},
                     val_returns=returns.tolist(), final_weights=[0.05] * 20, elapsed_s=0.4,

@@ -124,7 +124,7 @@ def former_limit(settings: Settings, model: Path) -> str:
 
     tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
     with Journal(settings.journal_path) as journal:
-        prefs = journal.preferences(labelled=True)
+        prefs = journal.preferences.list(labelled=True)
     try:
         _, lengths = fit_pairs(tokenizer, prefs, FORMER_MAX_LENGTH)
     except PromptTooLong as err:
@@ -173,7 +173,7 @@ def bench(settings: Settings, model: Path, steps: int) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         took, session = _timed(lambda: research_pairs(Path(tmp) / "home"))
         with Journal(session.journal_path) as journal:
-            prefs = journal.preferences(labelled=True)
+            prefs = journal.preferences.list(labelled=True)
         n_held = len(split_pairs(prefs)[1])
         out: dict[str, Any] = {"session_s": took, "pairs": len(prefs), "heldout": n_held}
         try:

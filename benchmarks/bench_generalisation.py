@@ -168,8 +168,8 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         sid = create_session(spec, settings)
         run_session(sid, settings)
         with Journal(settings.journal_path) as journal:
-            session = journal.get_session(sid)
-            rows = journal.trials(sid, series=False)
+            session = journal.sessions.get(sid)
+            rows = journal.trials.of_session(sid, series=False)
             days = journal.folds.returns_by_fold(sid)
         search = [t for t in rows if _scored(t)]
         test = {

@@ -4,7 +4,7 @@ Every search trial reads the session's finished trials twice (once to propose, o
 keep verdict). This fills a journal with trials shaped like a ``cufolio_only`` session's (a
 validation window of 754 daily returns, metrics, baselines, 20 final weights) and times one
 read of the whole history as the loop does it, without the per-day series
-(``Journal.trials(series=False)``), against a full read, which parses every trial's daily
+(``Journal.trials.of_session(series=False)``), against a full read, which parses every trial's daily
 returns. The loop's reading cost per trial is two lean reads; it used to be four full ones.
 Medians of 5 reads. Reports numbers only; it asserts nothing.
 """
@@ -30,7 +30,8 @@ N_READS = 5
 
 def _median_read(journal: Journal, session_id: str, series: bool) -> float:
     return statistics.median(
-        timed(lambda: journal.trials(session_id, series=series))[0] for _ in range(N_READS)
+        timed(lambda: journal.trials.of_session(session_id, series=series))[0]
+        for _ in range(N_READS)
     )
 
 
@@ -41,7 +42,7 @@ def main(quick: bool = False) -> dict[str, Any]:
     config = TrialConfig()
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as home, Journal(Path(home) / "journal.db") as journal:
-        sid = journal.create_session(
+        sid = journal.sessions.create(
             goal="benchmark", mode="cufolio_only", objective={"metric": "sharpe"},
             proposer="random", budget=max(sizes), seed=0, data_source="synthetic",
             data_fingerprint=None, settings={}, baseline_config=config.model_dump(),
@@ -49,11 +50,11 @@ def main(quick: bool = False) -> dict[str, Any]:
         for n in range(1, max(sizes) + 1):
             returns = rng.normal(0.0004, 0.01, 754)
             metrics = compute_metrics(returns, np.full(754, 0.01)).model_dump()
-            row = journal.start_trial(
+            row = journal.trials.start(
                 sid, kind="search", config=config.model_dump(), config_hash=config_hash(config),
                 delta={"changes": {}}, parent_id=None, seed=0, rationale="", proposer="random",
             )  # fmt: skip
-            journal.finish_trial(
+            journal.trials.finish(
                 row.id, status="discard", objective=metrics["sharpe"], metrics=metrics,
                 baselines={"equal_weight": metrics, "min_cvar": metrics},
                 val_returns=returns.tolist(), final_weights=[0.05] * 20, elapsed_s=0.4,

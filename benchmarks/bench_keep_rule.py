@@ -126,7 +126,7 @@ def _sessions(kind: str, n_sessions: int, budget: int, home: str) -> list[list[d
         sid = create_session(spec, settings)
         run_session(sid, settings)
         with Journal(settings.journal_path) as journal:
-            results.append(_per_trial(journal.trials(sid, series=False)))
+            results.append(_per_trial(journal.trials.of_session(sid, series=False)))
     return results
 
 

@@ -59,7 +59,7 @@ def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) 
         final = run_session(sid, settings)
         wall = time.perf_counter() - began
         with Journal(settings.journal_path) as journal:
-            rows = journal.trials(sid, series=False)
+            rows = journal.trials.of_session(sid, series=False)
     ran = [t for t in rows if t.kind != "test" and t.status != "invalid"]
     return {
         "wall_s": wall,

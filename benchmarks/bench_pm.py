@@ -35,12 +35,12 @@ START, END = "2013-07-01", "2013-09-30"
 
 
 def _policy(journal: Journal, settings: Settings, kind: str) -> int:
-    sid = journal.create_session(
+    sid = journal.sessions.create(
         goal="benchmark", mode=MODES[kind], objective={"metric": "sharpe"}, proposer="random",
         budget=1, seed=0, data_source=DATA, data_fingerprint=None, settings={},
         baseline_config=CONFIG.model_dump(),
     )  # fmt: skip
-    trial = journal.start_trial(
+    trial = journal.trials.start(
         sid, kind="search", config=CONFIG.model_dump(), config_hash=config_hash(CONFIG),
         delta={"changes": {}}, parent_id=None, seed=0, rationale="", proposer="random",
     )  # fmt: skip
@@ -51,7 +51,7 @@ def _policy(journal: Journal, settings: Settings, kind: str) -> int:
         raw = save_policy(model, settings.home / f"{kind}.zip")
         path, sha = library.copy_into_library(raw, settings.policies_dir)
         files = {"path": str(path), "sha256": sha}
-    return journal.add_policy(
+    return journal.policies.add(
         kind=kind, source="manual", session_id=sid, trial_id=trial.id, mode=MODES[kind],
         config=CONFIG.model_dump(), config_hash=config_hash(CONFIG), seed=0,
         symbols=list(load_market(DATA).symbols), data_spec={"data": DATA},

@@ -49,7 +49,7 @@ def run_one(home: Path, proposer: str, seed: int, budget: int) -> list[float]:
     sid = create_session(spec, settings)
     run_session(sid, settings)
     with Journal(settings.journal_path) as journal:
-        rows = journal.trials(sid, kind="search")
+        rows = journal.trials.of_session(sid, kind="search")
     # A crashed trial reached nothing.
     return [t.objective if t.objective is not None else -np.inf for t in rows if t.counted]
 

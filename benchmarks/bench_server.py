@@ -54,7 +54,7 @@ def _add_trials(journal: Journal, session_id: str, n: int, start: int = 0) -> No
     """``n`` finished search trials with the series a real trial journals."""
     config = TrialConfig(lookback=30)
     for i in range(start, start + n):
-        row = journal.start_trial(
+        row = journal.trials.start(
             session_id,
             kind="search",
             config=config.model_dump(),
@@ -66,7 +66,7 @@ def _add_trials(journal: Journal, session_id: str, n: int, start: int = 0) -> No
             proposer="llm",
             prompt=PROMPT,
         )
-        journal.finish_trial(
+        journal.trials.finish(
             row.id,
             status="keep" if i % 3 == 0 else "discard",
             objective=0.5 + i / 1000,

@@ -213,7 +213,7 @@ def test_embedded_read_is_journaled_and_listed(home: Path) -> None:
     assert read["kind"] == "research_progress" and read["model"] == "embedded-reader"
     assert 4 <= len(read["bullets"]) <= 6 and read["bullets"][0][:30] in text
     with Journal(home / "journal.db") as j:
-        best = j.best_trial(sid)
+        best = j.trials.best(sid)
     assert read["context"]["key_figures"]["best"]["trial"] == best.idx
     listing = one_line(cli(home, "journal", sid))
     assert "chart reads" in listing and "embedded-reader" in listing
@@ -243,8 +243,8 @@ def test_vlm_read_through_the_cli(home: Path) -> None:
     image = request["messages"][-1]["content"][1]["image_url"]["url"]
     assert png_size(base64.b64decode(image.split(",", 1)[1])) == (1024, 576)
     with Journal(home / "journal.db") as j:
-        row = j.chart_reads(sid)[-1]
-        [call] = [c for c in j.llm_calls(sid) if c.purpose == "chart_read"]
+        row = j.logs.chart_reads(sid)[-1]
+        [call] = [c for c in j.logs.llm_calls(sid) if c.purpose == "chart_read"]
     assert (row.model, row.bullets, row.trial_id) == (VLM, read["bullets"], out["trial_id"])
     assert (call.model, call.ok) == (VLM, True)
     plain = cli(home, "journal", sid)
@@ -275,7 +275,7 @@ def test_curve_is_journaled_live_and_capped(tmp_path: Path) -> None:
                 continue
             try:
                 with Journal(home / "journal.db", create=False) as j:
-                    rows = [t for s in j.list_sessions() for t in j.trials(s.id)]
+                    rows = [t for s in j.sessions.list() for t in j.trials.of_session(s.id)]
             except JournalError:  # the file exists, its first transaction not yet committed
                 continue
             if rows and rows[0].status == "running" and rows[0].curve:
@@ -305,12 +305,12 @@ def test_status_shows_the_live_curve_of_a_running_trial(tmp_path: Path) -> None:
         "import sys\n"
         "from alphaloop.journal import Journal\n"
         "with Journal(sys.argv[1]) as j:\n"
-        "    sid = j.create_session(goal='manual PPO run', mode='ppo_only', objective={},\n"
+        "    sid = j.sessions.create(goal='manual PPO run', mode='ppo_only', objective={},\n"
         "        proposer='manual', budget=1, seed=0, data_source='synthetic',\n"
         "        data_fingerprint=None, settings={}, baseline_config={})\n"
-        "    t = j.start_trial(sid, kind='search', config={}, config_hash=None, delta={},\n"
+        "    t = j.trials.start(sid, kind='search', config={}, config_hash=None, delta={},\n"
         "        parent_id=None, seed=0, rationale=None, proposer='manual')\n"
-        "    j.set_curve(t.id, [[64, -0.5], [128, -0.25], [192, 0.125]])\n"
+        "    j.trials.set_curve(t.id, [[64, -0.5], [128, -0.25], [192, 0.125]])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path / "journal.db")], capture_output=True, text=True
@@ -323,10 +323,10 @@ def test_status_shows_the_live_curve_of_a_running_trial(tmp_path: Path) -> None:
     assert "its process" in one_line(cli(tmp_path, "status"))
     # ...and one whose process (this one) is alive.
     with Journal(tmp_path / "journal.db") as j:
-        [s] = j.list_sessions()
-        t = j.start_trial(s.id, kind="search", config={}, config_hash=None, delta={},
+        [s] = j.sessions.list()
+        t = j.trials.start(s.id, kind="search", config={}, config_hash=None, delta={},
                           parent_id=None, seed=0, rationale=None, proposer="manual")  # fmt: skip
-        j.set_curve(t.id, [[64, 0.5]])
+        j.trials.set_curve(t.id, [[64, 0.5]])
     text = one_line(cli(tmp_path, "status"))
     assert "live: trial #1 is running, 1 curve point, latest: step 64" in text
     assert "mean episode reward 0.5000" in text

@@ -116,7 +116,7 @@ def test_research_stores_the_date_format_and_reviews_the_windows(
     assert result.exit_code == 0, result.output
     expected = load_market(ambiguous_csv, date_format=DAY_FIRST).describe()
     with Journal(get_settings().journal_path) as journal:
-        (session,) = journal.list_sessions()
+        (session,) = journal.sessions.list()
     stored = session.settings or {}
     assert stored["spec"]["date_format"] == DAY_FIRST
     # What resume loads: the stored spec, date format included.

@@ -25,7 +25,7 @@ def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def _pairs(settings: Settings, n: int) -> None:
     with Journal(settings.journal_path) as journal:
         for pair in separable_pairs(n):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
 
 
 @pytest.mark.slow

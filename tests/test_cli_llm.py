@@ -93,11 +93,11 @@ def test_llm_session_survives_every_fault_and_journals_it(
     sid = review["session"]["id"]
     assert fake_openai.pending == 0
     with Journal(env.journal_path) as j:
-        search = j.trials(sid, kind="search")
-        calls = j.llm_calls(sid)
-        clips = j.session_clips(sid)
-        session = j.get_session(sid)
-        tests = j.trials(sid, kind="test")
+        search = j.trials.of_session(sid, kind="search")
+        calls = j.logs.llm_calls(sid)
+        clips = j.logs.session_clips(sid)
+        session = j.sessions.get(sid)
+        tests = j.trials.of_session(sid, kind="test")
     done = [t for t in search if t.status != "invalid"]
     invalid = [t for t in search if t.status == "invalid"]
     assert [t.proposer for t in done] == ["llm"] * 3
@@ -160,7 +160,7 @@ def later_prompt(journal: Journal, sid: str, settings: Settings) -> str:
     from alphaloop.meta_agent.nodes import proposal_context
     from alphaloop.meta_agent.session import SessionSpec, _context
 
-    spec = SessionSpec(**journal.get_session(sid).settings["spec"])
+    spec = SessionSpec(**journal.sessions.get(sid).settings["spec"])
     return proposal_prompt(proposal_context(_context(journal, sid, spec, settings, None)))
 
 
@@ -172,8 +172,8 @@ def test_repeated_garbage_falls_back_to_tpe_in_a_session(
     assert result.exit_code == 0, result.output
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(env.journal_path) as j:
-        search = j.trials(sid, kind="search")
-        events = j.events(sid, kind="ProposerFallback")
+        search = j.trials.of_session(sid, kind="search")
+        events = j.logs.events(sid, kind="ProposerFallback")
     done = [t for t in search if t.status != "invalid"]
     assert [t.proposer for t in done] == ["tpe (fallback)"] * 2
     assert sum(t.status == "invalid" for t in search) == 6  # 3 per step
@@ -195,8 +195,8 @@ def test_chat_ask_answers_through_tools(fake_openai: fake.FakeOpenAI, env: Setti
     assert run_cli(*LLM_SESSION, "--budget", "1").exit_code == 0
     fake_openai.responder = None
     with Journal(env.journal_path) as j:
-        [s] = j.list_sessions()
-        best = j.best_trial(s.id)
+        [s] = j.sessions.list()
+        best = j.trials.best(s.id)
     fake_openai.push(
         fake.tool_call("list_sessions", {}),
         fake.tool_call("explain_trial", {"trial_id": best.id}),
@@ -227,7 +227,7 @@ def test_chat_ask_says_what_a_mutating_tool_would_do_unless_yes(
     assert run_cli(*LLM_SESSION, "--budget", "1").exit_code == 0
     fake_openai.responder = None
     with Journal(env.journal_path) as j:
-        [s] = j.list_sessions()
+        [s] = j.sessions.list()
     stop = fake.tool_call("stop_research", {"session_id": s.id})
     # A read-only tool runs, the mutating one is only described: nothing changes.
     fake_openai.push(fake.tool_call("list_sessions", {}), stop, fake.text("It would stop it."))
@@ -238,7 +238,7 @@ def test_chat_ask_says_what_a_mutating_tool_would_do_unless_yes(
     said = json.loads(stopped["result"])["error"]
     assert said.startswith("not run: this would call stop_research(") and "--yes" in said
     with Journal(env.journal_path) as j:
-        assert j.events(s.id, kind="StopRequested") == []
+        assert j.logs.events(s.id, kind="StopRequested") == []
     # With --yes the same call acts.
     fake_openai.push(stop, fake.text("Asked it to stop."))
     result = run_cli("chat", "--ask", "stop my session", "--yes", "--json")

@@ -110,7 +110,7 @@ def test_show_activate_and_verify(trained: tuple[Path, Any]) -> None:
     assert pointer["policy_id"] == entry["id"] and pointer["sha256"] == entry["sha256"]
     assert ok_json(cli(home, "policies", "show", str(entry["id"]), "--json"))["active"]
     with Journal(home / "journal.db") as journal:
-        (event,) = journal.events(None, kind=EventKind.policy_activated)
+        (event,) = journal.logs.events(None, kind=EventKind.policy_activated)
     assert event.payload["policy_id"] == entry["id"]
     assert event.payload["override"] == "smoke test" and event.payload["gates_passed"] is None
     verified = ok_json(cli(home, "policies", "verify", "--json"))

@@ -57,11 +57,11 @@ def test_prefs_end_to_end(settings: Settings, tmp_path: Path) -> None:
     first = ok_json("prefs", "extract", "--data", str(prices))
     assert first["added"]["pm"] == 2 and first["pending"] == []
     with Journal(settings.journal_path) as journal:
-        search = journal.trials(sid, TrialKind.search)
+        search = journal.trials.of_session(sid, TrialKind.search)
         folds = {
             i: {f.fold: f.returns for f in fs} for i, fs in journal.folds.of_session(sid).items()
         }
-        pairs = journal.preferences(source="research")
+        pairs = journal.preferences.list(source="research")
     # An independent count of the research pairs: same parent, and daily returns that differ
     # with confidence (p < 0.05, two-sided) on the folds both ran; or one scored, one failed.
     expected = 0

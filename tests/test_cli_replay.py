@@ -56,8 +56,8 @@ def replay(home: dict[str, Any], *args: str, window: tuple[str, str] = NEW_WINDO
 def test_a_finished_session_is_a_library_entry(home: dict[str, Any]) -> None:
     final = home["research"]["final"]
     with Journal(home["path"] / "journal.db") as journal:
-        entry = journal.get_policy(final["policy_id"])
-        reported = journal.get_trial(entry.trial_id)
+        entry = journal.policies.get(final["policy_id"])
+        reported = journal.trials.get(entry.trial_id)
     assert (entry.kind, entry.source, entry.path, entry.sha256) == (
         "mean_cvar", "session", None, None,
     )  # fmt: skip
@@ -100,8 +100,8 @@ def test_replays_are_bit_identical_and_journaled(home: dict[str, Any]) -> None:
     assert a["metrics"] == b["metrics"] and a["replay"]["returns"] == b["replay"]["returns"]
     assert a["replay"]["parent_policy_id"] == policy_id and a["warning"] is None
     with Journal(home["path"] / "journal.db") as journal:
-        replays = journal.list_replays(parent_policy_id=policy_id)
-        trials = journal.trials(session["id"])
+        replays = journal.policies.list_replays(parent_policy_id=policy_id)
+        trials = journal.trials.of_session(session["id"])
     assert len(replays) >= 2
     # Every number journaled names the evaluator version that produced it: the replays and
     # the research loop's trials alike.
@@ -127,7 +127,7 @@ def test_the_training_window_warns_and_the_warning_is_journaled(home: dict[str, 
     assert "overlaps the training window" in run["warning"]
     assert "overlaps the training window" in " ".join(result.stderr.split())
     with Journal(home["path"] / "journal.db") as journal:
-        assert journal.get_replay(run["replay"]["id"]).warning == run["warning"]
+        assert journal.policies.get_replay(run["replay"]["id"]).warning == run["warning"]
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ def run_cli(*args: str) -> Any:
 
 def read(settings: Settings, sid: str) -> tuple[SessionRecord, list[TrialRecord]]:
     with Journal(settings.journal_path) as journal:
-        return journal.get_session(sid), journal.trials(sid)
+        return journal.sessions.get(sid), journal.trials.of_session(sid)
 
 
 def max_drawdown(returns: list[float]) -> float:
@@ -142,7 +142,7 @@ def test_a_session_end_to_end_and_read_back(settings: Settings) -> None:
     sid = review["session"]["id"]
     s, rows = read(settings, sid)
     with Journal(settings.journal_path) as journal:
-        clips = journal.session_clips(sid)
+        clips = journal.logs.session_clips(sid)
 
     baselines = [t for t in rows if t.kind == "baseline"]
     search = [t for t in rows if t.kind == "search"]
@@ -267,7 +267,7 @@ def test_a_goal_that_looks_like_markup_is_shown_as_written(settings: Settings) -
     # Two seeds run, with a warning on stderr: one degree of freedom keeps only large gains.
     assert "warning: only 2 noise seeds: their spread has 1 degree of freedom" in started.stderr
     with Journal(settings.journal_path) as journal:
-        [s] = journal.list_sessions()
+        [s] = journal.sessions.list()
     assert s.goal == goal
     for args in (["status"], ["sessions"], ["journal", s.id]):
         shown = run_cli(*args)
@@ -420,7 +420,7 @@ def wait_for(
 
 
 def only_session(journal: Journal) -> str | None:
-    sessions = journal.list_sessions()
+    sessions = journal.sessions.list()
     return sessions[0].id if sessions else None
 
 
@@ -434,7 +434,7 @@ def test_stop_from_another_process_ends_after_the_current_trial(
     proc = spawn(args, settings, log)
     try:
         sid = wait_for(settings, only_session, proc)
-        wait_for(settings, lambda j: j.counted_trials(sid) >= 2, proc)
+        wait_for(settings, lambda j: j.trials.counted(sid) >= 2, proc)
         stopped = run_cli("research", "stop", sid)
         assert stopped.exit_code == 0, stopped.output
         assert f"stop requested for {sid}" in stopped.output
@@ -444,8 +444,8 @@ def test_stop_from_another_process_ends_after_the_current_trial(
     review = json.loads(log.read_text())
     s, rows = read(settings, sid)
     with Journal(settings.journal_path) as journal:
-        [stop] = journal.events(sid, kind="StopRequested")
-        counted = journal.counted_trials(sid)
+        [stop] = journal.logs.events(sid, kind="StopRequested")
+        counted = journal.trials.counted(sid)
     assert stop.payload["applied"] is True and stop.payload["status_before"] == "running"
     assert s.status == "finished" and s.final.stop_reason == "stop requested"
     assert review["final"] == s.final.journaled()
@@ -489,7 +489,7 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
         sid = wait_for(settings, only_session, proc)
         running = wait_for(
             settings,
-            lambda j: [t for t in j.trials(sid, kind="search") if t.status == "running"],
+            lambda j: [t for t in j.trials.of_session(sid, kind="search") if t.status == "running"],
             proc,
         )
         os.kill(proc.pid, signal.SIGKILL)
@@ -507,8 +507,8 @@ def test_a_session_killed_mid_trial_resumes_without_losing_or_repeating_a_trial(
     assert result.exit_code == 0, result.output
     s, rows = read(settings, sid)
     with Journal(settings.journal_path) as journal:
-        counted = journal.counted_trials(sid)
-        [resumed] = journal.events(sid, kind="Resumed")
+        counted = journal.trials.counted(sid)
+        [resumed] = journal.logs.events(sid, kind="Resumed")
     assert counted == 2 == s.final.n_trials
     assert s.status == "finished" and s.final.stop_reason == "trial budget of 2 reached"
     assert [t.idx for t in rows] == list(range(len(rows)))
@@ -537,7 +537,7 @@ def test_folds_are_journaled_and_one_fold_says_what_it_does_not_measure(
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(settings.journal_path) as journal:
         folds = journal.folds.of_session(sid)
-        baselines = journal.trials(sid, kind="baseline")
+        baselines = journal.trials.of_session(sid, kind="baseline")
     assert all(len(folds[t.id]) == 3 for t in baselines)
     assert [f.end_date for f in folds[baselines[0].id]][-1] == final["folds"]["windows"][-1][1]
     one = run_cli(*SESSION, "--budget", "1")

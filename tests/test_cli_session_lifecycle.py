@@ -63,10 +63,10 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
     assert result.exit_code == 0, result.output
     review = json.loads(result.stdout)
     with Journal(settings.journal_path) as journal:
-        s = journal.get_session(sid)
-        rows = journal.trials(sid)
-        counted = journal.counted_trials(sid)
-        [reopened] = journal.events(sid, kind=session_mod.RESUMED_AFTER_STOP)
+        s = journal.sessions.get(sid)
+        rows = journal.trials.of_session(sid)
+        counted = journal.trials.counted(sid)
+        [reopened] = journal.logs.events(sid, kind=session_mod.RESUMED_AFTER_STOP)
     assert counted == 4 == s.final.n_trials
     assert s.status == "finished" and s.final.stop_reason == "trial budget of 4 reached"
     assert reopened.payload["previous_final"] == first.journaled()
@@ -95,7 +95,7 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
         again.stderr
     )
     with Journal(settings.journal_path) as journal:
-        assert len(journal.trials(sid)) == len(rows)
+        assert len(journal.trials.of_session(sid)) == len(rows)
 
 
 # -- a dead owner ----------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_a_session_whose_process_died_shows_interrupted_with_how_to_resume(
 ) -> None:
     sid = create_session(spec(budget=1), settings)
     with Journal(settings.journal_path) as journal:
-        journal.update_session(sid, owner_pid=dead_pid)
+        journal.sessions.update(sid, owner_pid=dead_pid)
     resume = f"alphaloop research resume {sid}"
 
     status = run_cli("status", sid, "--json")
@@ -131,12 +131,12 @@ def test_a_session_whose_process_died_shows_interrupted_with_how_to_resume(
     with Journal(settings.journal_path) as journal:
         raw = journal.db.execute("SELECT status FROM sessions WHERE id = ?", (sid,)).fetchone()
         assert raw[0] == "running"  # the stop changed nothing
-        assert not journal.events(sid, kind="StopRequested")
+        assert not journal.logs.events(sid, kind="StopRequested")
 
     resumed = run_cli("research", "resume", sid, "--json")
     assert resumed.exit_code == 0, resumed.output
     with Journal(settings.journal_path) as journal:
-        s = journal.get_session(sid)
+        s = journal.sessions.get(sid)
     assert s.status == "finished" and s.owner_pid == os.getpid() and s.final.n_trials == 1
 
 
@@ -160,7 +160,7 @@ def test_stop_json_says_which_session_and_its_status(settings: Settings) -> None
 def test_resume_while_another_process_runs_it_is_bad_usage(settings: Settings) -> None:
     sid = create_session(spec(), settings)
     with Journal(settings.journal_path) as journal:
-        journal.update_session(sid, owner_pid=os.getppid())  # alive, and not us
+        journal.sessions.update(sid, owner_pid=os.getppid())  # alive, and not us
     result = run_cli("research", "resume", sid)
     assert result.exit_code == 2 and result.stdout == ""
     assert (
@@ -168,7 +168,7 @@ def test_resume_while_another_process_runs_it_is_bad_usage(settings: Settings) -
         f"`alphaloop research stop {sid}` or wait for it to end"
     ) in one_line(result.stderr)
     with Journal(settings.journal_path) as journal:
-        assert journal.trials(sid) == []
+        assert journal.trials.of_session(sid) == []
 
 
 def test_a_session_started_with_a_seed_now_refused_cannot_be_resumed(
@@ -176,9 +176,9 @@ def test_a_session_started_with_a_seed_now_refused_cannot_be_resumed(
 ) -> None:
     sid = create_session(spec(), settings)
     with Journal(settings.journal_path) as journal:
-        stored = journal.get_session(sid).settings
+        stored = journal.sessions.get(sid).settings
         bad = {**stored, "spec": {**stored["spec"], "seed": -1}}
-        journal.update_session(sid, settings=bad, owner_pid=dead_pid)
+        journal.sessions.update(sid, settings=bad, owner_pid=dead_pid)
     result = run_cli("research", "resume", sid)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output

@@ -79,19 +79,19 @@ def _populate(home: Path) -> None:
     """A session with finished trials and one whose process died while it ran."""
     config = TrialConfig()
     with Journal(home / "journal.db") as journal:
-        sid = journal.create_session(
+        sid = journal.sessions.create(
             goal="maximise validation Sharpe", mode="cufolio_only",
             objective={"metric": "sharpe"}, proposer="tpe", budget=5, seed=0,
             data_source="synthetic", data_fingerprint=None, settings={},
             baseline_config=config.model_dump(),
         )  # fmt: skip
         for i in range(3):
-            row = journal.start_trial(
+            row = journal.trials.start(
                 sid, kind="search", config=config.model_dump(), config_hash=config_hash(config),
                 delta={"changes": {}}, parent_id=None, seed=i, rationale="", proposer="tpe",
             )  # fmt: skip
             if i < 2:
-                journal.finish_trial(
+                journal.trials.finish(
                     row.id, status="discard", objective=0.1 * i, metrics={"sharpe": 0.1 * i},
                     val_returns=[0.001, -0.002, 0.003], elapsed_s=0.4,
                 )  # fmt: skip

@@ -32,8 +32,8 @@ def test_research_start_journals_the_options_and_reloads_them(settings: Settings
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     with Journal(settings.journal_path) as journal:
-        (session,) = journal.list_sessions()
-        trials = journal.trials(session.id)
+        (session,) = journal.sessions.list()
+        trials = journal.trials.of_session(session.id)
     budget = SessionSpec(**session.settings["spec"]).trial_budget
     assert budget.model_dump(include=set(EXPECTED)) == EXPECTED
     assert budget == TrialBudget(total_timesteps=256, **EXPECTED)
@@ -89,5 +89,5 @@ def test_train_reports_the_options(settings: Settings) -> None:
     assert {k: payload[k] for k in EXPECTED} == EXPECTED
     assert payload["env_steps"] == 256
     with Journal(settings.journal_path) as journal:
-        (session,) = journal.list_sessions()
+        (session,) = journal.sessions.list()
     assert session.settings["spec"]["trial_budget"]["advantage"] == "reinforce_pp"

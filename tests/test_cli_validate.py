@@ -49,7 +49,7 @@ def session(settings: Settings) -> str:
     with_sessions = settings.journal_path.exists()
     if with_sessions:
         with Journal(settings.journal_path) as j:
-            found = [s.id for s in j.list_sessions() if s.budget == 6]
+            found = [s.id for s in j.sessions.list() if s.budget == 6]
         if found:
             return found[0]
     result = run_cli(*SESSION, "--budget", "6")
@@ -59,7 +59,7 @@ def session(settings: Settings) -> str:
 
 def test_finalize_deflates_over_the_search_trials_only(settings: Settings, session: str) -> None:
     with Journal(settings.journal_path) as j:
-        s, rows = j.get_session(session), j.trials(session)
+        s, rows = j.sessions.get(session), j.trials.of_session(session)
     final = s.final.journaled()
     search = [t for t in rows if t.kind == "search" and t.status in ("keep", "discard")]
     chosen = next(t for t in rows if t.id == (final.get("best_trial_id") or s.best_trial_id))
@@ -160,7 +160,7 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     for key in ("deflated_sharpe", "pbo", "walk_forward", "stress", "gates", "elapsed_s"):
         assert key in report
     with Journal(settings.journal_path) as j:
-        final = j.get_session(session).final.journaled()
+        final = j.sessions.get(session).final.journaled()
     assert report["deflated_sharpe"]["dsr"] == pytest.approx(final["deflated_sharpe"])
     assert report["pbo"]["pbo"] == final["pbo"]
     assert [g["gate"] for g in report["gates"]["results"]] == [

@@ -63,17 +63,19 @@ PNG = bytes.fromhex(
 
 
 class RecordingJournal:
-    """The journal writer methods the proposer calls, recording them."""
+    """The journal's ``trials`` and ``logs`` methods the proposer calls, recording them (one
+    recorder stands for both repositories)."""
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self.invalid: list[dict[str, Any]] = []
         self.rows: list[tuple[str, dict[str, Any]]] = []
+        self.trials = self.logs = self
 
-    def log_llm_call(self, **kwargs: Any) -> None:
+    def add_llm_call(self, **kwargs: Any) -> None:
         self.calls.append(kwargs)
 
-    def record_invalid_trial(self, session_id: str, **kwargs: Any) -> None:
+    def record_invalid(self, session_id: str, **kwargs: Any) -> None:
         self.invalid.append(kwargs)
 
     def add_event(self, session_id: str, kind: str, payload: dict[str, Any]) -> None:
@@ -110,7 +112,7 @@ def context() -> ProposalContext:
 
 def proposer(settings: Settings, journal: RecordingJournal, **kwargs: Any) -> LLMProposer:
     def on_call(record: Any) -> None:
-        journal.log_llm_call(**record.model_dump())
+        journal.logs.add_llm_call(**record.model_dump())
 
     client = LLMClient(settings, on_call=on_call)
     kwargs.setdefault("text_fallback_after", settings.llm_text_fallback_after)
@@ -325,10 +327,10 @@ def test_a_resumed_proposer_asks_the_way_its_session_learned(
     llm_settings: SettingsFactory,
 ) -> None:
     journal = RecordingJournal()
-    journal.add_event(SESSION, "ToolsUnsupported", {})
+    journal.logs.add_event(SESSION, "ToolsUnsupported", {})
     settings = llm_settings()
     assert LLMProposer.from_settings(settings, journal, SESSION, TPEProposer()).mode == "json_text"
-    journal.add_event(SESSION, "LLMModeChanged", {"mode": "json_schema"})
+    journal.logs.add_event(SESSION, "LLMModeChanged", {"mode": "json_schema"})
     assert LLMProposer.from_settings(settings, journal, SESSION, TPEProposer()).mode == (
         "json_schema"
     )
@@ -441,12 +443,12 @@ def test_a_20_trial_session_keeps_the_llm_proposing_and_runs_no_config_twice(
     assert result.exit_code == 0, result.output
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(session_env.journal_path) as j:
-        search = [t for t in j.trials(sid, kind="search") if t.status != "invalid"]
-        baselines = j.trials(sid, kind="baseline")
-        calls = j.llm_calls(sid)
-        duplicates = j.events(sid, kind="DuplicateProposal")
-        fallbacks = j.events(sid, kind="ProposerFallback")
-        counted = j.counted_trials(sid)
+        search = [t for t in j.trials.of_session(sid, kind="search") if t.status != "invalid"]
+        baselines = j.trials.of_session(sid, kind="baseline")
+        calls = j.logs.llm_calls(sid)
+        duplicates = j.logs.events(sid, kind="DuplicateProposal")
+        fallbacks = j.logs.events(sid, kind="ProposerFallback")
+        counted = j.trials.counted(sid)
     hashes = [t.config_hash for t in search]
     assert counted == 20 and len(search) == 20
     assert len(set(hashes)) == 20 and not set(hashes) & {b.config_hash for b in baselines}
@@ -478,9 +480,9 @@ def test_a_proposer_stuck_on_one_config_is_told_then_tpe_fills_the_slot(
     assert result.exit_code == 0, result.output
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(session_env.journal_path) as j:
-        search = j.trials(sid, kind="search")
-        duplicates = j.events(sid, kind="DuplicateProposal")
-        counted = j.counted_trials(sid)
+        search = j.trials.of_session(sid, kind="search")
+        duplicates = j.logs.events(sid, kind="DuplicateProposal")
+        counted = j.trials.counted(sid)
     assert counted == 3 and len({t.config_hash for t in search}) == 3
     assert [t.proposer for t in search] == ["llm", *["tpe (duplicate fill)"] * 2]
     retries = get_default("llm_duplicate_retries")

@@ -87,7 +87,7 @@ def test_an_llm_session_traces_each_iteration_and_journals_each_prompt(
     assert result.exit_code == 0, result.output
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(env.journal_path) as j:
-        search = j.trials(sid, kind="search")
+        search = j.trials.of_session(sid, kind="search")
         rendered = render_proposal_prompt(j, sid, search[0].idx)
     requests = fake_openai.chat_requests
     assert [t.status == "invalid" for t in search] == [False, True, False]
@@ -125,7 +125,7 @@ def test_an_llm_session_traces_each_iteration_and_journals_each_prompt(
 
 def j_rows(settings: Settings, sid: str) -> list[Any]:
     with Journal(settings.journal_path) as j:
-        return j.trials(sid)
+        return j.trials.of_session(sid)
 
 
 @pytest.mark.slow
@@ -140,7 +140,7 @@ def test_with_two_workers_each_trial_nests_under_its_iteration_and_prompts_show_
     assert result.exit_code == 0, result.output
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(env.journal_path) as j:
-        search = j.trials(sid, kind="search")
+        search = j.trials.of_session(sid, kind="search")
         rendered = [render_proposal_prompt(j, sid, t.idx) for t in search]
     assert len(search) == 3 and all(t.counted for t in search)
     # Each prompt re-renders from the journal, the trials then in flight included.

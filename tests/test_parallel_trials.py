@@ -45,7 +45,7 @@ def run_cli(*args: str) -> Any:
 
 def rows_of(settings: Settings, sid: str) -> list[TrialRecord]:
     with Journal(settings.journal_path) as journal:
-        return journal.trials(sid, series=False)
+        return journal.trials.of_session(sid, series=False)
 
 
 def context(pending: list[TrialConfig]) -> ProposalContext:
@@ -144,11 +144,11 @@ def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
     ]
     proc = spawn(args, settings, log)
     try:
-        sid = wait_for(settings, lambda j: (j.list_sessions() or [None])[0], proc).id
+        sid = wait_for(settings, lambda j: (j.sessions.list() or [None])[0], proc).id
         running = wait_for(
             settings,
             lambda j: (lambda r: r if len(r) == 2 else None)(
-                [t for t in j.trials(sid, kind="search") if t.status == "running"]
+                [t for t in j.trials.of_session(sid, kind="search") if t.status == "running"]
             ),
             proc,
             timeout=120,
@@ -161,8 +161,8 @@ def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
     assert result.exit_code == 0, result.output
     rows = rows_of(settings, sid)
     with Journal(settings.journal_path) as journal:
-        session = journal.get_session(sid)
-        [resumed] = journal.events(sid, kind="Resumed")
+        session = journal.sessions.get(sid)
+        [resumed] = journal.logs.events(sid, kind="Resumed")
     assert [t.idx for t in rows] == list(range(len(rows)))
     assert session.status == "finished" and session.final.n_trials == 2
     assert all(t.status != "running" for t in rows)
@@ -220,13 +220,13 @@ def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_r
     with pytest.raises(KeyboardInterrupt):
         run_session(sid, settings)
     with Journal(settings.journal_path) as journal:
-        held = [row.idx for row, _ in journal.awaiting_verdict(sid)]
+        held = [row.idx for row, _ in journal.trials.awaiting_verdict(sid)]
     assert len(held) == 1
     monkeypatch.setattr(nodes, "record", real)
     run_session(sid, settings)
     with Journal(settings.journal_path) as journal:
-        [event] = journal.events(sid, kind="Resumed")
-        assert journal.awaiting_verdict(sid) == []
+        [event] = journal.logs.events(sid, kind="Resumed")
+        assert journal.trials.awaiting_verdict(sid) == []
     assert event.payload["awaiting_verdict"] == held
     rows = rows_of(settings, sid)
     # The held trial kept its row (judged, not rerun); the other one in flight ran again once.

@@ -15,7 +15,7 @@ from typing import Any
 
 from alphaloop.broker.base import Execution, Order, OrderPlan
 from alphaloop.exceptions import BrokerError
-from alphaloop.journal.book import BookRecord
+from alphaloop.journal.books import BookRecord
 from alphaloop.settings import Settings
 
 __all__ = ["AlpacaBroker"]

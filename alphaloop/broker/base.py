@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal.book import BookRecord
+from alphaloop.journal.books import BookRecord
 
 __all__ = ["Broker", "Execution", "Order", "OrderPlan", "client_order_id"]
 

@@ -4,7 +4,7 @@ in full at its price with the plan's cost."""
 from __future__ import annotations
 
 from alphaloop.broker.base import Execution, OrderPlan
-from alphaloop.journal.book import BookRecord
+from alphaloop.journal.books import BookRecord
 
 __all__ = ["PaperBroker"]
 

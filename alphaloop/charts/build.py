@@ -15,8 +15,7 @@ from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import SeriesSource
 from alphaloop.charts.validation import validation_figure, validation_report
 from alphaloop.exceptions import ChartDataError, UnknownChartKind
-from alphaloop.journal import SessionRecord, TrialRecord
-from alphaloop.journal.store import JournalReader
+from alphaloop.journal import Journal, SessionRecord, TrialRecord
 
 CHART_KINDS: dict[str, str] = {
     "training_curve": "mean episode reward per PPO update of a manual run or a PPO trial",
@@ -65,10 +64,10 @@ def chart_kind(kind: str) -> str:
     return name
 
 
-def _session(journal: JournalReader, session_id: str | None) -> SessionRecord:
+def _session(journal: Journal, session_id: str | None) -> SessionRecord:
     if session_id is not None:
-        return journal.get_session(session_id)
-    sessions = journal.list_sessions()
+        return journal.sessions.get(session_id)
+    sessions = journal.sessions.list()
     if not sessions:
         raise ChartDataError(
             "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
@@ -76,8 +75,8 @@ def _session(journal: JournalReader, session_id: str | None) -> SessionRecord:
     return sessions[0]
 
 
-def _curve_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord:
-    with_curve = [t for t in journal.trials(session.id) if t.curve]
+def _curve_trial(journal: Journal, session: SessionRecord) -> TrialRecord:
+    with_curve = [t for t in journal.trials.of_session(session.id) if t.curve]
     if not with_curve:
         raise ChartDataError(
             f"no trial of session {session.id} has a journaled training curve; "
@@ -87,10 +86,10 @@ def _curve_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord:
     return (running or with_curve)[-1]
 
 
-def _chosen_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord:
+def _chosen_trial(journal: Journal, session: SessionRecord) -> TrialRecord:
     if session.best_trial_id is not None:
-        return journal.get_trial(session.best_trial_id)
-    best = journal.best_trial(session.id)
+        return journal.trials.get(session.best_trial_id)
+    best = journal.trials.best(session.id)
     if best is None:
         raise ChartDataError(f"session {session.id} has no kept trial yet; pick one with --trial")
     return best
@@ -98,7 +97,7 @@ def _chosen_trial(journal: JournalReader, session: SessionRecord) -> TrialRecord
 
 def build_chart(
     kind: str,
-    journal: JournalReader,
+    journal: Journal,
     *,
     session_id: str | None = None,
     trial_idx: int | None = None,
@@ -129,7 +128,7 @@ def build_chart(
     if name == "ratio_curve" and session_id is not None:
         raise ChartDataError("ratio_curve ranks the trials of every run; a session does not apply")
     if name == "ratio_curve":
-        figure = ratio_curve(journal.completed_trials(), journal.list_sessions())
+        figure = ratio_curve(journal.trials.completed(), journal.sessions.list())
         return Chart(kind=name, figure=figure, goal=ALL_RUNS_GOAL)
     session = _session(journal, session_id)
     if name in ("research_progress", "validation"):
@@ -140,22 +139,22 @@ def build_chart(
     return _replayed_chart(name, journal, session, trial, series)
 
 
-def _session_chart(name: str, journal: JournalReader, session: SessionRecord) -> Chart:
+def _session_chart(name: str, journal: Journal, session: SessionRecord) -> Chart:
     """A chart of every trial of ``session``: its research progress or its validation."""
     if name == "research_progress":
-        figure = research_progress(session, journal.trials(session.id))
+        figure = research_progress(session, journal.trials.of_session(session.id))
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
-    report = validation_report(session, journal.events(session.id, kind=VALIDATED_EVENT))
+    report = validation_report(session, journal.logs.events(session.id, kind=VALIDATED_EVENT))
     figure = validation_figure(report)
     return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
 
 
 def _trial(
-    name: str, journal: JournalReader, session: SessionRecord, trial_idx: int | None
+    name: str, journal: Journal, session: SessionRecord, trial_idx: int | None
 ) -> TrialRecord:
     """The trial a per-trial chart draws: the one asked for, else the kind's default."""
     if trial_idx is not None:
-        return journal.trial_at(session.id, trial_idx)
+        return journal.trials.at(session.id, trial_idx)
     if name == "training_curve":
         return _curve_trial(journal, session)
     return _chosen_trial(journal, session)
@@ -170,7 +169,7 @@ def _ids(session: SessionRecord, trial: TrialRecord) -> dict:
 
 def _replayed_chart(
     name: str,
-    journal: JournalReader,
+    journal: Journal,
     session: SessionRecord,
     trial: TrialRecord,
     series: SeriesSource | None,
@@ -191,7 +190,7 @@ def _replayed_chart(
     if trial.kind != "test":
         tests = [
             t
-            for t in journal.trials(session.id, kind="test")
+            for t in journal.trials.of_session(session.id, kind="test")
             if t.parent_id == trial.id and t.val_returns
         ]
         if tests:

@@ -269,7 +269,7 @@ def interpret_chart(
     if settings.vlm_model:
 
         def journal_call(record: LLMCallRecord) -> None:
-            journal.log_llm_call(**record.model_dump())
+            journal.logs.add_llm_call(**record.model_dump())
 
         try:
             image = _vlm_png(chart, settings, png)
@@ -282,7 +282,7 @@ def interpret_chart(
         read = read_embedded(chart)
         if fallback:
             read = read.model_copy(update={"context": {**read.context, "fallback": fallback}})
-    row = journal.add_chart_read(
+    row = journal.logs.add_chart_read(
         **read.model_dump(include=_JOURNALED),
         session_id=chart.session_id,
         trial_id=chart.trial_id,

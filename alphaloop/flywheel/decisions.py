@@ -15,7 +15,7 @@ import pandas as pd
 from alphaloop.flywheel.outcome import t5_outcome
 from alphaloop.flywheel.pairs import PairDraft
 from alphaloop.flywheel.prompts import decision_prompt, weights_text
-from alphaloop.journal.flywheel import DecisionView, PreferenceSource, Verdict
+from alphaloop.journal.preferences import DecisionView, PreferenceSource, Verdict
 
 
 def origin_key(decision_id: int) -> str:

@@ -36,7 +36,7 @@ from alphaloop.flywheel.heldout import (
     wilson_interval,
 )
 from alphaloop.flywheel.lengths import Texts, fit_pairs, model_prompt, resolve_max_length
-from alphaloop.journal.flywheel import PreferenceRecord
+from alphaloop.journal.preferences import PreferenceRecord
 
 __all__ = [
     "DpoOptions",

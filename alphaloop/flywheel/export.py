@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from alphaloop.journal.flywheel import PreferenceRecord
+from alphaloop.journal.preferences import PreferenceRecord
 
 
 def prompt_messages(prompt: str) -> list[dict[str, str]] | None:

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 
 from alphaloop.exceptions import TooFewHeldOut
-from alphaloop.journal.flywheel import PreferenceRecord
+from alphaloop.journal.preferences import PreferenceRecord
 
 HELDOUT_BUCKETS = 5  # one pair in five is held out
 MIN_HELDOUT = 20  # the default of ALPHALOOP_DPO_MIN_HELDOUT

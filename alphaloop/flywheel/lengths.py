@@ -19,7 +19,7 @@ from typing import Any
 from alphaloop.exceptions import ModelDirError, PromptTooLong
 from alphaloop.flywheel.export import prompt_messages, prompt_text
 from alphaloop.flywheel.fit import Fitted, context_length, fit_prompt
-from alphaloop.journal.flywheel import PreferenceRecord
+from alphaloop.journal.preferences import PreferenceRecord
 
 # (prompts as the model reads them, chosen answers, rejected answers)
 Texts = tuple[list[str], list[str], list[str]]

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal.flywheel import PreferenceSource
+from alphaloop.journal.preferences import PreferenceSource
 
 
 class PairDraft(BaseModel):

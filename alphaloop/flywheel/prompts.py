@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 
 from alphaloop.flywheel.outcome import HORIZON
-from alphaloop.journal.flywheel import DecisionView
+from alphaloop.journal.preferences import DecisionView
 
 WEIGHT_DECIMALS = 4
 

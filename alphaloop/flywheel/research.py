@@ -29,8 +29,8 @@ from itertools import combinations
 
 from alphaloop.flywheel.pairs import PairDraft
 from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, TrialStatus
-from alphaloop.journal.flywheel import PreferenceSource
 from alphaloop.journal.models import is_interrupted
+from alphaloop.journal.preferences import PreferenceSource
 from alphaloop.meta_agent.prompt_log import render_proposal_prompt
 from alphaloop.validation import sharpe_difference
 
@@ -139,7 +139,7 @@ def session_pairs(
     days = journal.folds.returns_by_fold(session.id)
     rows = [
         t
-        for t in journal.trials(session.id, TrialKind.search, series=False)
+        for t in journal.trials.of_session(session.id, TrialKind.search, series=False)
         if t.status != TrialStatus.running
     ]
     states: dict[int | None, list[TrialRecord]] = defaultdict(list)

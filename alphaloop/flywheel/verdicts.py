@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from alphaloop.exceptions import InvalidVerdict
-from alphaloop.journal.flywheel import Verdict
+from alphaloop.journal.preferences import Verdict
 
 # Rounding slack on "sum <= 1": weights typed by hand (0.333 x 3) must not fail on float noise.
 SUM_TOLERANCE = 1e-9

@@ -1,14 +1,19 @@
 """The journal: every session, trial, clip, LLM call, chart reading and event, in one SQLite file.
 
 It is the source of truth of a research session: a session killed at any point resumes from
-it. Reads return frozen models (:mod:`.models`); writes go through :class:`Journal`.
+it. :class:`Journal` is the open file (:mod:`.connection`) and its repositories, one per group
+of tables and each in the module of the same name: ``journal.sessions``, ``journal.trials``,
+``journal.folds``, ``journal.logs``, ``journal.notes``, ``journal.policies``, ``journal.books``,
+``journal.preferences``, ``journal.schedule`` and ``journal.jobs``. Reads return frozen models
+(:mod:`.models`, and the records next to their repository).
 """
 
 from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
+from alphaloop.journal.connection import pid_alive
+from alphaloop.journal.curves import MAX_CURVE_POINTS, downsample_curve
 from alphaloop.journal.folds import FoldRecord, Folds
 from alphaloop.journal.jobs import JobNotFound, JobRecord, JobStatus
-from alphaloop.journal.library import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
-from alphaloop.journal.logs import MAX_CURVE_POINTS, downsample_curve
+from alphaloop.journal.journal import Journal
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
     FINISHED_STATUSES,
@@ -27,9 +32,10 @@ from alphaloop.journal.models import (
     jsonable,
 )
 from alphaloop.journal.pages import TrialFilter
+from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
 from alphaloop.journal.report import FinalReport, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
-from alphaloop.journal.writer import STOP_REQUESTED, Journal, pid_alive
+from alphaloop.journal.sessions import STOP_REQUESTED
 
 __all__ = [
     "COUNTED_STATUSES",

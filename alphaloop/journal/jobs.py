@@ -1,5 +1,5 @@
-"""Jobs: long work handed to a worker process, one ``jobs`` row each. Part of
-:class:`~alphaloop.journal.Journal`.
+"""Jobs: long work handed to a worker process, one ``jobs`` row each. A repository the journal
+holds as ``journal.jobs``.
 
 A job is journaled ``queued`` with its request before any process exists; its worker claims it
 (``running``, with its pid), then finishes it with a result or fails it with a typed error. The
@@ -74,14 +74,17 @@ def _job(row: dict[str, Any]) -> JobRecord:
     return JobRecord.from_row(row)
 
 
-class JobStore(JournalFile):
+class Jobs:
     """Reads and writes of the ``jobs`` table."""
 
-    def queue_job(self, kind: str, request: dict[str, Any]) -> int:
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
+
+    def queue(self, kind: str, request: dict[str, Any]) -> int:
         """Journals a job to run (``queued``, no worker yet) and returns its id."""
-        with self._write():
+        with self._journal._write():
             return int(
-                self.db["jobs"]
+                self._journal.db["jobs"]
                 .insert(
                     {
                         "kind": kind,
@@ -93,38 +96,38 @@ class JobStore(JournalFile):
                 .last_rowid
             )
 
-    def set_job_pid(self, job_id: int, pid: int) -> None:
+    def set_pid(self, job_id: int, pid: int) -> None:
         """Records the worker started for a queued job (it may have claimed the job already)."""
-        with self._write() as conn:
+        with self._journal._write() as conn:
             conn.execute("UPDATE jobs SET pid = ? WHERE id = ? AND pid IS NULL", (pid, job_id))
 
-    def claim_job(self, job_id: int, pid: int) -> JobRecord:
+    def claim(self, job_id: int, pid: int) -> JobRecord:
         """Marks a queued job ``running`` in process ``pid``: a job runs once.
 
         Raises:
             JobNotFound: no such job.
             JournalError: it is not queued (another worker has it, or it has ended).
         """
-        with self._write() as conn:
+        with self._journal._write() as conn:
             changed = conn.execute(
                 "UPDATE jobs SET status = ?, pid = ?, started_at = ? WHERE id = ? AND status = ?",
                 (JobStatus.running.value, pid, now(), job_id, JobStatus.queued.value),
             ).rowcount
-        job = self.get_job(job_id)
+        job = self.get(job_id)
         if not changed:
             raise JournalError(f"job {job_id} is {job.status.value}, not queued")
         return job
 
-    def link_job_session(self, job_id: int, session_id: str) -> None:
+    def link_session(self, job_id: int, session_id: str) -> None:
         """Records the session a job created or continues, once it is journaled."""
-        with self._write() as conn:
+        with self._journal._write() as conn:
             conn.execute("UPDATE jobs SET session_id = ? WHERE id = ?", (session_id, job_id))
 
-    def finish_job(self, job_id: int, result: dict[str, Any]) -> JobRecord:
+    def finish(self, job_id: int, result: dict[str, Any]) -> JobRecord:
         """Records a running job's result (``finished``)."""
-        return self._end_job(job_id, {"status": JobStatus.finished.value, "result": result})
+        return self._end(job_id, {"status": JobStatus.finished.value, "result": result})
 
-    def fail_job(
+    def fail(
         self,
         job_id: int,
         *,
@@ -143,9 +146,9 @@ class JobStore(JournalFile):
             "http_status": http_status,
             "traceback_tail": traceback_tail,
         }
-        return self._end_job(job_id, values)
+        return self._end(job_id, values)
 
-    def _end_job(self, job_id: int, values: dict[str, Any]) -> JobRecord:
+    def _end(self, job_id: int, values: dict[str, Any]) -> JobRecord:
         """Ends a job that has not ended yet.
 
         Raises:
@@ -156,28 +159,28 @@ class JobStore(JournalFile):
             values = {**values, "result": json.dumps(values["result"])}
         values["finished_at"] = now()
         sets = ", ".join(f"{k} = ?" for k in values)
-        with self._write() as conn:
+        with self._journal._write() as conn:
             changed = conn.execute(
                 f"UPDATE jobs SET {sets} WHERE id = ? AND status IN (?, ?)",
                 (*values.values(), job_id, *_LIVE),
             ).rowcount
-        job = self.get_job(job_id)
+        job = self.get(job_id)
         if not changed:
             raise JournalError(f"job {job_id} has already ended ({job.status.value})")
         return job
 
-    def get_job(self, job_id: int) -> JobRecord:
+    def get(self, job_id: int) -> JobRecord:
         """One job.
 
         Raises:
             JobNotFound: no such job.
         """
-        rows = self._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        rows = self._journal._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
-            raise JobNotFound(f"no job {job_id!r} in {self.path}")
+            raise JobNotFound(f"no job {job_id!r} in {self._journal.path}")
         return _job(rows[0])
 
-    def jobs(
+    def list(
         self, kind: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[JobRecord]:
         """Jobs with an id above ``after`` (of one kind if given), oldest first."""
@@ -189,11 +192,11 @@ class JobStore(JournalFile):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_job(r) for r in self._rows(sql, tuple(params))]
+        return [_job(r) for r in self._journal._rows(sql, tuple(params))]
 
-    def live_jobs(self, kind: str) -> list[JobRecord]:
+    def live(self, kind: str) -> list[JobRecord]:
         """Jobs of ``kind`` still queued or running in a living worker, oldest first."""
-        rows = self._rows(
+        rows = self._journal._rows(
             "SELECT * FROM jobs WHERE kind = ? AND status IN (?, ?) ORDER BY id", (kind, *_LIVE)
         )
         return [j for j in map(_job, rows) if j.status != JobStatus.interrupted]

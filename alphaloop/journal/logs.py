@@ -1,56 +1,64 @@
-"""Writes that annotate sessions and trials: events, LLM calls, chart readings, bounds clips
-and live training curves. Part of :class:`~alphaloop.journal.Journal`."""
+"""What happened around sessions and trials, journaled as it happens: a repository the journal
+holds as ``journal.logs``.
+
+It holds four append-only tables: ``events`` (``PolicyRetrained``, ``Resumed``,
+``ProposerFallback``...), ``bounds_clips`` (what bounds changed in a proposal), ``llm_calls``
+and ``chart_reads``. They are one repository, named for what they share rather than for one of
+them: each row is written once and never changed, points at a session and maybe a trial, and is
+read back in the order it was written. (``journal.logs.events`` would name only the first table.)
+"""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from alphaloop.exceptions import TrialNotFound
 from alphaloop.journal.codec import column, columns, now
 from alphaloop.journal.codec import trial_id as as_trial_id
-from alphaloop.journal.models import (
-    ChartReadRecord,
-    ClipRecord,
-    EventRecord,
-    LLMUsageRecord,
-    TrialRecord,
-)
-from alphaloop.journal.store import JournalReader
+from alphaloop.journal.connection import JournalFile
+from alphaloop.journal.models import ChartReadRecord, ClipRecord, EventRecord, LLMUsageRecord
+from alphaloop.journal.refs import check_refs
 from alphaloop.knobs import BoundsClip
 
-# Training curves are journaled as at most this many points, evenly spread over the run: enough
-# for any chart, small enough to rewrite several times a second while PPO trains.
-MAX_CURVE_POINTS = 200
+
+def insert_event(
+    journal: JournalFile, session_id: str | None, kind: str, payload: Mapping[str, Any]
+) -> int:
+    """Inserts an event into the write transaction open on ``journal``; returns its id (what
+    another repository calls to journal an event with its own write)."""
+    if not kind:
+        raise ValueError("an event needs a kind")
+    row = {
+        "session_id": session_id,
+        "kind": kind,
+        "payload": column(EventRecord, "payload", dict(payload)),
+        "created_at": now(),
+    }
+    return int(journal.db["events"].insert(row).last_rowid)
 
 
-class LogWriter(JournalReader):
-    """Annotation writes; :class:`~alphaloop.journal.Journal` adds sessions and trials."""
+class Logs:
+    """Reads and writes of ``events``, ``bounds_clips``, ``llm_calls`` and ``chart_reads``."""
 
-    def _check_refs(
-        self, conn: sqlite3.Connection, session_id: str | None, trial_id: int | None
-    ) -> None:
-        """Clear errors for what the foreign keys would refuse."""
-        if (
-            session_id is not None
-            and conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            is None
-        ):
-            raise self._session_not_found(session_id)
-        if (
-            trial_id is not None
-            and conn.execute("SELECT 1 FROM trials WHERE id = ?", (trial_id,)).fetchone() is None
-        ):
-            raise TrialNotFound(f"no trial with id {trial_id!r} in {self.path}")
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
         """Inserts one row into the open transaction; returns its id."""
-        return int(self.db[table].insert(row).last_rowid)
+        return int(self._journal.db[table].insert(row).last_rowid)
 
     def _one(self, model: type, table: str, row_id: int) -> Any:
-        return model.from_row(self._rows(f"SELECT * FROM {table} WHERE id = ?", (row_id,))[0])
+        rows = self._journal._rows(f"SELECT * FROM {table} WHERE id = ?", (row_id,))
+        return model.from_row(rows[0])
+
+    def _all(self, model: type[Any], table: str, session_id: str | None) -> list[Any]:
+        if session_id is None:
+            rows = self._journal._rows(f"SELECT * FROM {table} ORDER BY id")
+        else:
+            rows = self._journal._rows(
+                f"SELECT * FROM {table} WHERE session_id = ? ORDER BY id", (session_id,)
+            )
+        return [model.from_row(r) for r in rows]
 
     # --- events ------------------------------------------------------------------------------
 
@@ -62,27 +70,23 @@ class LogWriter(JournalReader):
         Raises:
             SessionNotFound: ``session_id`` is given but names no session.
         """
-        with self._write() as conn:
-            self._check_refs(conn, session_id, None)
-            event_id = self._insert_event(session_id, kind, payload or {})
+        with self._journal._write() as conn:
+            check_refs(self._journal, conn, session_id, None)
+            event_id = insert_event(self._journal, session_id, kind, payload or {})
         return self._one(EventRecord, "events", event_id)
 
-    def _insert_event(self, session_id: str | None, kind: str, payload: Mapping[str, Any]) -> int:
-        if not kind:
-            raise ValueError("an event needs a kind")
-        return self._insert(
-            "events",
-            {
-                "session_id": session_id,
-                "kind": kind,
-                "payload": column(EventRecord, "payload", dict(payload)),
-                "created_at": now(),
-            },
-        )
+    def events(self, session_id: str | None, kind: str | None = None) -> list[EventRecord]:
+        """A session's events (``None``: events of no session), oldest first, of one kind if
+        given."""
+        sql = "SELECT * FROM events WHERE session_id IS ?"
+        params: tuple[Any, ...] = (session_id,)
+        if kind is not None:
+            sql, params = sql + " AND kind = ?", (*params, kind)
+        return [EventRecord.from_row(r) for r in self._journal._rows(sql + " ORDER BY id", params)]
 
     # --- LLM calls and chart readings --------------------------------------------------------
 
-    def log_llm_call(
+    def add_llm_call(
         self,
         *,
         purpose: str,
@@ -120,10 +124,14 @@ class LogWriter(JournalReader):
             },
         )
         row["created_at"] = now()
-        with self._write() as conn:
-            self._check_refs(conn, session_id, tid)
+        with self._journal._write() as conn:
+            check_refs(self._journal, conn, session_id, tid)
             call_id = self._insert("llm_calls", row)
         return self._one(LLMUsageRecord, "llm_calls", call_id)
+
+    def llm_calls(self, session_id: str | None = None) -> list[LLMUsageRecord]:
+        """Journaled LLM call attempts, oldest first: of one session, or all of them."""
+        return self._all(LLMUsageRecord, "llm_calls", session_id)
 
     def add_chart_read(
         self,
@@ -157,12 +165,16 @@ class LogWriter(JournalReader):
             },
         )
         row["created_at"] = now()
-        with self._write() as conn:
-            self._check_refs(conn, session_id, trial_id)
+        with self._journal._write() as conn:
+            check_refs(self._journal, conn, session_id, trial_id)
             read_id = self._insert("chart_reads", row)
         return self._one(ChartReadRecord, "chart_reads", read_id)
 
-    # --- per-trial annotations ---------------------------------------------------------------
+    def chart_reads(self, session_id: str | None = None) -> list[ChartReadRecord]:
+        """Journaled chart readings, oldest first: of one session, or all of them."""
+        return self._all(ChartReadRecord, "chart_reads", session_id)
+
+    # --- bounds clips ------------------------------------------------------------------------
 
     def add_clips(
         self, trial_id: int, clips: Iterable[BoundsClip | Mapping[str, Any]]
@@ -176,58 +188,33 @@ class LogWriter(JournalReader):
             BoundsClip.model_validate(c, from_attributes=not isinstance(c, Mapping)) for c in clips
         ]
         rows = [{"trial_id": trial_id, **c.model_dump()} for c in checked]
-        with self._write() as conn:
-            self._check_refs(conn, None, trial_id)
+        with self._journal._write() as conn:
+            check_refs(self._journal, conn, None, trial_id)
             ids = [self._insert("bounds_clips", row) for row in rows]
         return [c for c in self.clips(trial_id) if c.id in ids]
 
-    def set_curve(
-        self, trial_id: int, points: Sequence[Any], *, max_points: int | None = None
-    ) -> int:
-        """Replaces a trial's live training curve; returns the length stored.
-
-        With ``max_points``, a longer curve is stored as :func:`downsample_curve` of it: an even
-        sample over the whole run that keeps the first and the newest point, so a reader sees
-        the run's whole shape at a bounded size (:data:`MAX_CURVE_POINTS` is the usual cap).
-
-        Raises:
-            TrialNotFound: no such trial.
-        """
-        _check_max_points(max_points)
-        kept = downsample_curve(points, max_points) if max_points else list(points)
-        return self._update_curve(trial_id, lambda _: kept)
-
-    def _update_curve(self, trial_id: int, change: Callable[[list[Any]], list[Any]]) -> int:
-        with self._write() as conn:
-            row = conn.execute("SELECT curve FROM trials WHERE id = ?", (trial_id,)).fetchone()
-            if row is None:
-                raise TrialNotFound(f"no trial with id {trial_id!r} in {self.path}")
-            curve = change(json.loads(row[0]) if row[0] else [])
-            conn.execute(
-                "UPDATE trials SET curve = ? WHERE id = ?",
-                (column(TrialRecord, "curve", curve), trial_id),
-            )
-        return len(curve)
-
-
-def _check_max_points(max_points: int | None) -> None:
-    if max_points is not None and max_points < 2:
-        raise ValueError(
-            f"max_points must be at least 2 (the first and the newest), got {max_points}"
+    def clips(self, trial_id: int) -> list[ClipRecord]:
+        """The bounds clips of one trial, in the order they were made."""
+        rows = self._journal._rows(
+            "SELECT * FROM bounds_clips WHERE trial_id = ? ORDER BY id", (trial_id,)
         )
+        return [ClipRecord.from_row(r) for r in rows]
 
+    def session_clips(self, session_id: str) -> list[ClipRecord]:
+        """Every bounds clip of a session, by trial index."""
+        rows = self._journal._rows(
+            "SELECT c.* FROM bounds_clips c JOIN trials t ON t.id = c.trial_id "
+            "WHERE t.session_id = ? ORDER BY t.idx, c.id",
+            (session_id,),
+        )
+        return [ClipRecord.from_row(r) for r in rows]
 
-def downsample_curve(points: Sequence[Any], max_points: int) -> list[Any]:
-    """At most ``max_points`` of ``points``, evenly spaced over the whole run: the first and the
-    last are always kept, the ones between are the nearest to an even grid.
-
-    Raises:
-        ValueError: ``max_points`` below 2.
-    """
-    _check_max_points(max_points)
-    n = len(points)
-    if n <= max_points:
-        return list(points)
-    # Even spacing with step (n - 1) / (max_points - 1) > 1, so rounding never repeats an index.
-    step = (n - 1) / (max_points - 1)
-    return [points[round(i * step)] for i in range(max_points)]
+    def clips_after(self, session_id: str, after_id: int = 0) -> list[ClipRecord]:
+        """The bounds clips of a session's trials with a journal id above ``after_id``, by trial
+        index (the clips ``journal.trials.after`` rows were made with)."""
+        rows = self._journal._rows(
+            "SELECT c.* FROM bounds_clips c JOIN trials t ON t.id = c.trial_id "
+            "WHERE t.session_id = ? AND t.id > ? ORDER BY t.idx, c.id",
+            (session_id, after_id),
+        )
+        return [ClipRecord.from_row(r) for r in rows]

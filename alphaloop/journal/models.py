@@ -295,7 +295,7 @@ class ChartReadRecord(_Record):
 def best_kept(trials: Iterable[TrialRecord]) -> TrialRecord | None:
     """The best kept search trial among ``trials``: the highest :attr:`TrialRecord.score` (the
     mean over its seeds when it was confirmed), ties to the earlier index. The research loop's
-    incumbent, finalize's best and :meth:`Journal.best_trial` all rank this way (in SQL:
+    incumbent, finalize's best and ``journal.trials.best`` all rank this way (in SQL:
     ``ORDER BY COALESCE(seed_mean, objective) DESC, idx ASC``). A kept trial beat the incumbent
     of its time, so the last kept is also the best."""
     kept = [

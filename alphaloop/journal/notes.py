@@ -1,7 +1,8 @@
 """Notes on sessions and trials, versioned: kept as ``note`` events (no table of their own), one
 event per version, so every earlier text stays readable. An edit names the version it was made
 on; one made on an older version than the newest is refused (``Conflict``, a 409), so two
-people editing the same note never overwrite each other unseen."""
+people editing the same note never overwrite each other unseen. A repository the journal holds
+as ``journal.notes``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import Conflict, TrialNotFound
 from alphaloop.journal.codec import now
-from alphaloop.journal.store import JournalReader
+from alphaloop.journal.connection import JournalFile
+from alphaloop.journal.refs import session_not_found
 
 NOTE = "note"  # the event kind
 _OF = "kind = ? AND session_id = ? AND json_extract(payload, '$.trial_id') IS ?"
@@ -41,18 +43,21 @@ def _version(row: Any) -> NoteVersion:
     )
 
 
-class NoteStore(JournalReader):
-    """Reads and writes of notes."""
+class Notes:
+    """Reads and writes of notes (``note`` events) through the journal's connection."""
 
-    def note_versions(self, session_id: str, trial_id: int | None = None) -> list[NoteVersion]:
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
+
+    def versions(self, session_id: str, trial_id: int | None = None) -> list[NoteVersion]:
         """Every version of the note on a session (or one of its trials), oldest first."""
-        rows = self._rows(
+        rows = self._journal._rows(
             f"SELECT session_id, payload, created_at FROM events WHERE {_OF} ORDER BY id",
             (NOTE, session_id, trial_id),
         )
         return [_version(r) for r in rows]
 
-    def save_note(
+    def save(
         self, session_id: str, trial_id: int | None, text: str, base_version: int
     ) -> NoteVersion:
         """Journals ``text`` as the next version of the note, made on ``base_version`` (0 for
@@ -62,7 +67,7 @@ class NoteStore(JournalReader):
             SessionNotFound, TrialNotFound: no such session, or trial in it.
             Conflict: the note has a version newer than ``base_version``.
         """
-        with self._write() as conn:
+        with self._journal._write() as conn:
             self._check_target(conn, session_id, trial_id)
             (current,) = conn.execute(
                 f"SELECT COUNT(*) FROM events WHERE {_OF}", (NOTE, session_id, trial_id)
@@ -77,15 +82,15 @@ class NoteStore(JournalReader):
                 "INSERT INTO events (session_id, kind, payload, created_at) VALUES (?, ?, ?, ?)",
                 (session_id, NOTE, json.dumps(payload), now()),
             )
-        return self.note_versions(session_id, trial_id)[-1]
+        return self.versions(session_id, trial_id)[-1]
 
     def _check_target(self, conn: Any, session_id: str, trial_id: int | None) -> None:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-            raise self._session_not_found(session_id)
+            raise session_not_found(self._journal, session_id)
         if trial_id is not None:
             row = conn.execute("SELECT session_id FROM trials WHERE id = ?", (trial_id,)).fetchone()
             if row is None or row[0] != session_id:
                 raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
 
 
-__all__ = ["NOTE", "NoteStore", "NoteVersion"]
+__all__ = ["NOTE", "NoteVersion", "Notes"]

@@ -1,5 +1,5 @@
 """Runs of the scheduler's jobs: one ``schedule_runs`` row per run, scheduled or asked for by
-hand. Part of :class:`~alphaloop.journal.Journal`.
+hand. A repository the journal holds as ``journal.schedule``.
 
 A run is journaled ``running`` when it starts and finished with its outcome (``ok``,
 ``skipped``, ``failed``), so a run whose process died shows as a row that never finished.
@@ -43,15 +43,18 @@ class ScheduleRunRecord(_Record):
     finished_at: str | None = None
 
 
-class ScheduleStore(JournalFile):
+class Schedule:
     """Reads and writes of the ``schedule_runs`` table."""
 
-    def start_schedule_run(self, job: str, trigger: ScheduleTrigger | str) -> ScheduleRunRecord:
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
+
+    def start_run(self, job: str, trigger: ScheduleTrigger | str) -> ScheduleRunRecord:
         """Journals a job run about to start (outcome ``running``) and returns it."""
         trigger = ScheduleTrigger(trigger)
-        with self._write():
+        with self._journal._write():
             run_id = int(
-                self.db["schedule_runs"]
+                self._journal.db["schedule_runs"]
                 .insert(
                     {
                         "job": job,
@@ -62,9 +65,9 @@ class ScheduleStore(JournalFile):
                 )
                 .last_rowid
             )
-        return self.get_schedule_run(run_id)
+        return self.get_run(run_id)
 
-    def finish_schedule_run(
+    def finish_run(
         self,
         run_id: int,
         outcome: ScheduleOutcome | str,
@@ -81,29 +84,29 @@ class ScheduleStore(JournalFile):
         outcome = ScheduleOutcome(outcome)
         if outcome is ScheduleOutcome.running:
             raise ValueError("a run ends ok, skipped or failed, not running")
-        with self._write() as conn:
+        with self._journal._write() as conn:
             changed = conn.execute(
                 "UPDATE schedule_runs SET outcome = ?, detail = ?, error = ?, finished_at = ? "
                 "WHERE id = ? AND outcome = 'running'",
                 (outcome.value, detail, error, now(), run_id),
             ).rowcount
         if not changed:
-            self.get_schedule_run(run_id)  # raises when there is no such run
+            self.get_run(run_id)  # raises when there is no such run
             raise JournalError(f"schedule run {run_id} has already finished")
-        return self.get_schedule_run(run_id)
+        return self.get_run(run_id)
 
-    def get_schedule_run(self, run_id: int) -> ScheduleRunRecord:
+    def get_run(self, run_id: int) -> ScheduleRunRecord:
         """One run.
 
         Raises:
             JournalError: no such run.
         """
-        rows = self._rows("SELECT * FROM schedule_runs WHERE id = ?", (run_id,))
+        rows = self._journal._rows("SELECT * FROM schedule_runs WHERE id = ?", (run_id,))
         if not rows:
-            raise JournalError(f"no schedule run {run_id!r} in {self.path}")
+            raise JournalError(f"no schedule run {run_id!r} in {self._journal.path}")
         return ScheduleRunRecord.from_row(rows[0])
 
-    def schedule_runs(
+    def runs(
         self, job: str | None = None, *, after: int = 0, limit: int | None = None
     ) -> list[ScheduleRunRecord]:
         """Runs with an id above ``after`` (of one job if given), oldest first."""
@@ -115,11 +118,11 @@ class ScheduleStore(JournalFile):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [ScheduleRunRecord.from_row(r) for r in self._rows(sql, tuple(params))]
+        return [ScheduleRunRecord.from_row(r) for r in self._journal._rows(sql, tuple(params))]
 
-    def last_schedule_run(self, job: str) -> ScheduleRunRecord | None:
+    def last_run(self, job: str) -> ScheduleRunRecord | None:
         """The newest run of ``job``, or None."""
-        rows = self._rows(
+        rows = self._journal._rows(
             "SELECT * FROM schedule_runs WHERE job = ? ORDER BY id DESC LIMIT 1", (job,)
         )
         return ScheduleRunRecord.from_row(rows[0]) if rows else None

@@ -54,7 +54,7 @@ def activate(
         PolicyTampered: the entry's file is gone or changed; the pointer is left as it was.
         ActivePolicyError: never for a garbled old pointer: activation is how to repair one.
     """
-    record = journal.get_policy(policy_id)
+    record = journal.policies.get(policy_id)
     if record.kind != PolicyKind.mean_cvar:
         verified_policy_file(record)
     try:
@@ -71,7 +71,7 @@ def activate(
             "activated_at": now(),
         },
     )
-    journal.add_event(
+    journal.logs.add_event(
         None,
         EventKind.policy_activated,
         {
@@ -121,7 +121,7 @@ def auto_activate(
     except ActivePolicyError as err:
         return AutoActivation(activated=False, reason=f"the active pointer is unreadable: {err}")
     if active_id is not None:
-        active = journal.get_policy(active_id)
+        active = journal.policies.get(active_id)
         verdict = _beats(record, active, noise_floor or 0.0)
         if verdict is not None:
             return AutoActivation(activated=False, reason=verdict, previous_policy_id=active_id)

@@ -59,7 +59,7 @@ def publish_trial(
         ValueError: a mode with no library kind.
         AlphaloopError: a PPO trial with no saved policy file.
     """
-    existing = journal.policy_of_trial(trial.id)
+    existing = journal.policies.of_trial(trial.id)
     if existing is not None:
         return existing
     if session.mode not in KIND_OF_MODE:
@@ -77,7 +77,7 @@ def publish_trial(
     spec = (session.settings or {}).get("spec") or {}
     described = (session.settings or {}).get("data") or {}
     symbols = described.get("symbols") or spec.get("symbols") or []
-    record = journal.add_policy(
+    record = journal.policies.add(
         kind=kind,
         source=PolicySource(source),
         session_id=session.id,

@@ -64,7 +64,7 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     best, why = pick(ctx, rows)
     final: dict[str, Any] = {
         "stop_reason": reason,
-        "n_trials": ctx.journal.counted_trials(ctx.session_id),
+        "n_trials": ctx.journal.trials.counted(ctx.session_id),
         "pick": "search" if best is not None else "default",
         "pick_reason": why,
         "folds": folds_summary(ctx),
@@ -94,7 +94,7 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
     report = FinalReport.model_validate(final).journaled()
-    ctx.journal.update_session(
+    ctx.journal.sessions.update(
         ctx.session_id,
         status=SessionStatus.finished,
         final=report,
@@ -157,11 +157,11 @@ def folds_summary(ctx: SessionContext) -> dict[str, Any]:
 def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
     """Evaluates ``evaluated``'s config once on TEST (reusing its trained policy), or returns the
     test row a previous, interrupted finalize already wrote."""
-    for t in ctx.journal.trials(ctx.session_id, kind=TrialKind.test):
+    for t in ctx.journal.trials.of_session(ctx.session_id, kind=TrialKind.test):
         if t.parent_id == evaluated.id and is_outcome(t):
             return t
     config = TrialConfig(**evaluated.config)
-    row = ctx.journal.start_trial(
+    row = ctx.journal.trials.start(
         ctx.session_id,
         kind=TrialKind.test,
         config=evaluated.config,
@@ -297,7 +297,7 @@ def _publish_policy(
     record, note = library.try_publish(
         ctx.journal,
         ctx.policy_dir,
-        session=ctx.journal.get_session(ctx.session_id),
+        session=ctx.journal.sessions.get(ctx.session_id),
         trial=chosen,
         source=PolicySource.session,
         test_metrics=reported_test,
@@ -324,8 +324,8 @@ def _publish_policy(
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(best.policy_path, target)
     final["best_policy_path"] = str(target)
-    if not ctx.journal.events(ctx.session_id, kind=EventKind.policy_retrained):
-        ctx.journal.add_event(
+    if not ctx.journal.logs.events(ctx.session_id, kind=EventKind.policy_retrained):
+        ctx.journal.logs.add_event(
             ctx.session_id,
             EventKind.policy_retrained,
             {
@@ -348,7 +348,7 @@ def _auto_activate(ctx: SessionContext, record: PolicyRecord, final: dict[str, A
         return
     try:
         decision = library.auto_activate(
-            ctx.journal, settings, record, ctx.journal.get_session(ctx.session_id).noise_floor
+            ctx.journal, settings, record, ctx.journal.sessions.get(ctx.session_id).noise_floor
         )
     except AlphaloopError as err:  # a tampered active entry must not fail the session
         final["auto_activation"] = {"activated": False, "reason": str(err)}

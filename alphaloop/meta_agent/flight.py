@@ -4,8 +4,8 @@ its outcome back.
 A row is journaled before its trial runs, so a kill never loses a trial that started: its row
 stays ``running`` and is reaped on resume (an interrupted search trial runs again once, as
 proposed; baseline and confirmation seeds without an outcome are simply run). A search trial's
-outcome is held in the journal before its verdict (``Journal.hold_outcome``), so a kill between
-the two leaves it to be judged, not run again.
+outcome is held in the journal before its verdict (``Journal.trials.hold_outcome``), so a kill
+between the two leaves it to be judged, not run again.
 
 With one worker a trial runs in the loop's own process when its outcome is asked for; with more,
 up to ``workers`` search trials run at once in worker processes or on Ray
@@ -95,7 +95,7 @@ def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
     for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
         if seed in done:
             continue
-        row = ctx.journal.start_trial(
+        row = ctx.journal.trials.start(
             ctx.session_id,
             kind=TrialKind.baseline,
             config=config.model_dump(),
@@ -122,7 +122,7 @@ def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator
     for seed in ctx.confirm_seed_range:
         if seed in done:
             continue
-        row = ctx.journal.start_trial(
+        row = ctx.journal.trials.start(
             ctx.session_id,
             kind=TrialKind.confirm,
             config=candidate.config,
@@ -142,7 +142,7 @@ def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator
 
 def interrupted_without_rerun(ctx: SessionContext) -> list[TrialRecord]:
     """Search trials a killed run interrupted that have not been run again, in index order."""
-    rows = ctx.journal.trials(ctx.session_id, kind=TrialKind.search, series=False)
+    rows = ctx.journal.trials.of_session(ctx.session_id, kind=TrialKind.search, series=False)
     rerun = {(t.delta or {}).get("rerun_of") for t in rows}
     return [t for t in rows if t.interrupted and t.id not in rerun]
 
@@ -159,7 +159,7 @@ def propose_and_start(ctx: SessionContext) -> InFlight | None:
     best, _ = best_so_far(rows)
     base = TrialConfig(**best.config) if best else TrialConfig()
     proposal, config, clips = iteration.run(lambda: distinct_proposal(ctx, context, base))
-    if ctx.journal.stop_requested(ctx.session_id):
+    if ctx.journal.sessions.stop_requested(ctx.session_id):
         iteration.end()
         return None
     delta = {"changes": proposal.changes, "rationale": proposal.rationale}
@@ -185,7 +185,7 @@ def distinct_proposal(
     space), the last one runs rather than the session stalling.
     """
     seen: dict[str, int] = {}
-    for t in ctx.journal.trials(ctx.session_id, series=False):
+    for t in ctx.journal.trials.of_session(ctx.session_id, series=False):
         if t.status != TrialStatus.invalid:
             seen.setdefault(t.config_hash, t.idx)
     retries = ctx.settings.llm_duplicate_retries if ctx.settings else DUPLICATE_RETRIES
@@ -205,7 +205,7 @@ def distinct_proposal(
         note = f"{edit} clips to trial {twin}'s config, which already ran"
         notes.append(note)
         logger.info("duplicate proposal by %s: %s", proposal.proposer, note)
-        ctx.journal.add_event(
+        ctx.journal.logs.add_event(
             ctx.session_id,
             EventKind.duplicate_proposal,
             {"proposer": proposal.proposer, "changes": proposal.changes, "clips_to": twin},
@@ -224,9 +224,9 @@ def rerun(ctx: SessionContext, cut: TrialRecord) -> InFlight:
         changes=changes,
         rationale=cut.rationale or "",
         proposer=cut.proposer or "",
-        prompt=ctx.journal.get_trial(cut.id).prompt,  # a series: the listing leaves it out
+        prompt=ctx.journal.trials.get(cut.id).prompt,  # a series: the listing leaves it out
     )
-    clips = [c.to_bounds_clip() for c in ctx.journal.clips(cut.id)]
+    clips = [c.to_bounds_clip() for c in ctx.journal.logs.clips(cut.id)]
     delta = {"changes": changes, "rationale": cut.rationale or "", "rerun_of": cut.id}
     config = TrialConfig(**cut.config)
     return _start(ctx, iteration, proposal, config, clips, cut.parent_id, delta, cut.seed)
@@ -242,7 +242,7 @@ def _start(
     delta: dict,
     seed: int | None = None,
 ) -> InFlight:
-    row = ctx.journal.start_trial(
+    row = ctx.journal.trials.start(
         ctx.session_id,
         kind=TrialKind.search,
         config=config.model_dump(),
@@ -255,7 +255,7 @@ def _start(
         prompt=proposal.prompt,
     )
     if clips:
-        ctx.journal.add_clips(row.id, clips)
+        ctx.journal.logs.add_clips(row.id, clips)
     iteration.set({"alphaloop.trial.idx": row.idx})
     ctx.on_event(
         LoopEvent.trial_started,
@@ -279,7 +279,7 @@ def awaiting_verdict(ctx: SessionContext) -> list[InFlight]:
     """The search trials a killed run left finished but unjudged, as trials in flight whose
     outcome is known (oldest first)."""
     held = []
-    for row, text in ctx.journal.awaiting_verdict(ctx.session_id):
+    for row, text in ctx.journal.trials.awaiting_verdict(ctx.session_id):
         attrs = iteration_attributes(ctx.session_id, ctx.mode, row.idx)
         iteration = OpenSpan(ITERATION, attrs)
         trial_span = iteration.child(TRIAL, trial_attributes(row))

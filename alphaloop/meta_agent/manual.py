@@ -110,7 +110,7 @@ class _CurveWriter:
 
     def flush(self) -> None:
         if self.points:
-            self.journal.set_curve(self.trial_id, self.points, max_points=self.max_points)
+            self.journal.trials.set_curve(self.trial_id, self.points, max_points=self.max_points)
             self._last_write = time.monotonic()
 
 
@@ -144,7 +144,7 @@ def train_manual(
     config, clips = clip(TrialConfig(), delta, data.n_assets, spec.trial_budget.n_envs)
     with Journal(settings.journal_path) as journal:
         row = _open_run(journal, spec, data, config, delta)
-        clip_rows = journal.add_clips(row.id, clips) if clips else []
+        clip_rows = journal.logs.add_clips(row.id, clips) if clips else []
         curve = _CurveWriter(journal, row.id, max_curve_points, on_update)
         try:
             if on_start is not None:
@@ -184,12 +184,12 @@ def _close_run(
     entry, note = library.try_publish(
         journal,
         settings.policies_dir,
-        session=journal.get_session(trial.session_id),
+        session=journal.sessions.get(trial.session_id),
         trial=trial,
         source=PolicySource.manual,
     )
     published = {"policy_id": entry.id} if entry is not None else {"policy_note": note}
-    return journal.update_session(
+    return journal.sessions.update(
         trial.session_id,
         status=SessionStatus.finished,
         best_trial_id=trial.id,
@@ -213,7 +213,7 @@ def _open_run(
     delta: ConfigDelta,
 ) -> TrialRecord:
     """Journals the run's session and its one trial, about to train."""
-    session_id = journal.create_session(
+    session_id = journal.sessions.create(
         goal=spec.goal,
         mode="ppo_only",
         objective=Objective(metric=spec.metric).model_dump(),
@@ -225,7 +225,7 @@ def _open_run(
         settings={"spec": spec.model_dump(mode="json"), "data": data.describe()},
         baseline_config=TrialConfig().model_dump(),
     )
-    return journal.start_trial(
+    return journal.trials.start(
         session_id,
         kind=TrialKind.search,
         config=config.model_dump(),
@@ -245,14 +245,14 @@ def _journal_failure(
     interrupted = not isinstance(err, Exception)  # Ctrl-C, SystemExit
     curve.flush()
     message = str(err) if isinstance(err, AlphaloopError) else repr(err)
-    journal.finish_trial(
+    journal.trials.finish(
         trial_id,
         status=TrialStatus.timeout if isinstance(err, TrialTimeout) else TrialStatus.crash,
         error=INTERRUPTED if interrupted else message,
         traceback_tail=None if interrupted else traceback.format_exc()[-TRACEBACK_TAIL:],
         reason=MANUAL_REASON,
     )
-    journal.update_session(
+    journal.sessions.update(
         session_id,
         status=SessionStatus.interrupted if interrupted else SessionStatus.failed,
         error=message[:500],

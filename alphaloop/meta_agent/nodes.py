@@ -105,7 +105,7 @@ def set_noise_floor(ctx: SessionContext) -> None:
     if not objectives:
         raise TrialCrashed("every baseline trial failed; see `alphaloop journal` for the errors")
     spread = statistics.stdev(objectives) if len(objectives) > 1 else 0.0
-    ctx.journal.update_session(ctx.session_id, noise_floor=spread)
+    ctx.journal.sessions.update(ctx.session_id, noise_floor=spread)
 
 
 def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
@@ -131,7 +131,7 @@ def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     outcome = trial.outcome = outcome_of(trial.pending)
     telemetry.set_attributes(trial.trial_span.span, {"alphaloop.outcome": outcome.status.value})
     trial.trial_span.end()
-    ctx.journal.hold_outcome(trial.row.id, outcome.model_dump_json())
+    ctx.journal.trials.hold_outcome(trial.row.id, outcome.model_dump_json())
     return {}
 
 
@@ -322,12 +322,12 @@ def finish_outcome(
 
 def stop_reason(ctx: SessionContext) -> str | None:
     """Why the loop must stop now, or None to go on."""
-    if ctx.journal.counted_trials(ctx.session_id) >= ctx.budget:
+    if ctx.journal.trials.counted(ctx.session_id) >= ctx.budget:
         return f"trial budget of {ctx.budget} reached"
-    if ctx.journal.stop_requested(ctx.session_id):
+    if ctx.journal.sessions.stop_requested(ctx.session_id):
         return "stop requested"
     if ctx.time_budget_s is not None:
-        if ctx.journal.trial_seconds(ctx.session_id) >= ctx.time_budget_s:
+        if ctx.journal.trials.seconds(ctx.session_id) >= ctx.time_budget_s:
             return f"time budget of {ctx.time_budget_s:g} s reached"
     if ctx.max_tokens_total is not None and ctx.proposer.tokens_used() >= ctx.max_tokens_total:
         return f"LLM token budget of {ctx.max_tokens_total} reached"
@@ -339,7 +339,7 @@ def may_start(ctx: SessionContext) -> bool:
     the trials in flight counted against the budget."""
     if len(ctx.flight) >= ctx.workers:
         return False
-    if ctx.journal.counted_trials(ctx.session_id) + len(ctx.flight) >= ctx.budget:
+    if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
         return False
     return stop_reason(ctx) is None
 

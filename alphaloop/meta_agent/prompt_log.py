@@ -31,10 +31,10 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
     Raises:
         SessionNotFound: no such session.
     """
-    session = journal.get_session(session_id)
+    session = journal.sessions.get(session_id)
     spec = (session.settings or {}).get("spec", {})
-    rows = [t for t in journal.trials(session_id, series=False) if t.idx < before_idx]
-    this = journal.trials(session_id, series=False)
+    rows = [t for t in journal.trials.of_session(session_id, series=False) if t.idx < before_idx]
+    this = journal.trials.of_session(session_id, series=False)
     started = next((t.started_at for t in this if t.idx == before_idx), None)
 
     def done_then(t: TrialRecord) -> bool:
@@ -43,7 +43,7 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
     history = [t for t in rows if t.kind in LOOP_KINDS and is_outcome(t) and done_then(t)]
     pending = [t for t in rows if t.kind == TrialKind.search and not done_then(t)]
     clips: dict[int, list[BoundsClip]] = {}
-    for c in journal.session_clips(session_id):
+    for c in journal.logs.session_clips(session_id):
         clips.setdefault(c.trial_id, []).append(c.to_bounds_clip())
     objective = Objective.model_validate(session.objective)
     best, best_obj = best_so_far(history)
@@ -83,10 +83,10 @@ def render_proposal_prompt(
         SessionNotFound: no such session.
     """
     ctx = proposal_context_before(journal, session_id, before_idx)
-    this = [t for t in journal.trials(session_id, series=False) if t.idx == before_idx]
+    this = [t for t in journal.trials.of_session(session_id, series=False) if t.idx == before_idx]
     refused = [
         e
-        for e in journal.events(session_id, kind=EventKind.tools_unsupported)
+        for e in journal.logs.events(session_id, kind=EventKind.tools_unsupported)
         if not this or e.created_at <= this[0].started_at
     ]
     system = nemotron_system_prompt(prompts.load("propose_system"), reasoning)

@@ -40,11 +40,11 @@ def finished_trials(
 ) -> list[TrialRecord]:
     """Trials of ``kinds`` with an outcome (see :func:`is_outcome`).
 
-    Without ``series`` the per-day series are not read (see ``Journal.trials``): every step of
-    the loop reads the whole history, and only finalize needs the daily returns."""
+    Without ``series`` the per-day series are not read (see ``journal.trials.of_session``):
+    every step of the loop reads the whole history, and only finalize needs the daily returns."""
     return [
         t
-        for t in ctx.journal.trials(ctx.session_id, series=series)
+        for t in ctx.journal.trials.of_session(ctx.session_id, series=series)
         if t.kind in kinds and is_outcome(t)
     ]
 
@@ -53,7 +53,7 @@ def confirmations(ctx: SessionContext, candidate_id: int) -> list[TrialRecord]:
     """The ``confirm`` rows of a search trial that have an outcome, in the order they ran."""
     return [
         t
-        for t in ctx.journal.trials(ctx.session_id, kind=TrialKind.confirm, series=False)
+        for t in ctx.journal.trials.of_session(ctx.session_id, kind=TrialKind.confirm, series=False)
         if t.parent_id == candidate_id and is_outcome(t)
     ]
 
@@ -112,13 +112,13 @@ def proposal_context(
     """
     rows = finished_trials(ctx) if rows is None else rows
     clips_by_trial: dict[int, list[BoundsClip]] = {}
-    for c in ctx.journal.session_clips(ctx.session_id):
+    for c in ctx.journal.logs.session_clips(ctx.session_id):
         clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
     history = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in rows]
     running = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in pending or ()]
     best, best_obj = best_so_far(rows)
-    session = ctx.journal.get_session(ctx.session_id)
-    counted = ctx.journal.counted_trials(ctx.session_id)
+    session = ctx.journal.sessions.get(ctx.session_id)
+    counted = ctx.journal.trials.counted(ctx.session_id)
     return ProposalContext(
         session_id=ctx.session_id,
         goal=ctx.goal,
@@ -175,8 +175,10 @@ def record_result(
     mean over the seeds it was confirmed on (if it was), and the evaluator version that
     produced its numbers."""
     if result.curve:
-        journal.set_curve(trial_id, [list(p) for p in result.curve], max_points=max_curve_points)
-    return journal.finish_trial(
+        journal.trials.set_curve(
+            trial_id, [list(p) for p in result.curve], max_points=max_curve_points
+        )
+    return journal.trials.finish(
         trial_id,
         status=status,
         objective=result.objective,
@@ -207,7 +209,7 @@ def record_outcome(
     """Journals ``outcome`` as the end of a running trial: its result with ``status`` (the
     limit it breaks, and ``seeds`` when it was confirmed), or the crash or timeout it was."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
-        return journal.finish_trial(
+        return journal.trials.finish(
             trial_id,
             status=outcome.status.value,
             error=outcome.error,

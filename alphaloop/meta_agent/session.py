@@ -160,7 +160,7 @@ def _context(
     on_event: Callable[[str, dict[str, Any]], None] | None,
 ) -> SessionContext:
     data = spec.load()
-    session = journal.get_session(session_id)
+    session = journal.sessions.get(session_id)
     if session.data_fingerprint and session.data_fingerprint != data.fingerprint:
         raise AlphaloopError(
             f"the data at {spec.data!r} changed since session {session_id} started "
@@ -212,7 +212,7 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
     data = spec.load()
     spec = spec.model_copy(update={"folds": resolve_folds(spec.folds, data)})
     with Journal(settings.journal_path) as journal:
-        return journal.create_session(
+        return journal.sessions.create(
             goal=spec.goal,
             mode=spec.mode,
             objective=spec.objective.model_dump(),
@@ -239,18 +239,18 @@ def run_session(
     process owns the session.
     """
     with Journal(settings.journal_path) as journal:
-        session = journal.get_session(session_id)
-        reopen = continues_after_stop(session, journal.counted_trials(session_id))
+        session = journal.sessions.get(session_id)
+        reopen = continues_after_stop(session, journal.trials.counted(session_id))
         if session.status == SessionStatus.finished and not reopen:
             return session.final
         _check_runnable(session)
         spec = _stored_spec(session)
         ctx = _context(journal, session_id, spec, settings, on_event)
-        resumed = not reopen and journal.trials(session_id, series=False) != []
+        resumed = not reopen and journal.trials.of_session(session_id, series=False) != []
         _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
         _invoke(ctx, resumed)
-        return journal.get_session(session_id).final
+        return journal.sessions.get(session_id).final
 
 
 def _check_runnable(session: SessionRecord) -> None:
@@ -289,10 +289,10 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
     kept in an event), or running (stopping if a stop was requested before its owner died)."""
     if reopen:
         logger.info("session %s: reopened after a stop, with budget left", session.id)
-        journal.add_event(
+        journal.logs.add_event(
             session.id, RESUMED_AFTER_STOP, {"previous_final": report_json(session.final)}
         )
-        journal.update_session(
+        journal.sessions.update(
             session.id,
             owner_pid=os.getpid(),
             status=SessionStatus.running,
@@ -301,9 +301,9 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
         )
         return
     # A stop requested before the owner died still holds: finalize is what is left.
-    stopping = journal.stop_requested(session.id)
+    stopping = journal.sessions.stop_requested(session.id)
     status = SessionStatus.stopping if stopping else SessionStatus.running
-    journal.update_session(session.id, owner_pid=os.getpid(), status=status)
+    journal.sessions.update(session.id, owner_pid=os.getpid(), status=status)
 
 
 def _invoke(ctx: SessionContext, resumed: bool) -> None:
@@ -311,16 +311,16 @@ def _invoke(ctx: SessionContext, resumed: bool) -> None:
     resume when this run takes up an earlier one); marks the session interrupted if anything
     stops it."""
     journal, session_id = ctx.journal, ctx.session_id
-    reaped = journal.reap_interrupted(session_id)
+    reaped = journal.trials.reap_interrupted(session_id)
     if resumed:
-        awaiting = [row.idx for row, _ in journal.awaiting_verdict(session_id)]
+        awaiting = [row.idx for row, _ in journal.trials.awaiting_verdict(session_id)]
         logger.info(
             "session %s: resuming; %d interrupted trial(s) will run again, %d await a verdict",
             session_id,
             len(reaped),
             len(awaiting),
         )
-        journal.add_event(
+        journal.logs.add_event(
             session_id,
             EventKind.resumed,
             {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
@@ -336,7 +336,7 @@ def _invoke(ctx: SessionContext, resumed: bool) -> None:
         ctx.end_flight(err)
         ctx.runner.close(wait=False)
         # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
-        journal.update_session(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
+        journal.sessions.update(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
         raise
     ctx.runner.close()
 
@@ -350,11 +350,11 @@ def request_stop(session_id: str, settings: Settings) -> SessionRecord:
         SessionNotRunning: no live process runs it (the message says how to resume it).
     """
     with Journal(settings.journal_path) as journal:
-        session = journal.get_session(session_id)
+        session = journal.sessions.get(session_id)
         if session.status not in _LIVE:
-            raise SessionNotRunning(_not_running(session, journal.counted_trials(session_id)))
-        journal.request_stop(session_id)
-        return journal.get_session(session_id)
+            raise SessionNotRunning(_not_running(session, journal.trials.counted(session_id)))
+        journal.sessions.request_stop(session_id)
+        return journal.sessions.get(session_id)
 
 
 def _not_running(session: SessionRecord, counted: int) -> str:

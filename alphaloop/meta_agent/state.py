@@ -2,8 +2,8 @@
 
 The journal is the checkpoint of record: everything that happened (trials, verdicts, counts,
 the incumbent, the stop flag) and what is in flight (a trial's row is journaled before it runs,
-and its outcome before its verdict, see ``Journal.hold_outcome``) is there, so the graph keeps
-no checkpoint of its own and a resumed session rebuilds its flight from the journal alone.
+and its outcome before its verdict, see ``Journal.trials.hold_outcome``) is there, so the graph
+keeps no checkpoint of its own and a resumed session rebuilds its flight from the journal alone.
 
 The graph's state carries only the session id and why it stopped; live objects (the runner, the
 trials in flight, the proposer) are in the runtime context, rebuilt on resume.

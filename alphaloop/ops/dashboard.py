@@ -127,10 +127,10 @@ def session_rows(settings: Settings) -> list[SessionRow]:
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as j:
-        sessions = j.list_sessions()
+        sessions = j.sessions.list()
         numbered = zip(range(len(sessions), 0, -1), sessions, strict=True)
         return [
-            _row(n, s, j.counted_trials(s.id), j.best_trial(s.id))
+            _row(n, s, j.trials.counted(s.id), j.trials.best(s.id))
             for n, s in numbered
             if s.proposer != "manual"
         ]
@@ -166,14 +166,14 @@ def trial_page(
     _check(f)
     limit = max(1, min(limit, MAX_PAGE))
     with open_journal(settings) as j:
-        j.get_session(session_id)
-        items = j.trial_page(session_id, f, offset=offset, limit=limit)
+        j.sessions.get(session_id)
+        items = j.trials.page(session_id, f, offset=offset, limit=limit)
         return TrialPage(
-            total=j.trial_count(session_id, f),
+            total=j.trials.count(session_id, f),
             offset=offset,
             limit=limit,
             items=items,
-            clips={t.id: clips for t in items if (clips := j.clips(t.id))},
+            clips={t.id: clips for t in items if (clips := j.logs.clips(t.id))},
         )
 
 
@@ -194,8 +194,8 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
     """
     _check(f)
     with open_journal(settings) as j:
-        j.get_session(session_id)
-        batches = list(j.iter_trials(session_id, f))
+        j.sessions.get(session_id)
+        batches = list(j.trials.batches(session_id, f))
     metrics = sorted({k for rows in batches for t in rows for k in (t.metrics or {})})
     yield _csv_line([*CSV_FIELDS, *KNOB_NAMES, *(f"metric_{m}" for m in metrics), "rationale"])
     for rows in batches:
@@ -225,11 +225,11 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         NoJournal, TrialNotFound: no such trial (in that session).
     """
     with open_journal(settings) as j:
-        t = j.get_trial(trial_id)
+        t = j.trials.get(trial_id)
         if t.session_id != session_id:
             raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
-        parent = j.get_trial(t.parent_id) if t.parent_id else None
-        return TrialFull(trial=t, clips=j.clips(t.id), parent=parent)
+        parent = j.trials.get(t.parent_id) if t.parent_id else None
+        return TrialFull(trial=t, clips=j.logs.clips(t.id), parent=parent)
 
 
 class Pulse(BaseModel):
@@ -255,19 +255,19 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
         return None
     with open_journal(settings) as j:
         if session_id is None:
-            found = [s for s in j.list_sessions() if s.proposer != "manual"]
+            found = [s for s in j.sessions.list() if s.proposer != "manual"]
             if not found:
                 return None
             s = found[0]
         else:
-            s = j.get_session(session_id)
+            s = j.sessions.get(session_id)
         best = None
         if s.best_trial_id is not None:
-            best = j.get_trial(s.best_trial_id).model_copy(
+            best = j.trials.get(s.best_trial_id).model_copy(
                 update=dict.fromkeys(("val_returns", "final_weights", "curve", "prompt"))
             )
-        return Pulse(session=s, status=display_status(s), trials=j.trial_total(s.id),
-                     tail=j.trial_tail(s.id), best=best)  # fmt: skip
+        return Pulse(session=s, status=display_status(s), trials=j.trials.total(s.id),
+                     tail=j.trials.tail(s.id), best=best)  # fmt: skip
 
 
 class History(BaseModel):
@@ -290,8 +290,8 @@ def history(settings: Settings, session_id: str) -> History:
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        j.get_session(session_id)
-        cols = j.objective_columns(session_id)
+        j.sessions.get(session_id)
+        cols = j.trials.objective_columns(session_id)
     search = [i for i, k in enumerate(cols["kind"]) if k == "search"]
     base = [cols["objective"][i] for i, k in enumerate(cols["kind"]) if k == "baseline"]
     best, incumbent = None, []
@@ -327,7 +327,7 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
     if not settings.journal_path.exists():
         return BookHistory(book=book, dates=[], equity=[], weights={}, status=[], verdicts=[])
     with open_journal(settings) as j:
-        rows = list(reversed(j.list_decisions(book, limit=limit)))
+        rows = list(reversed(j.books.list_decisions(book, limit=limit)))
     symbols = sorted({s for d in rows for s in (d.target_weights or {})})
     return BookHistory(
         book=book,

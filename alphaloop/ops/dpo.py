@@ -28,7 +28,7 @@ from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, trai
 from alphaloop.flywheel.heldout import check_heldout, split_pairs
 from alphaloop.flywheel.lengths import resolve_max_length
 from alphaloop.journal import Journal
-from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
+from alphaloop.journal.preferences import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 from alphaloop.telemetry import set_attributes, span
@@ -72,7 +72,7 @@ def _train_journaled(
     try:
         return train_pairs(prefs, *dirs, options, on_log=on_log)
     except Exception as err:
-        journal.finish_dpo_run(
+        journal.preferences.finish_dpo_run(
             run_id,
             status=DpoStatus.failed,
             error=f"{err!r}\n{traceback.format_exc(limit=-3)}",
@@ -80,6 +80,10 @@ def _train_journaled(
         if isinstance(err, AlphaloopError) and err.exit_code == EXIT_USAGE:
             raise
         raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
+
+
+# What a trained run's span carries of its outcome.
+_TRACED = ("accuracy_before", "accuracy_after", "n_train", "n_heldout")
 
 
 def train_dpo(
@@ -123,8 +127,8 @@ def train_dpo(
     settings.confine_scratch()
     go_offline(settings.scratch_dir)
     with open_journal(settings) as journal:
-        prefs = _labelled_pairs(journal, options.min_heldout)
-        run_id = journal.start_dpo_run(
+        prefs, runs = _labelled_pairs(journal, options.min_heldout), journal.preferences
+        run_id = runs.start_dpo_run(
             model_dir=str(model_dir),
             out_dir=str(out_dir),
             lora=lora,
@@ -139,9 +143,8 @@ def train_dpo(
             outcome = _train_journaled(
                 journal, run_id, prefs, (model_dir, out_dir), options, on_log
             )
-            fields = ("accuracy_before", "accuracy_after", "n_train", "n_heldout")
-            set_attributes(current, {f"dpo.{f}": getattr(outcome, f) for f in fields})
-        return journal.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
+            set_attributes(current, {f"dpo.{f}": getattr(outcome, f) for f in _TRACED})
+        return runs.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
 
 
 def _labelled_pairs(journal: Journal, min_heldout: int) -> list:
@@ -151,7 +154,7 @@ def _labelled_pairs(journal: Journal, min_heldout: int) -> list:
         FlywheelError: fewer than two labelled pairs.
         TooFewHeldOut: fewer held-out pairs than ``min_heldout``.
     """
-    prefs = journal.preferences(labelled=True)
+    prefs = journal.preferences.list(labelled=True)
     if len(prefs) < 2:
         raise FlywheelError(
             f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
@@ -178,8 +181,8 @@ def dpo_check(
     """
     model = model_dir or settings.dpo_model
     with open_journal(settings) as journal:
-        last = journal.last_trained_preference_id()
-        new = len(journal.preferences(labelled=True, after_id=last))
+        last = journal.preferences.last_trained_id()
+        new = len(journal.preferences.list(labelled=True, after_id=last))
         reason = None
         if new < settings.dpo_min_pairs:
             reason = (
@@ -191,13 +194,13 @@ def dpo_check(
         else:
             reason = _heldout_shortfall(journal, settings.dpo_min_heldout)
         if reason is not None:
-            run_id = journal.start_dpo_run(
+            run_id = journal.preferences.start_dpo_run(
                 status=DpoStatus.skipped,
                 model_dir=str(model) if model else None,
                 reason=reason,
                 last_preference_id=last or None,
             )
-            run = journal.get_dpo_run(run_id)
+            run = journal.preferences.get_dpo_run(run_id)
             return DpoCheck(trained=False, new_pairs=new, min_pairs=settings.dpo_min_pairs, run=run)
     assert model is not None
     if out_dir is None:
@@ -208,7 +211,7 @@ def dpo_check(
 
 def _heldout_shortfall(journal: Journal, min_heldout: int) -> str | None:
     """Why the labelled pairs are too few to measure a run on, or None when they are not."""
-    prefs = journal.preferences(labelled=True)
+    prefs = journal.preferences.list(labelled=True)
     try:
         check_heldout(len(split_pairs(prefs)[1]) if len(prefs) >= 2 else 0, len(prefs), min_heldout)
     except TooFewHeldOut as err:
@@ -219,4 +222,4 @@ def _heldout_shortfall(journal: Journal, min_heldout: int) -> str | None:
 def list_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
     """Every DPO run and skipped check, newest first."""
     with open_journal(settings) as journal:
-        return journal.dpo_runs()
+        return journal.preferences.dpo_runs()

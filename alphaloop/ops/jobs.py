@@ -249,7 +249,7 @@ def start_job(settings: Settings, job: Job) -> JobView:
         The job as journaled (``failed`` when the worker could not be started at all).
     """
     with Journal(settings.journal_path) as journal:
-        job_id = journal.queue_job(job.kind, job.model_dump(mode="json"))
+        job_id = journal.jobs.queue(job.kind, job.model_dump(mode="json"))
     logs = settings.home / "jobs"
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "ALPHALOOP_HOME": str(settings.home.absolute())}
@@ -270,7 +270,7 @@ def start_job(settings: Settings, job: Job) -> JobView:
         return get_job(settings, job_id)
     threading.Thread(target=proc.wait, daemon=True, name=f"job-{job_id}").start()
     with Journal(settings.journal_path) as journal:
-        journal.set_job_pid(job_id, proc.pid)
+        journal.jobs.set_pid(job_id, proc.pid)
     return get_job(settings, job_id)
 
 
@@ -282,7 +282,7 @@ def get_job(settings: Settings, job_id: int) -> JobView:
         JobNotFound: no such job.
     """
     with open_journal(settings) as journal:
-        return JobView.from_record(journal.get_job(job_id))
+        return JobView.from_record(journal.jobs.get(job_id))
 
 
 def list_jobs(settings: Settings, *, kind: str | None = None, after: int = 0) -> list[JobView]:
@@ -290,7 +290,7 @@ def list_jobs(settings: Settings, *, kind: str | None = None, after: int = 0) ->
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as journal:
-        return [JobView.from_record(r) for r in journal.jobs(kind, after=after)]
+        return [JobView.from_record(r) for r in journal.jobs.list(kind, after=after)]
 
 
 def live_jobs(settings: Settings, kind: str) -> list[JobView]:
@@ -298,7 +298,7 @@ def live_jobs(settings: Settings, kind: str) -> list[JobView]:
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as journal:
-        return [JobView.from_record(r) for r in journal.live_jobs(kind)]
+        return [JobView.from_record(r) for r in journal.jobs.live(kind)]
 
 
 def wait_for_job(
@@ -332,7 +332,7 @@ def _message(err: BaseException) -> str:
 
 def _fail(journal: Journal, job_id: int, err: BaseException) -> JobRecord:
     exit_code, http_status = exit_code_of(err), http_status_of(err)
-    return journal.fail_job(
+    return journal.jobs.fail(
         job_id,
         error_type=type(err).__name__,
         error=_message(err),
@@ -356,7 +356,7 @@ def execute_job(settings: Settings, job_id: int) -> JobView:
     # The journal is opened for each write, not held across the work: the operations open it
     # themselves, as they do under the command line.
     with Journal(settings.journal_path) as journal:
-        row = journal.claim_job(job_id, os.getpid())
+        row = journal.jobs.claim(job_id, os.getpid())
     try:
         job = JOB.validate_python(row.request)
         result = run(job, settings, lambda session_id: _link(settings, job_id, session_id))
@@ -364,13 +364,13 @@ def execute_job(settings: Settings, job_id: int) -> JobView:
         with Journal(settings.journal_path) as journal:
             return JobView.from_record(_fail(journal, job_id, err))
     with Journal(settings.journal_path) as journal:
-        return JobView.from_record(journal.finish_job(job_id, result.model_dump(mode="json")))
+        return JobView.from_record(journal.jobs.finish(job_id, result.model_dump(mode="json")))
 
 
 def _link(settings: Settings, job_id: int, session_id: str) -> None:
     """Tells the journal which session the job runs, as soon as that session is journaled."""
     with Journal(settings.journal_path) as journal:
-        journal.link_job_session(job_id, session_id)
+        journal.jobs.link_session(job_id, session_id)
 
 
 def main(argv: list[str]) -> int:

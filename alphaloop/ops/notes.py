@@ -42,8 +42,8 @@ def read_note(settings: Settings, session_id: str, trial_id: int | None = None) 
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        j.get_session(session_id)
-        return _note(session_id, trial_id, j.note_versions(session_id, trial_id))
+        j.sessions.get(session_id)
+        return _note(session_id, trial_id, j.notes.versions(session_id, trial_id))
 
 
 def save_note(
@@ -56,8 +56,8 @@ def save_note(
         Conflict: the note was edited since ``base_version`` (409).
     """
     with open_journal(settings) as j:
-        j.save_note(session_id, trial_id, text, base_version)
-        return _note(session_id, trial_id, j.note_versions(session_id, trial_id))
+        j.notes.save(session_id, trial_id, text, base_version)
+        return _note(session_id, trial_id, j.notes.versions(session_id, trial_id))
 
 
 __all__ = ["MAX_NOTE_CHARS", "Note", "read_note", "save_note"]

@@ -28,8 +28,8 @@ def scored_trials(settings: Settings, session_id: str) -> list[TrialRecord]:
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        j.get_session(session_id)
-        rows = j.trials(session_id, "search", series=False)
+        j.sessions.get(session_id)
+        rows = j.trials.of_session(session_id, "search", series=False)
     return [t for t in rows if t.status.value in _SCORED and t.objective is not None]
 
 

@@ -11,7 +11,7 @@ from alphaloop import library
 from alphaloop.broker import broker_for
 from alphaloop.exceptions import MissingReason, PmError
 from alphaloop.journal import Journal, PolicyRecord
-from alphaloop.journal.book import BookEvent, BookRecord, DecisionRecord, HaltOrigin
+from alphaloop.journal.books import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
 from alphaloop.pm.dates import tick_day
@@ -81,13 +81,13 @@ def _policy(journal: Journal, settings: Settings, policy_id: int | None) -> Poli
         raise PmError(
             "no active policy: activate a library entry with `alphaloop policies activate ID`"
         )
-    return journal.get_policy(pid)
+    return journal.policies.get(pid)
 
 
 def _book(journal: Journal, name: str, broker: str, cash: float) -> BookRecord:
-    book = journal.get_book(name)
+    book = journal.books.get(name)
     if book is None:
-        return journal.create_book(name, broker, cash)
+        return journal.books.create(name, broker, cash)
     if book.broker != broker:
         raise PmError(f"book {name!r} trades through {book.broker}, not {broker}")
     return book
@@ -145,10 +145,10 @@ def check_tick_date(
         pid = library.active_policy_id(settings)
         if pid is None:
             return date  # the tick's job reports that no policy is active
-        record = journal.get_policy(pid)
+        record = journal.policies.get(pid)
         prices, _ = load_data(record, data)
         day = tick_day(date, prices.index)
-        found = journal.get_book(book)
+        found = journal.books.get(book)
         if found is not None:
             already(journal, found, record.id, day)
     return str(day.date())
@@ -211,7 +211,7 @@ def _open_check(
 ) -> None:
     """Opens the check book ``name``: kept when ``resume`` finds one of this broker, otherwise
     replaced by a fresh one."""
-    found = journal.get_book(name)
+    found = journal.books.get(name)
     if found is not None and resume:
         if found.purpose != "check" or found.broker != broker:
             raise PmError(
@@ -220,8 +220,8 @@ def _open_check(
             )
         return
     if found is not None:
-        journal.delete_book(name)
-    journal.create_book(name, broker, settings.pm_initial_cash, purpose="check")
+        journal.books.delete(name)
+    journal.books.create(name, broker, settings.pm_initial_cash, purpose="check")
 
 
 def _run_equity(
@@ -230,8 +230,8 @@ def _run_equity(
     """The check book's equity at each day's close and its halted days, read from its
     decisions: a day's equity is what the next day's tick saw before it traded (the same
     closes), the last day's the book marked at its close."""
-    decisions = {d.date: d for d in journal.list_decisions(name)}
-    held = journal.get_book(name)
+    decisions = {d.date: d for d in journal.books.list_decisions(name)}
+    held = journal.books.get(name)
     dates = [str(d.date()) for d in days]
     equity = []
     for i, day in enumerate(days):
@@ -250,22 +250,22 @@ def pm_status(
     """The book, its equity marked at the latest close of the active policy's data (None when
     there is no active policy), P&L since it opened and its ``last`` decisions."""
     with open_journal(settings) as journal:
-        record = journal.get_book(book)
+        record = journal.books.get(book)
         if record is None:
-            known = ", ".join(b.name for b in journal.list_books()) or "none yet"
+            known = ", ".join(b.name for b in journal.books.list()) or "none yet"
             raise PmError(f"no book named {book!r} (books: {known}); `alphaloop pm tick` opens one")
         equity = None
         pid = library.active_policy_id(settings)
         if pid is not None:
-            prices, _ = load_data(journal.get_policy(pid), data)
+            prices, _ = load_data(journal.policies.get(pid), data)
             if set(record.positions) <= set(prices.columns):
                 equity = equity_at(record.cash, record.positions, prices.iloc[-1])
         return BookStatus(
             book=record,
             equity=equity,
             pnl=None if equity is None else equity - record.initial_cash,
-            decisions=journal.list_decisions(book, limit=last),
-            events=journal.book_events(book, limit=last),
+            decisions=journal.books.list_decisions(book, limit=last),
+            events=journal.books.events(book, limit=last),
         )
 
 
@@ -278,7 +278,7 @@ def pm_halt(
         raise MissingReason("a halt needs a reason (--why TEXT)")
     with open_journal(settings) as journal:
         _book(journal, book, settings.broker, settings.pm_initial_cash)
-        return journal.set_halt(book, why.strip(), origin=origin)
+        return journal.books.set_halt(book, why.strip(), origin=origin)
 
 
 def pm_resume(
@@ -286,6 +286,6 @@ def pm_resume(
 ) -> BookRecord:
     """Lifts a manual halt, journaled as an event with its reason and origin."""
     with open_journal(settings) as journal:
-        if journal.get_book(book) is None:
+        if journal.books.get(book) is None:
             raise PmError(f"no book named {book!r}")
-        return journal.set_halt(book, None, origin=origin, reason=why.strip())
+        return journal.books.set_halt(book, None, origin=origin, reason=why.strip())

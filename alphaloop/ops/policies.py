@@ -46,7 +46,7 @@ def list_policies(settings: Settings) -> list[PolicyRecord]:
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as journal:
-        return journal.list_policies()
+        return journal.policies.list()
 
 
 def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
@@ -58,8 +58,8 @@ def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
         ActivePolicyError: the pointer file is garbled.
     """
     with open_journal(settings) as journal:
-        record = journal.get_policy(policy_id)
-        replays = journal.list_replays(parent_policy_id=policy_id)
+        record = journal.policies.get(policy_id)
+        replays = journal.policies.list_replays(parent_policy_id=policy_id)
     return PolicyDetail(
         policy=record,
         active=library.active_policy_id(settings) == record.id,
@@ -86,7 +86,7 @@ def activate_policy(
     if force and not (reason or "").strip():
         raise MissingReason("an override needs a reason: --force --reason TEXT")
     with open_journal(settings) as journal:
-        record = journal.get_policy(policy_id)
+        record = journal.policies.get(policy_id)
         why = library.no_go(record)
         if why is not None and not force:
             raise Conflict(
@@ -102,7 +102,7 @@ def activation_overrides(settings: Settings) -> dict[int, str]:
     if not settings.journal_path.exists():
         return {}
     with open_journal(settings) as journal:
-        events = journal.events(None, kind=EventKind.policy_activated.value)
+        events = journal.logs.events(None, kind=EventKind.policy_activated.value)
     return {
         int(e.payload["policy_id"]): str(e.payload["override"])
         for e in events
@@ -127,7 +127,7 @@ def active_policy(settings: Settings) -> PolicyRecord | None:
         return None
     try:
         with open_journal(settings) as journal:
-            return journal.get_policy(policy_id)
+            return journal.policies.get(policy_id)
     except PolicyNotFound as err:
         raise ActivePolicyError(
             f"the active-policy pointer {settings.active_policy_path} names policy {policy_id}, "

@@ -14,7 +14,7 @@ from alphaloop.exceptions import DataError, InvalidVerdict, PolicyNotFound
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
-from alphaloop.journal.flywheel import DecisionView, PreferenceRecord, PreferenceSource
+from alphaloop.journal.preferences import DecisionView, PreferenceRecord, PreferenceSource
 from alphaloop.market import DataSpec, load_prices
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
@@ -97,7 +97,7 @@ def _cost_bps(journal: Journal, policy_id: int | None) -> float:
     if policy_id is None:
         return default
     try:
-        budget = journal.get_policy(policy_id).trial_budget
+        budget = journal.policies.get(policy_id).trial_budget
     except PolicyNotFound as err:
         raise PolicyNotFound(
             f"the harness cost of policy {policy_id} is unknown, so its T+5 label would be "
@@ -113,7 +113,7 @@ def _prices_for(
     if data is not None:
         spec = DataSpec(data=data)
     elif decision.policy_id is not None:
-        spec = DataSpec(**journal.get_policy(decision.policy_id).data_spec)
+        spec = DataSpec(**journal.policies.get(decision.policy_id).data_spec)
     else:
         raise DataError(
             f"decision {decision.id} has no policy to take its price data from; pass --data"
@@ -128,9 +128,9 @@ def _label_decisions(
     journal: Journal, settings: Settings, data: str | None, result: dict[str, Any]
 ) -> None:
     cache: dict[str, pd.DataFrame] = {}
-    for decision in journal.decided_decisions():
+    for decision in journal.preferences.decided_decisions():
         key = f"pm:decision:{decision.id}"
-        if journal.has_preference(key) or decision.target_weights is None:
+        if journal.preferences.has(key) or decision.target_weights is None:
             continue
         try:
             prices = _prices_for(journal, decision, data, cache)
@@ -144,18 +144,18 @@ def _label_decisions(
         if draft is None:
             result["pending"].append(decision.id)
             continue
-        if journal.add_preference(**draft.model_dump()):
+        if journal.preferences.add(**draft.model_dump()):
             result["added"]["pm"] += 1
             result["labelled"]["pm"] += int(draft.labelled)
 
 
 def _extract_research(journal: Journal, result: dict[str, Any]) -> None:
-    known = {p.origin_key for p in journal.preferences(source=PreferenceSource.research)}
-    for session in journal.list_sessions():
+    known = {p.origin_key for p in journal.preferences.list(source=PreferenceSource.research)}
+    for session in journal.sessions.list():
         if session.status == "running":
             continue  # its states are still being explored; its pairs come once it ends
         for draft in session_pairs(journal, session, known):
-            if journal.add_preference(**draft.model_dump()):
+            if journal.preferences.add(**draft.model_dump()):
                 result["added"]["research"] += 1
                 result["labelled"]["research"] += int(draft.labelled)
 
@@ -183,9 +183,9 @@ def extract_preferences(settings: Settings, data: str | None = None) -> ExtractR
 def preference_stats(settings: Settings) -> PreferenceStats:
     """Pairs per source, labelled or not, and how many labelled ones no DPO run has seen."""
     with open_journal(settings) as journal:
-        counts = journal.preference_counts()
-        last = journal.last_trained_preference_id()
-        new = len(journal.preferences(labelled=True, after_id=last))
+        counts = journal.preferences.counts()
+        last = journal.preferences.last_trained_id()
+        new = len(journal.preferences.list(labelled=True, after_id=last))
     return PreferenceStats(
         counts=counts,
         total=sum(c["labelled"] + c["unlabelled"] for c in counts.values()),
@@ -211,7 +211,7 @@ def export_preferences(
     if rule not in ("current", "all"):
         raise ValueError(f"unknown rule {rule!r}; choose current or all")
     with open_journal(settings) as journal:
-        prefs = journal.preferences(source=source, labelled=True)
+        prefs = journal.preferences.list(source=source, labelled=True)
     kept = [p for p in prefs if rule == "all" or _current_rule(p)]
     rows = write_jsonl(kept, Path(out))
     return ExportResult(
@@ -238,7 +238,7 @@ def review_decisions(settings: Settings) -> list[ReviewItem]:
                 pre_weights=d.pre_weights or {},
                 target_weights=d.target_weights or {},
             )
-            for d in journal.undecided_decisions()
+            for d in journal.preferences.undecided_decisions()
         ]
 
 
@@ -256,10 +256,12 @@ def decide(
         InvalidVerdict: a bad verdict or bad weights, or a decision already decided.
     """
     with open_journal(settings) as journal:
-        decision = journal.decision_view(decision_id)
+        decision = journal.preferences.decision_view(decision_id)
         if decision.verdict is not None:
             raise InvalidVerdict(
                 f"decision {decision_id} already has the verdict {decision.verdict.value!r}"
             )
         kind, checked = check_verdict(verdict, weights, decision.symbols)
-        return journal.set_verdict(decision_id, kind, override_weights=checked, note=note)
+        return journal.preferences.set_verdict(
+            decision_id, kind, override_weights=checked, note=note
+        )

@@ -15,7 +15,7 @@ from alphaloop.journal import (
     TrialRecord,
     pid_alive,
 )
-from alphaloop.journal.flywheel import DpoRunRecord, DpoStatus
+from alphaloop.journal.preferences import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -42,14 +42,14 @@ def session_digest(settings: Settings, session_id: str) -> SessionDigest:
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        s = j.get_session(session_id)
+        s = j.sessions.get(session_id)
         return SessionDigest(
             session=s,
-            trials=j.trials(s.id),
-            best=j.best_trial(s.id),
-            counted_trials=j.counted_trials(s.id),
-            llm_calls=j.llm_calls(s.id),
-            events=j.events(s.id),
+            trials=j.trials.of_session(s.id),
+            best=j.trials.best(s.id),
+            counted_trials=j.trials.counted(s.id),
+            llm_calls=j.logs.llm_calls(s.id),
+            events=j.logs.events(s.id),
         )
 
 
@@ -69,8 +69,8 @@ def leaderboard(settings: Settings, session_id: str, k: int = 10) -> Leaderboard
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        s = j.get_session(session_id)
-        return Leaderboard(session=s, trials=j.leaderboard(s.id, k))
+        s = j.sessions.get(session_id)
+        return Leaderboard(session=s, trials=j.trials.leaderboard(s.id, k))
 
 
 class TrialDetail(BaseModel):
@@ -90,9 +90,9 @@ def trial_detail(settings: Settings, trial_id: int) -> TrialDetail:
         NoJournal, TrialNotFound: no such trial.
     """
     with open_journal(settings) as j:
-        t = j.get_trial(trial_id)
-        parent = j.get_trial(t.parent_id) if t.parent_id else None
-        return TrialDetail(trial=t, clips=j.clips(t.id), parent=parent)
+        t = j.trials.get(trial_id)
+        parent = j.trials.get(t.parent_id) if t.parent_id else None
+        return TrialDetail(trial=t, clips=j.logs.clips(t.id), parent=parent)
 
 
 class MetricDiff(BaseModel):
@@ -130,7 +130,7 @@ def compare_trials(settings: Settings, trial_a: int, trial_b: int) -> TrialCompa
     if trial_a == trial_b:
         raise AlphaloopError("compare_trials needs two different trial ids")
     with open_journal(settings) as j:
-        a, b = j.get_trial(trial_a), j.get_trial(trial_b)
+        a, b = j.trials.get(trial_a), j.trials.get(trial_b)
     ma, mb = a.metrics or {}, b.metrics or {}
     return TrialComparison(
         a=a,
@@ -154,7 +154,7 @@ def log_llm_call(settings: Settings, **record: object) -> None:
     from alphaloop.journal import Journal
 
     with Journal(settings.journal_path) as journal:
-        journal.log_llm_call(**record)
+        journal.logs.add_llm_call(**record)
 
 
 def running_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
@@ -164,7 +164,7 @@ def running_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as j:
-        rows = j.dpo_runs()
+        rows = j.preferences.dpo_runs()
     return sorted(
         (r for r in rows if r.status == DpoStatus.running and pid_alive(r.owner_pid)),
         key=lambda r: r.id,

@@ -105,8 +105,8 @@ def parse_trial_ref(text: str) -> tuple[str, int]:
 
 def _trial_parent(journal: Any, ref: str) -> _Parent:
     session_id, idx = parse_trial_ref(ref)
-    trial = journal.trial_at(session_id, idx)
-    session = journal.get_session(session_id)
+    trial = journal.trials.at(session_id, idx)
+    session = journal.sessions.get(session_id)
     config = TrialConfig(**trial.config)
     path = None
     if session.mode in PPO_MODES:
@@ -134,7 +134,7 @@ def _trial_parent(journal: Any, ref: str) -> _Parent:
 
 
 def _policy_parent(journal: Any, policy_id: int) -> _Parent:
-    record = journal.get_policy(policy_id)
+    record = journal.policies.get(policy_id)
     path = None
     if record.kind != PolicyKind.mean_cvar:
         path = str(library.verified_policy_file(record))
@@ -150,7 +150,7 @@ def _policy_parent(journal: Any, policy_id: int) -> _Parent:
         policy_path=path,
         data_spec=record.data_spec,
         symbols=record.symbols,
-        session=journal.get_session(record.session_id),
+        session=journal.sessions.get(record.session_id),
     )
 
 
@@ -269,7 +269,7 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
         win = window_rows(data, request.start, request.end, _history(parent))
         warning = _overlap_warning(parent, data, win)
         result = _evaluate(parent, data, win)
-        record = journal.add_replay(
+        record = journal.policies.add_replay(
             parent_trial_id=parent.parent_trial_id,
             parent_policy_id=parent.parent_policy_id,
             config_hash=parent.hash,

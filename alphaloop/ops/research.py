@@ -108,7 +108,7 @@ def check_resume(session_id: str, settings: Settings) -> str | None:
     from alphaloop.meta_agent.session import continues_after_stop
 
     with open_journal(settings) as j:
-        s, counted = j.get_session(session_id), j.counted_trials(session_id)
+        s, counted = j.sessions.get(session_id), j.trials.counted(session_id)
     if s.status in ("running", "stopping"):
         raise SessionRunning(
             f"session {session_id} is {s.status} in process {s.owner_pid}; stop it with "
@@ -131,5 +131,5 @@ def stop_session(session_id: str, settings: Settings) -> SessionRecord:
     from alphaloop.meta_agent.session import request_stop
 
     with open_journal(settings) as j:
-        j.get_session(session_id)
+        j.sessions.get(session_id)
     return request_stop(session_id, settings)

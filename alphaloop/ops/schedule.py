@@ -145,7 +145,7 @@ def list_jobs(settings: Settings, *, now: datetime | None = None) -> list[JobInf
     last: dict[str, ScheduleRunRecord | None] = dict.fromkeys(JOBS)
     if settings.journal_path.exists():
         with open_journal(settings) as journal:
-            last = {name: journal.last_schedule_run(name) for name in JOBS}
+            last = {name: journal.schedule.last_run(name) for name in JOBS}
     infos = []
     for name, spec in JOBS.items():
         fire = triggers[name].get_next_fire_time(None, moment)
@@ -171,7 +171,7 @@ def schedule_runs(
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as journal:
-        return journal.schedule_runs(job, after=after)
+        return journal.schedule.runs(job, after=after)
 
 
 def run_job(
@@ -188,7 +188,7 @@ def run_job(
     spec = job_spec(name)
     work = _WORK[spec.name]
     with Journal(settings.journal_path) as journal:
-        run = journal.start_schedule_run(spec.name, trigger)
+        run = journal.schedule.start_run(spec.name, trigger)
     with telemetry.span(f"schedule {spec.name}", {"alphaloop.job": spec.name}):
         outcome, detail, error = ScheduleOutcome.ok, None, None
         try:
@@ -200,7 +200,7 @@ def run_job(
             outcome = ScheduleOutcome.failed
             error = f"{err!r}\n{traceback.format_exc()[-_DETAIL_CHARS:]}"
     with Journal(settings.journal_path) as journal:
-        return journal.finish_schedule_run(run.id, outcome, detail=detail, error=error)
+        return journal.schedule.finish_run(run.id, outcome, detail=detail, error=error)
 
 
 def _one_line(result: Any) -> str | None:
@@ -253,7 +253,7 @@ def retrain_spec(settings: Settings) -> tuple[str, Any]:
     with open_journal(settings) as journal:
         done = [
             s
-            for s in journal.list_sessions()
+            for s in journal.sessions.list()
             if s.status == "finished" and s.proposer != _MANUAL and "spec" in s.settings
         ]
     if not done:
@@ -272,7 +272,7 @@ def _retrain(settings: Settings) -> dict[str, Any]:
     parent, spec = retrain_spec(settings)
     session_id = run_research(spec, settings)
     with open_journal(settings) as journal:
-        final = journal.get_session(session_id).final
+        final = journal.sessions.get(session_id).final
     return {
         "retrained": parent,
         "session": session_id,

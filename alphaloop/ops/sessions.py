@@ -39,7 +39,7 @@ def get_session(settings: Settings, session_id: str) -> SessionRecord:
         NoJournal, SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        return j.get_session(session_id)
+        return j.sessions.get(session_id)
 
 
 class SessionSummary(BaseModel):
@@ -72,13 +72,13 @@ def list_sessions(
     if missing_ok and not settings.journal_path.exists():
         return []
     with open_journal(settings) as j:
-        rows = j.list_sessions()[:limit]
+        rows = j.sessions.list()[:limit]
         return [
             SessionSummary(
                 session=s,
-                counted_trials=j.counted_trials(s.id),
+                counted_trials=j.trials.counted(s.id),
                 resume=resume_command(s),
-                best=j.best_trial(s.id) if with_best else None,
+                best=j.trials.best(s.id) if with_best else None,
             )
             for s in rows
         ]
@@ -143,14 +143,14 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
         return None
     with open_journal(settings) as j:
         if session_id is None:
-            rows = j.list_sessions()
+            rows = j.sessions.list()
             if not rows:
                 return None
             session_id = rows[0].id
-        s, trials = j.get_session(session_id), j.trials(session_id)
-        top = j.leaderboard(session_id, 1)
-        counted = j.counted_trials(session_id)
-        modes = [c.mode for c in j.llm_calls(session_id) if c.purpose == "propose" and c.mode]
+        s, trials = j.sessions.get(session_id), j.trials.of_session(session_id)
+        top = j.trials.leaderboard(session_id, 1)
+        counted = j.trials.counted(session_id)
+        modes = [c.mode for c in j.logs.llm_calls(session_id) if c.purpose == "propose" and c.mode]
     return SessionStatus(
         llm_mode=modes[-1] if modes else None,
         session=s,
@@ -177,17 +177,17 @@ class SessionReview(BaseModel):
 
 
 def _review(j: Journal, session_id: str, top: int) -> SessionReview:
-    s = j.get_session(session_id)
+    s = j.sessions.get(session_id)
     clips: dict[int, list[ClipRecord]] = {}
-    for c in j.session_clips(session_id):
+    for c in j.logs.session_clips(session_id):
         clips.setdefault(c.trial_id, []).append(c)
     return SessionReview(
         session=s,
-        counted_trials=j.counted_trials(session_id),
-        leaderboard=j.leaderboard(session_id, top),
-        trials=j.trials(session_id),
+        counted_trials=j.trials.counted(session_id),
+        leaderboard=j.trials.leaderboard(session_id, top),
+        trials=j.trials.of_session(session_id),
         clips=clips,
-        chart_reads=j.chart_reads(session_id),
+        chart_reads=j.logs.chart_reads(session_id),
     )
 
 
@@ -233,16 +233,16 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
         SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        s = j.get_session(session_id)
-        top = j.leaderboard(session_id, 1, series=False)
+        s = j.sessions.get(session_id)
+        top = j.trials.leaderboard(session_id, 1, series=False)
         return SessionSnapshot(
             session=s,
-            counted_trials=j.counted_trials(session_id),
+            counted_trials=j.trials.counted(session_id),
             best=top[0] if top else None,
-            running=[LiveTrial.of(t) for t in j.running_trials(session_id)],
+            running=[LiveTrial.of(t) for t in j.trials.running(session_id)],
             resume=resume_command(s),
-            trials=j.trials_after(session_id, after),
-            clips=_clips_by_trial(j.clips_after(session_id, after)),
+            trials=j.trials.after(session_id, after),
+            clips=_clips_by_trial(j.logs.clips_after(session_id, after)),
         )
 
 
@@ -258,18 +258,18 @@ def session_review_after(
         SessionNotFound: no such session.
     """
     with open_journal(settings) as j:
-        s = j.get_session(session_id)
+        s = j.sessions.get(session_id)
         return SessionReview(
             session=s,
-            counted_trials=j.counted_trials(session_id),
+            counted_trials=j.trials.counted(session_id),
             leaderboard=(
-                j.leaderboard(session_id, top)
+                j.trials.leaderboard(session_id, top)
                 if series
-                else j.leaderboard(session_id, top, series=False)
+                else j.trials.leaderboard(session_id, top, series=False)
             ),
-            trials=j.trials_after(session_id, after, series=series),
-            clips=_clips_by_trial(j.clips_after(session_id, after)),
-            chart_reads=j.chart_reads(session_id),
+            trials=j.trials.after(session_id, after, series=series),
+            clips=_clips_by_trial(j.logs.clips_after(session_id, after)),
+            chart_reads=j.logs.chart_reads(session_id),
         )
 
 
@@ -297,15 +297,15 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
                 raise ChartDataError(
                     "ratio_curve ranks the trials of every run; a session does not apply"
                 )
-            figure = ratio_curve(j.completed_trials(series=False), j.list_sessions())
+            figure = ratio_curve(j.trials.completed(series=False), j.sessions.list())
             return Chart(kind=kind, figure=figure, goal=ALL_RUNS_GOAL)
         if session_id is None:
-            newest = j.list_sessions()
+            newest = j.sessions.list()
             if not newest:
                 raise ChartDataError(
                     "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
                 )
             session_id = newest[0].id
-        s = j.get_session(session_id)
-        figure = research_progress(s, j.trials(s.id, series=False))
+        s = j.sessions.get(session_id)
+        figure = research_progress(s, j.trials.of_session(s.id, series=False))
     return Chart(kind=kind, figure=figure, goal=s.goal, session_id=s.id)

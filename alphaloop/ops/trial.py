@@ -103,7 +103,7 @@ def _start_config(request: TrialRequest, settings: Settings) -> TrialConfig:
     if not request.from_session:
         return TrialConfig()
     with open_journal(settings) as j:
-        best = j.best_trial(j.get_session(request.from_session).id)
+        best = j.trials.best(j.sessions.get(request.from_session).id)
     if best is None:
         raise AlphaloopError(f"session {request.from_session} has no finished trial to start from")
     return TrialConfig(**best.config)

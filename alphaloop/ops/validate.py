@@ -103,8 +103,8 @@ class ValidationReport(BaseModel):
 def _reported(j: Journal, s: SessionRecord, rows: list[TrialRecord]) -> TrialRecord:
     """The trial finalize reported (the best, else the baseline), or the best so far."""
     if s.best_trial_id is not None:
-        return j.get_trial(s.best_trial_id)
-    best = j.best_trial(s.id)
+        return j.trials.get(s.best_trial_id)
+    best = j.trials.best(s.id)
     if best is None or not best.val_returns:
         raise ValidationUnavailable(f"session {s.id} has no scored trial to validate yet")
     return best
@@ -184,8 +184,8 @@ def unseen_start(data: Any, oos_start: str | None) -> int:
 
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
     with open_journal(settings) as j:
-        s = j.get_session(session_id)
-        rows = j.trials(s.id)
+        s = j.sessions.get(session_id)
+        rows = j.trials.of_session(s.id)
         return s, rows, _reported(j, s, rows)
 
 
@@ -381,7 +381,7 @@ def validate_session(
 def _journaled(settings: Settings, report: ValidationReport) -> ValidationReport:
     """Journals ``report`` as the session's newest ``Validated`` event."""
     with open_journal(settings) as j:
-        j.add_event(report.session_id, VALIDATED_EVENT, report.journaled())
+        j.logs.add_event(report.session_id, VALIDATED_EVENT, report.journaled())
     logger.info("validated session %s in %.1f s", report.session_id, report.elapsed_s)
     return report
 
@@ -389,5 +389,5 @@ def _journaled(settings: Settings, report: ValidationReport) -> ValidationReport
 def latest_validation(settings: Settings, session_id: str) -> dict[str, Any] | None:
     """The newest journaled ``Validated`` report of a session, or None."""
     with open_journal(settings) as j:
-        events = j.events(j.get_session(session_id).id, kind=VALIDATED_EVENT)
+        events = j.logs.events(j.sessions.get(session_id).id, kind=VALIDATED_EVENT)
     return events[-1].payload if events else None

@@ -18,7 +18,7 @@ import pandas as pd
 from alphaloop.broker.base import Broker, Execution, client_order_id
 from alphaloop.exceptions import Conflict, PmError
 from alphaloop.journal import Journal
-from alphaloop.journal.book import BookRecord, DecisionRecord
+from alphaloop.journal.books import BookRecord, DecisionRecord
 from alphaloop.pipeline import PipelineRun, PipelineState, WeightCentricPipeline
 from alphaloop.pm.killswitch import KillSwitch, halt_reason
 from alphaloop.pm.orders import OrderPlan, weights_to_orders
@@ -71,7 +71,7 @@ def equity_at(cash: float, positions: dict[str, float], prices: pd.Series) -> fl
 
 
 def _last_state(journal: Journal, book: str) -> PipelineState | None:
-    for decision in journal.list_decisions(book, limit=50):
+    for decision in journal.books.list_decisions(book, limit=50):
         if decision.stages and decision.stages.get("state"):
             return PipelineState.from_json(decision.stages["state"])
     return None
@@ -119,10 +119,10 @@ def tick(
         PmError: no such book.
         Conflict: the day is decided (by another policy) or not after the book's last tick.
     """
-    if journal.get_book(book_name) is None:
+    if journal.books.get(book_name) is None:
         raise PmError(f"no book named {book_name!r}; open it before ticking")
     settle_pending(journal, broker, book_name)
-    book = journal.get_book(book_name)
+    book = journal.books.get(book_name)
     done = already(journal, book, setup.policy_id, day)
     if done is not None:
         return done
@@ -134,7 +134,7 @@ def tick(
     fields = _decision_fields(book_name, day, setup.policy_id, symbols)
     if stale:
         fields |= {"status": "halted", "halt_reason": stale}
-        return journal.commit_tick(
+        return journal.books.commit_tick(
             book_name, fields, cash=book.cash, positions=book.positions,
             peak_equity=book.peak_equity, as_of=book.as_of,
         )  # fmt: skip
@@ -143,11 +143,11 @@ def tick(
     peak = max(book.peak_equity, equity)
     if why or plan is None or not plan.orders:
         outcome = {"status": "halted", "halt_reason": why} if why else {"status": "sent"}
-        return journal.commit_tick(
+        return journal.books.commit_tick(
             book_name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
             as_of=fields["date"],
         )  # fmt: skip
-    journal.begin_tick(book_name, fields["date"], fields, plan, peak)
+    journal.books.begin_tick(book_name, fields["date"], fields, plan, peak)
     return _settle(journal, broker, book, fields, plan, peak, recover=False)
 
 
@@ -189,10 +189,10 @@ def settle_pending(journal: Journal, broker: Broker, book_name: str) -> Decision
     """Finishes the book's tick that was interrupted after its orders were journaled: asks the
     broker for each order by its ``client_order_id``, sends only those it never received, and
     journals the decision. None when nothing was pending."""
-    pending = journal.pending_tick(book_name)
+    pending = journal.books.pending_tick(book_name)
     if pending is None:
         return None
-    book = journal.get_book(book_name)
+    book = journal.books.get(book_name)
     plan = OrderPlan(**pending.plan)
     return _settle(journal, broker, book, pending.fields, plan, pending.peak_equity, recover=True)
 
@@ -203,7 +203,7 @@ def already(
     """The book's decision for ``day`` when the same policy made it; refuses a day decided by
     another policy or not after the book's last tick (a book never trades back in time)."""
     date = str(day.date())
-    existing = journal.decision_on(book.name, date)
+    existing = journal.books.decision_on(book.name, date)
     if existing is not None:
         if existing.policy_id == policy_id:
             return existing
@@ -302,7 +302,7 @@ def _settle(
         errors = "; ".join(f"{o['symbol']}: {o['error']}" for o in rejected)
         outcome["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
     outcome["status"] = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
-    return journal.commit_tick(
+    return journal.books.commit_tick(
         book.name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
         as_of=fields["date"],
     )  # fmt: skip

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from alphaloop.exceptions import PmError
-from alphaloop.journal.library import PolicyRecord
+from alphaloop.journal.policies import PolicyRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.library import load_ppo, verified_policy_file
 from alphaloop.market import DataSpec, MarketData, load_prices, select_symbols, split

@@ -45,7 +45,7 @@ def traces(fig) -> dict:
 def test_training_curve_draws_the_journaled_curve(lab: Lab) -> None:
     with lab.journal() as j:
         chart = build_chart("training-curve", j, session_id=lab.manual.session.id)
-        trial = j.get_trial(lab.manual.trial.id)
+        trial = j.trials.get(lab.manual.trial.id)
     assert chart.kind == "training_curve" and chart.trial_id == trial.id
     assert [t.name for t in chart.figure.data] == [REWARD_TRACE]
     curve = chart.figure.data[0]
@@ -59,7 +59,7 @@ def test_training_curve_draws_the_journaled_curve(lab: Lab) -> None:
 
 def test_training_curve_needs_a_curve(lab: Lab) -> None:
     with lab.journal() as j:
-        cvar_trial = j.trial_at(lab.research_id, 2)
+        cvar_trial = j.trials.at(lab.research_id, 2)
         with pytest.raises(ChartDataError, match=r"no trial of session .* training curve"):
             build_chart("training_curve", j, session_id=lab.research_id)
     with pytest.raises(ChartDataError, match="no journaled training curve"):
@@ -68,8 +68,8 @@ def test_training_curve_needs_a_curve(lab: Lab) -> None:
 
 def test_research_progress_marks_every_trial(lab: Lab) -> None:
     with lab.journal() as j:
-        session = j.get_session(lab.research_id)
-        rows = j.trials(lab.research_id)
+        session = j.sessions.get(lab.research_id)
+        rows = j.trials.of_session(lab.research_id)
         chart = build_chart("research_progress", j, session_id=lab.research_id)
     fig = traces(chart.figure)
     assert set(fig) == {
@@ -121,15 +121,15 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
 
 def test_research_progress_without_finished_trials(lab: Lab) -> None:
     with lab.journal() as j:
-        session = j.get_session(lab.research_id)
+        session = j.sessions.get(lab.research_id)
     with pytest.raises(ChartDataError, match="no finished trial"):
         research_progress(session, [])
 
 
 def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
     with lab.journal() as j:
-        sessions = j.list_sessions()
-        every = [t for s in sessions for t in j.trials(s.id)]
+        sessions = j.sessions.list()
+        every = [t for s in sessions for t in j.trials.of_session(s.id)]
         chart = build_chart("ratio_curve", j)
     completed = [
         t for t in every if t.kind in ("search", "baseline") and t.status in ("keep", "discard")
@@ -151,10 +151,12 @@ def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
 
 def test_equity_curves_end_where_the_journal_says(lab: Lab) -> None:
     with lab.journal() as j:
-        session = j.get_session(lab.research_id)
+        session = j.sessions.get(lab.research_id)
         chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
-        best = j.get_trial(session.best_trial_id)
-        [test_row] = [t for t in j.trials(lab.research_id, "test") if t.parent_id == best.id]
+        best = j.trials.get(session.best_trial_id)
+        [test_row] = [
+            t for t in j.trials.of_session(lab.research_id, "test") if t.parent_id == best.id
+        ]
         # The chart draws VALIDATION, the most recent of the folds the trial was scored on.
         validation = j.folds.of_trial(best.id)[-1]
     data = session_market(session)
@@ -221,8 +223,8 @@ def check_allocation(chart, trial, session) -> None:
 def test_weights_replay_the_trial(lab: Lab, which: str) -> None:
     sid = lab.research_id if which == "research" else lab.manual.session.id
     with lab.journal() as j:
-        session = j.get_session(sid)
-        trial = j.get_trial(session.best_trial_id)
+        session = j.sessions.get(sid)
+        trial = j.trials.get(session.best_trial_id)
         chart = build_chart("weights", j, session_id=sid, series=SessionReplay())
     check_allocation(chart, trial, session)
 
@@ -243,8 +245,8 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
     sid = create_session(spec, settings)
     run_session(sid, settings)
     with Journal(settings.journal_path) as j:
-        session = j.get_session(sid)
-        for trial in j.trials(sid):
+        session = j.sessions.get(sid)
+        for trial in j.trials.of_session(sid):
             if trial.val_returns:
                 chart = build_chart(
                     "weights", j, session_id=sid, trial_idx=trial.idx, series=SessionReplay()
@@ -254,8 +256,8 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
 
 def test_weights_of_a_policy_that_is_gone(lab: Lab, tmp_path) -> None:
     with lab.journal() as j:
-        session = j.get_session(lab.manual.session.id)
-        trial = j.get_trial(session.best_trial_id)
+        session = j.sessions.get(lab.manual.session.id)
+        trial = j.trials.get(session.best_trial_id)
     moved = trial.model_copy(update={"policy_path": str(tmp_path / "gone.zip")})
     with pytest.raises(ReplayError, match="policy is not at"):
         allocation(moved, "ppo_only", session_market(session), session_budget(session))
@@ -263,7 +265,7 @@ def test_weights_of_a_policy_that_is_gone(lab: Lab, tmp_path) -> None:
 
 def test_replay_refuses_changed_data(lab: Lab) -> None:
     with lab.journal() as j:
-        session = j.get_session(lab.research_id)
+        session = j.sessions.get(lab.research_id)
     changed = session.model_copy(update={"data_fingerprint": "0" * 16})
     with pytest.raises(ReplayError, match="changed since session"):
         session_market(changed)

@@ -102,8 +102,8 @@ def test_vlm_read_sends_the_png_and_context_and_is_journaled(
     with Journal(journal_copy) as j:
         chart = progress_chart(j, lab)
         read = interpret_chart(chart, settings, j, png=progress_png)
-        [row] = j.chart_reads(lab.research_id)
-        [call] = [c for c in j.llm_calls(lab.research_id) if c.purpose == "chart_read"]
+        [row] = j.logs.chart_reads(lab.research_id)
+        [call] = [c for c in j.logs.llm_calls(lab.research_id) if c.purpose == "chart_read"]
     [request] = fake_openai.chat_requests
     assert request["model"] == VLM_MODEL
     text_part, image = request["messages"][-1]["content"]
@@ -153,7 +153,7 @@ def test_a_short_reply_is_normalised_and_its_raw_text_kept(
         read = interpret_chart(
             progress_chart(j, lab), llm_settings(vlm_model=VLM_MODEL), j, png=progress_png
         )
-        [row] = j.chart_reads(lab.research_id)
+        [row] = j.logs.chart_reads(lab.research_id)
     assert read.bullets[:2] == ["The best trial is #2.", "Nothing beat it since."]
     assert len(read.bullets) == 4 and all(b.startswith("[data] ") for b in read.bullets[2:])
     assert row.raw_text == reply and row.bullets == read.bullets
@@ -176,8 +176,8 @@ def test_a_failing_vlm_falls_back_to_the_embedded_reader(
             png=progress_png,
             on_warning=warnings.append,
         )
-        [row] = j.chart_reads(lab.research_id)
-        [call] = [c for c in j.llm_calls(lab.research_id) if c.purpose == "chart_read"]
+        [row] = j.logs.chart_reads(lab.research_id)
+        [call] = [c for c in j.logs.llm_calls(lab.research_id) if c.purpose == "chart_read"]
     assert read.embedded and row.model == "embedded-reader" and 4 <= len(row.bullets) <= 6
     assert "image too large" in row.context["fallback"] and "image too large" in warnings[0]
     assert (call.purpose, call.ok) == ("chart_read", False)
@@ -197,7 +197,7 @@ def test_a_llama_server_without_mmproj_is_asked_once_and_the_embedded_reader_ans
             llm_base_url=server.base_url, vlm_model=VLM_MODEL, llm_max_retries=4
         )
         read = interpret_chart(progress_chart(j, lab), settings, j, png=progress_png)
-        [call] = [c for c in j.llm_calls(lab.research_id) if c.purpose == "chart_read"]
+        [call] = [c for c in j.logs.llm_calls(lab.research_id) if c.purpose == "chart_read"]
     # llama-server answers 500 "image input is not supported": a capability, not a hiccup.
     assert len(server.chat_requests) == 1 and not call.ok
     assert read.embedded and "ALPHALOOP_VLM_MODEL" in read.context["fallback"]
@@ -224,7 +224,7 @@ def test_without_a_vlm_the_embedded_read_is_journaled(lab: Lab, journal_copy: Pa
     with Journal(journal_copy) as j:
         chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
         read = interpret_chart(chart, settings.model_copy(update={"vlm_model": None}), j)
-        [row] = j.chart_reads(lab.research_id)
+        [row] = j.logs.chart_reads(lab.research_id)
     assert row.model == "embedded-reader" and row.bullets == read.bullets
     assert row.trial_id == chart.trial_id and row.context["trial"] == chart.trial_idx
     assert row.raw_text is None and row.elapsed_s == read.elapsed_s

@@ -45,8 +45,8 @@ def test_every_chart_reads_in_four_to_six_bullets(lab: Lab, kind: str) -> None:
 
 def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
     with lab.journal() as j:
-        best = j.best_trial(lab.research_id)
-        search = [t for t in j.trials(lab.research_id, "search")]
+        best = j.trials.best(lab.research_id)
+        search = [t for t in j.trials.of_session(lab.research_id, "search")]
         chart = build_chart("research_progress", j, session_id=lab.research_id)
     facts, bullets = read_figure(chart.figure)
     assert facts["best"] == {"trial": best.idx, "objective": best.objective, "kept": True}
@@ -74,7 +74,7 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
 
 def test_equity_read_states_the_evaluator_numbers(lab: Lab) -> None:
     with lab.journal() as j:
-        best = j.best_trial(lab.research_id)
+        best = j.trials.best(lab.research_id)
         chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
         # VALIDATION is the most recent of the folds the trial was scored on.
         validation = j.folds.of_trial(best.id)[-1].metrics
@@ -93,7 +93,7 @@ def test_equity_read_states_the_evaluator_numbers(lab: Lab) -> None:
 def test_ratio_read_names_the_best_run(lab: Lab) -> None:
     with lab.journal() as j:
         chart = build_chart("ratio_curve", j)
-        top = max(j.completed_trials(), key=lambda t: t.metrics["sharpe"])
+        top = max(j.trials.completed(), key=lambda t: t.metrics["sharpe"])
     facts, bullets = read_figure(chart.figure)
     assert facts["best"] == {
         "session": top.session_id,

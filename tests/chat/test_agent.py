@@ -62,8 +62,8 @@ def test_answers_through_two_tool_calls_that_match_the_journal(
     assert [t.name for t in answer.tool_calls] == ["list_sessions", "leaderboard"]
     assert all(t.ok for t in answer.tool_calls) and answer.steps == 3
     with Journal(settings.journal_path) as j:
-        top = j.leaderboard(sid, 2)
-        chat_calls = [c for c in j.llm_calls() if c.purpose == "chat"]
+        top = j.trials.leaderboard(sid, 2)
+        chat_calls = [c for c in j.logs.llm_calls() if c.purpose == "chat"]
     listed = json.loads(answer.tool_calls[0].result)
     assert [s["id"] for s in listed["sessions"]] == [sid]
     board = json.loads(answer.tool_calls[1].result)

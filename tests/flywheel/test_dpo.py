@@ -36,7 +36,7 @@ def _few_heldout(settings: Settings) -> Settings:
 def _journal_pairs(settings: Settings, n: int) -> None:
     with Journal(settings.journal_path) as journal:
         for pair in separable_pairs(n):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
 
 
 @pytest.mark.slow

@@ -72,8 +72,8 @@ def _fake_model(path: Path) -> Path:
 def test_a_run_with_too_few_held_out_pairs_is_refused(settings: Settings, tmp_path: Path) -> None:
     with Journal(settings.journal_path) as journal:
         for pair in separable_pairs(40):
-            journal.add_preference(**pair)
-        held = len(split_pairs(journal.preferences(labelled=True))[1])
+            journal.preferences.add(**pair)
+        held = len(split_pairs(journal.preferences.list(labelled=True))[1])
     assert held < settings.dpo_min_heldout == 20
     with pytest.raises(TooFewHeldOut, match=f"{held} held-out pair"):
         train_dpo(settings, _fake_model(tmp_path / "m"), tmp_path / "out")
@@ -86,7 +86,7 @@ def test_check_skips_with_too_few_held_out_pairs(
     clean_env.setenv("ALPHALOOP_DPO_MIN_PAIRS", "10")
     with Journal(settings.journal_path) as journal:
         for pair in separable_pairs(12):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
     check = dpo_check(get_settings(), _fake_model(tmp_path / "m"))
     assert not check.trained and check.run.status == "skipped"
     assert "ALPHALOOP_DPO_MIN_HELDOUT" in check.run.reason

@@ -75,7 +75,7 @@ def test_t5_labels_match_hand_computed_returns(
     assert result.added == {"pm": 3, "research": 0}
     assert result.labelled == {"pm": 2, "research": 0}
     assert result.pending == [recent]
-    rows = {p.origin["decision_id"]: p for p in journal.preferences(source="pm")}
+    rows = {p.origin["decision_id"]: p for p in journal.preferences.list(source="pm")}
     assert recent not in rows  # too recent: no pair, no label
     # reject: proposed 0.8*0.10 + 0.1*(-0.10) - 0.001*0.7 = 0.0693; alternative (pre) = 0.
     r = rows[reject]
@@ -113,7 +113,7 @@ def test_gap_below_threshold_stays_unlabelled(
     assert strict.journal_path == journal.path
     _decide(journal, strict, "reject", {"A": 0.8, "B": 0.1})  # gap 0.0693 < 0.1
     prefs.extract_preferences(strict, data=str(price_file))
-    (pair,) = journal.preferences()
+    (pair,) = journal.preferences.list()
     assert not pair.labelled and pair.margin == pytest.approx(0.0693)
 
 

@@ -14,7 +14,7 @@ from alphaloop.cli import app
 from alphaloop.exceptions import ModelDirError, PromptTooLong, exit_code_of
 from alphaloop.flywheel.lengths import fit_pairs, model_prompt, resolve_max_length
 from alphaloop.journal import Journal
-from alphaloop.journal.flywheel import PreferenceRecord
+from alphaloop.journal.preferences import PreferenceRecord
 from alphaloop.ops.dpo import list_dpo_runs, train_dpo
 from alphaloop.settings import Settings
 
@@ -102,7 +102,7 @@ def test_a_run_that_would_drop_pairs_exits_2_before_training(
     clean_env.setenv("ALPHALOOP_DPO_MIN_HELDOUT", "1")
     with Journal(settings.journal_path) as journal:
         for pair in _pairs(10):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
     out = tmp_path / "out"
     result = CliRunner().invoke(app, ["dpo", "train", "--model", str(model), "--out", str(out)])
     assert result.exit_code == 2, result.output
@@ -124,7 +124,7 @@ def test_a_run_refuses_a_max_length_past_the_context(settings: Settings, tmp_pat
     model = build_byte_model(tmp_path / "m", n_positions=512)
     with Journal(settings.journal_path) as journal:
         for pair in _pairs(4):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
     with pytest.raises(ModelDirError, match="context length 512"):
         train_dpo(settings, model, tmp_path / "o", max_length=4096)
     assert list_dpo_runs(settings) == []
@@ -139,7 +139,7 @@ def test_fitted_pairs_train_whole(
     clean_env.setenv("ALPHALOOP_DPO_MIN_HELDOUT", "1")
     with Journal(settings.journal_path) as journal:
         for pair in _pairs(10):
-            journal.add_preference(**pair)
+            journal.preferences.add(**pair)
     out = tmp_path / "out"
     args = ["dpo", "train", "--model", str(model), "--out", str(out), "--max-steps", "2"]
     result = CliRunner().invoke(app, [*args, "--max-length", "2400", "--json"])

@@ -30,7 +30,7 @@ def price_file(tmp_path: Path) -> Path:
 
 def test_a_verdict_on_a_deployment_check_is_refused(settings: Settings) -> None:
     with Journal(settings.journal_path) as journal:
-        journal.create_book("check-1", "paper", 1000.0, purpose="check")
+        journal.books.create("check-1", "paper", 1000.0, purpose="check")
         did = add_decision(
             journal, date="2024-01-03", symbols=["A", "B"], pre=PRE, target={"A": 1.0},
             book="check-1",
@@ -38,7 +38,7 @@ def test_a_verdict_on_a_deployment_check_is_refused(settings: Settings) -> None:
     with pytest.raises(InvalidVerdict, match="deployment check 'check-1'"):
         prefs.decide(settings, did, "approve")
     with Journal(settings.journal_path) as journal:
-        assert journal.decision_view(did).verdict is None
+        assert journal.preferences.decision_view(did).verdict is None
 
 
 def test_one_decision_per_book_and_day_makes_a_pair(settings: Settings, price_file: Path) -> None:
@@ -53,7 +53,7 @@ def test_one_decision_per_book_and_day_makes_a_pair(settings: Settings, price_fi
     result = prefs.extract_preferences(settings, data=str(price_file))
     assert result.added["pm"] == 1
     with Journal(settings.journal_path) as journal:
-        (pair,) = journal.preferences(source="pm")
+        (pair,) = journal.preferences.list(source="pm")
     assert pair.origin["decision_id"] == first
 
 
@@ -67,6 +67,6 @@ def test_a_hold_day_charges_no_turnover(settings: Settings, price_file: Path) ->
     prefs.decide(settings, did, "reject")
     prefs.extract_preferences(settings, data=str(price_file))
     with Journal(settings.journal_path) as journal:
-        (pair,) = journal.preferences(source="pm")
+        (pair,) = journal.preferences.list(source="pm")
     # Growth 2 Jan -> 9 Jan: A 1.10, B 0.90; no cost although the weights differ by 0.2.
     assert pair.origin["proposed_return"] == pytest.approx(0.6 * 0.10 + 0.4 * -0.10)

@@ -16,7 +16,7 @@ MARKET = RNG.normal(3e-4, 0.01, (3, 500))  # three folds of 500 days
 
 
 def _trial(journal: Journal, sid: str, parent: int | None, idx_shift: float, status: str) -> int:
-    row = journal.start_trial(
+    row = journal.trials.start(
         sid,
         kind="search",
         config=TrialConfig().model_dump(),
@@ -29,7 +29,7 @@ def _trial(journal: Journal, sid: str, parent: int | None, idx_shift: float, sta
         prompt="the prompt",
     )
     if status == "crash":
-        journal.finish_trial(row.id, status="crash", error="boom")
+        journal.trials.finish(row.id, status="crash", error="boom")
         return row.id
     folds = MARKET + idx_shift + RNG.normal(0, 1e-4, MARKET.shape)
     for i, days in enumerate(folds):
@@ -47,7 +47,9 @@ def _trial(journal: Journal, sid: str, parent: int | None, idx_shift: float, sta
         )
     # The objective says B beats C by far more than the noise floor; their days do not.
     objective = {0.0: 1.0, 1e-3: 3.0, 1e-6: 2.0}[idx_shift]
-    journal.finish_trial(row.id, status=status, objective=objective, val_returns=folds[-1].tolist())
+    journal.trials.finish(
+        row.id, status=status, objective=objective, val_returns=folds[-1].tolist()
+    )
     return row.id
 
 
@@ -55,7 +57,7 @@ def test_pairs_need_a_paired_difference_on_the_folds_not_a_gap_in_objectives(
     tmp_path: Path,
 ) -> None:
     with Journal(tmp_path / "journal.db") as journal:
-        sid = journal.create_session(
+        sid = journal.sessions.create(
             goal="g",
             mode="cufolio_only",
             objective={},
@@ -67,12 +69,12 @@ def test_pairs_need_a_paired_difference_on_the_folds_not_a_gap_in_objectives(
             settings={},
             baseline_config=TrialConfig().model_dump(),
         )
-        journal.update_session(sid, noise_floor=0.05)
+        journal.sessions.update(sid, noise_floor=0.05)
         b = _trial(journal, sid, None, 0.0, "keep")  # the market's days
         a = _trial(journal, sid, None, 1e-3, "keep")  # +10 bp a day: a real edge
         c = _trial(journal, sid, None, 1e-6, "discard")  # B's days give or take noise
         d = _trial(journal, sid, None, 0.0, "crash")
-        pairs = session_pairs(journal, journal.get_session(sid))
+        pairs = session_pairs(journal, journal.sessions.get(sid))
     got = {(p.origin["chosen_trial_id"], p.origin["rejected_trial_id"]) for p in pairs}
     assert got == {(a, b), (a, c), (a, d), (b, d), (c, d)}
     assert all(p.origin["rule"] == RULE_VERSION for p in pairs)

@@ -33,7 +33,7 @@ def new_session(journal: Journal, **overrides: Any) -> str:
         },
         baseline_config=TrialConfig().model_dump(),
     )
-    return journal.create_session(**{**values, **overrides})
+    return journal.sessions.create(**{**values, **overrides})
 
 
 def new_trial(journal: Journal, session_id: str, **overrides: Any) -> TrialRecord:
@@ -48,7 +48,7 @@ def new_trial(journal: Journal, session_id: str, **overrides: Any) -> TrialRecor
         rationale="longer memory",
         proposer="tpe",
     )
-    return journal.start_trial(session_id, **{**values, **overrides})
+    return journal.trials.start(session_id, **{**values, **overrides})
 
 
 def run_python(code: str, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:

@@ -19,7 +19,11 @@ def test_two_journals_in_one_process_share_indexes(journal_path: Path) -> None:
         sid = new_session(a)
         rows = [new_trial(a if i % 2 else b, sid) for i in range(10)]
         assert [r.idx for r in rows] == list(range(10))
-        assert [t.idx for t in a.trials(sid)] == [t.idx for t in b.trials(sid)] == list(range(10))
+        assert (
+            [t.idx for t in a.trials.of_session(sid)]
+            == [t.idx for t in b.trials.of_session(sid)]
+            == list(range(10))
+        )
 
 
 def test_a_second_journal_in_one_process_keeps_the_first_ones_locks(journal_path: Path) -> None:
@@ -30,7 +34,7 @@ def test_a_second_journal_in_one_process_keeps_the_first_ones_locks(journal_path
     with Journal(journal_path) as owner:
         sid = new_session(owner)
         with Journal(journal_path) as poll:
-            poll.get_session(sid)
+            poll.sessions.get(sid)
         other = run_python(
             "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n"
             "c.execute('SELECT COUNT(*) FROM sessions').fetchone()\nc.close()",
@@ -39,7 +43,7 @@ def test_a_second_journal_in_one_process_keeps_the_first_ones_locks(journal_path
         assert other.returncode == 0, other.stderr
         assert wal.exists()  # the other process saw a connection still open: it left the WAL
         new_trial(owner, sid)
-        assert len(owner.trials(sid)) == 1
+        assert len(owner.trials.of_session(sid)) == 1
 
 
 def test_stop_requested_from_another_connection_is_seen(journal_path: Path) -> None:
@@ -47,10 +51,10 @@ def test_stop_requested_from_another_connection_is_seen(journal_path: Path) -> N
         sid = new_session(owner)
         t = new_trial(owner, sid)
         with Journal(journal_path) as cli:
-            cli.request_stop(sid)
-        assert owner.stop_requested(sid)
-        owner.finish_trial(t.id, status="keep", objective=1.0)  # the owner goes on writing
-        assert owner.get_session(sid).status == "stopping"
+            cli.sessions.request_stop(sid)
+        assert owner.sessions.stop_requested(sid)
+        owner.trials.finish(t.id, status="keep", objective=1.0)  # the owner goes on writing
+        assert owner.sessions.get(sid).status == "stopping"
 
 
 def test_two_processes_starting_trials_get_distinct_indexes(journal_path: Path) -> None:
@@ -60,9 +64,9 @@ def test_two_processes_starting_trials_get_distinct_indexes(journal_path: Path) 
         "import sys\nfrom alphaloop.journal import Journal\n"
         "with Journal(sys.argv[1]) as j:\n"
         "    for _ in range(15):\n"
-        "        t = j.start_trial(sys.argv[2], kind='search', config={}, config_hash=None,"
+        "        t = j.trials.start(sys.argv[2], kind='search', config={}, config_hash=None,"
         " delta={}, parent_id=None, seed=0, rationale=None, proposer=sys.argv[3])\n"
-        "        j.finish_trial(t.id, status='discard', objective=0.0)\n"
+        "        j.trials.finish(t.id, status='discard', objective=0.0)\n"
     )
     results: list = [None, None]
 
@@ -77,10 +81,10 @@ def test_two_processes_starting_trials_get_distinct_indexes(journal_path: Path) 
     for proc in results:
         assert proc.returncode == 0, proc.stderr
     with Journal(journal_path) as j:
-        trials = j.trials(sid)
+        trials = j.trials.of_session(sid)
         assert sorted(t.idx for t in trials) == list(range(30))
         assert {t.proposer for t in trials} == {"p0", "p1"}
-        assert j.counted_trials(sid) == 30
+        assert j.trials.counted(sid) == 30
 
 
 @pytest.fixture
@@ -104,7 +108,7 @@ def test_a_reader_in_another_process_is_not_blocked_by_a_writer(
     code = (
         "import json, sys\nfrom alphaloop.journal import Journal\n"
         "with Journal(sys.argv[1], busy_timeout_s=1) as j:\n"
-        "    print(json.dumps([s.model_dump(mode='json') for s in j.list_sessions()]))\n"
+        "    print(json.dumps([s.model_dump(mode='json') for s in j.sessions.list()]))\n"
     )
     started = time.monotonic()
     proc = run_python(code, str(journal_path))
@@ -122,7 +126,7 @@ def test_a_second_writer_waits_for_the_first(journal_path: Path, held_write) -> 
     def write() -> None:
         try:
             with Journal(journal_path, busy_timeout_s=10) as j:
-                j.add_event(sid, "Waited", {})
+                j.logs.add_event(sid, "Waited", {})
         except BaseException as err:
             errors.append(err)
 
@@ -134,13 +138,13 @@ def test_a_second_writer_waits_for_the_first(journal_path: Path, held_write) -> 
     th.join(timeout=10)
     assert not th.is_alive() and errors == []
     with Journal(journal_path) as j:
-        assert [e.kind for e in j.events(sid)] == ["Waited"]
-        assert j.get_session(sid).goal == "uncommitted"
+        assert [e.kind for e in j.logs.events(sid)] == ["Waited"]
+        assert j.sessions.get(sid).goal == "uncommitted"
 
 
 def test_a_writer_locked_out_too_long_gets_a_journal_error(journal_path: Path, held_write) -> None:
     _, sid = held_write
     with Journal(journal_path, busy_timeout_s=0.2) as j:
         with pytest.raises(JournalError, match="stayed locked by another writer"):
-            j.add_event(sid, "Late", {})
-        assert j.get_session(sid).goal != "uncommitted"  # reads still work
+            j.logs.add_event(sid, "Late", {})
+        assert j.sessions.get(sid).goal != "uncommitted"  # reads still work

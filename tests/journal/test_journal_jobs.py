@@ -20,30 +20,30 @@ def dead_pid() -> int:
 
 
 def test_a_job_runs_once_from_queued_to_finished(journal: Journal) -> None:
-    job_id = journal.queue_job("pm_tick", {"kind": "pm_tick", "book": "main"})
-    queued = journal.get_job(job_id)
+    job_id = journal.jobs.queue("pm_tick", {"kind": "pm_tick", "book": "main"})
+    queued = journal.jobs.get(job_id)
     assert queued.status == JobStatus.queued and queued.pid is None
     assert queued.request == {"kind": "pm_tick", "book": "main"}
-    running = journal.claim_job(job_id, os.getpid())
+    running = journal.jobs.claim(job_id, os.getpid())
     assert running.status == JobStatus.running and running.pid == os.getpid()
     assert running.started_at is not None
     with pytest.raises(JournalError, match="is running, not queued"):
-        journal.claim_job(job_id, os.getpid())
-    journal.link_job_session(job_id, "s-20260101-000000-abcd")
-    done = journal.finish_job(job_id, {"kind": "pm_tick", "decision_id": 3})
+        journal.jobs.claim(job_id, os.getpid())
+    journal.jobs.link_session(job_id, "s-20260101-000000-abcd")
+    done = journal.jobs.finish(job_id, {"kind": "pm_tick", "decision_id": 3})
     assert done.status == JobStatus.finished
     assert done.result == {"kind": "pm_tick", "decision_id": 3}
     assert done.session_id == "s-20260101-000000-abcd" and done.finished_at is not None
     with pytest.raises(JournalError, match="already ended"):
-        journal.fail_job(job_id, error_type="X", error="x", exit_code=1, http_status=500)
+        journal.jobs.fail(job_id, error_type="X", error="x", exit_code=1, http_status=500)
     with pytest.raises(JobNotFound):
-        journal.get_job(job_id + 1)
+        journal.jobs.get(job_id + 1)
 
 
 def test_a_failed_job_keeps_its_typed_error(journal: Journal) -> None:
-    job_id = journal.queue_job("train", {"kind": "train"})
-    journal.claim_job(job_id, os.getpid())
-    failed = journal.fail_job(
+    job_id = journal.jobs.queue("train", {"kind": "train"})
+    journal.jobs.claim(job_id, os.getpid())
+    failed = journal.jobs.fail(
         job_id, error_type="DataError", error="unknown symbol(s) NOPE", exit_code=2,
         http_status=422, traceback_tail="Traceback ...",
     )  # fmt: skip
@@ -54,19 +54,19 @@ def test_a_failed_job_keeps_its_typed_error(journal: Journal) -> None:
 
 def test_a_job_whose_worker_is_gone_reads_as_interrupted(journal: Journal) -> None:
     gone = dead_pid()
-    running = journal.queue_job("dpo", {"kind": "dpo"})
-    journal.claim_job(running, gone)
-    handed = journal.queue_job("dpo", {"kind": "dpo"})
-    journal.set_job_pid(handed, gone)
-    being_handed = journal.queue_job("dpo", {"kind": "dpo"})  # no worker started yet
-    alive = journal.queue_job("dpo", {"kind": "dpo"})
-    journal.set_job_pid(alive, os.getpid())
+    running = journal.jobs.queue("dpo", {"kind": "dpo"})
+    journal.jobs.claim(running, gone)
+    handed = journal.jobs.queue("dpo", {"kind": "dpo"})
+    journal.jobs.set_pid(handed, gone)
+    being_handed = journal.jobs.queue("dpo", {"kind": "dpo"})  # no worker started yet
+    alive = journal.jobs.queue("dpo", {"kind": "dpo"})
+    journal.jobs.set_pid(alive, os.getpid())
     for job_id in (running, handed):
-        row = journal.get_job(job_id)
+        row = journal.jobs.get(job_id)
         assert row.status == JobStatus.interrupted and row.error_type == "WorkerDied"
         assert str(gone) in (row.error or "") and row.http_status == 500
-    assert journal.get_job(being_handed).status == JobStatus.queued
-    assert [j.id for j in journal.live_jobs("dpo")] == [being_handed, alive]
-    assert [j.id for j in journal.jobs("dpo", after=handed)] == [being_handed, alive]
+    assert journal.jobs.get(being_handed).status == JobStatus.queued
+    assert [j.id for j in journal.jobs.live("dpo")] == [being_handed, alive]
+    assert [j.id for j in journal.jobs.list("dpo", after=handed)] == [being_handed, alive]
     with pytest.raises(JournalError, match="interrupted, not queued"):
-        journal.claim_job(running, os.getpid())
+        journal.jobs.claim(running, os.getpid())

@@ -23,21 +23,21 @@ def finished(
     journal: Journal, sid: str, status: str, objective: float | None, kind: str = "search"
 ) -> TrialRecord:
     t = new_trial(journal, sid, kind=kind)
-    return journal.finish_trial(t.id, status=status, objective=objective)
+    return journal.trials.finish(t.id, status=status, objective=objective)
 
 
 def test_sessions_newest_first(journal: Journal) -> None:
     ids = [new_session(journal, goal=f"goal {i}") for i in range(4)]
-    assert [s.id for s in journal.list_sessions()] == ids[::-1]
-    assert all(isinstance(s, SessionRecord) for s in journal.list_sessions())
+    assert [s.id for s in journal.sessions.list()] == ids[::-1]
+    assert all(isinstance(s, SessionRecord) for s in journal.sessions.list())
 
 
 def test_session_not_found_lists_recent_ids(journal: Journal) -> None:
     with pytest.raises(SessionNotFound, match=r"no session 's-x' .* it has no sessions yet"):
-        journal.get_session("s-x")
+        journal.sessions.get("s-x")
     ids = [new_session(journal) for _ in range(7)]
     with pytest.raises(SessionNotFound) as err:
-        journal.get_session("s-20200101-000000-dead")
+        journal.sessions.get("s-20200101-000000-dead")
     message = str(err.value)
     assert "no session 's-20200101-000000-dead'" in message
     assert f"recent sessions: {', '.join(ids[::-1][:5])}" in message and ids[0] not in message
@@ -49,14 +49,18 @@ def test_trials_by_index_and_kind(journal: Journal) -> None:
     base = new_trial(journal, sid, kind="baseline")
     search = [new_trial(journal, sid) for _ in range(2)]
     test = new_trial(journal, sid, kind="test")
-    assert [t.id for t in journal.trials(sid)] == [base.id, *(t.id for t in search), test.id]
-    assert [t.idx for t in journal.trials(sid, kind="search")] == [1, 2]
-    assert journal.trials(sid, kind="test") == [test]
-    assert journal.trials("s-nope") == []
+    assert [t.id for t in journal.trials.of_session(sid)] == [
+        base.id,
+        *(t.id for t in search),
+        test.id,
+    ]
+    assert [t.idx for t in journal.trials.of_session(sid, kind="search")] == [1, 2]
+    assert journal.trials.of_session(sid, kind="test") == [test]
+    assert journal.trials.of_session("s-nope") == []
     with pytest.raises(ValueError):
-        journal.trials(sid, kind="warmup")
+        journal.trials.of_session(sid, kind="warmup")
     with pytest.raises(TrialNotFound, match="no trial with id 4242"):
-        journal.get_trial(4242)
+        journal.trials.get(4242)
 
 
 def test_leaderboard_best_first_ties_by_index(journal: Journal) -> None:
@@ -69,11 +73,11 @@ def test_leaderboard_best_first_ties_by_index(journal: Journal) -> None:
     finished(journal, sid, "keep", 5.0, kind="test")  # test-window rows never rank
     new_trial(journal, sid)  # still running
     s4 = finished(journal, sid, "discard", -math.inf)
-    board = journal.leaderboard(sid)
+    board = journal.trials.leaderboard(sid)
     assert [t.id for t in board] == [s2.id, s3.id, b.id, s1.id, s4.id]
-    assert [t.id for t in journal.leaderboard(sid, k=2)] == [s2.id, s3.id]
+    assert [t.id for t in journal.trials.leaderboard(sid, k=2)] == [s2.id, s3.id]
     with pytest.raises(ValueError, match="k >= 1"):
-        journal.leaderboard(sid, k=0)
+        journal.trials.leaderboard(sid, k=0)
 
 
 def test_leaderboard_ranks_trials_within_the_limits_first(journal: Journal) -> None:
@@ -84,7 +88,7 @@ def test_leaderboard_ranks_trials_within_the_limits_first(journal: Journal) -> N
 
     def limited(status: str, objective: float, violation: str | None, **kw: str) -> TrialRecord:
         t = new_trial(journal, sid, **kw)
-        return journal.finish_trial(
+        return journal.trials.finish(
             t.id, status=status, objective=objective, reason=violation, violation=violation
         )
 
@@ -92,29 +96,34 @@ def test_leaderboard_ranks_trials_within_the_limits_first(journal: Journal) -> N
     high = limited("discard", 1.5, breaks)
     within = limited("keep", 0.3, None)
     worse = limited("discard", 0.1, None)
-    assert journal.get_trial(high.id).violation == breaks
-    assert [t.id for t in journal.leaderboard(sid)] == [within.id, worse.id, high.id, base.id]
-    assert journal.best_trial(sid) == within
+    assert journal.trials.get(high.id).violation == breaks
+    assert [t.id for t in journal.trials.leaderboard(sid)] == [
+        within.id,
+        worse.id,
+        high.id,
+        base.id,
+    ]
+    assert journal.trials.best(sid) == within
 
 
 def test_best_trial_prefers_a_baseline_within_the_limits(journal: Journal) -> None:
     sid = new_session(journal)
     high = new_trial(journal, sid, kind="baseline")
-    journal.finish_trial(high.id, status="keep", objective=0.9, violation="too deep")
+    journal.trials.finish(high.id, status="keep", objective=0.9, violation="too deep")
     low = finished(journal, sid, "keep", 0.4, kind="baseline")
-    assert journal.best_trial(sid) == low
+    assert journal.trials.best(sid) == low
 
 
 def test_best_trial(journal: Journal) -> None:
     sid = new_session(journal)
-    assert journal.best_trial(sid) is None
+    assert journal.trials.best(sid) is None
     finished(journal, sid, "keep", 0.3, kind="baseline")
     b2 = finished(journal, sid, "keep", 0.4, kind="baseline")
     finished(journal, sid, "discard", 2.0)  # discarded: never the best, whatever its objective
-    assert journal.best_trial(sid) == b2
+    assert journal.trials.best(sid) == b2
     s1 = finished(journal, sid, "keep", 0.6)
     finished(journal, sid, "keep", 0.6)
-    assert journal.best_trial(sid) == s1
+    assert journal.trials.best(sid) == s1
 
 
 def test_models_are_frozen(journal: Journal) -> None:
@@ -128,7 +137,7 @@ def test_models_are_frozen(journal: Journal) -> None:
 def test_models_dump_to_strict_json(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
-    done = journal.finish_trial(
+    done = journal.trials.finish(
         t.id,
         status="keep",
         objective=1.0,
@@ -142,13 +151,13 @@ def test_models_dump_to_strict_json(journal: Journal) -> None:
     assert data["metrics"] == {"sharpe": 1.0, "profit_factor": None, "sortino": None}
     assert data["val_returns"] == [0.01, None]
     assert json.loads(text)["id"] == done.id
-    session = journal.get_session(sid).model_dump(mode="json")
+    session = journal.sessions.get(sid).model_dump(mode="json")
     assert json.loads(json.dumps(session, allow_nan=False))["status"] == "running"
     for rows in (
-        journal.events(sid),
-        journal.llm_calls(),
-        journal.chart_reads(),
-        journal.session_clips(sid),
+        journal.logs.events(sid),
+        journal.logs.llm_calls(),
+        journal.logs.chart_reads(),
+        journal.logs.session_clips(sid),
     ):
         json.dumps([r.model_dump(mode="json") for r in rows], allow_nan=False)
 
@@ -156,13 +165,13 @@ def test_models_dump_to_strict_json(journal: Journal) -> None:
 def test_trial_at_an_index(journal: Journal) -> None:
     sid = new_session(journal)
     with pytest.raises(TrialNotFound, match="has no trial #0; it has no trials"):
-        journal.trial_at(sid, 0)
+        journal.trials.at(sid, 0)
     rows = [new_trial(journal, sid) for _ in range(3)]
-    assert journal.trial_at(sid, 2) == journal.get_trial(rows[2].id)
+    assert journal.trials.at(sid, 2) == journal.trials.get(rows[2].id)
     with pytest.raises(TrialNotFound, match=r"no trial #5; its trials are #0\.\.#2"):
-        journal.trial_at(sid, 5)
+        journal.trials.at(sid, 5)
     with pytest.raises(SessionNotFound):
-        journal.trial_at("s-x", 0)
+        journal.trials.at("s-x", 0)
 
 
 def test_completed_trials_across_sessions(journal: Journal) -> None:
@@ -177,34 +186,34 @@ def test_completed_trials_across_sessions(journal: Journal) -> None:
         (b, "keep", "search"),
     ):
         t = new_trial(journal, sid, kind=kind)
-        done.append(journal.finish_trial(t.id, status=status, objective=1.0, metrics=metrics))
+        done.append(journal.trials.finish(t.id, status=status, objective=1.0, metrics=metrics))
     new_trial(journal, b)  # still running
     # Validation rows that finished with metrics, in the order they finished; no test rows.
-    assert [t.id for t in journal.completed_trials()] == [done[0].id, done[1].id, done[4].id]
-    assert [t.id for t in journal.completed_trials(kinds=("test",))] == [done[3].id]
-    assert journal.completed_trials(kinds=()) == []
+    assert [t.id for t in journal.trials.completed()] == [done[0].id, done[1].id, done[4].id]
+    assert [t.id for t in journal.trials.completed(kinds=("test",))] == [done[3].id]
+    assert journal.trials.completed(kinds=()) == []
 
 
 def test_trials_without_series_are_the_same_rows_less_the_daily_series(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
-    journal.set_curve(t.id, [[64, 0.5], [128, 0.25]])
-    journal.finish_trial(
+    journal.trials.set_curve(t.id, [[64, 0.5], [128, 0.25]])
+    journal.trials.finish(
         t.id, status="keep", objective=1.2, metrics={"sharpe": 1.2}, val_returns=[0.01, -0.02],
         final_weights=[0.6, 0.4], elapsed_s=2.5, baselines={"equal_weight": {"sharpe": 0.9}},
     )  # fmt: skip
     finished(journal, sid, "crash", None, kind="baseline")
-    full, lean = journal.trials(sid), journal.trials(sid, series=False)
+    full, lean = journal.trials.of_session(sid), journal.trials.of_session(sid, series=False)
     series = {"val_returns": None, "final_weights": None, "curve": None}
     assert lean == [f.model_copy(update=series) for f in full]
     assert full[0].val_returns == [0.01, -0.02] and full[0].curve == [[64, 0.5], [128, 0.25]]
-    assert journal.trials(sid, "baseline", series=False) == lean[1:]
+    assert journal.trials.of_session(sid, "baseline", series=False) == lean[1:]
 
 
 def test_trial_seconds_adds_up_finished_trials(journal: Journal) -> None:
     sid = new_session(journal)
-    assert journal.trial_seconds(sid) == 0.0
+    assert journal.trials.seconds(sid) == 0.0
     for seconds in (1.5, 2.25):
-        journal.finish_trial(new_trial(journal, sid).id, status="discard", elapsed_s=seconds)
+        journal.trials.finish(new_trial(journal, sid).id, status="discard", elapsed_s=seconds)
     new_trial(journal, sid)  # still running: no time yet
-    assert journal.trial_seconds(sid) == 3.75
+    assert journal.trials.seconds(sid) == 3.75

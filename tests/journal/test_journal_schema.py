@@ -38,14 +38,14 @@ def test_reopening_keeps_the_rows(journal_path: Path) -> None:
     with Journal(journal_path) as j:
         sid = new_session(j)
     with Journal(journal_path) as j:
-        assert [s.id for s in j.list_sessions()] == [sid]
+        assert [s.id for s in j.sessions.list()] == [sid]
 
 
 def test_an_empty_file_becomes_a_journal(journal_path: Path) -> None:
     journal_path.parent.mkdir(parents=True)
     journal_path.touch()
     with Journal(journal_path) as j:
-        assert j.list_sessions() == []
+        assert j.sessions.list() == []
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION
 
 
@@ -125,7 +125,7 @@ def test_an_older_journal_is_migrated_on_open(
         lambda conn: conn.execute("CREATE TABLE future (id INTEGER PRIMARY KEY)"),
     )
     with Journal(journal_path) as j:
-        assert j.get_session(sid).id == sid
+        assert j.sessions.get(sid).id == sid
         assert "future" in j.db.table_names()
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION + 1
 
@@ -135,10 +135,10 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
     with Journal(journal_path) as j:
         sid = new_session(j)
         rows = [new_trial(j, sid, kind=k) for k in ("baseline", "search", "search", "search")]
-        j.finish_trial(rows[0].id, status="keep", objective=1.0, reason="baseline")
-        j.finish_trial(rows[1].id, status="discard", objective=2.0, reason=limit)
-        j.finish_trial(rows[2].id, status="discard", objective=0.5, reason="does not beat best")
-        j.finish_trial(rows[3].id, status="keep", objective=1.5, reason="beats best")
+        j.trials.finish(rows[0].id, status="keep", objective=1.0, reason="baseline")
+        j.trials.finish(rows[1].id, status="discard", objective=2.0, reason=limit)
+        j.trials.finish(rows[2].id, status="discard", objective=0.5, reason="does not beat best")
+        j.trials.finish(rows[3].id, status="keep", objective=1.5, reason="beats best")
     # Back to what alphaloop wrote before schema 2: no such columns, version 1.
     conn = sqlite3.connect(journal_path)
     drop_the_continuous_loop(conn)
@@ -148,10 +148,10 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:
-        trials = j.trials(sid)
+        trials = j.trials.of_session(sid)
         assert [t.violation for t in trials] == [None, limit, None, None]
         assert all(t.env_steps is None for t in trials)
-        assert [t.id for t in j.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
+        assert [t.id for t in j.trials.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
                                                       rows[1].id]  # fmt: skip
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 10
 
@@ -168,14 +168,14 @@ def test_a_schema_3_journal_gains_the_continuous_loop(journal_path: Path) -> Non
     with Journal(journal_path) as j:
         sid = new_session(j)
         row = new_trial(j, sid)
-        j.finish_trial(row.id, status="keep", objective=1.5)
+        j.trials.finish(row.id, status="keep", objective=1.5)
     conn = sqlite3.connect(journal_path)
     drop_the_continuous_loop(conn)
     conn.execute("PRAGMA user_version = 3")
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:
-        assert j.trials(sid)[0].prompt is None
+        assert j.trials.of_session(sid)[0].prompt is None
         assert set(schema.LOOP_TABLES) <= set(j.db.table_names())
         assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 10
@@ -199,14 +199,16 @@ def test_a_schema_4_journal_gains_evaluator_versions_and_held_outcomes(
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:
-        assert j.get_trial(row.id).evaluator_version is None
-        j.hold_outcome(row.id, '{"status": "ok"}')
-        assert [(t.id, held) for t, held in j.awaiting_verdict(sid)] == [
+        assert j.trials.get(row.id).evaluator_version is None
+        j.trials.hold_outcome(row.id, '{"status": "ok"}')
+        assert [(t.id, held) for t, held in j.trials.awaiting_verdict(sid)] == [
             (row.id, '{"status": "ok"}')
         ]
-        assert j.reap_interrupted(sid) == []  # judged on resume, not run again
-        j.finish_trial(row.id, status="keep", objective=1.0, evaluator_version="1")
-        assert j.awaiting_verdict(sid) == [] and j.get_trial(row.id).evaluator_version == "1"
+        assert j.trials.reap_interrupted(sid) == []  # judged on resume, not run again
+        j.trials.finish(row.id, status="keep", objective=1.0, evaluator_version="1")
+        assert (
+            j.trials.awaiting_verdict(sid) == [] and j.trials.get(row.id).evaluator_version == "1"
+        )
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 10
 
 
@@ -219,10 +221,10 @@ def test_a_schema_5_journal_gains_the_jobs_table(journal_path: Path) -> None:
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:  # opens (the jobs table is not required at 5) and migrates
-        assert j.get_session(sid).id == sid
-        assert j.jobs() == []
-        job_id = j.queue_job("pm_tick", {"kind": "pm_tick"})
-        assert j.get_job(job_id).status == "queued"
+        assert j.sessions.get(sid).id == sid
+        assert j.jobs.list() == []
+        job_id = j.jobs.queue("pm_tick", {"kind": "pm_tick"})
+        assert j.jobs.get(job_id).status == "queued"
         indexes = {i.name for i in j.db["jobs"].indexes}
     assert "idx_jobs_kind_status" in indexes
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 10
@@ -230,7 +232,7 @@ def test_a_schema_5_journal_gains_the_jobs_table(journal_path: Path) -> None:
 
 def test_a_schema_7_journal_gains_pending_ticks_and_book_events(journal_path: Path) -> None:
     with Journal(journal_path) as j:
-        j.create_book("main", "paper", 1000.0)
+        j.books.create("main", "paper", 1000.0)
     conn = sqlite3.connect(journal_path)
     conn.execute("DROP TABLE pm_pending")
     conn.execute("DROP TABLE pm_book_events")
@@ -238,10 +240,10 @@ def test_a_schema_7_journal_gains_pending_ticks_and_book_events(journal_path: Pa
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:  # opens (neither table is required at 7) and migrates
-        assert j.pending_tick("main") is None
-        j.set_halt("main", "earnings", origin="api")
-        j.set_halt("main", None, origin="cli", reason="earnings are out")
-        events = [(e.kind, e.reason, e.origin) for e in j.book_events("main")]
+        assert j.books.pending_tick("main") is None
+        j.books.set_halt("main", "earnings", origin="api")
+        j.books.set_halt("main", None, origin="cli", reason="earnings are out")
+        events = [(e.kind, e.reason, e.origin) for e in j.books.events("main")]
         indexes = {i.name for i in j.db["pm_book_events"].indexes}
     assert events == [("resume", "earnings are out", "cli"), ("halt", "earnings", "api")]
     assert "idx_pm_book_events_book" in indexes
@@ -250,7 +252,7 @@ def test_a_schema_7_journal_gains_pending_ticks_and_book_events(journal_path: Pa
 
 def test_a_schema_9_journal_gains_dpo_lengths(journal_path: Path) -> None:
     with Journal(journal_path) as j:
-        old = j.start_dpo_run(model_dir="m", out_dir="o", max_steps=4)
+        old = j.preferences.start_dpo_run(model_dir="m", out_dir="o", max_steps=4)
     conn = sqlite3.connect(journal_path)
     for column in ("accuracy_after_low", "accuracy_after_high", "max_length", "lengths"):
         conn.execute(f"ALTER TABLE dpo_runs DROP COLUMN {column}")
@@ -258,8 +260,11 @@ def test_a_schema_9_journal_gains_dpo_lengths(journal_path: Path) -> None:
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:
-        assert j.get_dpo_run(old).max_length is None and j.get_dpo_run(old).lengths is None
-        run = j.finish_dpo_run(
+        assert (
+            j.preferences.get_dpo_run(old).max_length is None
+            and j.preferences.get_dpo_run(old).lengths is None
+        )
+        run = j.preferences.finish_dpo_run(
             old, status="finished", max_length=512, lengths={"prompt_max": 300.0},
             accuracy_after=0.75, accuracy_after_low=0.5, accuracy_after_high=0.9,
         )  # fmt: skip
@@ -288,9 +293,9 @@ def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
     with Journal(journal_path) as j:
         sid = new_session(j)
         base, search = new_trial(j, sid, kind="baseline"), new_trial(j, sid)
-        j.finish_trial(base.id, status="keep", objective=1.0, reason="baseline")
-        j.finish_trial(search.id, status="keep", objective=1.5, violation=None)
-        j.add_clips(search.id, [])
+        j.trials.finish(base.id, status="keep", objective=1.0, reason="baseline")
+        j.trials.finish(search.id, status="keep", objective=1.5, violation=None)
+        j.logs.add_clips(search.id, [])
     # Back to schema 2: the trials table without the confirm kind and the seed columns.
     conn = sqlite3.connect(journal_path)
     drop_the_continuous_loop(conn)
@@ -305,15 +310,15 @@ def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
         conn.execute("UPDATE trials SET kind = 'confirm' WHERE id = ?", (search.id,))
     conn.close()
     with Journal(journal_path) as j:
-        old = j.trials(sid)
+        old = j.trials.of_session(sid)
         assert [(t.kind, t.objective, t.n_seeds, t.seed_mean) for t in old] == [
             ("baseline", 1.0, None, None),
             ("search", 1.5, None, None),
         ]
         row = new_trial(j, sid, kind="confirm", parent_id=search.id, seed=9)
-        done = j.finish_trial(row.id, status="keep", objective=1.4)
+        done = j.trials.finish(row.id, status="keep", objective=1.4)
         assert (done.kind, done.parent_id, done.counted) == ("confirm", search.id, False)
-        assert j.best_trial(sid).id == search.id
+        assert j.trials.best(sid).id == search.id
         indexes = {r["name"] for r in j.db.query("SELECT name FROM sqlite_master")}
         assert {"idx_trials_session_status", "idx_trials_session_kind"} <= indexes
         assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
@@ -344,7 +349,7 @@ def test_a_closed_journal_says_so(journal_path: Path) -> None:
     j.close()
     j.close()  # idempotent
     with pytest.raises(JournalError, match="is closed"):
-        j.list_sessions()
+        j.sessions.list()
 
 
 def test_a_schema_6_journal_gains_the_mode_and_finish_reason_of_llm_calls(
@@ -352,7 +357,7 @@ def test_a_schema_6_journal_gains_the_mode_and_finish_reason_of_llm_calls(
 ) -> None:
     with Journal(journal_path) as j:
         sid = new_session(j)
-        j.log_llm_call(purpose="propose", model="m", latency_s=0.1, ok=True, session_id=sid)
+        j.logs.add_llm_call(purpose="propose", model="m", latency_s=0.1, ok=True, session_id=sid)
     conn = sqlite3.connect(journal_path)
     conn.execute("ALTER TABLE llm_calls DROP COLUMN mode")
     conn.execute("ALTER TABLE llm_calls DROP COLUMN finish_reason")
@@ -360,9 +365,9 @@ def test_a_schema_6_journal_gains_the_mode_and_finish_reason_of_llm_calls(
     conn.commit()
     conn.close()
     with Journal(journal_path) as j:
-        (old,) = j.llm_calls(sid)
+        (old,) = j.logs.llm_calls(sid)
         assert old.mode is None and old.finish_reason is None  # unknown before schema 7
-        j.log_llm_call(
+        j.logs.add_llm_call(
             purpose="propose",
             model="m",
             latency_s=0.1,
@@ -371,6 +376,6 @@ def test_a_schema_6_journal_gains_the_mode_and_finish_reason_of_llm_calls(
             mode="json_schema",
             finish_reason="length",
         )
-        new = j.llm_calls(sid)[-1]
+        new = j.logs.llm_calls(sid)[-1]
     assert (new.mode, new.finish_reason) == ("json_schema", "length")
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 10

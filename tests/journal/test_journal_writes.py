@@ -33,7 +33,7 @@ METRICS = {"sharpe": 1.25, "max_drawdown": 0.12, "profit_factor": math.inf, "n_d
 
 def test_create_session_round_trip(journal: Journal) -> None:
     sid = new_session(journal, time_budget_s=600.0, max_tokens_total=50_000)
-    s = journal.get_session(sid)
+    s = journal.sessions.get(sid)
     assert re.fullmatch(r"s-\d{8}-\d{6}-[0-9a-f]{4}", sid)
     assert (s.goal, s.mode, s.proposer, s.budget, s.seed) == (
         "maximise Sharpe, max drawdown under 15%",
@@ -60,13 +60,13 @@ def test_session_ids_are_unique(journal: Journal) -> None:
 def test_create_session_names_a_bad_value(journal: Journal) -> None:
     with pytest.raises(ValueError, match="budget"):
         new_session(journal, budget="many")
-    assert journal.list_sessions() == []
+    assert journal.sessions.list() == []
 
 
 def test_update_session(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
-    s = journal.update_session(
+    s = journal.sessions.update(
         sid,
         noise_floor=0.03,
         best_trial_id=t.id,
@@ -78,18 +78,18 @@ def test_update_session(journal: Journal) -> None:
         FinalReport(stop_reason="finished", deflated_sharpe=0.7, n_trials=5),
     )
     assert s.finished_at is None and s.updated_at >= s.created_at
-    done = journal.update_session(sid, status="finished")
+    done = journal.sessions.update(sid, status="finished")
     assert done.status == "finished" and done.finished_at is not None
     with pytest.raises(ValueError, match=r"unknown field.*colour"):
-        journal.update_session(sid, colour="red")
+        journal.sessions.update(sid, colour="red")
     with pytest.raises(ValueError, match="final"):  # a report with a key it does not have
-        journal.update_session(sid, final={"stop_reason": "x", "n_trials": 1, "colour": "red"})
+        journal.sessions.update(sid, final={"stop_reason": "x", "n_trials": 1, "colour": "red"})
     with pytest.raises(ValueError, match="status"):
-        journal.update_session(sid, status="paused")
+        journal.sessions.update(sid, status="paused")
     with pytest.raises(ValueError, match=r"unknown field.*created_at"):
-        journal.update_session(sid, created_at="yesterday")
+        journal.sessions.update(sid, created_at="yesterday")
     with pytest.raises(SessionNotFound):
-        journal.update_session("s-nope", error="x")
+        journal.sessions.update("s-nope", error="x")
 
 
 def test_start_trial_assigns_indexes_per_session(journal: Journal) -> None:
@@ -119,14 +119,14 @@ def test_start_trial_refuses_unknown_references(journal: Journal) -> None:
         new_trial(journal, sid, parent_id=999)
     with pytest.raises(ValueError, match="kind"):
         new_trial(journal, sid, kind="warmup")
-    assert journal.trials(sid) == []
+    assert journal.trials.of_session(sid) == []
 
 
 def test_finish_trial_round_trip(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
     returns = np.array([0.01, -0.005, 0.002])
-    done = journal.finish_trial(
+    done = journal.trials.finish(
         t.id,
         status="keep",
         objective=np.float64(1.25),
@@ -146,8 +146,8 @@ def test_finish_trial_round_trip(journal: Journal) -> None:
     # A path relative to the working directory is journaled as the file it names.
     assert done.policy_path == str(Path("policies/s/0.zip").absolute())
     assert done.finished_at >= done.started_at
-    assert journal.get_trial(t.id) == done
-    by_name = journal.finish_trial(
+    assert journal.trials.get(t.id) == done
+    by_name = journal.trials.finish(
         new_trial(journal, sid).id, status="discard", final_weights={"AAA": 0.4, "BBB": 0.6}
     )
     assert by_name.final_weights == {"AAA": 0.4, "BBB": 0.6}
@@ -156,7 +156,7 @@ def test_finish_trial_round_trip(journal: Journal) -> None:
 
 def test_finish_trial_records_a_crash(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
-    done = journal.finish_trial(
+    done = journal.trials.finish(
         t.id,
         status=TrialStatus.crash,
         error="SolverError('x')",
@@ -174,15 +174,15 @@ def test_finish_trial_records_a_crash(journal: Journal) -> None:
 def test_a_trial_finishes_once(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
     with pytest.raises(ValueError, match="final status"):
-        journal.finish_trial(t.id, status="running")
+        journal.trials.finish(t.id, status="running")
     with pytest.raises(ValueError):
-        journal.finish_trial(t.id, status="won")
-    journal.finish_trial(t.id, status="discard", objective=0.1)
+        journal.trials.finish(t.id, status="won")
+    journal.trials.finish(t.id, status="discard", objective=0.1)
     with pytest.raises(TrialNotRunning, match="already finished as 'discard'"):
-        journal.finish_trial(t.id, status="keep", objective=9.9)
-    assert journal.get_trial(t.id).objective == 0.1
+        journal.trials.finish(t.id, status="keep", objective=9.9)
+    assert journal.trials.get(t.id).objective == 0.1
     with pytest.raises(TrialNotFound):
-        journal.finish_trial(12345, status="keep")
+        journal.trials.finish(12345, status="keep")
 
 
 @pytest.mark.parametrize(
@@ -203,14 +203,14 @@ def test_counted(
 ) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid, kind=kind)
-    assert journal.finish_trial(t.id, status=status, error=error).counted is counted
-    assert journal.counted_trials(sid) == int(counted)
+    assert journal.trials.finish(t.id, status=status, error=error).counted is counted
+    assert journal.trials.counted(sid) == int(counted)
 
 
 def test_record_invalid_trial(journal: Journal) -> None:
     sid = new_session(journal)
     new_trial(journal, sid)
-    bad = journal.record_invalid_trial(
+    bad = journal.trials.record_invalid(
         sid,
         proposer="llm",
         delta_raw='{"lookback": "5%"}',
@@ -220,7 +220,7 @@ def test_record_invalid_trial(journal: Journal) -> None:
     assert bad.delta["raw"] == '{"lookback": "5%"}' and bad.delta["changes"] == {}
     assert "percentage" in bad.error and bad.finished_at == bad.started_at
     assert bad.config == {} and TrialConfig(**bad.config) == TrialConfig()
-    assert journal.counted_trials(sid) == 0
+    assert journal.trials.counted(sid) == 0
 
 
 def test_clips(journal: Journal) -> None:
@@ -235,32 +235,32 @@ def test_clips(journal: Journal) -> None:
         reason="above the upper bound",
     )
     c2 = BoundsClip(knob="lookback", proposed=2, applied=5, low=5, high=60, reason="below")
-    journal.add_clips(t2.id, [c2])
-    rows = journal.add_clips(t1.id, [c1, c2.model_dump()])
+    journal.logs.add_clips(t2.id, [c2])
+    rows = journal.logs.add_clips(t1.id, [c1, c2.model_dump()])
     assert [r.to_bounds_clip() for r in rows] == [c1, c2]
-    assert [r.to_bounds_clip() for r in journal.clips(t1.id)] == [c1, c2]
-    assert [(c.trial_id, c.knob) for c in journal.session_clips(sid)] == [
+    assert [r.to_bounds_clip() for r in journal.logs.clips(t1.id)] == [c1, c2]
+    assert [(c.trial_id, c.knob) for c in journal.logs.session_clips(sid)] == [
         (t1.id, "max_position_pct"),
         (t1.id, "lookback"),
         (t2.id, "lookback"),
     ]
-    assert journal.add_clips(t1.id, []) == []
+    assert journal.logs.add_clips(t1.id, []) == []
     with pytest.raises(TrialNotFound):
-        journal.add_clips(999, [c1])
+        journal.logs.add_clips(999, [c1])
 
 
 def test_events(journal: Journal) -> None:
     sid = new_session(journal)
-    journal.add_event(sid, "ProposerFallback", {"reason": "timeout", "fallback": "tpe"})
-    journal.add_event(sid, "PolicyRetrained", {"trial_id": 3})
-    journal.add_event(None, "Maintenance")
-    assert [e.kind for e in journal.events(sid)] == ["ProposerFallback", "PolicyRetrained"]
-    [fallback] = journal.events(sid, kind="ProposerFallback")
+    journal.logs.add_event(sid, "ProposerFallback", {"reason": "timeout", "fallback": "tpe"})
+    journal.logs.add_event(sid, "PolicyRetrained", {"trial_id": 3})
+    journal.logs.add_event(None, "Maintenance")
+    assert [e.kind for e in journal.logs.events(sid)] == ["ProposerFallback", "PolicyRetrained"]
+    [fallback] = journal.logs.events(sid, kind="ProposerFallback")
     assert fallback.payload == {"reason": "timeout", "fallback": "tpe"}
     assert fallback.session_id == sid
-    assert [e.payload for e in journal.events(None)] == [{}]
+    assert [e.payload for e in journal.logs.events(None)] == [{}]
     with pytest.raises(SessionNotFound):
-        journal.add_event("s-nope", "X", {})
+        journal.logs.add_event("s-nope", "X", {})
 
 
 def test_llm_calls_take_the_clients_record(journal: Journal) -> None:
@@ -284,23 +284,23 @@ def test_llm_calls_take_the_clients_record(journal: Journal) -> None:
         error="timeout",
         session_id=sid,
     )
-    journal.log_llm_call(**ok.model_dump())
-    journal.log_llm_call(**failed.model_dump())
-    journal.log_llm_call(purpose="chat", model="m", latency_s=0.2, ok=True)
-    calls = journal.llm_calls(sid)
+    journal.logs.add_llm_call(**ok.model_dump())
+    journal.logs.add_llm_call(**failed.model_dump())
+    journal.logs.add_llm_call(purpose="chat", model="m", latency_s=0.2, ok=True)
+    calls = journal.logs.llm_calls(sid)
     assert [(c.ok, c.trial_id, c.total_tokens, c.error) for c in calls] == [
         (True, t.id, 1020, None),
         (False, None, 0, "timeout"),
     ]
-    assert len(journal.llm_calls()) == 3
+    assert len(journal.logs.llm_calls()) == 3
     with pytest.raises(ValueError, match="trial_id"):
-        journal.log_llm_call(purpose="p", model="m", latency_s=0.1, ok=True, trial_id="abc")
+        journal.logs.add_llm_call(purpose="p", model="m", latency_s=0.1, ok=True, trial_id="abc")
 
 
 def test_chart_reads(journal: Journal) -> None:
     sid = new_session(journal)
     t = new_trial(journal, sid)
-    read = journal.add_chart_read(
+    read = journal.logs.add_chart_read(
         kind="equity_curve",
         model="embedded",
         elapsed_s=0.01,
@@ -310,50 +310,52 @@ def test_chart_reads(journal: Journal) -> None:
         session_id=sid,
         trial_id=t.id,
     )
-    journal.add_chart_read(kind="weights", model="vlm", bullets=[])
-    assert journal.chart_reads(sid) == [read]
+    journal.logs.add_chart_read(kind="weights", model="vlm", bullets=[])
+    assert journal.logs.chart_reads(sid) == [read]
     assert read.bullets == ["rises 12%", "drawdown 8% in March"]
     assert read.context == {"window": "validation"} and read.trial_id == t.id
-    assert len(journal.chart_reads()) == 2
+    assert len(journal.logs.chart_reads()) == 2
 
 
 def test_curves(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
-    assert journal.set_curve(t.id, [[0, -1.0], [512, -0.5]]) == 2
-    assert journal.get_trial(t.id).curve == [[0, -1.0], [512, -0.5]]
+    assert journal.trials.set_curve(t.id, [[0, -1.0], [512, -0.5]]) == 2
+    assert journal.trials.get(t.id).curve == [[0, -1.0], [512, -0.5]]
     with pytest.raises(TrialNotFound):
-        journal.set_curve(999, [[0, 0.0]])
+        journal.trials.set_curve(999, [[0, 0.0]])
     with pytest.raises(ValueError, match="at least 2"):
-        journal.set_curve(t.id, [[0, 0.0]], max_points=1)
+        journal.trials.set_curve(t.id, [[0, 0.0]], max_points=1)
 
 
 def test_set_curve_downsamples_evenly(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
     points = [[i * 256, i / 10] for i in range(1001)]
-    assert journal.set_curve(t.id, points, max_points=200) == 200
-    stored = journal.get_trial(t.id).curve
+    assert journal.trials.set_curve(t.id, points, max_points=200) == 200
+    stored = journal.trials.get(t.id).curve
     assert stored[0] == points[0] and stored[-1] == points[-1]
     gaps = {b[0] - a[0] for a, b in itertools.pairwise(stored)}
     # 1000 intervals over 199 gaps: every gap is 5 or 6 updates (x 256 steps), never more.
     assert gaps <= {5 * 256, 6 * 256}
-    assert journal.set_curve(t.id, points[:50], max_points=200) == 50
+    assert journal.trials.set_curve(t.id, points[:50], max_points=200) == 50
     assert downsample_curve(list(range(10)), 4) == [0, 3, 6, 9]
     assert downsample_curve(list(range(3)), 4) == [0, 1, 2]
 
 
 def test_request_stop(journal: Journal) -> None:
     sid = new_session(journal)
-    assert not journal.stop_requested(sid)
-    assert journal.request_stop(sid) is True
-    assert journal.stop_requested(sid) and journal.get_session(sid).status == "stopping"
-    [event] = journal.events(sid, kind=STOP_REQUESTED)
+    assert not journal.sessions.stop_requested(sid)
+    assert journal.sessions.request_stop(sid) is True
+    assert journal.sessions.stop_requested(sid) and journal.sessions.get(sid).status == "stopping"
+    [event] = journal.logs.events(sid, kind=STOP_REQUESTED)
     assert event.payload["applied"] is True and event.payload["status_before"] == "running"
     done = new_session(journal)
-    journal.update_session(done, status="finished")
-    assert journal.request_stop(done) is False
-    assert journal.get_session(done).status == "finished" and not journal.stop_requested(done)
+    journal.sessions.update(done, status="finished")
+    assert journal.sessions.request_stop(done) is False
+    assert journal.sessions.get(done).status == "finished" and not journal.sessions.stop_requested(
+        done
+    )
     with pytest.raises(SessionNotFound):
-        journal.request_stop("s-nope")
+        journal.sessions.request_stop("s-nope")
 
 
 def test_reap_interrupted(journal: Journal, journal_path) -> None:
@@ -362,30 +364,30 @@ def test_reap_interrupted(journal: Journal, journal_path) -> None:
     code = (
         "import sys; from alphaloop.journal import Journal\n"
         "with Journal(sys.argv[1]) as j:\n"
-        "    print(j.start_trial(sys.argv[2], kind='search', config={}, config_hash=None,"
+        "    print(j.trials.start(sys.argv[2], kind='search', config={}, config_hash=None,"
         " delta={}, parent_id=None, seed=0, rationale=None, proposer='tpe').id)\n"
     )
     proc = run_python(code, str(journal_path), sid)
     assert proc.returncode == 0, proc.stderr
-    orphan = journal.get_trial(int(proc.stdout))
+    orphan = journal.trials.get(int(proc.stdout))
     mine, kept = new_trial(journal, sid), new_trial(journal, sid)
     live = new_trial(journal, sid)
     journal.db.execute("UPDATE trials SET owner_pid = ? WHERE id = ?", (os.getppid(), live.id))
     journal.db.conn.commit()
 
-    assert journal.reap_interrupted(sid, keep={kept.id}, own_pid_alive=True) == [
-        journal.get_trial(orphan.id)
+    assert journal.trials.reap_interrupted(sid, keep={kept.id}, own_pid_alive=True) == [
+        journal.trials.get(orphan.id)
     ]
-    reaped = journal.get_trial(orphan.id)
+    reaped = journal.trials.get(orphan.id)
     assert (reaped.status, reaped.error, reaped.counted) == ("crash", INTERRUPTED, False)
     assert reaped.finished_at is not None
-    assert journal.get_trial(mine.id).status == "running"  # our own pid, declared live
-    assert [t.id for t in journal.reap_interrupted(sid, keep={kept.id})] == [mine.id]
-    assert journal.get_trial(kept.id).status == "running"
-    assert journal.get_trial(live.id).status == "running"  # a live process owns it
+    assert journal.trials.get(mine.id).status == "running"  # our own pid, declared live
+    assert [t.id for t in journal.trials.reap_interrupted(sid, keep={kept.id})] == [mine.id]
+    assert journal.trials.get(kept.id).status == "running"
+    assert journal.trials.get(live.id).status == "running"  # a live process owns it
     with pytest.raises(TrialNotRunning):
-        journal.finish_trial(orphan.id, status="keep", objective=1.0)
-    assert journal.counted_trials(sid) == 0
+        journal.trials.finish(orphan.id, status="keep", objective=1.0)
+    assert journal.trials.counted(sid) == 0
     assert new_trial(journal, sid).idx == 4  # indexes are never reused
 
 
@@ -396,7 +398,7 @@ def test_a_report_written_by_another_alphaloop_still_reads(journal: Journal) -> 
             "UPDATE sessions SET final = ? WHERE id = ?",
             ('{"stop_reason": "finished", "n_trials": 3, "retired_key": 1}', sid),
         )
-    final = journal.get_session(sid).final
+    final = journal.sessions.get(sid).final
     assert final == FinalReport(stop_reason="finished", n_trials=3)
     assert final.journaled() == {"stop_reason": "finished", "n_trials": 3}
     assert FinalReport.model_json_schema()["required"] == ["stop_reason", "n_trials"]

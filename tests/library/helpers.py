@@ -22,9 +22,9 @@ def session_and_trial(journal: Journal, mode: str = "ppo_only", **session: Any) 
         settings={"spec": {"data": "synthetic"}, "data": {"symbols": ["A", "B"]}},
         baseline_config=TrialConfig().model_dump(),
     )
-    sid = journal.create_session(**{**values, **session})
+    sid = journal.sessions.create(**{**values, **session})
     config = TrialConfig()
-    return journal.start_trial(
+    return journal.trials.start(
         sid,
         kind="search",
         config=config.model_dump(),
@@ -38,7 +38,7 @@ def session_and_trial(journal: Journal, mode: str = "ppo_only", **session: Any) 
 
 
 def policy_fields(trial: TrialRecord, **overrides: Any) -> dict[str, Any]:
-    """Every field :meth:`Journal.add_policy` needs, for ``trial``."""
+    """Every field :meth:`Journal.policies.add` needs, for ``trial``."""
     values: dict[str, Any] = dict(
         kind="ppo",
         source="session",

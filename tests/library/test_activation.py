@@ -31,7 +31,7 @@ def journal(settings: Settings) -> Journal:
 
 def _config_entry(journal: Journal, **fields: object) -> PolicyRecord:
     trial = session_and_trial(journal, mode="cufolio_only")
-    return journal.add_policy(**policy_fields(trial, kind="mean_cvar", **fields))
+    return journal.policies.add(**policy_fields(trial, kind="mean_cvar", **fields))
 
 
 def test_no_pointer_then_activation_by_id_is_journaled(
@@ -42,7 +42,7 @@ def test_no_pointer_then_activation_by_id_is_journaled(
     activate(journal, settings, first.id)
     activate(journal, settings, second.id, reason="test")
     assert active_policy_id(settings) == second.id
-    events = journal.events(None, kind=EventKind.policy_activated)
+    events = journal.logs.events(None, kind=EventKind.policy_activated)
     assert [(e.payload["policy_id"], e.payload["previous_policy_id"]) for e in events] == [
         (first.id, None),
         (second.id, first.id),
@@ -68,7 +68,7 @@ def test_a_tampered_entry_is_not_activated(
     source = tmp_path / "p.zip"
     source.write_bytes(b"policy bytes")
     path, sha = copy_into_library(source, settings.policies_dir)
-    entry = journal.add_policy(
+    entry = journal.policies.add(
         **policy_fields(session_and_trial(journal), path=str(path), sha256=sha)
     )
     path.write_bytes(b"other bytes")

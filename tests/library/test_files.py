@@ -30,7 +30,7 @@ def journal(tmp_path: Path) -> Journal:
 
 def _entry(journal: Journal, source: Path, policies_dir: Path) -> PolicyRecord:
     path, sha = copy_into_library(source, policies_dir)
-    return journal.add_policy(
+    return journal.policies.add(
         **policy_fields(session_and_trial(journal), path=str(path), sha256=sha)
     )
 
@@ -69,7 +69,7 @@ def test_a_missing_file_is_refused_and_a_config_entry_has_none(
     Path(record.path).unlink()
     with pytest.raises(PolicyTampered, match="is missing"):
         verified_policy_file(record)
-    config_only = journal.add_policy(
+    config_only = journal.policies.add(
         **policy_fields(session_and_trial(journal, mode="cufolio_only"), kind="mean_cvar")
     )
     with pytest.raises(ValueError, match="no policy file"):

@@ -30,9 +30,9 @@ def test_a_ppo_session_publishes_its_best(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     final = json.loads(result.stdout)["final"]
     with Journal(home / "journal.db") as journal:
-        entry = journal.get_policy(final["policy_id"])
-        session = journal.get_session(entry.session_id)
-        retrained = journal.events(session.id, kind=EventKind.policy_retrained)
+        entry = journal.policies.get(final["policy_id"])
+        session = journal.sessions.get(entry.session_id)
+        retrained = journal.logs.events(session.id, kind=EventKind.policy_retrained)
     assert entry.kind == "ppo" and entry.source == "session" and entry.mode == "ppo_only"
     assert entry.trial_id == session.best_trial_id and final["policy_path"] == entry.path
     assert verified_policy_file(entry) == Path(entry.path)

@@ -119,7 +119,7 @@ def result(objective: float, drawdown: float = 0.1, returns: Any = EDGE) -> Tria
 @pytest.fixture
 def ctx(tmp_path: Path) -> Any:
     journal = Journal(tmp_path / "journal.db")
-    sid = journal.create_session(
+    sid = journal.sessions.create(
         goal="g",
         mode="cufolio_only",
         objective={},
@@ -151,7 +151,7 @@ def ctx(tmp_path: Path) -> Any:
 
 def write(ctx: SessionContext, kind: str, objective: float | None, **fields: Any) -> int:
     """A finished row of ``kind`` with ``objective`` (None: a crash); returns its id."""
-    row = ctx.journal.start_trial(
+    row = ctx.journal.trials.start(
         ctx.session_id,
         kind=kind,
         config=TrialConfig().model_dump(),
@@ -163,19 +163,19 @@ def write(ctx: SessionContext, kind: str, objective: float | None, **fields: Any
         proposer=None,
     )
     if objective is None:
-        ctx.journal.finish_trial(row.id, status="crash", error="boom")
+        ctx.journal.trials.finish(row.id, status="crash", error="boom")
     else:
         status = fields.pop("status", "keep")
         default = DAYS if kind == "baseline" else EDGE
         fields.setdefault("val_returns", [float(x) for x in default])
-        ctx.journal.finish_trial(row.id, status=status, objective=objective, **fields)
+        ctx.journal.trials.finish(row.id, status=status, objective=objective, **fields)
     return row.id
 
 
 def candidate(
     ctx: SessionContext, objective: float, returns: Any = EDGE
 ) -> tuple[int, TrialOutcome]:
-    row = ctx.journal.start_trial(
+    row = ctx.journal.trials.start(
         ctx.session_id,
         kind="search",
         config=TrialConfig().model_dump(),
@@ -308,7 +308,7 @@ def test_a_session_of_seed_only_changes_keeps_no_more_than_chance(
     sid = create_session(spec, settings)
     run_session(sid, settings)
     with Journal(settings.journal_path) as journal:
-        rows = journal.trials(sid, series=False)
+        rows = journal.trials.of_session(sid, series=False)
     search = [t for t in rows if t.kind == "search"]
     base = [t.objective for t in rows if t.kind == "baseline"]
     lucky = [t for t in search if t.objective > statistics.fmean(base)]

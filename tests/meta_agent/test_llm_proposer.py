@@ -39,7 +39,8 @@ VLLM_NO_TOOLS = (
 
 
 class RecordingJournal:
-    """The journal writer methods the proposer uses, recording every call."""
+    """The journal's ``trials`` and ``logs`` methods the proposer uses, recording every call
+    (one recorder stands for both repositories)."""
 
     def __init__(self, calls: list[Any] | None = None, events: list[Any] | None = None) -> None:
         self.invalid: list[dict[str, Any]] = []
@@ -47,14 +48,15 @@ class RecordingJournal:
         self.calls: list[dict[str, Any]] = []
         self._prior_calls = calls or []
         self._prior_events = events or []
+        self.trials = self.logs = self
 
-    def record_invalid_trial(self, session_id: str, **kwargs: Any) -> None:
+    def record_invalid(self, session_id: str, **kwargs: Any) -> None:
         self.invalid.append({"session_id": session_id, **kwargs})
 
     def add_event(self, session_id: str, kind: str, payload: dict[str, Any]) -> None:
         self.event_rows.append((kind, payload))
 
-    def log_llm_call(self, **kwargs: Any) -> None:
+    def add_llm_call(self, **kwargs: Any) -> None:
         self.calls.append(kwargs)
 
     def llm_calls(self, session_id: str | None = None) -> list[Any]:

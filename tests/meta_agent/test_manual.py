@@ -48,8 +48,8 @@ def test_a_reader_sees_the_curve_grow_as_an_even_sample(
         updates.append([step, reward])
         # A second connection, as another process would open it.
         with Journal(settings.journal_path, create=False) as reader:
-            [session] = reader.list_sessions()
-            [trial] = reader.trials(session.id)
+            [session] = reader.sessions.list()
+            [trial] = reader.trials.of_session(session.id)
         seen.append((trial.status, trial.curve))
 
     run = train_manual(
@@ -92,8 +92,8 @@ def test_a_run_past_its_time_limit_is_journaled_as_timeout(settings: Settings) -
     with pytest.raises(ManualRunFailed, match="failed: trial ran past its time limit"):
         train_manual(spec(50, time_limit_s=0.01), settings)
     with Journal(settings.journal_path) as j:
-        [session] = j.list_sessions()
-        [trial] = j.trials(session.id)
+        [session] = j.sessions.list()
+        [trial] = j.trials.of_session(session.id)
     assert (trial.status, trial.counted) == ("timeout", True)
     assert session.status == "failed" and "time limit" in session.error
 
@@ -106,8 +106,8 @@ def test_an_interrupted_run_is_not_left_running(settings: Settings) -> None:
     with pytest.raises(KeyboardInterrupt):
         train_manual(spec(10), settings, on_update=stop)
     with Journal(settings.journal_path) as j:
-        [session] = j.list_sessions()
-        [trial] = j.trials(session.id)
+        [session] = j.sessions.list()
+        [trial] = j.trials.of_session(session.id)
     assert (trial.status, trial.error, trial.counted) == ("crash", INTERRUPTED, False)
     assert session.status == "interrupted"
     assert [p[0] for p in trial.curve] == [64, 128]  # what was trained is kept
@@ -115,7 +115,7 @@ def test_an_interrupted_run_is_not_left_running(settings: Settings) -> None:
     with pytest.raises(SessionNotResumable, match=r"manual training run .* `alphaloop train`"):
         run_session(session.id, settings)
     with Journal(settings.journal_path) as j:
-        assert j.get_session(session.id) == session and j.trials(session.id) == [trial]
+        assert j.sessions.get(session.id) == session and j.trials.of_session(session.id) == [trial]
 
 
 def test_unknown_symbols_name_the_available_ones(settings: Settings) -> None:

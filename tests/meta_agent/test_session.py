@@ -62,7 +62,7 @@ def run(settings: Settings, **overrides: Any) -> str:
 
 def read(settings: Settings, sid: str) -> tuple[SessionRecord, list[TrialRecord]]:
     with Journal(settings.journal_path) as journal:
-        return journal.get_session(sid), journal.trials(sid)
+        return journal.sessions.get(sid), journal.trials.of_session(sid)
 
 
 def sharpe(returns: list[float]) -> float:
@@ -332,7 +332,7 @@ def test_a_session_interrupted_anywhere_resumes_as_if_it_never_stopped(
     )
     assert sorted(t.idx for t in rows) == list(range(len(rows)))
     with Journal(settings.journal_path) as journal:
-        [event] = journal.events(sid, kind="Resumed")
+        [event] = journal.logs.events(sid, kind="Resumed")
     if where != "evaluate":
         # Nothing was running, or the finished trial awaited only its verdict: no row is lost
         # or run twice.
@@ -470,7 +470,7 @@ def test_a_baseline_that_breaks_the_limits_is_no_bar_for_trials_within_them(
         == f"first trial within the limits; the baseline breaks them ({base[0].violation})"
     )
     with Journal(settings.journal_path) as journal:
-        board = journal.leaderboard(sid)
+        board = journal.trials.leaderboard(sid)
     assert [t.kind for t in board] == ["search"] * len(search) + ["baseline"] * len(base)
     best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
     assert (s.final.best_trial_id, s.final.admissible) == (best.id, True)

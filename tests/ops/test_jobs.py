@@ -27,7 +27,7 @@ EXAMPLES: list[jobs.Job] = [
 def test_a_job_round_trips_through_json_and_the_journal(job: jobs.Job, tmp_path) -> None:
     assert jobs.JOB.validate_json(jobs.JOB.dump_json(job)) == job
     with Journal(tmp_path / "journal.db") as journal:
-        row = journal.get_job(journal.queue_job(job.kind, job.model_dump(mode="json")))
+        row = journal.jobs.get(journal.jobs.queue(job.kind, job.model_dump(mode="json")))
     view = jobs.JobView.from_record(row)
     assert view.job == job and type(view.job) is type(job) and view.status == JobStatus.queued
     assert jobs.JobView.model_validate(view.model_dump(mode="json")) == view
@@ -49,7 +49,7 @@ def test_job_models_are_strict_and_frozen() -> None:
 def run_here(settings: Settings, job: jobs.Job) -> jobs.JobView:
     """``job`` queued, then run in this process as its worker would run it."""
     with Journal(settings.journal_path) as journal:
-        job_id = journal.queue_job(job.kind, job.model_dump(mode="json"))
+        job_id = journal.jobs.queue(job.kind, job.model_dump(mode="json"))
     return jobs.execute_job(settings, job_id)
 
 
@@ -68,7 +68,7 @@ def test_a_failing_job_journals_its_error_typed(settings: Settings) -> None:
     assert "unknown job 'nightly'" in unknown.error.message
     assert (unknown.error.exit_code, unknown.error.http_status) == (2, 422)
     with Journal(settings.journal_path) as journal:  # the traceback is kept for people
-        assert "ScheduleError" in (journal.get_job(unknown.id).traceback_tail or "")
+        assert "ScheduleError" in (journal.jobs.get(unknown.id).traceback_tail or "")
 
 
 def test_a_finished_job_journals_its_typed_result(settings: Settings) -> None:

@@ -39,7 +39,7 @@ def add_policy(journal: Journal, settings: Settings, kind: str, seed: int = 5) -
         raw = save_policy(trained.model, settings.home / "scratch" / f"{kind}.zip")
         path, sha = library.copy_into_library(raw, settings.policies_dir)
         fields = {"path": str(path), "sha256": sha}
-    return journal.add_policy(
+    return journal.policies.add(
         kind=kind,
         source="manual",
         session_id=trial.session_id,

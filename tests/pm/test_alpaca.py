@@ -8,7 +8,7 @@ from alphaloop.broker import OrderPlan
 from alphaloop.broker.alpaca import AlpacaBroker
 from alphaloop.broker.base import Order
 from alphaloop.exceptions import BrokerError
-from alphaloop.journal.book import BookRecord
+from alphaloop.journal.books import BookRecord
 from alphaloop.settings import Settings
 from tests.fake_alpaca import KEY, SECRET, FakeAlpaca
 

@@ -60,8 +60,8 @@ def test_a_day_not_after_the_last_tick_is_refused_and_the_same_day_is_idempotent
     code, out = _cli("--date", NEXT)
     assert code == 2 and "decided 2013-07-02 already" in out
     with Journal(active.journal_path) as journal:
-        assert [d.date for d in journal.list_decisions("main")] == [NEXT]
-        assert journal.get_book("main").as_of == NEXT
+        assert [d.date for d in journal.books.list_decisions("main")] == [NEXT]
+        assert journal.books.get("main").as_of == NEXT
 
 
 class _Spy(PaperBroker):
@@ -73,7 +73,7 @@ class _Spy(PaperBroker):
 
     def execute(self, plan: OrderPlan, *, recover: bool = False) -> Execution:
         with Journal(self.settings.journal_path) as journal:
-            self.seen.append(journal.pending_tick("main"))
+            self.seen.append(journal.books.pending_tick("main"))
         return super().execute(plan, recover=recover)
 
 
@@ -93,7 +93,7 @@ def test_orders_are_named_and_journaled_before_the_broker_is_called(
     ]
     assert [o["client_order_id"] for o in decision.orders] == names
     with Journal(active.journal_path) as journal:
-        assert journal.pending_tick("main") is None  # settled with the decision
+        assert journal.books.pending_tick("main") is None  # settled with the decision
 
 
 class _Crash(BaseException):
@@ -129,13 +129,13 @@ def test_an_interrupted_alpaca_tick_is_settled_by_client_order_id(
             ops_pm.pm_tick(alpaca, date=DAY)
         monkeypatch.setattr(AlpacaBroker, "_submit", real_submit)
         with Journal(active.journal_path) as journal:
-            pending = journal.pending_tick("main")
-            assert pending is not None and journal.list_decisions("main") == []
+            pending = journal.books.pending_tick("main")
+            assert pending is not None and journal.books.list_decisions("main") == []
         decision = ops_pm.pm_tick(alpaca, date=NEXT)  # settles DAY first, then decides NEXT
         posts = [b["client_order_id"] for m, p, b in server.requests if m == "POST"]
     assert len(posts) == len(set(posts))  # no order reached Alpaca twice
     with Journal(active.journal_path) as journal:
-        decisions = journal.list_decisions("main")
+        decisions = journal.books.list_decisions("main")
     assert [d.date for d in decisions] == [NEXT, DAY] and decision.date == NEXT
     settled = decisions[1]
     assert [o["client_order_id"] for o in settled.orders] == [
@@ -174,7 +174,7 @@ def test_bad_days_are_named(active: Settings) -> None:
         assert code == 2, out
         assert "Traceback" not in out
     with Journal(active.journal_path) as journal:
-        assert journal.list_decisions("main") == []
+        assert journal.books.list_decisions("main") == []
 
 
 def test_halt_and_resume_are_journaled_with_reason_and_origin(active: Settings) -> None:

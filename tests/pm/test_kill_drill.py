@@ -113,10 +113,10 @@ def _drill(
 
 def _ledger(settings: Settings, book: str) -> tuple:
     with Journal(settings.journal_path) as journal:
-        held = journal.get_book(book)
-        decisions = sorted(journal.list_decisions(book), key=lambda d: d.date)
-        fills = journal.list_fills(book)
-        pending = journal.pending_tick(book)
+        held = journal.books.get(book)
+        decisions = sorted(journal.books.list_decisions(book), key=lambda d: d.date)
+        fills = journal.books.list_fills(book)
+        pending = journal.books.pending_tick(book)
     return held, decisions, fills, pending
 
 

@@ -34,8 +34,8 @@ def test_pm_run_equals_the_evaluator_backtest(pm_settings: Settings, kind: str) 
     assert report.max_abs_diff < 1e-6  # dollars on a 100,000 book
     # The book really traded: its fills and a decision per day are journaled.
     with Journal(pm_settings.journal_path) as journal:
-        decisions = journal.list_decisions(report.book)
-        fills = journal.list_fills(report.book)
+        decisions = journal.books.list_decisions(report.book)
+        fills = journal.books.list_fills(report.book)
     assert len(decisions) == len(report.dates)
     assert all(d.status == "sent" for d in decisions)
     assert sum(1 for d in decisions if d.orders) >= 3

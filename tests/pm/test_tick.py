@@ -59,8 +59,8 @@ def test_a_tick_trades_to_its_target_and_journals_it(active: Settings) -> None:
     decision = _tick("--date", DAY)
     assert decision["status"] == "sent" and decision["orders"]
     with Journal(active.journal_path) as journal:
-        book = journal.get_book("main")
-        row = journal.get_decision(decision["id"])
+        book = journal.books.get("main")
+        row = journal.books.get_decision(decision["id"])
     assert row.fills and len(row.fills) == len(row.orders)
     assert row.stages["state"]["step"] == 1
     assert row.evaluator_version == EVALUATOR_VERSION
@@ -84,8 +84,8 @@ def test_every_halt_reason_sends_nothing(active: Settings, reason: str, clean_en
     elif reason == "drawdown":
         _tick("--date", DAY)
         with Journal(active.journal_path) as journal:
-            book = journal.get_book("main")
-            journal.update_book(
+            book = journal.books.get("main")
+            journal.books.update(
                 "main", cash=book.cash, positions=book.positions,
                 peak_equity=book.peak_equity * 2, as_of=book.as_of,
             )  # fmt: skip
@@ -102,8 +102,8 @@ def test_every_halt_reason_sends_nothing(active: Settings, reason: str, clean_en
     assert decision["status"] == "halted" and expected in decision["halt_reason"]
     assert decision["fills"] == []
     with Journal(active.journal_path) as journal:
-        fills = journal.list_fills("main")
-        first = journal.list_decisions("main")[-1]
+        fills = journal.books.list_fills("main")
+        first = journal.books.list_decisions("main")[-1]
     assert len(fills) == (len(first.fills) if reason == "drawdown" else 0)
     if reason == "manual":
         CliRunner().invoke(app, ["pm", "resume", "--why", "earnings are out"])
@@ -139,5 +139,5 @@ def test_review_lists_live_decisions_not_deployment_checks(active: Settings) -> 
     items = listed if isinstance(listed, list) else listed["decisions"]
     assert [d["id"] for d in items] == [live["id"]]
     with Journal(active.journal_path) as journal:
-        assert {b.name: b.purpose for b in journal.list_books()}["main"] == "live"
-        assert sum(b.purpose == "check" for b in journal.list_books()) == 1
+        assert {b.name: b.purpose for b in journal.books.list()}["main"] == "live"
+        assert sum(b.purpose == "check" for b in journal.books.list()) == 1

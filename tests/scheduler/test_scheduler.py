@@ -60,12 +60,12 @@ def test_run_now_journals_each_run_and_list_shows_the_last(settings: Settings) -
     assert last["retrain"]["id"] == run["id"] and last["dpo_check"]["id"] == dpo["id"]
     assert last["prefs_extract"] is None and listed["scheduler_pid"] is None
     with Journal(settings.journal_path) as j:
-        rows = j.schedule_runs()
+        rows = j.schedule.runs()
         assert [(r.job, r.outcome) for r in rows] == [
             ("retrain", ScheduleOutcome.skipped),
             ("dpo_check", ScheduleOutcome.skipped),
         ]
-        assert j.schedule_runs(after=rows[0].id)[0].id == rows[1].id
+        assert j.schedule.runs(after=rows[0].id)[0].id == rows[1].id
     bad = runner.invoke(app, ["scheduler", "run-now", "nap"])
     assert bad.exit_code == 2 and "choose one of prefs_extract" in bad.output
 
@@ -76,7 +76,7 @@ def test_a_failing_job_is_journaled_failed_and_exits_1(settings: Settings) -> No
         from tests.server.helpers import new_session
 
         sid = new_session(j, settings={"spec": {"goal": "g", "budget": -3}})
-        j.update_session(sid, status="finished")
+        j.sessions.update(sid, status="finished")
     result = CliRunner().invoke(app, ["scheduler", "run-now", "retrain", "--json"])
     assert result.exit_code == 1
     run = json.loads(result.stdout)
@@ -85,14 +85,14 @@ def test_a_failing_job_is_journaled_failed_and_exits_1(settings: Settings) -> No
 
 def test_the_store_refuses_to_finish_a_run_twice(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
-        run = j.start_schedule_run("dpo_check", "schedule")
+        run = j.schedule.start_run("dpo_check", "schedule")
         assert run.outcome == "running" and run.finished_at is None
-        done = j.finish_schedule_run(run.id, "ok", detail="trained")
+        done = j.schedule.finish_run(run.id, "ok", detail="trained")
         assert done.outcome == "ok" and done.detail == "trained"
         with pytest.raises(Exception, match="already finished"):
-            j.finish_schedule_run(run.id, "failed")
+            j.schedule.finish_run(run.id, "failed")
         with pytest.raises(ValueError):
-            j.finish_schedule_run(run.id, "running")
+            j.schedule.finish_run(run.id, "running")
 
 
 def _cli(home: Path, *args: str) -> subprocess.Popen:

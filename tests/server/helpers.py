@@ -98,14 +98,14 @@ def new_session(journal: Journal, **overrides: Any) -> str:
         settings={},
         baseline_config=TrialConfig().model_dump(),
     )
-    return journal.create_session(**{**values, **overrides})
+    return journal.sessions.create(**{**values, **overrides})
 
 
 def add_trials(journal: Journal, session_id: str, n: int, *, start: float = 0.5) -> None:
     """``n`` finished search trials with objectives ``start + i/100`` (every 3rd kept)."""
     config = TrialConfig(lookback=30)
     for i in range(n):
-        row = journal.start_trial(
+        row = journal.trials.start(
             session_id,
             kind="search",
             config=config.model_dump(),
@@ -116,7 +116,7 @@ def add_trials(journal: Journal, session_id: str, n: int, *, start: float = 0.5)
             rationale="r",
             proposer="tpe",
         )
-        journal.finish_trial(
+        journal.trials.finish(
             row.id,
             status="keep" if i % 3 == 0 else "discard",
             objective=start + i / 100,

@@ -29,7 +29,7 @@ def session_home(settings: Settings) -> tuple[Settings, str]:
     with Journal(settings.journal_path) as j:
         sid = new_session(j)
         add_trials(j, sid, 5)
-        j.update_session(sid, status="finished", owner_pid=None)
+        j.sessions.update(sid, status="finished", owner_pid=None)
     return settings, sid
 
 
@@ -88,7 +88,7 @@ def test_interpret_reads_with_the_embedded_reader_and_checks_images(session_home
         assert r["model"] == "embedded-reader" and 4 <= len(r["bullets"]) <= 6
         assert r["signature"].startswith("\u2014 embedded reader")
         with Journal(settings.journal_path) as j:
-            assert [c.id for c in j.chart_reads(sid)] == [r["id"]]
+            assert [c.id for c in j.logs.chart_reads(sid)] == [r["id"]]
         for ok in (PNG, JPEG):
             image = base64.b64encode(ok).decode()
             got = httpx.post(f"{base}/api/charts/interpret", json={**body, "image_b64": image})
@@ -152,8 +152,8 @@ def test_policies_list_and_activate(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
         sid = new_session(j)
         add_trials(j, sid, 1)
-        trial = j.trials(sid)[0]
-        policy = j.add_policy(
+        trial = j.trials.of_session(sid)[0]
+        policy = j.policies.add(
             kind="mean_cvar", source="session", session_id=sid, trial_id=trial.id,
             mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
             seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},
@@ -230,7 +230,7 @@ def test_pollers_never_see_a_locked_journal_while_a_session_writes(settings: Set
             writer.join()
     assert codes == [200] * len(codes)
     with Journal(settings.journal_path) as j:
-        assert len(j.trials(sid)) > 50  # the writer did write meanwhile
+        assert len(j.trials.of_session(sid)) > 50  # the writer did write meanwhile
 
 
 def test_env_knobs_and_page_assets(settings: Settings) -> None:
@@ -271,7 +271,7 @@ def test_halt_and_resume_through_the_api_are_journaled_with_their_origin(
     settings: Settings,
 ) -> None:
     with Journal(settings.journal_path) as j:
-        j.create_book("main", "paper", 1000.0)
+        j.books.create("main", "paper", 1000.0)
     with live_server(settings) as base:
         halted = httpx.post(f"{base}/api/pm/halt", json={"why": "broker outage"})
         resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"}, headers=PAGE)

@@ -33,12 +33,12 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
         for i in range(N):
             lookback = 5 + i % 50
             config = TrialConfig(lookback=lookback)
-            row = j.start_trial(nogo, kind="search", config=config.model_dump(),
+            row = j.trials.start(nogo, kind="search", config=config.model_dump(),
                                 config_hash=config_hash(config),
                                 delta={"changes": {"lookback": lookback}},
                                 parent_id=None, seed=i, rationale=f"why {i}", proposer="tpe",
                                 prompt=f"the exact prompt {i}")  # fmt: skip
-            j.finish_trial(row.id, status=("keep", "discard", "crash")[i % 3],
+            j.trials.finish(row.id, status=("keep", "discard", "crash")[i % 3],
                            objective=None if i % 3 == 2 else ((i * 37) % 101) / 100,
                            metrics={"sharpe": i / 10}, elapsed_s=0.01,
                            val_returns=[0.01, -0.005, 0.002])  # fmt: skip
@@ -47,13 +47,13 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
                             baseline_test_objective=0.3, gates_passed=True,
                             excess={"default": _excess(-0.1, 0.7),
                                     "equal_weight": _excess(-0.2, 0.9)})  # fmt: skip
-        j.update_session(nogo, status="finished", owner_pid=None, final=final)
+        j.sessions.update(nogo, status="finished", owner_pid=None, final=final)
         stopped = new_session(j, goal="stopped one")
-        j.update_session(stopped, status="finished", owner_pid=None,
+        j.sessions.update(stopped, status="finished", owner_pid=None,
                          final=FinalReport(stop_reason="stop requested", n_trials=0))  # fmt: skip
         running = new_session(j, goal="running one")
-        j.update_session(running, status="running", owner_pid=os.getpid())
-        trial_id = j.trials(nogo)[4].id
+        j.sessions.update(running, status="running", owner_pid=os.getpid())
+        trial_id = j.trials.of_session(nogo)[4].id
     return settings, {"nogo": nogo, "stopped": stopped, "running": running, "trial": str(trial_id)}
 
 
@@ -83,7 +83,7 @@ def test_trials_are_paged_sorted_and_filtered_by_the_server(home) -> None:
     settings, ids = home
     sid = ids["nogo"]
     with Journal(settings.journal_path) as j:
-        every = j.trials(sid)
+        every = j.trials.of_session(sid)
     with live_server(settings) as base:
         first = _query(base, sid, limit=10)
         assert first["total"] == N and [t["idx"] for t in first["items"]] == list(range(10))
@@ -143,10 +143,10 @@ def test_pulse_and_history(home) -> None:
     settings, ids = home
     sid = ids["nogo"]
     with Journal(settings.journal_path) as j:
-        every = j.trials(sid)
+        every = j.trials.of_session(sid)
         best = max((t for t in every if t.status == "keep"), key=lambda t: t.objective)
-        j.update_session(sid, best_trial_id=best.id)
-        running = j.start_trial(sid, kind="search", config=every[0].config, config_hash=None,
+        j.sessions.update(sid, best_trial_id=best.id)
+        running = j.trials.start(sid, kind="search", config=every[0].config, config_hash=None,
                                 delta={"changes": {}}, parent_id=None, seed=99, rationale="r",
                                 proposer="tpe")  # fmt: skip
     with live_server(settings) as base:

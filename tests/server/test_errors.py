@@ -51,7 +51,7 @@ def home(settings: Settings) -> Settings:
     with Journal(settings.journal_path) as j:
         sid = new_session(j)
         add_trials(j, sid, 3)
-        j.update_session(sid, status="finished", owner_pid=None)
+        j.sessions.update(sid, status="finished", owner_pid=None)
     return settings
 
 

@@ -54,12 +54,12 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
     with Journal(settings.journal_path) as j:
         done = new_session(j, budget=3)
         add_trials(j, done, 3)
-        j.update_session(done, status="finished", owner_pid=None)
+        j.sessions.update(done, status="finished", owner_pid=None)
         live = new_session(j, budget=50)
         add_trials(j, live, 2)
-        j.update_session(live, status="running", owner_pid=os.getpid())
-        trial = j.trials(done)[0]
-        policy = j.add_policy(
+        j.sessions.update(live, status="running", owner_pid=os.getpid())
+        trial = j.trials.of_session(done)[0]
+        policy = j.policies.add(
             kind="mean_cvar", source="session", session_id=done, trial_id=trial.id,
             mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
             seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},

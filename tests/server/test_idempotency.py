@@ -40,8 +40,8 @@ def test_two_starts_with_one_key_start_one_session(settings: Settings) -> None:
         assert fresh.status_code == 422  # too short to be a key
         os.kill(first.json()["pid"], signal.SIGKILL)
     with Journal(settings.journal_path) as j:
-        assert len(j.list_sessions()) == 1
-        assert [job.kind for job in j.jobs()] == ["research"]
+        assert len(j.sessions.list()) == 1
+        assert [job.kind for job in j.jobs.list()] == ["research"]
 
 
 def test_a_failed_first_request_lets_the_key_run_again() -> None:

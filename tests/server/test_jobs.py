@@ -48,7 +48,7 @@ def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
     }
     assert [j["id"] for j in listed["items"]] == [job["id"]] and listed["next_after"] == job["id"]
     with Journal(settings.journal_path) as j:  # what the route answered is the journal's row
-        row = j.get_job(job["id"])
+        row = j.jobs.get(job["id"])
     assert (row.error_type, row.error, row.pid) == ("DataError", answer["detail"], job["pid"])
 
 
@@ -68,7 +68,7 @@ def test_a_tick_answers_at_once_and_its_job_reads_its_error(settings: Settings) 
 def test_resume_is_refused_before_any_job_starts(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
         live = new_session(j)  # owned by this living process: it is running
-        j.update_session(live, owner_pid=os.getpid())
+        j.sessions.update(live, owner_pid=os.getpid())
     with live_server(settings) as base:
         busy = httpx.post(f"{base}/api/research/{live}/resume", headers=PAGE)
         assert busy.status_code == 409 and "is running" in busy.json()["detail"]

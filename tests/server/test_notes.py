@@ -19,7 +19,7 @@ def test_notes_are_versioned_and_a_stale_edit_is_a_409(settings: Settings) -> No
         add_trials(j, sid, 2)
         other = new_session(j)
         add_trials(j, other, 1)
-        trial, foreign = j.trials(sid)[1].id, j.trials(other)[0].id
+        trial, foreign = j.trials.of_session(sid)[1].id, j.trials.of_session(other)[0].id
     with live_server(settings) as base:
         url = f"{base}/api/sessions/{sid}/notes"
         empty = httpx.get(url).json()

@@ -38,9 +38,9 @@ def _seed(settings: Settings) -> tuple[int, int]:
     with Journal(settings.journal_path) as j:
         sid = new_session(j, budget=3)
         add_trials(j, sid, 3)
-        j.update_session(sid, status="finished", owner_pid=None)
-        trial = j.trials(sid)[0]
-        policy = j.add_policy(
+        j.sessions.update(sid, status="finished", owner_pid=None)
+        trial = j.trials.of_session(sid)[0]
+        policy = j.policies.add(
             kind="mean_cvar", source="session", session_id=sid, trial_id=trial.id,
             mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
             seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},
@@ -131,5 +131,5 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         # the seeded session and the one the double click started
         assert len(httpx.get(base + "/api/sessions").json()["items"]) == 2
     with Journal(settings.journal_path) as j:
-        assert j.decision_view(decision_id).verdict == "approve"
-        assert [r.trigger for r in j.schedule_runs(job="retrain")] == ["manual"]
+        assert j.preferences.decision_view(decision_id).verdict == "approve"
+        assert [r.trigger for r in j.schedule.runs(job="retrain")] == ["manual"]

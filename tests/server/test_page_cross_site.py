@@ -63,7 +63,7 @@ def test_a_page_of_another_site_cannot_lift_a_halt(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
         sid = new_session(j, budget=50)
         add_trials(j, sid, 2)
-        j.update_session(sid, status="running", owner_pid=None)
+        j.sessions.update(sid, status="running", owner_pid=None)
     pm.pm_halt(settings, "a drill", origin="cli")
     before = fingerprint(settings)
     with live_server(settings) as base:

@@ -31,8 +31,8 @@ from .test_page import ARGS, CHROMIUM
 def seeded(dashboard_home):  # noqa: F811
     settings, ids = dashboard_home
     with Journal(settings.journal_path) as j:
-        trial = j.trials(ids["nogo"])[0]
-        policy = j.add_policy(
+        trial = j.trials.of_session(ids["nogo"])[0]
+        policy = j.policies.add(
             kind="mean_cvar", source="session", session_id=ids["nogo"], trial_id=trial.id,
             mode="cufolio_only", config=trial.config, config_hash=trial.config_hash or "h",
             seed=0, symbols=["A", "B"], data_spec={"data": "synthetic"}, trial_budget={},

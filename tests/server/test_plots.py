@@ -29,14 +29,14 @@ def planted(settings: Settings) -> tuple[Settings, str]:
                 float(rng.uniform(0, 0.1)),
             )
             config = TrialConfig(lookback=lookback, rebal_freq=rebal, ent_coef=ent)
-            row = j.start_trial(sid, kind="search", config=config.model_dump(),
+            row = j.trials.start(sid, kind="search", config=config.model_dump(),
                                 config_hash=config_hash(config), delta={"changes": {}},
                                 parent_id=None, seed=i, rationale="r",
                                 proposer="random")  # fmt: skip
             objective = lookback / 60 + float(rng.normal(0, 0.01))
-            j.finish_trial(row.id, status="keep" if i % 2 else "discard", objective=objective,
+            j.trials.finish(row.id, status="keep" if i % 2 else "discard", objective=objective,
                            metrics={"sharpe": objective}, elapsed_s=0.01)  # fmt: skip
-        j.update_session(sid, status="finished", owner_pid=None)
+        j.sessions.update(sid, status="finished", owner_pid=None)
     return settings, sid
 
 

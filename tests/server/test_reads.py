@@ -28,15 +28,15 @@ def home(settings: Settings) -> tuple[Settings, str, list[int]]:
     with Journal(settings.journal_path) as j:
         sid = new_session(j)
         add_trials(j, sid, 4)
-        rows = j.trials(sid)
+        rows = j.trials.of_session(sid)
         with sqlite3.connect(settings.journal_path) as raw:  # give them series to leave out
             raw.execute("UPDATE trials SET val_returns = ?", (json.dumps(RETURNS),))
-        j.add_clips(rows[2].id, [dict(knob="lookback", proposed=90.0, applied=60.0, low=5.0,
+        j.logs.add_clips(rows[2].id, [dict(knob="lookback", proposed=90.0, applied=60.0, low=5.0,
                                       high=60.0, reason="above the upper bound")])  # fmt: skip
-        running = j.start_trial(sid, kind="search", config=rows[0].config, config_hash=None,
+        running = j.trials.start(sid, kind="search", config=rows[0].config, config_hash=None,
                                 delta={"changes": {}}, parent_id=None, seed=9, rationale="r",
                                 proposer="tpe")  # fmt: skip
-        j.set_curve(running.id, [[64, -1.0], [128, -0.5]])
+        j.trials.set_curve(running.id, [[64, -1.0], [128, -0.5]])
     return settings, sid, [r.id for r in rows] + [running.id]
 
 
@@ -137,7 +137,7 @@ def test_dpo_train_refuses_while_a_run_is_going_on(
     settings = get_settings()
     with Journal(settings.journal_path) as j:
         # a run journaled by this (living) process: it is running
-        live = j.start_dpo_run(model_dir=str(tmp_path / "tiny-model"), out_dir="x")
+        live = j.preferences.start_dpo_run(model_dir=str(tmp_path / "tiny-model"), out_dir="x")
     with live_server(settings) as base:
         wrong = httpx.post(f"{base}/api/dpo/train", json={"model_id": "other"})
         assert wrong.status_code == 422 and "tiny-model" in wrong.json()["detail"]

@@ -89,9 +89,9 @@ def test_list_summarize_and_leaderboard_match_the_journal(session: tuple[Setting
     board = call(settings, "leaderboard", {"session_id": sid, "k": 3})
     assert listed.ok and summary.ok and board.ok
     with Journal(settings.journal_path) as j:
-        s, best = j.get_session(sid), j.best_trial(sid)
-        top = j.leaderboard(sid, 3)
-        counted = j.counted_trials(sid)
+        s, best = j.sessions.get(sid), j.trials.best(sid)
+        top = j.trials.leaderboard(sid, 3)
+        counted = j.trials.counted(sid)
     [row] = listed.data["sessions"]
     assert (row["id"], row["counted_trials"]) == (sid, counted)
     assert row["best_validation_objective"] == best.objective
@@ -107,8 +107,8 @@ def test_list_summarize_and_leaderboard_match_the_journal(session: tuple[Setting
 def test_explain_and_compare_trials_match_the_journal(session: tuple[Settings, str]) -> None:
     settings, sid = session
     with Journal(settings.journal_path) as j:
-        a, b = [t for t in j.trials(sid) if t.kind == "search"][:2]
-        clips = j.clips(b.id)
+        a, b = [t for t in j.trials.of_session(sid) if t.kind == "search"][:2]
+        clips = j.logs.clips(b.id)
     explained = call(settings, "explain_trial", {"trial_id": b.id})
     assert explained.ok
     trial = explained.data["trial"]
@@ -206,8 +206,8 @@ def test_start_and_stop_research(tmp_path: Path) -> None:
     assert result.ok, result.data
     sid = result.data["session_id"]
     with Journal(settings.journal_path) as j:
-        s = j.get_session(sid)
-        assert s.status == "finished" and j.counted_trials(sid) == 1
+        s = j.sessions.get(sid)
+        assert s.status == "finished" and j.trials.counted(sid) == 1
     assert result.data["final"]["stop_reason"] == s.final.stop_reason
     assert any("started" in p for p in progress) and any("trial" in p for p in progress)
     done = call(settings, "stop_research", {"session_id": sid})
@@ -216,4 +216,4 @@ def test_start_and_stop_research(tmp_path: Path) -> None:
     stopped = call(settings, "stop_research", {"session_id": waiting})
     assert stopped.ok and stopped.data["stop_requested"] is True
     with Journal(settings.journal_path) as j:
-        assert j.stop_requested(waiting)
+        assert j.sessions.stop_requested(waiting)

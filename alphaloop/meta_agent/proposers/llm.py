@@ -157,7 +157,7 @@ class LLMProposer:
 
     Args:
         client: the endpoint client; its ``on_call`` should journal every attempt.
-        journal: where invalid rows and events go (``record_invalid_trial``, ``add_event``).
+        journal: where invalid rows and events go (``trials.record_invalid``, ``logs.add_event``).
         session_id: the session the proposals are for.
         fallback: the embedded proposer used when the LLM cannot answer usefully.
         max_attempts: unusable replies tolerated per step before falling back.
@@ -219,11 +219,13 @@ class LLMProposer:
         """
 
         def on_call(record: LLMCallRecord) -> None:
-            journal.log_llm_call(**record.model_dump())
+            journal.logs.add_llm_call(**record.model_dump())
 
         client = LLMClient(settings, on_call=on_call)
         spent = sum(
-            c.prompt_tokens + c.completion_tokens for c in journal.llm_calls(session_id) if c.ok
+            c.prompt_tokens + c.completion_tokens
+            for c in journal.logs.llm_calls(session_id)
+            if c.ok
         )
         kwargs.setdefault("tokens_before", spent)
         kwargs.setdefault("mode", learned_mode(journal, session_id))
@@ -291,7 +293,7 @@ class LLMProposer:
 
     def _record_unusable(self, reply: LLMReply, attempt: int, reason: str, sent: str) -> None:
         logger.info("unusable LLM reply (attempt %d): %s", attempt, reason)
-        self.journal.record_invalid_trial(
+        self.journal.trials.record_invalid(
             self.session_id,
             proposer=self.name,
             delta_raw=_excerpt(reply),
@@ -320,10 +322,10 @@ class LLMProposer:
         logger.warning("%s; the proposer asks with %s from now on", why, self.mode)
         if cause == "ToolsUnsupported":
             now = "JSON in the message text"
-            self.journal.add_event(
+            self.journal.logs.add_event(
                 self.session_id, TOOLS_UNSUPPORTED_EVENT, {"error": why, "now": now}
             )
-        self.journal.add_event(
+        self.journal.logs.add_event(
             self.session_id,
             MODE_EVENT,
             {"mode": self.mode, "from": before, "reason": one_line(why, 300), "cause": cause},
@@ -401,7 +403,7 @@ class LLMProposer:
     ) -> ConfigDelta:
         logger.warning("the %s proposer answers for the LLM: %s", self.fallback.name, why)
         if event:
-            self.journal.add_event(
+            self.journal.logs.add_event(
                 self.session_id,
                 FALLBACK_EVENT,
                 {
@@ -422,11 +424,11 @@ class LLMProposer:
 def learned_mode(journal: Any, session_id: str) -> str:
     """The mode a session last switched to (``tools`` if it never switched): a resumed session
     does not spend calls learning again what its endpoint cannot do."""
-    changed = journal.events(session_id, kind=MODE_EVENT)
+    changed = journal.logs.events(session_id, kind=MODE_EVENT)
     if changed:
         return str(changed[-1].payload.get("mode", "tools"))
     # Journals from before modes were learned only knew "no tools": plain JSON then.
-    return "json_text" if journal.events(session_id, kind=TOOLS_UNSUPPORTED_EVENT) else "tools"
+    return "json_text" if journal.logs.events(session_id, kind=TOOLS_UNSUPPORTED_EVENT) else "tools"
 
 
 def _is_json(text: str) -> bool:

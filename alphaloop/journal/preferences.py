@@ -1,5 +1,5 @@
-"""The preference flywheel: verdicts on decisions, preference pairs and DPO runs. Part of
-:class:`~alphaloop.journal.Journal`.
+"""The preference flywheel: verdicts on decisions, preference pairs and DPO runs. A repository
+the journal holds as ``journal.preferences``.
 
 A pair's ``origin_key`` is unique (``pm:decision:12``, ``research:s-...:7>9``): extraction
 inserts with ``INSERT OR IGNORE`` on it, so running it twice adds nothing.
@@ -128,9 +128,12 @@ _LIVED = (
 _DPO_UPDATABLE = frozenset(DpoRunRecord.model_fields) - {"id", "started_at", "owner_pid"}
 
 
-class FlywheelStore(JournalFile):
+class Preferences:
     """Reads and writes of ``preferences``, ``dpo_runs`` and the verdict columns of
     ``decisions``."""
+
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
 
     # --- decisions: verdicts -----------------------------------------------------------------
 
@@ -140,7 +143,9 @@ class FlywheelStore(JournalFile):
         Raises:
             DecisionNotFound: no such id (the message lists undecided ids).
         """
-        rows = self._rows(f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE id = ?", (decision_id,))
+        rows = self._journal._rows(
+            f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE id = ?", (decision_id,)
+        )
         if not rows:
             open_ids = [str(d.id) for d in self.undecided_decisions()[:10]]
             hint = (
@@ -148,13 +153,13 @@ class FlywheelStore(JournalFile):
                 if open_ids
                 else "no decision awaits a verdict (`alphaloop pm review` lists them)"
             )
-            raise DecisionNotFound(f"no decision {decision_id!r} in {self.path}; {hint}")
+            raise DecisionNotFound(f"no decision {decision_id!r} in {self._journal.path}; {hint}")
         return DecisionView.from_row(rows[0])
 
     def undecided_decisions(self) -> list[DecisionView]:
         """Decisions of live books (not deployment checks) with target weights and no verdict
         yet, oldest first."""
-        rows = self._rows(
+        rows = self._journal._rows(
             f"SELECT {_DECISION_COLUMNS} FROM decisions "
             f"WHERE verdict IS NULL AND target_weights IS NOT NULL AND {_LIVED} ORDER BY date, id"
         )
@@ -163,7 +168,7 @@ class FlywheelStore(JournalFile):
     def decided_decisions(self) -> list[DecisionView]:
         """Decisions people lived with a verdict, oldest first (what the T+5 label job reads):
         of live books only, and one per (book, day)."""
-        rows = self._rows(
+        rows = self._journal._rows(
             f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE verdict IS NOT NULL AND {_LIVED} "
             "ORDER BY date, id"
         )
@@ -188,12 +193,12 @@ class FlywheelStore(JournalFile):
         verdict = Verdict(verdict)
         if (verdict == Verdict.override) != (override_weights is not None):
             raise InvalidVerdict("override weights go with the verdict 'override', and only it")
-        with self._write() as conn:
+        with self._journal._write() as conn:
             row = conn.execute(
                 "SELECT verdict FROM decisions WHERE id = ?", (decision_id,)
             ).fetchone()
             if row is None:
-                raise DecisionNotFound(f"no decision {decision_id!r} in {self.path}")
+                raise DecisionNotFound(f"no decision {decision_id!r} in {self._journal.path}")
             check = conn.execute(
                 "SELECT b.name FROM decisions d JOIN pm_books b ON b.name = d.book "
                 "WHERE d.id = ? AND b.purpose = 'check'",
@@ -224,7 +229,7 @@ class FlywheelStore(JournalFile):
 
     # --- preferences -------------------------------------------------------------------------
 
-    def add_preference(
+    def add(
         self,
         *,
         source: PreferenceSource | str,
@@ -250,17 +255,17 @@ class FlywheelStore(JournalFile):
         }
         names = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self._write() as conn:
+        with self._journal._write() as conn:
             cur = conn.execute(
                 f"INSERT OR IGNORE INTO preferences ({names}) VALUES ({marks})", tuple(row.values())
             )
             return cur.rowcount == 1
 
-    def has_preference(self, origin_key: str) -> bool:
-        rows = self._rows("SELECT 1 FROM preferences WHERE origin_key = ?", (origin_key,))
+    def has(self, origin_key: str) -> bool:
+        rows = self._journal._rows("SELECT 1 FROM preferences WHERE origin_key = ?", (origin_key,))
         return bool(rows)
 
-    def preferences(
+    def list(
         self,
         *,
         source: PreferenceSource | str | None = None,
@@ -280,13 +285,14 @@ class FlywheelStore(JournalFile):
             params.append(after_id)
         sql = "SELECT * FROM preferences" + (" WHERE " + " AND ".join(where) if where else "")
         return [
-            PreferenceRecord.from_row(r) for r in self._rows(sql + " ORDER BY id", tuple(params))
+            PreferenceRecord.from_row(r)
+            for r in self._journal._rows(sql + " ORDER BY id", tuple(params))
         ]
 
-    def preference_counts(self) -> dict[str, dict[str, int]]:
+    def counts(self) -> dict[str, dict[str, int]]:
         """``{source: {"labelled": n, "unlabelled": m}}`` for both sources."""
         counts = {s.value: {"labelled": 0, "unlabelled": 0} for s in PreferenceSource}
-        for r in self._rows(
+        for r in self._journal._rows(
             "SELECT source, labelled, COUNT(*) AS n FROM preferences GROUP BY source, labelled"
         ):
             counts[r["source"]]["labelled" if r["labelled"] else "unlabelled"] = r["n"]
@@ -303,12 +309,12 @@ class FlywheelStore(JournalFile):
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
         for key in ("model_dir", "out_dir"):
             if row.get(key) is not None:
-                row[key] = self.stored_path(row[key])
+                row[key] = self._journal.stored_path(row[key])
         row.update(status=DpoStatus(status).value, owner_pid=os.getpid(), started_at=stamp)
         if row["status"] != DpoStatus.running:
             row["finished_at"] = stamp
-        with self._write():
-            return int(self.db["dpo_runs"].insert(row).last_rowid)
+        with self._journal._write():
+            return int(self._journal.db["dpo_runs"].insert(row).last_rowid)
 
     def finish_dpo_run(
         self, run_id: int, *, status: DpoStatus | str, **fields: Any
@@ -324,34 +330,35 @@ class FlywheelStore(JournalFile):
         row = {k: _dpo_column(k, v) for k, v in fields.items()}
         for key in ("model_dir", "out_dir"):
             if row.get(key) is not None:
-                row[key] = self.stored_path(row[key])
-        with self._write() as conn:
+                row[key] = self._journal.stored_path(row[key])
+        with self._journal._write() as conn:
             found = conn.execute(
                 "SELECT status, started_at FROM dpo_runs WHERE id = ?", (run_id,)
             ).fetchone()
             if found is None or found[0] != DpoStatus.running:
-                raise JournalError(f"DPO run {run_id!r} is not running in {self.path}")
+                raise JournalError(f"DPO run {run_id!r} is not running in {self._journal.path}")
             stamp = now()
             row.update(status=DpoStatus(status).value, finished_at=stamp)
             row.setdefault("elapsed_s", seconds_between(found[1], stamp))
-            self.db["dpo_runs"].update(run_id, row)
+            self._journal.db["dpo_runs"].update(run_id, row)
         return self.get_dpo_run(run_id)
 
     def get_dpo_run(self, run_id: int) -> DpoRunRecord:
-        rows = self._rows("SELECT * FROM dpo_runs WHERE id = ?", (run_id,))
+        rows = self._journal._rows("SELECT * FROM dpo_runs WHERE id = ?", (run_id,))
         if not rows:
-            raise JournalError(f"no DPO run {run_id!r} in {self.path}")
+            raise JournalError(f"no DPO run {run_id!r} in {self._journal.path}")
         return DpoRunRecord.from_row(rows[0])
 
     def dpo_runs(self) -> list[DpoRunRecord]:
         """Every DPO run and skipped check, newest first."""
         return [
-            DpoRunRecord.from_row(r) for r in self._rows("SELECT * FROM dpo_runs ORDER BY id DESC")
+            DpoRunRecord.from_row(r)
+            for r in self._journal._rows("SELECT * FROM dpo_runs ORDER BY id DESC")
         ]
 
-    def last_trained_preference_id(self) -> int:
+    def last_trained_id(self) -> int:
         """The newest pair id a finished DPO run trained on (0 when none has)."""
-        rows = self._rows(
+        rows = self._journal._rows(
             "SELECT MAX(last_preference_id) AS last FROM dpo_runs WHERE status = 'finished'"
         )
         return int(rows[0]["last"] or 0)

@@ -1,6 +1,7 @@
-"""The portfolio manager's books, decisions and fills.
+"""The portfolio manager's books, decisions and fills: a repository the journal holds as
+``journal.books``.
 
-Part of :class:`~alphaloop.journal.Journal`. A book is a named ledger (cash, share positions,
+A book is a named ledger (cash, share positions,
 peak equity, a manual halt); every tick of the portfolio manager is a decision row whether it
 traded or was halted; every fill is a row of its own. The verdict columns of ``decisions``
 (``verdict``, ``override_weights``, ``note``, ``decided_at``) are written by the preference
@@ -20,7 +21,7 @@ from alphaloop.journal.models import _Record
 __all__ = [
     "BookEvent",
     "BookRecord",
-    "BookStore",
+    "Books",
     "DecisionRecord",
     "FillRecord",
     "PendingTick",
@@ -126,22 +127,25 @@ class BookEvent(_Record):
     created_at: str
 
 
-class BookStore(JournalFile):
+class Books:
     """Reads and writes of the ``pm_books``, ``decisions`` and ``pm_fills`` tables."""
+
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
 
     # --- books -------------------------------------------------------------------------------
 
-    def get_book(self, name: str) -> BookRecord | None:
+    def get(self, name: str) -> BookRecord | None:
         """The book called ``name``, or None."""
-        rows = self._rows("SELECT * FROM pm_books WHERE name = ?", (name,))
+        rows = self._journal._rows("SELECT * FROM pm_books WHERE name = ?", (name,))
         return BookRecord.from_row(rows[0]) if rows else None
 
-    def list_books(self) -> list[BookRecord]:
+    def list(self) -> list[BookRecord]:
         """Every book, most recently updated first."""
-        rows = self._rows("SELECT * FROM pm_books ORDER BY updated_at DESC")
+        rows = self._journal._rows("SELECT * FROM pm_books ORDER BY updated_at DESC")
         return [BookRecord.from_row(r) for r in rows]
 
-    def create_book(
+    def create(
         self, name: str, broker: str, initial_cash: float, *, purpose: str = "live"
     ) -> BookRecord:
         """Opens a book holding ``initial_cash`` in cash (``purpose``: ``live`` or ``check``).
@@ -162,13 +166,13 @@ class BookStore(JournalFile):
             "updated_at": stamp,
         }
         try:
-            with self._write():
-                self.db["pm_books"].insert(row)
+            with self._journal._write():
+                self._journal.db["pm_books"].insert(row)
         except sqlite3.IntegrityError:
             raise JournalError(f"a book named {name!r} already exists") from None
         return self._book(name)
 
-    def update_book(
+    def update(
         self,
         name: str,
         *,
@@ -182,8 +186,8 @@ class BookStore(JournalFile):
             BookRecord,
             {"cash": cash, "positions": positions, "peak_equity": peak_equity, "as_of": as_of},
         )
-        with self._write():
-            self.db["pm_books"].update(name, {**values, "updated_at": now()})
+        with self._journal._write():
+            self._journal.db["pm_books"].update(name, {**values, "updated_at": now()})
         return self._book(name)
 
     def set_halt(
@@ -194,7 +198,7 @@ class BookStore(JournalFile):
         self._book(name)
         kind, said = ("halt", why) if why is not None else ("resume", reason or "no reason given")
         stamp = now()
-        with self._write() as conn:
+        with self._journal._write() as conn:
             conn.execute(
                 "UPDATE pm_books SET halted = ?, updated_at = ? WHERE name = ?", (why, stamp, name)
             )
@@ -205,25 +209,25 @@ class BookStore(JournalFile):
             )
         return self._book(name)
 
-    def book_events(self, name: str, limit: int = 20) -> list[BookEvent]:
+    def events(self, name: str, limit: int = 20) -> list[BookEvent]:
         """The book's halts and resumes, newest first."""
-        rows = self._rows(
+        rows = self._journal._rows(
             "SELECT * FROM pm_book_events WHERE book = ? ORDER BY id DESC LIMIT ?", (name, limit)
         )
         return [BookEvent.from_row(r) for r in rows]
 
-    def delete_book(self, name: str) -> None:
+    def delete(self, name: str) -> None:
         """Removes a book with its decisions and fills (a deployment check run again)."""
-        with self._write() as conn:
+        with self._journal._write() as conn:
             conn.execute("DELETE FROM pm_fills WHERE book = ?", (name,))
             conn.execute("DELETE FROM pm_pending WHERE book = ?", (name,))
             conn.execute("DELETE FROM decisions WHERE book = ?", (name,))
             conn.execute("DELETE FROM pm_books WHERE name = ?", (name,))
 
     def _book(self, name: str) -> BookRecord:
-        book = self.get_book(name)
+        book = self.get(name)
         if book is None:
-            known = ", ".join(b.name for b in self.list_books()) or "none yet"
+            known = ", ".join(b.name for b in self.list()) or "none yet"
             raise JournalError(f"no book named {name!r} (books: {known})")
         return book
 
@@ -232,20 +236,20 @@ class BookStore(JournalFile):
     def add_decision(self, **fields: Any) -> DecisionRecord:
         """Journals one tick with its fills (``fills`` rows go to ``pm_fills`` too, each a dict
         with ``symbol``, ``shares``, ``price``, ``cost`` and optional ``broker_order_id``)."""
-        with self._write() as conn:
+        with self._journal._write() as conn:
             decision_id = self._insert_decision(conn, fields)
         return self.get_decision(decision_id)
 
     def decision_on(self, book: str, date: str) -> DecisionRecord | None:
         """The book's decision for ``date``, or None (a book decides a day once)."""
-        rows = self._rows(
+        rows = self._journal._rows(
             "SELECT * FROM decisions WHERE book = ? AND date = ? ORDER BY id LIMIT 1", (book, date)
         )
         return DecisionRecord.from_row(rows[0]) if rows else None
 
     def pending_tick(self, book: str) -> PendingTick | None:
         """The book's tick whose orders are journaled but not settled, or None."""
-        rows = self._rows("SELECT * FROM pm_pending WHERE book = ?", (book,))
+        rows = self._journal._rows("SELECT * FROM pm_pending WHERE book = ?", (book,))
         return PendingTick.from_row(rows[0]) if rows else None
 
     def begin_tick(
@@ -257,7 +261,7 @@ class BookStore(JournalFile):
             Conflict: the book has a pending tick already (finish it first).
         """
         try:
-            with self._write() as conn:
+            with self._journal._write() as conn:
                 conn.execute(
                     "INSERT INTO pm_pending (book, date, fields, plan, peak_equity, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
@@ -288,7 +292,7 @@ class BookStore(JournalFile):
             BookRecord,
             {"cash": cash, "positions": positions, "peak_equity": peak_equity, "as_of": as_of},
         )
-        with self._write() as conn:
+        with self._journal._write() as conn:
             taken = conn.execute(
                 "SELECT id FROM decisions WHERE book = ? AND date = ?", (book, decision["date"])
             ).fetchone()
@@ -337,9 +341,9 @@ class BookStore(JournalFile):
         Raises:
             JournalError: no such id.
         """
-        rows = self._rows("SELECT * FROM decisions WHERE id = ?", (decision_id,))
+        rows = self._journal._rows("SELECT * FROM decisions WHERE id = ?", (decision_id,))
         if not rows:
-            raise JournalError(f"no decision {decision_id!r} in {self.path}")
+            raise JournalError(f"no decision {decision_id!r} in {self._journal.path}")
         return DecisionRecord.from_row(rows[0])
 
     def list_decisions(self, book: str, limit: int | None = None) -> list[DecisionRecord]:
@@ -349,9 +353,9 @@ class BookStore(JournalFile):
         if limit is not None:
             sql += " LIMIT ?"
             params = (book, limit)
-        return [DecisionRecord.from_row(r) for r in self._rows(sql, params)]
+        return [DecisionRecord.from_row(r) for r in self._journal._rows(sql, params)]
 
     def list_fills(self, book: str) -> list[FillRecord]:
         """Fills of a book, oldest first."""
-        rows = self._rows("SELECT * FROM pm_fills WHERE book = ? ORDER BY id", (book,))
+        rows = self._journal._rows("SELECT * FROM pm_fills WHERE book = ? ORDER BY id", (book,))
         return [FillRecord.from_row(r) for r in rows]

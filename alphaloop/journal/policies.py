@@ -1,5 +1,5 @@
 """The policy library and replays: every strategy a person might deploy, and every re-run of a
-trial or a policy on a new window. Part of :class:`~alphaloop.journal.Journal`."""
+trial or a policy on a new window. A repository the journal holds as ``journal.policies``."""
 
 from __future__ import annotations
 
@@ -102,12 +102,15 @@ def _required(model: type[_Record], fields: dict[str, Any]) -> None:
         raise ValueError(f"{model.__name__}: missing field(s) {', '.join(missing)}")
 
 
-class LibraryStore(JournalFile):
+class Policies:
     """Reads and writes of the ``policies`` and ``replays`` tables."""
+
+    def __init__(self, journal: JournalFile) -> None:
+        self._journal = journal
 
     # --- policies ----------------------------------------------------------------------------
 
-    def add_policy(self, **fields: Any) -> PolicyRecord:
+    def add(self, **fields: Any) -> PolicyRecord:
         """Journals a library entry and returns it as stored (``id`` and ``created_at`` are the
         journal's).
 
@@ -118,12 +121,12 @@ class LibraryStore(JournalFile):
         """
         _required(PolicyRecord, fields)
         if fields.get("path") is not None:
-            fields = {**fields, "path": self.stored_path(fields["path"])}
+            fields = {**fields, "path": self._journal.stored_path(fields["path"])}
         row = columns(PolicyRecord, fields)
         row["created_at"] = now()
         try:
-            with self._write():
-                policy_id = int(self.db["policies"].insert(row).last_rowid)
+            with self._journal._write():
+                policy_id = int(self._journal.db["policies"].insert(row).last_rowid)
         except sqlite3.IntegrityError as err:
             if "policies.trial_id" in str(err):
                 raise JournalError(
@@ -133,36 +136,40 @@ class LibraryStore(JournalFile):
                 f"cannot add the policy of trial {fields.get('trial_id')!r} to the library: "
                 f"{err} (its session and trial must be journaled first)"
             ) from None
-        return self.get_policy(policy_id)
+        return self.get(policy_id)
 
-    def get_policy(self, policy_id: int) -> PolicyRecord:
+    def get(self, policy_id: int) -> PolicyRecord:
         """One library entry.
 
         Raises:
             PolicyNotFound: no such id (the message lists the most recent ids).
         """
-        rows = self._rows("SELECT * FROM policies WHERE id = ?", (policy_id,))
+        rows = self._journal._rows("SELECT * FROM policies WHERE id = ?", (policy_id,))
         if not rows:
             recent = [
-                str(r["id"]) for r in self._rows("SELECT id FROM policies ORDER BY id DESC LIMIT 5")
+                str(r["id"])
+                for r in self._journal._rows("SELECT id FROM policies ORDER BY id DESC LIMIT 5")
             ]
             hint = (
                 f"recent policy ids: {', '.join(recent)}"
                 if recent
                 else "the library is empty (a finished session or `alphaloop train` adds entries)"
             )
-            raise PolicyNotFound(f"no policy {policy_id!r} in the library at {self.path}; {hint}")
+            raise PolicyNotFound(
+                f"no policy {policy_id!r} in the library at {self._journal.path}; {hint}"
+            )
         return PolicyRecord.from_row(rows[0])
 
-    def list_policies(self) -> list[PolicyRecord]:
+    def list(self) -> list[PolicyRecord]:
         """Every library entry, newest first."""
         return [
-            PolicyRecord.from_row(r) for r in self._rows("SELECT * FROM policies ORDER BY id DESC")
+            PolicyRecord.from_row(r)
+            for r in self._journal._rows("SELECT * FROM policies ORDER BY id DESC")
         ]
 
-    def policy_of_trial(self, trial_id: int) -> PolicyRecord | None:
+    def of_trial(self, trial_id: int) -> PolicyRecord | None:
         """The library entry published from a trial, or None."""
-        rows = self._rows("SELECT * FROM policies WHERE trial_id = ?", (trial_id,))
+        rows = self._journal._rows("SELECT * FROM policies WHERE trial_id = ?", (trial_id,))
         return PolicyRecord.from_row(rows[0]) if rows else None
 
     # --- replays -----------------------------------------------------------------------------
@@ -181,8 +188,8 @@ class LibraryStore(JournalFile):
         row = columns(ReplayRecord, fields)
         row["created_at"] = now()
         try:
-            with self._write():
-                replay_id = int(self.db["replays"].insert(row).last_rowid)
+            with self._journal._write():
+                replay_id = int(self._journal.db["replays"].insert(row).last_rowid)
         except sqlite3.IntegrityError as err:
             raise JournalError(f"cannot journal the replay: {err}") from None
         return self.get_replay(replay_id)
@@ -193,9 +200,9 @@ class LibraryStore(JournalFile):
         Raises:
             JournalError: no such id.
         """
-        rows = self._rows("SELECT * FROM replays WHERE id = ?", (replay_id,))
+        rows = self._journal._rows("SELECT * FROM replays WHERE id = ?", (replay_id,))
         if not rows:
-            raise JournalError(f"no replay {replay_id!r} in {self.path}")
+            raise JournalError(f"no replay {replay_id!r} in {self._journal.path}")
         return ReplayRecord.from_row(rows[0])
 
     def list_replays(
@@ -213,5 +220,6 @@ class LibraryStore(JournalFile):
         if where:
             sql += " WHERE " + " AND ".join(where)
         return [
-            ReplayRecord.from_row(r) for r in self._rows(sql + " ORDER BY id DESC", tuple(params))
+            ReplayRecord.from_row(r)
+            for r in self._journal._rows(sql + " ORDER BY id DESC", tuple(params))
         ]
