@@ -11,15 +11,16 @@ session, and the rule judges it as it would any proposal. The kind and the propo
 for this benchmark, decodes:
 
 * seed-only: the default config on a seed of its own (``seed + 1000 j``): the incumbent's true
-  mean, the incumbent's days, only the seed differs. The keep rule's steps 1-2 (seeds) are
-  what must stop it.
+  mean, only the seed differs. On the tied market the seed's scenarios alone move the weights
+  among near-identical assets, so its daily returns differ from the baseline's too.
 * window-lucky: a genuinely different Mean-CVaR config (``cvar_alpha``, ``max_position_pct``
   >= 0.1, ``n_scenarios`` and ``cufolio_hold_days`` drawn uniformly within their bounds, seeded
   by the session and ``j``) on the search seed: different daily returns with no true edge, so
-  whatever it gains on the folds is the folds' noise. The window test (step 3) is what must
-  stop it. That the drawn configs have no true edge is checked, not assumed: a sample of them
-  and the default run once each on the TRAIN + VALIDATION span of a long, independent tied
-  market (no TEST row), and their mean Sharpe minus the default's is printed.
+  whatever it gains on the folds is the folds' noise, which seeds cannot expose and the
+  window test (step 3) is there to catch. That the drawn configs have no true edge is
+  checked, not assumed: a sample of them and the default run once each on the TRAIN +
+  VALIDATION span of a long, independent tied market (no TEST row), and their mean Sharpe
+  minus the default's is printed.
 * +0.3 Sharpe: the window-lucky candidate with an edge planted in its daily returns: each
   fold's returns get the constant ``0.3 sd / sqrt(252)`` per edge level (``sd`` that fold's own
   daily standard deviation, so its annualised Sharpe rises by exactly 0.3), one level above the
@@ -64,8 +65,9 @@ from benchmarks.bench_generalisation import wilson
 EDGE = 0.3  # annualised Sharpe planted per edge level
 NOISE_SEEDS = 3
 KINDS = ("seed-only", "window-lucky", "+0.3 Sharpe")
-# (sessions, search trials per session) of each kind; the same markets and session seeds for
-# every kind, so the kinds differ only in what is proposed.
+# Sessions and search trials per session of each kind (the same markets and session seeds for
+# every kind, so the kinds differ only in what is proposed), and window-lucky configs whose
+# true edge is checked.
 FULL = {"sessions": 8, "budget": 12, "true_check": 16}
 QUICK = {"sessions": 1, "budget": 3, "true_check": 2}
 # The marker knobs: env knobs that a cufolio_only trial never reads. ``j`` (the proposal's
