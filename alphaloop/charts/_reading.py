@@ -38,10 +38,14 @@ def pct(share: float) -> str:
     return f"{share:.0%}"
 
 
-def drawdown(y: np.ndarray) -> tuple[float, int, int]:
-    """Largest fall from a running high: (size, index of the high, index of the low)."""
+def drawdown(y: np.ndarray, *, relative: bool = False) -> tuple[float, int, int]:
+    """Largest fall from a running high: (size, index of the high, index of the low).
+
+    ``relative`` measures falls as a fraction of their high, as a wealth curve's drawdown is:
+    on a curve that grows, the largest fall in units is often not the largest in percent.
+    """
     running = np.maximum.accumulate(y)
-    falls = running - y
+    falls = (running - y) / np.where(running > 0, running, 1.0) if relative else running - y
     low = int(np.argmax(falls))
     high = int(np.argmax(y[: low + 1]))
     return float(falls[low]), high, low

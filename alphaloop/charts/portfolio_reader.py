@@ -23,7 +23,7 @@ def _validation_bullets(
 ) -> list[str]:
     """What the validation window says: the end against the baselines, the deepest drawdown,
     the highest equity, the worst and best day."""
-    fall, high, low = drawdown(y)
+    fall, high, low = drawdown(y, relative=True)
     peak = int(np.argmax(y))
     recovered = next((i for i in range(low, len(y)) if y[i] >= y[high]), None)
     vs = "; ".join(f"{k} {v[-1]:.3f}" for k, v in others.items() if len(v))
@@ -60,13 +60,13 @@ def _validation_bullets(
 
 
 def _window_facts(x: list[Any], y: np.ndarray, others: dict[str, np.ndarray]) -> dict[str, Any]:
-    fall, high, _ = drawdown(y)
+    fall, _, _ = drawdown(y, relative=True)
     peak = int(np.argmax(y))
     return {
         "start": x[0],
         "end": x[-1],
         "final": float(y[-1]),
-        "max_drawdown": float(fall / y[high]) if y[high] else 0.0,
+        "max_drawdown": fall,
         "peak": {"date": x[peak], "equity": float(y[peak])},
         "baselines": {k: float(v[-1]) for k, v in others.items() if len(v)},
     }

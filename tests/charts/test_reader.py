@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from alphaloop.charts import CHART_KINDS, build_chart, read_embedded, read_figure, training_curve
+from alphaloop.charts._reading import drawdown
 from alphaloop.journal import TrialRecord
+from alphaloop.metrics import max_drawdown
 from alphaloop.ops.replay import SessionReplay
 
 from .conftest import Lab
@@ -137,3 +139,12 @@ def test_a_run_still_training_says_so() -> None:
     assert bullets[-1] == "The run is still training: 2 points so far."
     _, one = read_figure(training_curve(curve_trial([0.3], status="running")))
     assert one[0] == "One update so far: mean episode reward 0.3000 at step 256."
+
+
+def test_a_wealth_curve_reads_its_deepest_fall_in_percent_not_in_units() -> None:
+    # 1 -> 0.8 is a 20% fall; 2.0 -> 1.7 the larger fall in units but only 15%.
+    y = np.array([1.0, 0.8, 2.0, 1.7])
+    assert drawdown(y) == (pytest.approx(0.3), 2, 3)
+    assert drawdown(y, relative=True) == (pytest.approx(0.2), 0, 1)
+    returns = y[1:] / y[:-1] - 1.0
+    assert drawdown(y, relative=True)[0] == pytest.approx(max_drawdown(returns))
