@@ -278,11 +278,14 @@ class DeflatedSharpe(BaseModel):
         n_obs, skew, kurtosis: the sample behind it (kurtosis 3 for a normal law).
         psr: probability that the true Sharpe exceeds 0.
         n_trials: N, the trials the candidate was selected from.
-        sr_variance: variance (ddof 1) of the trials' per-period Sharpe ratios.
+        sr_variance: the variance of Sharpe ratios the hurdle uses: the trials' (ddof 1), or
+            ``luck_variance`` when that is smaller.
         hurdle: expected maximum Sharpe of N unskilled trials.
         dsr: PSR against ``hurdle``.
         n_effective: effective number of independent trials, when given.
         hurdle_effective, dsr_effective: the same under ``n_effective``.
+        observed_sr_variance: the trials' own variance, when ``luck_variance`` capped it.
+        luck_variance: the cap given (:func:`luck_variance`), None when none was.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -299,6 +302,26 @@ class DeflatedSharpe(BaseModel):
     n_effective: float | None = None
     hurdle_effective: float | None = None
     dsr_effective: float | None = None
+    observed_sr_variance: float | None = None
+    luck_variance: float | None = None
+
+
+def luck_variance(trial_sharpe_ratios: np.ndarray | list[float], n_obs: int) -> float:
+    """How much per-period Sharpe ratios measured on ``n_obs`` days vary by luck alone: the
+    sampling variance of one Sharpe estimate, ``(1 + SR^2 / 2) / T`` (Lo 2002, i.i.d. returns),
+    at the trials' mean squared Sharpe.
+
+    The deflated Sharpe's hurdle is the best of N draws of luck, and Bailey & Lopez de Prado
+    estimate luck's spread by the trials' own spread of Sharpe ratios, which is right when no
+    trial has an edge. When configs truly differ (a cap that forces a worse book, a real edge
+    elsewhere) their spread is mostly those differences, not luck, and a hurdle built on it
+    asks the pick to beat the best of N *real* configs by its luck. Capping the variance at this
+    value keeps the hurdle what the method means: the best of N strategies with no edge.
+    """
+    srs = np.asarray(trial_sharpe_ratios, dtype=float).ravel()
+    if n_obs < 2 or srs.size == 0:
+        raise ValueError(f"need Sharpe ratios measured on >= 2 days, got {srs.size} on {n_obs}")
+    return float((1.0 + 0.5 * np.mean(srs**2)) / n_obs)
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -310,6 +333,7 @@ def deflated_sharpe(
     trial_sharpe_ratios: np.ndarray | list[float],
     n_trials: float | None = None,
     n_effective: float | None = None,
+    max_sr_variance: float | None = None,
 ) -> DeflatedSharpe:
     """Deflated Sharpe ratio (Bailey & Lopez de Prado, 2014) of ``returns``, the selected trial.
 
@@ -325,13 +349,17 @@ def deflated_sharpe(
         n_trials: N; defaults to ``len(trial_sharpe_ratios)``, may not be smaller.
         n_effective: effective independent trials (:func:`effective_trials`), reported with its
             own hurdle and DSR next to the nominal ones; at most N.
+        max_sr_variance: a cap on the variance of Sharpe ratios, the spread of luck alone
+            (:func:`luck_variance`); the trials' own variance when None.
 
     Raises:
         ValueError: an empty or non-finite set of Sharpe ratios, or N inconsistent with it.
     """
     srs, n = _counted_trials(trial_sharpe_ratios, n_trials, n_effective)
     r = _as_returns(returns)
-    variance = float(srs.var(ddof=1)) if srs.size > 1 else 0.0
+    observed = float(srs.var(ddof=1)) if srs.size > 1 else 0.0
+    capped = max_sr_variance is not None and max_sr_variance < observed
+    variance = float(max_sr_variance) if capped else observed
     sr, skew, kurt = _sharpe_moments(r)
 
     def psr(benchmark: float) -> float | None:
@@ -358,6 +386,8 @@ def deflated_sharpe(
         hurdle=hurdle,
         dsr=psr(hurdle),
         **effective,
+        observed_sr_variance=observed if capped else None,
+        luck_variance=max_sr_variance,
     )
 
 

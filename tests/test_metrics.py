@@ -26,6 +26,7 @@ from alphaloop.metrics import (
     equity_curve,
     expected_max_sharpe,
     hit_rate,
+    luck_variance,
     max_drawdown,
     objective_value,
     probabilistic_sharpe_ratio,
@@ -395,6 +396,28 @@ def test_deflated_sharpe_under_fewer_effective_trials_is_higher() -> None:
     assert out.hurdle_effective < out.hurdle
     assert out.dsr_effective > out.dsr
     assert out.dsr_effective == pytest.approx(_psr_closed_form(best, out.hurdle_effective))
+
+
+def test_the_hurdle_counts_luck_not_real_differences_between_configs() -> None:
+    rng = np.random.default_rng(9)
+    # Ten configs on 500 days: five with no edge, five that truly lose 0.2 per-period Sharpe.
+    edges = np.r_[np.zeros(5), np.full(5, -0.2)]
+    x = rng.normal(0.0, 0.01, (500, 10)) + 0.01 * edges
+    srs = trial_sharpes(x)
+    best = x[:, int(np.argmax(srs))]
+    luck = luck_variance(srs, 500)
+    assert luck == pytest.approx((1 + 0.5 * np.mean(srs**2)) / 500)  # Lo (2002) at SR^2
+    assert np.var(srs, ddof=1) > 3 * luck  # the spread is mostly the real gap
+    capped = deflated_sharpe(best, srs, max_sr_variance=luck)
+    assert capped.sr_variance == luck and capped.luck_variance == luck
+    assert capped.observed_sr_variance == pytest.approx(np.var(srs, ddof=1))
+    assert capped.hurdle == pytest.approx(expected_max_sharpe(10, luck))
+    assert capped.hurdle < deflated_sharpe(best, srs).hurdle
+    # On pure noise the trials' own (smaller, correlated) spread stays: the cap does not bind.
+    noise = rng.normal(0.0, 0.01, (500, 1)) + rng.normal(0.0, 0.005, (500, 10))
+    ns = trial_sharpes(noise)
+    out = deflated_sharpe(noise[:, 0], ns, max_sr_variance=luck_variance(ns, 500))
+    assert out.sr_variance == pytest.approx(np.var(ns, ddof=1)) and out.observed_sr_variance is None
 
 
 def test_deflated_sharpe_rejects_inconsistent_sets() -> None:

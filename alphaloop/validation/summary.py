@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.metrics import DeflatedSharpe, deflated_sharpe, effective_trials, trial_sharpes
+from alphaloop.metrics import (
+    DeflatedSharpe,
+    deflated_sharpe,
+    effective_trials,
+    luck_variance,
+    trial_sharpes,
+)
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, pbo_interval
 
 # The one set N and the variance of Sharpe ratios are taken over. Baseline runs are the default
@@ -100,17 +106,21 @@ def aligned_matrix(series: Sequence[Sequence[float]]) -> np.ndarray:
 def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -> DeflatedSharpe:
     """The deflated Sharpe of ``candidate`` selected from the ``search`` trials (N = their
     count), with the effective number of independent trials (Li & Ji) and the DSR under it.
+    The variance of the trials' Sharpe ratios is capped at what luck alone gives on their days
+    (:func:`~alphaloop.metrics.luck_variance`): real differences between configs are not luck.
 
     Raises:
         ValueError: no search series, or fewer than 2 common days.
     """
     matrix = aligned_matrix(search)
     n_eff = effective_trials(matrix)
+    sharpes = trial_sharpes(matrix)
     return deflated_sharpe(
         np.asarray(candidate, dtype=float),
-        trial_sharpes(matrix),
+        sharpes,
         n_trials=matrix.shape[1],
         n_effective=n_eff if n_eff > 0 else None,
+        max_sr_variance=luck_variance(sharpes, matrix.shape[0]),
     )
 
 
