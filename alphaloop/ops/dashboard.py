@@ -270,44 +270,6 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
                      tail=j.trial_tail(s.id), best=best)  # fmt: skip
 
 
-class History(BaseModel):
-    """A session's search as columns, for a chart of any length: each search trial's index,
-    status and objective, the best kept objective so far, and the default's objective."""
-
-    model_config = _FROZEN
-
-    idx: list[int]
-    status: list[str]
-    objective: list[float | None]
-    incumbent: list[float | None]
-    baseline: float | None
-
-
-def history(settings: Settings, session_id: str) -> History:
-    """The optimisation history of a session with its incumbent line.
-
-    Raises:
-        NoJournal, SessionNotFound: no such session.
-    """
-    with open_journal(settings) as j:
-        j.get_session(session_id)
-        cols = j.objective_columns(session_id)
-    search = [i for i, k in enumerate(cols["kind"]) if k == "search"]
-    base = [cols["objective"][i] for i, k in enumerate(cols["kind"]) if k == "baseline"]
-    best, incumbent = None, []
-    for i in search:
-        if cols["status"][i] == "keep" and cols["objective"][i] is not None:
-            best = cols["objective"][i] if best is None else max(best, cols["objective"][i])
-        incumbent.append(best)
-    return History(
-        idx=[cols["idx"][i] for i in search],
-        status=[cols["status"][i] for i in search],
-        objective=[cols["objective"][i] for i in search],
-        incumbent=incumbent,
-        baseline=next((b for b in base if b is not None), None),
-    )
-
-
 class BookHistory(BaseModel):
     """A book's ticks, oldest first: the day, the equity before the tick, the target weights,
     the kill-switch status and the person's verdict."""
@@ -342,7 +304,6 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
 __all__ = [
     "BookHistory",
     "Comparison",
-    "History",
     "Pulse",
     "SessionRow",
     "TrialFull",
@@ -351,7 +312,6 @@ __all__ = [
     "book_history",
     "comparison",
     "display_status",
-    "history",
     "pulse",
     "session_rows",
     "trial_csv",

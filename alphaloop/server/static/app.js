@@ -285,39 +285,47 @@ function versus(c) {
 // The status line polls the session's pulse: the session, its trial count, its last trials
 // and its best, read at a cost that does not grow with the session. On a change the table's
 // page comes first, then the chart: the server's progress chart for a session of up to BIG
-// trials; past that, the history drawn here from columns (WebGL markers, the incumbent line).
+// trials; past that, the history drawn here from columns the server sampled down to what the
+// chart's pixels can show (every change of the incumbent kept: its step line is exact).
 const BIG = 2000;
 function historyFigure(h) {
-  const pick = (keep) => h.idx.map((x, i) => [x, h.objective[i], h.status[i] === "keep"]).filter((r) => r[2] === keep && r[1] != null);
+  const pick = (keep) => { const x = [], y = [];
+    h.idx.forEach((v, i) => { if ((h.status[i] === "keep") === keep && h.objective[i] != null) { x.push(v); y.push(h.objective[i]); } });
+    return { x, y }; };
   const kept = pick(true), other = pick(false);
   const data = [
-    { type: "scattergl", mode: "markers", name: "kept", x: kept.map((r) => r[0]), y: kept.map((r) => r[1]), marker: { size: 4, color: "#1b7f3b" } },
-    { type: "scattergl", mode: "markers", name: "discarded", x: other.map((r) => r[0]), y: other.map((r) => r[1]), marker: { size: 3, color: "#9aa3b2" } },
-    { type: "scattergl", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00" } },
+    { type: "scatter", mode: "markers", name: "kept", ...kept, marker: { size: 4, color: "#1b7f3b" } },
+    { type: "scatter", mode: "markers", name: "discarded", ...other, marker: { size: 3, color: "#9aa3b2" } },
+    { type: "scatter", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00", shape: "hv" } },
   ];
-  if (h.baseline != null) data.push({ type: "scattergl", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
-  return { data, layout: { title: { text: `optimisation history (${h.idx.length} search trials)` }, xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
+  if (h.baseline != null) data.push({ type: "scatter", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
+  const shown = h.sampled ? `, ${h.idx.length} drawn` : "";
+  return { data, layout: { title: { text: `optimisation history (${h.total} search trials${shown})` }, hovermode: "closest",
+    xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
 }
-async function drawProgress(sid, trials) {
-  try {
-    const fig = trials > BIG ? historyFigure(await api(`/api/sessions/${sid}/history`)) : await api(`/api/charts/research_progress?session_id=${sid}`);
-    if (sid === state.sessionId) await plot("research-chart", fig);
-  } catch (e) { /* no trial finished yet */ }
+// The chart's data, asked for at once (alongside the table's page); null when there is none yet.
+function chartData(sid, trials) {
+  const fig = trials > BIG ? api(`/api/sessions/${sid}/history`).then(historyFigure) : api(`/api/charts/research_progress?session_id=${sid}`);
+  return fig.catch(() => null);
 }
 async function pollResearch() {
   const q = new URLSearchParams();
   if (state.sessionId) q.set("session_id", state.sessionId);
   const p = await api("/api/pulse?" + q);
   if (!p.session) return;
-  const s = p.session;
-  if (state.sessionId !== s.id) { state.sessionId = s.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
+  const s = p.session, found = state.sessionId !== s.id;
+  if (found) { state.sessionId = s.id; state.table.offset = 0; }
   $("#research-status").textContent = `${s.id} \u2014 ${p.status}, ${p.trials} trials (budget ${s.budget}), ` +
     `best ${p.best ? fmt(p.best.objective) + " (#" + p.best.idx + ")" : "-"} \u2014 ${s.goal}`;
   const sig = `${s.id}:${p.status}:${p.trials}:${p.best?.id}:${p.tail.map((t) => t.id + t.status).join(",")}`;
   if (sig === state.lastResearchSig) return;
   state.lastResearchSig = sig;
+  const chart = chartData(s.id, p.trials);
   await refreshTrials();
-  await drawProgress(s.id, p.trials);
+  const fig = await chart;
+  if (fig && s.id === state.sessionId) await plot("research-chart", fig);
+  // Its note and report only once its table and chart are drawn: they do not hold them up.
+  if (found) { loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
 }
 
 // 3. manual PPO training
