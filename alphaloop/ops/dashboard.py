@@ -15,6 +15,7 @@ from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, Trial
 from alphaloop.journal import (
     ClipRecord,
     FinalReport,
+    FoldRecord,
     SessionRecord,
     TrialFilter,
     TrialRecord,
@@ -208,14 +209,42 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
             )
 
 
+class FoldRow(BaseModel):
+    """One walk-forward fold a trial was scored on: its window, objective and metrics (its
+    daily returns stay in the journal; the trial's equity curve is drawn from VALIDATION's)."""
+
+    model_config = _FROZEN
+
+    fold: int
+    n_folds: int
+    start_date: str
+    end_date: str
+    objective: float
+    metrics: dict[str, Any]
+    n_days: int
+    elapsed_s: float
+    reused_from: int | None
+
+
+def fold_row(f: FoldRecord) -> FoldRow:
+    """The fold as the detail panel shows it."""
+    return FoldRow(
+        fold=f.fold, n_folds=f.n_folds, start_date=f.start_date, end_date=f.end_date,
+        objective=f.objective, metrics=f.metrics, n_days=len(f.returns), elapsed_s=f.elapsed_s,
+        reused_from=f.reused_from,
+    )  # fmt: skip
+
+
 class TrialFull(BaseModel):
-    """One trial as the detail panel shows it: everything, its series and prompt included."""
+    """One trial as the detail panel shows it: everything, its series and prompt included,
+    and the folds it was scored on (none for a trial from before folds)."""
 
     model_config = _FROZEN
 
     trial: TrialRecord
     clips: list[ClipRecord]
     parent: TrialRecord | None
+    folds: list[FoldRow] = []
 
 
 def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
@@ -229,7 +258,8 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         if t.session_id != session_id:
             raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
         parent = j.get_trial(t.parent_id) if t.parent_id else None
-        return TrialFull(trial=t, clips=j.clips(t.id), parent=parent)
+        folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
+        return TrialFull(trial=t, clips=j.clips(t.id), parent=parent, folds=folds)
 
 
 class Pulse(BaseModel):
@@ -304,6 +334,7 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
 __all__ = [
     "BookHistory",
     "Comparison",
+    "FoldRow",
     "Pulse",
     "SessionRow",
     "TrialFull",
@@ -312,6 +343,7 @@ __all__ = [
     "book_history",
     "comparison",
     "display_status",
+    "fold_row",
     "pulse",
     "session_rows",
     "trial_csv",

@@ -178,6 +178,7 @@ async function showTrial(id) {
   $("#trial-facts").textContent = [`proposer ${t.proposer ?? "-"}`, `seed ${t.seed ?? "-"}`, `${fmt(t.elapsed_s, 2)} s`,
     t.rationale ? `rationale: ${t.rationale}` : "", metrics ? `metrics: ${metrics}` : "", clips ? `clips: ${clips}` : "",
     t.reason ? `verdict: ${t.reason}` : "", t.error ? `error: ${t.error}` : ""].filter(Boolean).join(" \u00b7 ");
+  showFolds(full.folds || []);
   const changed = t.delta?.changes || {};
   $("#trial-config tbody").replaceChildren(...Object.entries(t.config).map(([k, v]) => {
     const tr = document.createElement("tr"); tr.append(cell(k), cell(String(v)), cell(k in changed ? "changed" : "")); return tr; }));
@@ -187,6 +188,16 @@ async function showTrial(id) {
   let equity = 1; const ys = returns.map((r) => (equity *= 1 + r));
   await plot("trial-equity", { data: [{ y: ys, mode: "lines", name: "equity (validation)" }],
     layout: { title: { text: `trial #${t.idx}: equity over the validation window` }, xaxis: { title: { text: "day" } }, yaxis: { title: { text: "growth of 1" } } } }, 240);
+}
+
+// The walk-forward folds the trial was scored on, oldest window first.
+function showFolds(folds) {
+  $("#trial-folds").hidden = !folds.length;
+  $("#trial-folds-note").textContent = folds.length ? `scored on ${folds[0].n_folds} walk-forward folds` +
+    (folds.length < folds[0].n_folds ? ` (${folds.length} journaled)` : "") : "no folds: scored on VALIDATION alone";
+  rows("trial-folds", folds.map((f) => { const m = f.metrics || {};
+    return [`${f.fold + 1}/${f.n_folds}`, `${f.start_date} \u2192 ${f.end_date}`, f.n_days, fmt(f.objective, 3), fmt(m.sharpe, 3),
+      fmt(m.sortino, 3), fmt(m.max_drawdown, 3), fmt(m.annual_return, 3), fmt(m.cvar_95, 4), fmt(m.annual_turnover, 2)]; }));
 }
 
 // The session list: every session with its verdict; a click follows it.
