@@ -230,6 +230,33 @@ $("#plots-draw").addEventListener("click", async () => {
   } catch (e) { status.textContent = e.message; }
 });
 
+// The efficient frontier, traced by the server off its event loop: seconds of solving, told
+// as they pass; one trace at a time from this page.
+function frontierFigure(run) {
+  const pct = (x) => 100 * x, top = (w) => Object.entries(w).filter(([, v]) => v > 0.005).sort((a, b) => b[1] - a[1])
+    .slice(0, 5).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(", ");
+  return { data: [{ type: "scatter", mode: "lines+markers", name: "frontier", x: run.points.map((p) => pct(p.cvar)),
+    y: run.points.map((p) => pct(p.expected_return)), text: run.points.map((p) => top(p.weights)),
+    hovertemplate: "CVaR %{x:.2f}%, return %{y:.2f}%<br>%{text}<extra></extra>", line: { color: "#1d5fbf" } }],
+  layout: { title: { text: `Mean-CVaR frontier: ${run.symbols.length} assets, ${run.horizon_days}-day horizon, CVaR at ${run.alpha}` },
+    xaxis: { title: { text: `CVaR ${run.alpha} of the ${run.horizon_days}-day loss (%)` } }, yaxis: { title: { text: `expected ${run.horizon_days}-day return (%)` } } } };
+}
+$("#frontier-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const button = $("#frontier-draw"), status = $("#frontier-status"), f = new FormData(ev.target), t0 = Date.now();
+  if (button.disabled) return;
+  button.disabled = true;
+  const tick = () => { status.textContent = `tracing\u2026 ${((Date.now() - t0) / 1000).toFixed(0)} s`; };
+  tick(); const timer = setInterval(tick, 500);
+  try {
+    const run = await api(`/api/frontier?` + new URLSearchParams({ assets: f.get("assets"), points: f.get("points") }));
+    await plot("frontier-chart", frontierFigure(run), 360);
+    status.textContent = `${run.points.length} points, solved in ${run.solve_seconds.toFixed(1)} s; ${run.scenarios} scenarios ` +
+      `(${run.distinct_scenarios} distinct) from ${run.window[0]} to ${run.window[1]}, cap ${(100 * run.max_weight).toFixed(0)}% an asset`;
+  } catch (e) { status.textContent = e.message; }
+  finally { clearInterval(timer); button.disabled = false; }
+});
+
 // Notes on the followed session and the open trial: saved as a new version of the one read;
 // an edit made meanwhile elsewhere is a 409, and the note is reloaded instead of overwritten.
 state.notes = { session: 0, trial: 0 };
