@@ -38,15 +38,22 @@ function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) :
 // Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
 function countPoints(div) { return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
 
-// plotly.js is deferred after this file: charts wait for it, the API calls do not.
-const plotlyReady = new Promise((resolve) => {
-  if (window.Plotly) return resolve();
-  document.getElementById("plotly-js").addEventListener("load", resolve, { once: true });
-});
+// plotly.js is preloaded by the page and run here, once, when the first chart is drawn.
+let plotlyLoaded = null;
+function plotlyReady() {
+  if (window.Plotly) return Promise.resolve();
+  plotlyLoaded = plotlyLoaded || new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = $("#plotly-js").href; script.onload = resolve; script.onerror = reject;
+    document.head.append(script);
+  });
+  return plotlyLoaded;
+}
 
 async function plot(id, fig, height = 320) {
-  await plotlyReady;
+  await plotlyReady();
   const div = document.getElementById(id);
+  div.querySelector("canvas.preview")?.remove();
   Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false });
   div.dataset.points = String(countPoints(div));
 }
@@ -341,10 +348,36 @@ function historyFigure(h) {
   return { data, layout: { title: { text: `optimisation history (${h.total} search trials${shown})` }, hovermode: "closest",
     xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
 }
+// Until plotly.js has run (a second or more on a cold load) a long history is drawn at once on
+// a canvas: the same sampled points and exact incumbent steps, without plotly's hover and zoom.
+function previewHistory(div, h) {
+  if (div.querySelector(".main-svg") || !h.idx.length) return;
+  const w = div.clientWidth || 600, ht = 320, dpr = window.devicePixelRatio || 1, c = document.createElement("canvas");
+  c.className = "preview"; c.width = w * dpr; c.height = ht * dpr; c.style.width = w + "px"; c.style.height = ht + "px";
+  const g = c.getContext("2d"); g.scale(dpr, dpr);
+  const ys = [...h.objective, ...h.incumbent, h.baseline].filter((v) => v != null && Number.isFinite(v));
+  const x0 = h.idx[0], x1 = h.idx[h.idx.length - 1], y0 = Math.min(...ys), y1 = Math.max(...ys);
+  const X = (x) => 50 + (x - x0) / ((x1 - x0) || 1) * (w - 60), Y = (y) => 30 + (y1 - y) / ((y1 - y0) || 1) * (ht - 60);
+  g.font = "14px system-ui, sans-serif"; g.fillStyle = "#1d2330";
+  g.fillText(`optimisation history (${h.total} search trials, ${h.idx.length} drawn)`, 50, 18);
+  let drawn = 0;
+  h.idx.forEach((x, i) => { const o = h.objective[i]; if (o == null) return;
+    g.fillStyle = h.status[i] === "keep" ? "#1b7f3b" : "#9aa3b2"; g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
+  g.strokeStyle = "#e07b00"; g.beginPath();
+  let last = null;
+  h.idx.forEach((x, i) => { const v = h.incumbent[i]; if (v == null) return;
+    if (last == null) g.moveTo(X(x), Y(v)); else { g.lineTo(X(x), Y(last)); g.lineTo(X(x), Y(v)); } last = v; });
+  if (last != null) g.lineTo(X(x1), Y(last));
+  g.stroke();
+  div.replaceChildren(c); div.dataset.points = String(drawn);
+}
+let firstRendered;
+const firstRender = new Promise((resolve) => { firstRendered = resolve; });
 // The chart's data, asked for at once (alongside the table's page); null when there is none yet.
 function chartData(sid, trials) {
-  const fig = trials > BIG ? api(`/api/sessions/${sid}/history`).then(historyFigure) : api(`/api/charts/research_progress?session_id=${sid}`);
-  return fig.catch(() => null);
+  const data = trials > BIG ? api(`/api/sessions/${sid}/history`).then((h) => ({ h, fig: historyFigure(h) }))
+                            : api(`/api/charts/research_progress?session_id=${sid}`).then((fig) => ({ fig }));
+  return data.catch(() => null);
 }
 async function pollResearch() {
   const q = new URLSearchParams();
@@ -360,8 +393,12 @@ async function pollResearch() {
   state.lastResearchSig = sig;
   const chart = chartData(s.id, p.trials);
   await refreshTrials();
-  const fig = await chart;
-  if (fig && s.id === state.sessionId) await plot("research-chart", fig);
+  const drawn = await chart;
+  if (drawn && s.id === state.sessionId) {
+    if (drawn.h) previewHistory($("#research-chart"), drawn.h);
+    firstRendered();
+    await plot("research-chart", drawn.fig);
+  }
   // Its note and report only once its table and chart are drawn: they do not hold them up.
   if (found) { loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
 }
@@ -548,9 +585,11 @@ function every(ms, fn) {
   fn().catch((e) => console.warn(e)).finally(() => { first(); setTimeout(run, ms); });
   return started;
 }
-// The research panel first, alone: its first answer carries the first chart. The other panels
-// start once it is drawn, so they do not compete with it for the server.
-every(1500, pollResearch).finally(() => {
+// The research panel first, alone: its first answer carries the first table and chart. The
+// other panels start once those are drawn (not once plotly.js has run), so they do not compete
+// with them for the server.
+every(1500, () => pollResearch().finally(firstRendered));
+firstRender.then(() => {
   loadEnv().catch((e) => toast(e.message));
   every(1500, pollTrain);
   every(5000, pollRatio);
