@@ -38,15 +38,16 @@ function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) :
 // Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
 function countPoints(div) { return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
 
-// plotly.js is preloaded by the page and run here, once, when the first chart is drawn.
+// plotly.js is preloaded by the page and run here, once, when the first chart is drawn: after
+// the next frame, so that what is drawn already (the table, a preview) is painted before it.
 let plotlyLoaded = null;
 function plotlyReady() {
   if (window.Plotly) return Promise.resolve();
-  plotlyLoaded = plotlyLoaded || new Promise((resolve, reject) => {
+  plotlyLoaded = plotlyLoaded || new Promise((resolve, reject) => requestAnimationFrame(() => setTimeout(() => {
     const script = document.createElement("script");
     script.src = $("#plotly-js").href; script.onload = resolve; script.onerror = reject;
     document.head.append(script);
-  });
+  }, 0)));
   return plotlyLoaded;
 }
 
