@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -375,6 +375,15 @@ FOLD_TABLES: dict[str, str] = {
 TABLES.update(FOLD_TABLES)
 FOLD_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_trial_folds_trial ON trial_folds (trial_id)",)
 
+# The page's reads of a long session without touching every trial's row (its series and
+# prompt): the history chart and the count of budgeted trials from the index alone, and the
+# first page in trial order (the expression is the one its ORDER BY puts empty values last by).
+PAGE_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_trials_history ON trials (session_id, idx, kind, status, objective)",
+    "CREATE INDEX idx_trials_session_counted ON trials (session_id, counted)",
+    "CREATE INDEX idx_trials_page ON trials (session_id, idx IS NULL, idx)",
+)
+
 LOOP_INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_policies_session ON policies (session_id)",
     "CREATE INDEX idx_replays_trial ON replays (parent_trial_id)",
@@ -393,6 +402,7 @@ INDEXES: tuple[str, ...] = (
     "CREATE INDEX idx_events_session_kind ON events (session_id, kind)",
     "CREATE INDEX idx_chart_reads_session ON chart_reads (session_id)",
     *LOOP_INDEXES,
+    *PAGE_INDEXES,
     *JOB_INDEXES,
     *TICK_INDEXES,
     *FOLD_INDEXES,
@@ -544,6 +554,15 @@ def _add_dpo_lengths(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE dpo_runs ADD COLUMN {column} {kind}")
 
 
+def _add_page_indexes(conn: sqlite3.Connection) -> None:
+    """Schema 10 -> 11: the covering indexes of the page's reads (:data:`PAGE_INDEXES`); no
+    data changes."""
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    for ddl in PAGE_INDEXES:
+        if ddl.split()[2] not in indexes:
+            conn.execute(ddl)
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -555,6 +574,7 @@ MIGRATIONS: dict[int, Migration] = {
     7: _add_exactly_once_ticks,
     8: _add_trial_folds,
     9: _add_dpo_lengths,
+    10: _add_page_indexes,
 }
 
 

@@ -15,6 +15,7 @@ from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, Trial
 from alphaloop.journal import (
     ClipRecord,
     FinalReport,
+    FoldRecord,
     SessionRecord,
     TrialFilter,
     TrialRecord,
@@ -208,14 +209,42 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
             )
 
 
+class FoldRow(BaseModel):
+    """One walk-forward fold a trial was scored on: its window, objective and metrics (its
+    daily returns stay in the journal; the trial's equity curve is drawn from VALIDATION's)."""
+
+    model_config = _FROZEN
+
+    fold: int
+    n_folds: int
+    start_date: str
+    end_date: str
+    objective: float
+    metrics: dict[str, Any]
+    n_days: int
+    elapsed_s: float
+    reused_from: int | None
+
+
+def fold_row(f: FoldRecord) -> FoldRow:
+    """The fold as the detail panel shows it."""
+    return FoldRow(
+        fold=f.fold, n_folds=f.n_folds, start_date=f.start_date, end_date=f.end_date,
+        objective=f.objective, metrics=f.metrics, n_days=len(f.returns), elapsed_s=f.elapsed_s,
+        reused_from=f.reused_from,
+    )  # fmt: skip
+
+
 class TrialFull(BaseModel):
-    """One trial as the detail panel shows it: everything, its series and prompt included."""
+    """One trial as the detail panel shows it: everything, its series and prompt included,
+    and the folds it was scored on (none for a trial from before folds)."""
 
     model_config = _FROZEN
 
     trial: TrialRecord
     clips: list[ClipRecord]
     parent: TrialRecord | None
+    folds: list[FoldRow] = []
 
 
 def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
@@ -229,7 +258,8 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         if t.session_id != session_id:
             raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
         parent = j.trials.get(t.parent_id) if t.parent_id else None
-        return TrialFull(trial=t, clips=j.logs.clips(t.id), parent=parent)
+        folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
+        return TrialFull(trial=t, clips=j.logs.clips(t.id), parent=parent, folds=folds)
 
 
 class Pulse(BaseModel):
@@ -270,44 +300,6 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
                      tail=j.trials.tail(s.id), best=best)  # fmt: skip
 
 
-class History(BaseModel):
-    """A session's search as columns, for a chart of any length: each search trial's index,
-    status and objective, the best kept objective so far, and the default's objective."""
-
-    model_config = _FROZEN
-
-    idx: list[int]
-    status: list[str]
-    objective: list[float | None]
-    incumbent: list[float | None]
-    baseline: float | None
-
-
-def history(settings: Settings, session_id: str) -> History:
-    """The optimisation history of a session with its incumbent line.
-
-    Raises:
-        NoJournal, SessionNotFound: no such session.
-    """
-    with open_journal(settings) as j:
-        j.sessions.get(session_id)
-        cols = j.trials.objective_columns(session_id)
-    search = [i for i, k in enumerate(cols["kind"]) if k == "search"]
-    base = [cols["objective"][i] for i, k in enumerate(cols["kind"]) if k == "baseline"]
-    best, incumbent = None, []
-    for i in search:
-        if cols["status"][i] == "keep" and cols["objective"][i] is not None:
-            best = cols["objective"][i] if best is None else max(best, cols["objective"][i])
-        incumbent.append(best)
-    return History(
-        idx=[cols["idx"][i] for i in search],
-        status=[cols["status"][i] for i in search],
-        objective=[cols["objective"][i] for i in search],
-        incumbent=incumbent,
-        baseline=next((b for b in base if b is not None), None),
-    )
-
-
 class BookHistory(BaseModel):
     """A book's ticks, oldest first: the day, the equity before the tick, the target weights,
     the kill-switch status and the person's verdict."""
@@ -342,7 +334,7 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
 __all__ = [
     "BookHistory",
     "Comparison",
-    "History",
+    "FoldRow",
     "Pulse",
     "SessionRow",
     "TrialFull",
@@ -351,7 +343,7 @@ __all__ = [
     "book_history",
     "comparison",
     "display_status",
-    "history",
+    "fold_row",
     "pulse",
     "session_rows",
     "trial_csv",

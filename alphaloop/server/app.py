@@ -71,7 +71,7 @@ def _index_html() -> bytes:
     """index.html with plotly.js under its versioned address."""
     text = (STATIC / "index.html").read_text(encoding="utf-8")
     return text.replace(
-        'src="/plotly.min.js"', f'src="/plotly.min.js?v={plotly_version()}"'
+        'href="/plotly.min.js"', f'href="/plotly.min.js?v={plotly_version()}"'
     ).encode()
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard, notes, plots
+from alphaloop.ops import dashboard, history, notes, plots
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
@@ -72,10 +72,17 @@ def pulse(
 
 
 @router.get("/sessions/{session_id}/history")
-def session_history(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+def session_history(
+    request: Request,
+    session_id: str = SessionPath,
+    points: int = Query(history.HISTORY_POINTS, ge=10, le=MAX_ID, description="rows at most"),
+) -> dict[str, Any]:
     """The optimisation history as columns (index, status, objective of each search trial,
-    the incumbent: the best kept objective so far) and the default's objective."""
-    return jsonable(dashboard.history(_settings(request), session_id).model_dump(mode="json"))
+    the incumbent: the best kept objective so far) and the default's objective; past
+    ``points`` search trials a sample that keeps each slice's extremes and every change of the
+    incumbent (``sampled``; ``total`` counts them all)."""
+    found = history.history(_settings(request), session_id, points)
+    return jsonable(found.model_dump(mode="json"))
 
 
 @router.get("/sessions/{session_id}/trials")

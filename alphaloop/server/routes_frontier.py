@@ -21,7 +21,8 @@ def frontier(
 ) -> ops.FrontierRun:
     """The Mean-CVaR efficient frontier of the first ``assets`` assets, each point certified:
     points from minimum CVaR to the largest return, with their weights. 422 when more assets
-    are asked for than the data holds."""
+    are asked for than the data holds. A plain function: the server runs it in its pool of
+    threads, so its seconds of solving never hold up the event loop."""
     given = {"assets": assets, "points": points, "scenarios": scenarios, "seed": seed}
     request = ops.FrontierRequest(**{k: v for k, v in given.items() if v is not None})
     return ops.trace_frontier(request)

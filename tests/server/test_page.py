@@ -68,8 +68,8 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         # panels in workflow order
         ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
         assert ids == ["panel-env", "panel-research", "panel-sessions", "panel-plots",
-                       "panel-validation", "panel-train", "panel-ratio", "panel-policies",
-                       "panel-prefs", "panel-schedule"]  # fmt: skip
+                       "panel-frontier", "panel-validation", "panel-train", "panel-ratio",
+                       "panel-policies", "panel-prefs", "panel-schedule"]  # fmt: skip
 
         # a short session: the chart gains points as trials finish, then it is stopped
         page.fill("#research-form input[name=goal]", "maximise Sharpe")

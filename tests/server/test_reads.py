@@ -105,7 +105,7 @@ def test_page_files_are_cached_with_etags(settings: Settings) -> None:
         index = c.get("/")
         assert index.headers["cache-control"] == "no-cache"
         assert c.get("/", headers={"If-None-Match": index.headers["etag"]}).status_code == 304
-        src = index.text.split('id="plotly-js" src="')[1].split('"')[0]
+        src = index.text.split('id="plotly-js" href="')[1].split('"')[0]
         assert src.startswith("/plotly.min.js?v=")
         js = c.get(src)
         assert js.status_code == 200 and "immutable" in js.headers["cache-control"]

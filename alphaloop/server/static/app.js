@@ -38,15 +38,23 @@ function fmt(x, digits = 4) { return typeof x === "number" ? x.toFixed(digits) :
 // Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
 function countPoints(div) { return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || []).length || 0), 0); }
 
-// plotly.js is deferred after this file: charts wait for it, the API calls do not.
-const plotlyReady = new Promise((resolve) => {
-  if (window.Plotly) return resolve();
-  document.getElementById("plotly-js").addEventListener("load", resolve, { once: true });
-});
+// plotly.js is preloaded by the page and run here, once, when the first chart is drawn: after
+// the next frame, so that what is drawn already (the table, a preview) is painted before it.
+let plotlyLoaded = null;
+function plotlyReady() {
+  if (window.Plotly) return Promise.resolve();
+  plotlyLoaded = plotlyLoaded || new Promise((resolve, reject) => requestAnimationFrame(() => setTimeout(() => {
+    const script = document.createElement("script");
+    script.src = $("#plotly-js").href; script.onload = resolve; script.onerror = reject;
+    document.head.append(script);
+  }, 0)));
+  return plotlyLoaded;
+}
 
 async function plot(id, fig, height = 320) {
-  await plotlyReady;
+  await plotlyReady();
   const div = document.getElementById(id);
+  div.querySelector("canvas.preview")?.remove();
   Plotly.react(div, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false });
   div.dataset.points = String(countPoints(div));
 }
@@ -178,6 +186,7 @@ async function showTrial(id) {
   $("#trial-facts").textContent = [`proposer ${t.proposer ?? "-"}`, `seed ${t.seed ?? "-"}`, `${fmt(t.elapsed_s, 2)} s`,
     t.rationale ? `rationale: ${t.rationale}` : "", metrics ? `metrics: ${metrics}` : "", clips ? `clips: ${clips}` : "",
     t.reason ? `verdict: ${t.reason}` : "", t.error ? `error: ${t.error}` : ""].filter(Boolean).join(" \u00b7 ");
+  showFolds(full.folds || []);
   const changed = t.delta?.changes || {};
   $("#trial-config tbody").replaceChildren(...Object.entries(t.config).map(([k, v]) => {
     const tr = document.createElement("tr"); tr.append(cell(k), cell(String(v)), cell(k in changed ? "changed" : "")); return tr; }));
@@ -187,6 +196,16 @@ async function showTrial(id) {
   let equity = 1; const ys = returns.map((r) => (equity *= 1 + r));
   await plot("trial-equity", { data: [{ y: ys, mode: "lines", name: "equity (validation)" }],
     layout: { title: { text: `trial #${t.idx}: equity over the validation window` }, xaxis: { title: { text: "day" } }, yaxis: { title: { text: "growth of 1" } } } }, 240);
+}
+
+// The walk-forward folds the trial was scored on, oldest window first.
+function showFolds(folds) {
+  $("#trial-folds").hidden = !folds.length;
+  $("#trial-folds-note").textContent = folds.length ? `scored on ${folds[0].n_folds} walk-forward folds` +
+    (folds.length < folds[0].n_folds ? ` (${folds.length} journaled)` : "") : "no folds: scored on VALIDATION alone";
+  rows("trial-folds", folds.map((f) => { const m = f.metrics || {};
+    return [`${f.fold + 1}/${f.n_folds}`, `${f.start_date} \u2192 ${f.end_date}`, f.n_days, fmt(f.objective, 3), fmt(m.sharpe, 3),
+      fmt(m.sortino, 3), fmt(m.max_drawdown, 3), fmt(m.annual_return, 3), fmt(m.cvar_95, 4), fmt(m.annual_turnover, 2)]; }));
 }
 
 // The session list: every session with its verdict; a click follows it.
@@ -217,6 +236,33 @@ $("#plots-draw").addEventListener("click", async () => {
     document.getElementById("parallel-chart").dataset.points = String(par.data[0].dimensions[0].values.length);
     status.textContent = `${imp.n_trials} scored trials; most important: ${Object.keys(imp.importances)[0]}`;
   } catch (e) { status.textContent = e.message; }
+});
+
+// The efficient frontier, traced by the server off its event loop: seconds of solving, told
+// as they pass; one trace at a time from this page.
+function frontierFigure(run) {
+  const pct = (x) => 100 * x, top = (w) => Object.entries(w).filter(([, v]) => v > 0.005).sort((a, b) => b[1] - a[1])
+    .slice(0, 5).map(([k, v]) => `${k} ${(100 * v).toFixed(0)}%`).join(", ");
+  return { data: [{ type: "scatter", mode: "lines+markers", name: "frontier", x: run.points.map((p) => pct(p.cvar)),
+    y: run.points.map((p) => pct(p.expected_return)), text: run.points.map((p) => top(p.weights)),
+    hovertemplate: "CVaR %{x:.2f}%, return %{y:.2f}%<br>%{text}<extra></extra>", line: { color: "#1d5fbf" } }],
+  layout: { title: { text: `Mean-CVaR frontier: ${run.symbols.length} assets, ${run.horizon_days}-day horizon, CVaR at ${run.alpha}` },
+    xaxis: { title: { text: `CVaR ${run.alpha} of the ${run.horizon_days}-day loss (%)` } }, yaxis: { title: { text: `expected ${run.horizon_days}-day return (%)` } } } };
+}
+$("#frontier-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const button = $("#frontier-draw"), status = $("#frontier-status"), f = new FormData(ev.target), t0 = Date.now();
+  if (button.disabled) return;
+  button.disabled = true;
+  const tick = () => { status.textContent = `tracing\u2026 ${((Date.now() - t0) / 1000).toFixed(0)} s`; };
+  tick(); const timer = setInterval(tick, 500);
+  try {
+    const run = await api(`/api/frontier?` + new URLSearchParams({ assets: f.get("assets"), points: f.get("points") }));
+    await plot("frontier-chart", frontierFigure(run), 360);
+    status.textContent = `${run.points.length} points, solved in ${run.solve_seconds.toFixed(1)} s; ${run.scenarios} scenarios ` +
+      `(${run.distinct_scenarios} distinct) from ${run.window[0]} to ${run.window[1]}, cap ${(100 * run.max_weight).toFixed(0)}% an asset`;
+  } catch (e) { status.textContent = e.message; }
+  finally { clearInterval(timer); button.disabled = false; }
 });
 
 // Notes on the followed session and the open trial: saved as a new version of the one read;
@@ -285,39 +331,77 @@ function versus(c) {
 // The status line polls the session's pulse: the session, its trial count, its last trials
 // and its best, read at a cost that does not grow with the session. On a change the table's
 // page comes first, then the chart: the server's progress chart for a session of up to BIG
-// trials; past that, the history drawn here from columns (WebGL markers, the incumbent line).
+// trials; past that, the history drawn here from columns the server sampled down to what the
+// chart's pixels can show (every change of the incumbent kept: its step line is exact).
 const BIG = 2000;
 function historyFigure(h) {
-  const pick = (keep) => h.idx.map((x, i) => [x, h.objective[i], h.status[i] === "keep"]).filter((r) => r[2] === keep && r[1] != null);
+  const pick = (keep) => { const x = [], y = [];
+    h.idx.forEach((v, i) => { if ((h.status[i] === "keep") === keep && h.objective[i] != null) { x.push(v); y.push(h.objective[i]); } });
+    return { x, y }; };
   const kept = pick(true), other = pick(false);
   const data = [
-    { type: "scattergl", mode: "markers", name: "kept", x: kept.map((r) => r[0]), y: kept.map((r) => r[1]), marker: { size: 4, color: "#1b7f3b" } },
-    { type: "scattergl", mode: "markers", name: "discarded", x: other.map((r) => r[0]), y: other.map((r) => r[1]), marker: { size: 3, color: "#9aa3b2" } },
-    { type: "scattergl", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00" } },
+    { type: "scatter", mode: "markers", name: "kept", ...kept, marker: { size: 4, color: "#1b7f3b" } },
+    { type: "scatter", mode: "markers", name: "discarded", ...other, marker: { size: 3, color: "#9aa3b2" } },
+    { type: "scatter", mode: "lines", name: "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00", shape: "hv" } },
   ];
-  if (h.baseline != null) data.push({ type: "scattergl", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
-  return { data, layout: { title: { text: `optimisation history (${h.idx.length} search trials)` }, xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
+  if (h.baseline != null) data.push({ type: "scatter", mode: "lines", name: "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" } });
+  const shown = h.sampled ? `, ${h.idx.length} drawn` : "";
+  return { data, layout: { title: { text: `optimisation history (${h.total} search trials${shown})` }, hovermode: "closest",
+    xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
 }
-async function drawProgress(sid, trials) {
-  try {
-    const fig = trials > BIG ? historyFigure(await api(`/api/sessions/${sid}/history`)) : await api(`/api/charts/research_progress?session_id=${sid}`);
-    if (sid === state.sessionId) await plot("research-chart", fig);
-  } catch (e) { /* no trial finished yet */ }
+// Until plotly.js has run (a second or more on a cold load) a long history is drawn at once on
+// a canvas: the same sampled points and exact incumbent steps, without plotly's hover and zoom.
+function previewHistory(div, h) {
+  if (div.querySelector(".main-svg") || !h.idx.length) return;
+  const w = div.clientWidth || 600, ht = 320, dpr = window.devicePixelRatio || 1, c = document.createElement("canvas");
+  c.className = "preview"; c.width = w * dpr; c.height = ht * dpr; c.style.width = w + "px"; c.style.height = ht + "px";
+  const g = c.getContext("2d"); g.scale(dpr, dpr);
+  const ys = [...h.objective, ...h.incumbent, h.baseline].filter((v) => v != null && Number.isFinite(v));
+  const x0 = h.idx[0], x1 = h.idx[h.idx.length - 1], y0 = Math.min(...ys), y1 = Math.max(...ys);
+  const X = (x) => 50 + (x - x0) / ((x1 - x0) || 1) * (w - 60), Y = (y) => 30 + (y1 - y) / ((y1 - y0) || 1) * (ht - 60);
+  g.font = "14px system-ui, sans-serif"; g.fillStyle = "#1d2330";
+  g.fillText(`optimisation history (${h.total} search trials, ${h.idx.length} drawn)`, 50, 18);
+  let drawn = 0;
+  h.idx.forEach((x, i) => { const o = h.objective[i]; if (o == null) return;
+    g.fillStyle = h.status[i] === "keep" ? "#1b7f3b" : "#9aa3b2"; g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
+  g.strokeStyle = "#e07b00"; g.beginPath();
+  let last = null;
+  h.idx.forEach((x, i) => { const v = h.incumbent[i]; if (v == null) return;
+    if (last == null) g.moveTo(X(x), Y(v)); else { g.lineTo(X(x), Y(last)); g.lineTo(X(x), Y(v)); } last = v; });
+  if (last != null) g.lineTo(X(x1), Y(last));
+  g.stroke();
+  div.replaceChildren(c); div.dataset.points = String(drawn);
+}
+let firstRendered;
+const firstRender = new Promise((resolve) => { firstRendered = resolve; });
+// The chart's data, asked for at once (alongside the table's page); null when there is none yet.
+function chartData(sid, trials) {
+  const data = trials > BIG ? api(`/api/sessions/${sid}/history`).then((h) => ({ h, fig: historyFigure(h) }))
+                            : api(`/api/charts/research_progress?session_id=${sid}`).then((fig) => ({ fig }));
+  return data.catch(() => null);
 }
 async function pollResearch() {
   const q = new URLSearchParams();
   if (state.sessionId) q.set("session_id", state.sessionId);
   const p = await api("/api/pulse?" + q);
   if (!p.session) return;
-  const s = p.session;
-  if (state.sessionId !== s.id) { state.sessionId = s.id; state.table.offset = 0; loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
+  const s = p.session, found = state.sessionId !== s.id;
+  if (found) { state.sessionId = s.id; state.table.offset = 0; }
   $("#research-status").textContent = `${s.id} \u2014 ${p.status}, ${p.trials} trials (budget ${s.budget}), ` +
     `best ${p.best ? fmt(p.best.objective) + " (#" + p.best.idx + ")" : "-"} \u2014 ${s.goal}`;
   const sig = `${s.id}:${p.status}:${p.trials}:${p.best?.id}:${p.tail.map((t) => t.id + t.status).join(",")}`;
   if (sig === state.lastResearchSig) return;
   state.lastResearchSig = sig;
+  const chart = chartData(s.id, p.trials);
   await refreshTrials();
-  await drawProgress(s.id, p.trials);
+  const drawn = await chart;
+  if (drawn && s.id === state.sessionId) {
+    if (drawn.h) previewHistory($("#research-chart"), drawn.h);
+    firstRendered();
+    await plot("research-chart", drawn.fig);
+  }
+  // Its note and report only once its table and chart are drawn: they do not hold them up.
+  if (found) { loadNote("session").catch((e) => console.warn(e)); loadValidation().catch((e) => console.warn(e)); }
 }
 
 // 3. manual PPO training
@@ -502,9 +586,11 @@ function every(ms, fn) {
   fn().catch((e) => console.warn(e)).finally(() => { first(); setTimeout(run, ms); });
   return started;
 }
-// The research panel first, alone: its first answer carries the first chart. The other panels
-// start once it is drawn, so they do not compete with it for the server.
-every(1500, pollResearch).finally(() => {
+// The research panel first, alone: its first answer carries the first table and chart. The
+// other panels start once those are drawn (not once plotly.js has run), so they do not compete
+// with them for the server.
+every(1500, () => pollResearch().finally(firstRendered));
+firstRender.then(() => {
   loadEnv().catch((e) => toast(e.message));
   every(1500, pollTrain);
   every(5000, pollRatio);
