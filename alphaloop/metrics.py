@@ -357,9 +357,7 @@ def deflated_sharpe(
     """
     srs, n = _counted_trials(trial_sharpe_ratios, n_trials, n_effective)
     r = _as_returns(returns)
-    observed = float(srs.var(ddof=1)) if srs.size > 1 else 0.0
-    capped = max_sr_variance is not None and max_sr_variance < observed
-    variance = float(max_sr_variance) if capped else observed
+    variance, observed = _hurdle_variance(srs, max_sr_variance)
     sr, skew, kurt = _sharpe_moments(r)
 
     def psr(benchmark: float) -> float | None:
@@ -386,9 +384,17 @@ def deflated_sharpe(
         hurdle=hurdle,
         dsr=psr(hurdle),
         **effective,
-        observed_sr_variance=observed if capped else None,
+        observed_sr_variance=observed,
         luck_variance=max_sr_variance,
     )
+
+
+def _hurdle_variance(srs: np.ndarray, cap: float | None) -> tuple[float, float | None]:
+    """The variance of Sharpe ratios the hurdle uses, and the trials' own when ``cap`` bound."""
+    observed = float(srs.var(ddof=1)) if srs.size > 1 else 0.0
+    if cap is not None and cap < observed:
+        return float(cap), observed
+    return observed, None
 
 
 def _counted_trials(
