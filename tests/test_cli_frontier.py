@@ -42,7 +42,7 @@ def test_json_is_one_document_of_ordered_certified_points() -> None:
 
 
 def test_the_same_seed_gives_the_same_frontier() -> None:
-    args = ("--assets", "4", "--points", "3", "--scenarios", "1000", "--json")
+    args = ("--assets", "5", "--points", "3", "--scenarios", "1000", "--json")
     first, second = run_cli(*args), run_cli(*args)
     a, b = json.loads(first.stdout), json.loads(second.stdout)
     assert [p["cvar"] for p in a["points"]] == [p["cvar"] for p in b["points"]]
@@ -54,6 +54,7 @@ def test_the_same_seed_gives_the_same_frontier() -> None:
         (["--points", "1"], "--points"),
         (["--assets", "30"], "--assets 30 is more than the 20 assets"),
         (["--assets", "1"], "--assets"),
+        (["--assets", "4"], "greater than or equal to 5"),  # equal weights only: no frontier
         (["--scenarios", "10"], "--scenarios"),
         (["--seed", "-1"], "--seed"),
     ],

@@ -3,7 +3,7 @@
 Scenarios are drawn as a ``cufolio_only`` trial draws them at its last rebalance before TEST: a
 block bootstrap of ``cufolio_hold_days``-day returns from the trailing ``scenario_window`` days
 that end with VALIDATION (TEST stays sealed), at the default knobs' CVaR level and position cap
-(the cap raised to ``1/assets`` when fewer assets could not be fully invested). The frontier is
+(at least 5 assets, so the cap leaves more than one portfolio). The frontier is
 traced by :func:`alphaloop.portfolio_opt.efficient_frontier`, each point certified.
 """
 
@@ -34,7 +34,12 @@ class FrontierRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    assets: int = Field(20, ge=2, description="the first N assets of the embedded S&P 500 set")
+    assets: int = Field(
+        20,
+        ge=5,
+        description="the first N assets of the embedded S&P 500 set (at least 5: under the "
+        "default 25% cap, 4 or fewer can only be held in equal weights, a frontier of one point)",
+    )
     points: int = Field(20, ge=2, le=MAX_POINTS, description="points on the frontier")
     scenarios: int = Field(
         int(KNOBS["n_scenarios"].default),
@@ -93,7 +98,7 @@ def trace_frontier(request: FrontierRequest) -> FrontierRun:
     history, symbols = _history(market, request.assets)
     horizon = int(KNOBS["cufolio_hold_days"].default)
     alpha = float(KNOBS["cvar_alpha"].default)
-    cap = max(float(KNOBS["max_position_pct"].default), 1.0 / request.assets)
+    cap = float(KNOBS["max_position_pct"].default)
     rng = np.random.default_rng(request.seed)
     scenarios = bootstrap_scenarios(history, horizon, request.scenarios, rng)
     frontier = efficient_frontier(scenarios, alpha, cap, request.points)

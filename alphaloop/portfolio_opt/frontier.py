@@ -139,12 +139,18 @@ def efficient_frontier(
         A :class:`Frontier` whose points are each certified (see the module docstring).
 
     Raises:
-        ValueError: bad shapes or values, ``n_points < 2``.
+        ValueError: bad shapes or values, ``n_points < 2``, or a cap that leaves equal weights
+            the only portfolio (``max_weight * n_assets == 1``: no frontier to trace).
         InfeasibleProblem: the cap cannot be met, or a target is above the largest return.
         SolverError: the solver returned no usable solution for a point.
     """
     start = time.perf_counter()
     r, a, cap = check_problem(scenarios, alpha, max_weight)
+    if cap * r.shape[1] <= 1.0 + 1e-9:
+        raise ValueError(
+            f"a cap of {cap:g} on {r.shape[1]} assets leaves equal weights the only portfolio: "
+            "there is no frontier to trace; raise the cap or add assets"
+        )
     setup = _Setup(r, _lp.compress(r, pad=False), r.mean(axis=0), a, cap)
     if targets is None:
         points = _even_frontier(setup, _check_points(n_points), warm_start, _check_jobs(n_jobs))

@@ -147,6 +147,8 @@ def test_infeasible_cap_and_targets_are_refused() -> None:
     highest = float(r.mean(axis=0) @ max_return_weights(r.mean(axis=0), 0.5))
     with pytest.raises(InfeasibleProblem, match="largest return"):
         efficient_frontier(r, ALPHA, 0.5, 2, targets=[0.0, highest * 1.01])
+    with pytest.raises(ValueError, match="equal weights the only portfolio"):
+        efficient_frontier(r, ALPHA, 0.25, 3)  # 4 x 0.25 = 1: one feasible book
 
 
 def test_two_threads_walking_up_and_down_give_the_same_frontier() -> None:
