@@ -43,6 +43,9 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
         page.locator(f"#sessions-table tr[data-id='{sid}']").click()
         summary = page.locator("#validation-summary")
         expect(summary).to_contain_text("PBO", timeout=15_000)
+        assert report["pbo"]["interval"] is not None  # its digits: JS and Python round apart
+        expect(summary).to_contain_text("(95% ")
+        expect(summary).to_contain_text(f"\u00d7 {report['pbo']['n_days']} days")
         expect(summary).to_contain_text("GO" if report["gates"]["passed"] else "NO-GO")
         gates = page.locator("#validation-gates tbody tr")
         expect(gates).to_have_count(len(report["gates"]["results"]))
