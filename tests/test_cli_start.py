@@ -44,6 +44,7 @@ HEAVY = (
     "uvicorn",
     "ray",
     "transformers",
+    "sqlite_utils",  # the journal writes rows with it; reads need plain sqlite3 only
 )
 
 # Runs the CLI as the ``alphaloop`` script does, then reports the heavy modules loaded, on

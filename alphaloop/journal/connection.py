@@ -9,24 +9,22 @@ then writes can get ``SQLITE_BUSY`` at once in WAL mode, which no busy timeout c
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from alphaloop._lazy import without_modules
 from alphaloop.exceptions import JournalError, JournalLocked
 from alphaloop.journal import schema
 
-# sqlite-utils imports pandas and numpy whenever they are installed, only to map their scalar
-# types to column types when it creates a table from rows. The journal's tables come from its
-# own SQL and it writes Python values, so a read (`alphaloop sessions`) need not pay for them:
-# seconds and ~100 MB. A process that has already loaded them (a trial) keeps them.
-with without_modules("pandas", "numpy"):
+if TYPE_CHECKING:  # imported on first use of ``db`` (see there)
     from sqlite_utils import Database
+
 
 DEFAULT_BUSY_TIMEOUT_S = 30.0
 
@@ -113,7 +111,7 @@ class JournalFile:
         except BaseException:
             self._forget()
             raise
-        self.db = Database(conn, recursive_triggers=False, execute_plugins=False)
+        self._sqlite = conn
 
     # --- opening -----------------------------------------------------------------------------
 
@@ -201,7 +199,7 @@ class JournalFile:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self.db.conn.close()
+                self._sqlite.close()
                 self._forget()
 
     def __enter__(self) -> Self:
@@ -220,7 +218,23 @@ class JournalFile:
     @property
     def _conn(self) -> sqlite3.Connection:
         self._ensure_open()
-        return self.db.conn
+        return self._sqlite
+
+    @functools.cached_property
+    def db(self) -> Database:
+        """The connection as a sqlite-utils ``Database``, for writes of whole rows.
+
+        Made on first use: reads go through plain ``sqlite3``, so a command that only reads
+        (``alphaloop sessions``) does not import sqlite-utils (~40 ms of a 0.5 s start). And
+        sqlite-utils imports pandas and numpy whenever they are installed, only to map their
+        scalar types when it creates a table from rows; the journal's tables come from its own
+        SQL and it writes Python values, so they are kept out (seconds and ~100 MB), unless
+        the process has loaded them already (a trial).
+        """
+        with without_modules("pandas", "numpy"):
+            from sqlite_utils import Database
+
+        return Database(self._sqlite, recursive_triggers=False, execute_plugins=False)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -240,7 +254,9 @@ class JournalFile:
     def _rows(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[dict]:
         with self._lock, self._errors():
             self._ensure_open()
-            return [self._located(row) for row in self.db.query(sql, params)]
+            cursor = self._sqlite.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [self._located(dict(zip(names, row, strict=True))) for row in cursor]
 
     @property
     def home(self) -> Path:

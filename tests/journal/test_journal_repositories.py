@@ -23,9 +23,9 @@ REPOSITORIES = {
     "schedule",
     "jobs",
 }
-# What the open file itself offers: closing it (``with`` uses the dunders), where it lives and
-# how a path is journaled relative to it.
-LIFECYCLE = {"close", "home", "stored_path"}
+# What the open file itself offers: closing it (``with`` uses the dunders), where it lives, how
+# a path is journaled relative to it, and its sqlite-utils view that repositories write rows with.
+LIFECYCLE = {"close", "home", "stored_path", "db"}
 
 
 def test_the_journal_offers_its_lifecycle_and_its_repositories_only() -> None:
