@@ -30,7 +30,6 @@ from typing import Any
 
 from benchmarks._report import SummaryRow, print_rows, timed
 from benchmarks.bench_generalisation import (
-    FORMER_GATES,
     FULL,
     QUICK,
     Outcome,
@@ -45,42 +44,30 @@ ARMS = ("null", "tied", "planted", "sp500")
 PLANTED_BUDGET = 20
 
 
-def _results(o: Outcome) -> list[dict[str, Any]]:
-    return list((o.final.get("gates") or {}).get("results", []))
-
-
-def _former_go(o: Outcome) -> bool:
-    results = [r for r in _results(o) if r["gate"] in FORMER_GATES]
-    return bool(results) and all(r["passed"] for r in results)
-
-
-def _beats_equal_weight(o: Outcome) -> bool:
-    test = ((o.final.get("excess") or {}).get("equal_weight") or {}).get("test") or {}
-    return (test.get("difference") or 0.0) > 0.0
-
-
 def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
     """The printed rows of one arm: GO under both rules, each gate's pass rate, PBO."""
     n = len(outcomes)
     go = [o for o in outcomes if o.go]
-    former = [o for o in outcomes if _former_go(o)]
+    former = [o for o in outcomes if o.former_go]
     rows = [
         ("GO, today's gates", share(len(go), n)),
         ("GO, former rule (absolute gates only)", share(len(former), n)),
         (
             "GO picks that beat 1/N on TEST (today)",
-            share(sum(map(_beats_equal_weight, go)), len(go)),
+            share(sum(o.beats_equal_weight for o in go), len(go)),
         ),
         (
             "GO picks that beat 1/N on TEST (former)",
-            share(sum(map(_beats_equal_weight, former)), len(former)),
+            share(sum(o.beats_equal_weight for o in former), len(former)),
         ),
         ("pick is a search config", share(sum(o.searched for o in outcomes), n)),
         ("pick beats the default on TEST", share(sum(o.beats_default for o in outcomes), n)),
     ]
-    names = list(dict.fromkeys(r["gate"] for o in outcomes for r in _results(o)))
+    names = list(dict.fromkeys(r["gate"] for o in outcomes for r in o.gate_results))
     for name in names:
-        passed = sum(any(r["gate"] == name and r["passed"] for r in _results(o)) for o in outcomes)
+        passed = sum(
+            any(r["gate"] == name and r["passed"] for r in o.gate_results) for o in outcomes
+        )
         rows.append((f"  gate {name} passes", share(passed, n)))
     pbo = [o.final["pbo"] for o in outcomes if o.final.get("pbo") is not None]
     widths = [
@@ -97,14 +84,14 @@ def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
 
 def summary_rows(arm: str, outcomes: list[Outcome]) -> list[SummaryRow]:
     n, go = len(outcomes), [o for o in outcomes if o.go]
-    former = sum(map(_former_go, outcomes))
+    former = sum(o.former_go for o in outcomes)
     if arm in ("null", "tied"):
         return [
             (f"gates, {arm}: false GO (today | former)", f"{len(go)}/{n} | {former}/{n}", "<= 5%")
         ]
     if arm == "planted":
         return [("gates, planted: GO (today | former)", f"{len(go)}/{n} | {former}/{n}", ">= 70%")]
-    beats = sum(map(_beats_equal_weight, go))
+    beats = sum(o.beats_equal_weight for o in go)
     return [(f"gates, {arm}: GO picks beating 1/N on TEST", f"{beats}/{len(go)}", "all")]
 
 

@@ -123,6 +123,22 @@ class Outcome:
         f = self.final
         return self.searched and f["best_test_objective"] > f["baseline_test_objective"]
 
+    @property
+    def gate_results(self) -> list[dict[str, Any]]:
+        """The journaled verdict of every gate."""
+        return list((self.final.get("gates") or {}).get("results", []))
+
+    @property
+    def former_go(self) -> bool:
+        """GO under the former rule: the six absolute gates alone, from the same verdicts."""
+        former = [r for r in self.gate_results if r["gate"] in FORMER_GATES]
+        return bool(former) and all(r["passed"] for r in former)
+
+    @property
+    def beats_equal_weight(self) -> bool:
+        """The pick's TEST Sharpe is above 1/N's."""
+        return (_excess(self.final, "equal_weight", "difference") or 0.0) > 0.0
+
 
 FORMER_GATES = ("sharpe", "max_drawdown", "hit_rate", "profit_factor", "deflated_sharpe", "pbo")
 
@@ -287,7 +303,7 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         and (se := _excess(o.final, "default", "se")) is not None
         and d < -se
     )
-    go_beats_ew = sum(1 for o in go if (_excess(o.final, "equal_weight", "difference") or 0) > 0)
+    go_beats_ew = sum(o.beats_equal_weight for o in go)
     excess_default = [
         o.final["best_test_objective"] - o.final["baseline_test_objective"] for o in searched
     ]
@@ -328,22 +344,8 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
         ),
     ]
-    failed = Counter(
-        r["gate"]
-        for o in outcomes
-        for r in (o.final.get("gates") or {}).get("results", [])
-        if not r["passed"]
-    )
-    # The former rule: the six absolute gates alone, read from the same journaled verdicts.
-    former = sum(
-        all(
-            r["passed"]
-            for r in (o.final.get("gates") or {}).get("results", [])
-            if r["gate"] in FORMER_GATES
-        )
-        and bool((o.final.get("gates") or {}).get("results"))
-        for o in outcomes
-    )
+    failed = Counter(r["gate"] for o in outcomes for r in o.gate_results if not r["passed"])
+    former = sum(o.former_go for o in outcomes)
     rows.insert(2, ("GO under the former gates (absolute ones only)", share(former, n)))
     rows.insert(
         2,
