@@ -4,6 +4,7 @@ one JSON document and journals the run, a directory that is not a model exits 2.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,14 +13,12 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
-from tests.flywheel.helpers import build_tiny_model, separable_pairs
-from tests.flywheel.test_dpo import HF_VARS
+from tests.flywheel.helpers import build_tiny_model, isolate_hf, separable_pairs
 
 
 @pytest.fixture(autouse=True)
 def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in HF_VARS:
-        clean_env.setenv(name, str(tmp_path / "unused"))
+    isolate_hf(clean_env, tmp_path)
 
 
 def _pairs(settings: Settings, n: int) -> None:
@@ -55,6 +54,14 @@ def test_check_then_train(
     assert (out / "model.safetensors").is_file()
     runs = json.loads(CliRunner().invoke(app, ["dpo", "runs", "--json"]).stdout)
     assert [r["status"] for r in runs] == ["finished", "skipped"]
+    # Human output: the steps and the latest loss as the bar left them, then the run.
+    shown = CliRunner().invoke(
+        app, ["dpo", "train", "--model", str(model), "--out", str(tmp_path / "out2"),
+              "--max-steps", "2"],
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"DPO .*2/2 steps loss \d\.\d{4}", shown.stdout), shown.stdout
+    assert "DPO run 3 finished" in shown.stdout
     # Nothing new since the run: the next check skips.
     again = json.loads(CliRunner().invoke(app, ["dpo", "check", "--json"]).stdout)
     assert again["new_pairs"] == 0 and again["trained"] is False

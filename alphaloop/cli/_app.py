@@ -21,6 +21,8 @@ from alphaloop.exceptions import AlphaloopError, InvalidDelta, exit_code_of
 from alphaloop.knobs import MODES, ConfigDelta
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from alphaloop.ops import TrialBudget
 
 
@@ -37,6 +39,22 @@ class _ErrorConsole(Console):
 console = Console()
 err_console = _ErrorConsole(stderr=True)
 T = TypeVar("T")
+
+
+def step_progress(label: str, unit: str, field: str) -> Progress:
+    """A live bar for human output: ``label``, done/total ``unit``, the latest ``field`` value
+    (the task's ``field`` keyword) and the time elapsed."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(f"[bold]{label}"),
+        BarColumn(),
+        TextColumn(f"{{task.completed:,}}/{{task.total:,}} {unit}"),
+        TextColumn(f"{field} {{task.fields[{field}]}}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
 
 FILLS = ("none", "ffill")
 DATA_HELP = "sp500, synthetic[:SEED] or a CSV/Parquet path"

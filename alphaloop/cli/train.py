@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from alphaloop import ops
 from alphaloop.cli import views
@@ -30,22 +29,12 @@ from alphaloop.cli._app import (
     guarded,
     parse_sets,
     parse_symbols,
+    step_progress,
     training_note,
     trial_budget,
 )
 from alphaloop.knobs import SEED_MAX
 from alphaloop.settings import get_settings
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]PPO"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} steps"),
-        TextColumn("reward {task.fields[reward]}"),
-        TimeElapsedColumn(),
-        console=console,
-    )
 
 
 def train(
@@ -73,7 +62,7 @@ def train(
     Example: alphaloop train --advantage reinforce_pp --truncate-drawdown 0.2 --stop-properly 0.5
     """
     spec = _manual_spec(SimpleNamespace(**locals()))
-    progress = _progress() if not as_json else None
+    progress = step_progress("PPO", "steps", "reward") if not as_json else None
     task: dict[str, Any] = {}
 
     def on_start(trial: Any, planned: int) -> None:

@@ -99,6 +99,10 @@ def go_offline(scratch: Path) -> None:
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
     os.environ["HF_HOME"] = str(scratch / "huggingface")
     os.environ["HF_DATASETS_CACHE"] = str(scratch / "huggingface" / "datasets")
+    # Their loading and tokenizing bars are not the run's progress (the caller's ``on_log``
+    # is); a user who wants them back sets these to 0.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
 
 def check_model_dir(path: Path) -> None:

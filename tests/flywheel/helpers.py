@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from alphaloop.journal import Journal
 from alphaloop.journal.codec import now
 
@@ -117,3 +119,19 @@ def add_decision(
             ),
         )
         return int(cur.lastrowid)
+
+
+HF_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME",
+           "HF_DATASETS_CACHE", "HF_HUB_DISABLE_TELEMETRY", "TORCHINDUCTOR_CACHE_DIR",
+           "XDG_CACHE_HOME", "XDG_CONFIG_HOME")  # fmt: skip
+# Switches training sets only when unset (removed here so the default is what runs).
+HF_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+
+
+def isolate_hf(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The Hugging Face variables training writes, set (or removed) through ``env`` so that
+    what training writes into ``os.environ`` is undone afterwards."""
+    for name in HF_VARS:
+        env.setenv(name, str(tmp_path / "unused"))
+    for name in HF_SWITCHES:
+        env.delenv(name, raising=False)

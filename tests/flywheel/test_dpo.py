@@ -15,17 +15,6 @@ from alphaloop.settings import Settings
 
 from .helpers import build_tiny_model, separable_pairs
 
-HF_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HOME",
-           "HF_DATASETS_CACHE", "HF_HUB_DISABLE_TELEMETRY", "TORCHINDUCTOR_CACHE_DIR",
-           "XDG_CACHE_HOME", "XDG_CONFIG_HOME")  # fmt: skip
-
-
-@pytest.fixture
-def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # Set through monkeypatch so what training writes into os.environ is undone afterwards.
-    for name in HF_VARS:
-        clean_env.setenv(name, str(tmp_path / "unused"))
-
 
 def _few_heldout(settings: Settings) -> Settings:
     """The settings with a minimum of one held-out pair: these runs are about training, on
@@ -40,7 +29,7 @@ def _journal_pairs(settings: Settings, n: int) -> None:
 
 
 @pytest.mark.slow
-def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path, offline_env: None) -> None:
+def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path) -> None:
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 20)
     out = tmp_path / "out"
@@ -62,7 +51,7 @@ def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path, offline
 
 
 @pytest.mark.slow
-def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path, offline_env: None) -> None:
+def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path) -> None:
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 10)
     out = tmp_path / "adapter"
@@ -72,7 +61,7 @@ def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path, offline_
     assert config["peft_type"] == "LORA"
 
 
-def test_not_a_model_dir_is_refused(settings: Settings, tmp_path: Path, offline_env: None) -> None:
+def test_not_a_model_dir_is_refused(settings: Settings, tmp_path: Path) -> None:
     _journal_pairs(settings, 4)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelDirError, match=r"no config\.json"):
@@ -80,7 +69,7 @@ def test_not_a_model_dir_is_refused(settings: Settings, tmp_path: Path, offline_
     assert list_dpo_runs(settings) == []  # refused before a run was journaled
 
 
-def test_check_skips_below_min_pairs(settings: Settings, tmp_path: Path, offline_env: None) -> None:
+def test_check_skips_below_min_pairs(settings: Settings, tmp_path: Path) -> None:
     _journal_pairs(settings, 3)
     check = dpo_check(settings, tmp_path / "model")
     assert not check.trained and check.new_pairs == 3 and check.min_pairs == 32

@@ -16,13 +16,6 @@ from alphaloop.ops.dpo import dpo_check, list_dpo_runs, train_dpo
 from alphaloop.settings import Settings, get_settings
 
 from .helpers import separable_pairs
-from .test_dpo import HF_VARS
-
-
-@pytest.fixture(autouse=True)
-def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in HF_VARS:
-        clean_env.setenv(name, str(tmp_path / "unused"))
 
 
 def _hand_wilson(k: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

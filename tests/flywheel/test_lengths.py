@@ -19,16 +19,9 @@ from alphaloop.ops.dpo import list_dpo_runs, train_dpo
 from alphaloop.settings import Settings
 
 from .prompts import build_byte_model, byte_tokenizer, research_prompt
-from .test_dpo import HF_VARS
 
 CHOSEN = '{"changes": {"cvar_alpha": 0.95}}'
 REJECTED = '{"changes": {"n_scenarios": 9000}}'
-
-
-@pytest.fixture(autouse=True)
-def offline_env(clean_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in HF_VARS:
-        clean_env.setenv(name, str(tmp_path / "unused"))
 
 
 def _pairs(n: int) -> list[dict]:
