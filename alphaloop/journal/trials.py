@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from alphaloop.exceptions import TrialNotFound, TrialNotRunning
 from alphaloop.journal.codec import column, columns, now, seconds_between
@@ -46,6 +46,31 @@ _SCORED = (TrialStatus.keep.value, TrialStatus.discard.value)
 _VALIDATION_KINDS = (TrialKind.search.value, TrialKind.baseline.value)
 _BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
 _BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
+
+
+# Trials that can rank as a session's best (:meth:`Trials.best`): only theirs are read past the
+# per-day series, where ``violation`` and ``seed_mean`` are stored.
+_RANKED = (
+    "(kind = 'search' AND status = 'keep' OR kind = 'baseline' AND status IN ('keep', 'discard'))"
+)
+
+
+class TrialScore(NamedTuple):
+    """What a running tally of a session reads of one trial (:meth:`Trials.scores_after`):
+    ``violated`` (whether it breaks a limit) and ``seed_mean`` are None for a trial that cannot
+    rank as best (neither a kept search trial nor a scored baseline)."""
+
+    idx: int
+    kind: str
+    status: str
+    counted: bool
+    objective: float | None
+    violated: bool | None
+    seed_mean: float | None
+
+
+def _flag(value: int | None) -> bool | None:
+    return None if value is None else bool(value)
 
 
 def _columns(series: bool) -> str:
@@ -531,6 +556,23 @@ class Trials:
         running are among them (they are the newest)."""
         sql = f"SELECT {PAGE_COLUMNS} FROM trials WHERE session_id = ? ORDER BY idx DESC LIMIT ?"
         return self._records(sql, (session_id, n))
+
+    def scores_after(self, session_id: str, after: int) -> list[TrialScore]:
+        """The session's trials of index above ``after``, in index order, as light rows: what a
+        tally of its budgeted trials and best reads (:mod:`alphaloop.ops.tally`). Through the
+        index on ``(session_id, idx)``: the few trials since an earlier read cost the same at
+        any length, and every row comes from one snapshot of the journal."""
+        rows = self._journal._rows(
+            f"SELECT idx, kind, status, counted, objective, "
+            f"CASE WHEN {_RANKED} THEN violation IS NOT NULL END AS violated, "
+            f"CASE WHEN {_RANKED} THEN seed_mean END AS seed_mean "
+            "FROM trials WHERE session_id = ? AND idx > ? ORDER BY idx",
+            (session_id, after),
+        )
+        return [
+            TrialScore(**{**r, "counted": bool(r["counted"]), "violated": _flag(r["violated"])})
+            for r in rows
+        ]
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
