@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from alphaloop.journal.models import TrialKind, TrialStatus
 
 if TYPE_CHECKING:
-    from alphaloop.journal import Journal
-    from alphaloop.journal import TrialScore
+    from alphaloop.journal import Journal, TrialScore
 
 _KEEP, _DISCARD = TrialStatus.keep.value, TrialStatus.discard.value
 _RUNNING = TrialStatus.running.value
