@@ -69,8 +69,36 @@ class TrialScore(NamedTuple):
     seed_mean: float | None
 
 
-def _flag(value: int | None) -> bool | None:
-    return None if value is None else bool(value)
+class SettledTrials(NamedTuple):
+    """A session's trials before its first running one (:meth:`Trials.settled`): the last of
+    their indexes (-1: none), how many were counted against the budget, and the best kept
+    search trial and best scored baseline among them, ranked as :meth:`Trials.best` ranks."""
+
+    upto: int
+    counted: int
+    search: TrialScore | None
+    baseline: TrialScore | None
+
+
+_SCORE_COLUMNS = (
+    "idx, kind, status, counted, objective, violation IS NOT NULL AS violated, seed_mean"
+)
+# The first running trial's index (or past any index), for the statement of Trials.settled.
+_FIRST_RUNNING = (
+    "WITH first AS (SELECT COALESCE(MIN(idx), 9223372036854775807) AS i FROM trials "
+    "WHERE session_id = :s AND status = 'running') "
+)
+
+
+def _score(row: dict[str, Any]) -> TrialScore:
+    violated = row["violated"]
+    return TrialScore(
+        **{
+            **row,
+            "counted": bool(row["counted"]),
+            "violated": None if violated is None else bool(violated),
+        }
+    )
 
 
 def _columns(series: bool) -> str:
@@ -569,10 +597,45 @@ class Trials:
             "FROM trials WHERE session_id = ? AND idx > ? ORDER BY idx",
             (session_id, after),
         )
-        return [
-            TrialScore(**{**r, "counted": bool(r["counted"]), "violated": _flag(r["violated"])})
-            for r in rows
-        ]
+        return [_score(r) for r in rows]
+
+    def settled(self, session_id: str) -> SettledTrials:
+        """The session's trials before its first running one, summed up in SQL (one statement,
+        so one snapshot of the journal): what a tally reads of a session the first time
+        (:mod:`alphaloop.ops.tally`), at the cost of one :meth:`best`; later reads need only
+        :meth:`scores_after` the last index."""
+        before = "AND idx < (SELECT i FROM first)"
+
+        def best(kind: str, statuses: str, order: str) -> str:
+            return (
+                f"SELECT * FROM (SELECT {_SCORE_COLUMNS} FROM trials WHERE session_id = :s "
+                f"AND kind = {kind} AND status IN ({statuses}) AND objective IS NOT NULL "
+                f"{before} {order} LIMIT 1)"
+            )
+
+        # Every counted trial but those from the first running on, through the covering index
+        # rather than the trials' rows (a running trial is never counted).
+        counted = (
+            "(SELECT COUNT(*) FROM trials WHERE session_id = :s AND counted = 1) - (SELECT "
+            "COUNT(*) FROM trials WHERE session_id = :s AND idx >= (SELECT i FROM first) "
+            "AND +counted = 1)"
+        )
+        rows = self._journal._rows(
+            f"{_FIRST_RUNNING} SELECT (SELECT MAX(idx) FROM trials WHERE session_id = :s "
+            f"{before}) AS idx, NULL AS kind, NULL AS status, {counted} AS counted, "
+            "NULL AS objective, NULL AS violated, NULL AS seed_mean "
+            f"UNION ALL {best(':search', ':keep', _BEST_KEPT_FIRST)} "
+            f"UNION ALL {best(':baseline', ':keep, :discard', _BEST_FIRST)}",
+            {"s": session_id, "search": TrialKind.search.value, "keep": TrialStatus.keep.value,
+             "baseline": TrialKind.baseline.value, "discard": TrialStatus.discard.value},
+        )  # fmt: skip
+        head, found = rows[0], [_score(r) for r in rows[1:]]
+        return SettledTrials(
+            upto=-1 if head["idx"] is None else head["idx"],
+            counted=head["counted"],
+            search=next((r for r in found if r.kind == TrialKind.search.value), None),
+            baseline=next((r for r in found if r.kind == TrialKind.baseline.value), None),
+        )
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in

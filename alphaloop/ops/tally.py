@@ -5,8 +5,9 @@ A trial is started ``running`` and finished once; a finished row's status, objec
 ``violation`` and ``seed_mean`` are never written again, and a session's trial indexes grow in
 the order they are written. So the tally of a session's trials up to the last index before its
 first running trial is final: it is kept, and a later read folds in only the trials after it
-(:meth:`~alphaloop.journal.trials.Trials.scores_after`). A session of 50,000 trials is read in
-full once, then costs a read of its last few trials.
+(:meth:`~alphaloop.journal.trials.Trials.scores_after`). A session of 50,000 trials is summed up
+in SQL once (:meth:`~alphaloop.journal.trials.Trials.settled`, the cost of one
+``journal.trials.best``), then costs a read of its last few trials.
 """
 
 from __future__ import annotations
@@ -80,12 +81,17 @@ def tally(journal: Journal, session_id: str) -> Tally:
     """The session's tally now: the kept one with the trials journaled since folded in."""
     key = _key(journal, session_id)
     with _LOCK:
-        kept = _CACHE.get(key, Tally())
+        kept = _CACHE.get(key)
+    known = kept
+    if kept is None:  # a first read: summed up in SQL
+        summed = journal.trials.settled(session_id)
+        best = [r._replace(counted=False) for r in (summed.search, summed.baseline) if r]
+        kept = Tally(upto=summed.upto, counted=summed.counted).add(best)
     rows = journal.trials.scores_after(session_id, kept.upto)
     first_running = next((i for i, r in enumerate(rows) if r.status == _RUNNING), len(rows))
-    settled = rows[:first_running]
-    if settled:
-        kept = kept.add(settled)._replace(upto=settled[-1].idx)
+    if first_running:
+        kept = kept.add(rows[:first_running])._replace(upto=rows[first_running - 1].idx)
+    if kept is not known:
         with _LOCK:
             _CACHE[key] = kept
             while len(_CACHE) > _CACHED:

@@ -65,6 +65,14 @@ def _finish(j: Journal, trial_id: int, rng: np.random.Generator) -> None:
 def _check(j: Journal, sid: str) -> None:
     t, trials = tally(j, sid), j.trials.of_session(sid, series=False)
     assert (t.counted, t.best_objective) == _oracle(trials)
+    # What a first read sums up in SQL: the trials before the first running one.
+    settled = j.trials.settled(sid)
+    running = [t.idx for t in trials if t.status == "running"]
+    before = [t for t in trials if not running or t.idx < running[0]]
+    assert settled.upto == (before[-1].idx if before else -1)
+    assert settled.counted == _oracle(before)[0]
+    best = [r.objective for r in (settled.search, settled.baseline) if r]
+    assert (best[0] if best else None) == _oracle(before)[1]
     best = j.trials.best(sid)
     assert (t.counted, t.best_objective) == (
         j.trials.counted(sid),
