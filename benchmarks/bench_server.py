@@ -420,8 +420,7 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, Any] |
                 "() => document.querySelectorAll('#sessions-table tbody tr').length === 2"
             )
             page.click(f"#sessions-table tr[data-id='{small}']")
-            _until(page, on.format(sid=small), _SCALE_TABLE, _SCALE_PLOTLY)
-            page.wait_for_timeout(500)  # its note and report are read after its chart
+            _until(page, on.format(sid=small), _SCALE_TABLE)
             marks = page.evaluate(_SWITCH, [big, total])
             for name, values in switch.items():
                 values.append(marks[name] / 1e3)

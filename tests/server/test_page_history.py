@@ -1,7 +1,7 @@
 """A long session in the system Chromium: the session list shows each session's best (checked
 against every trial of the journal), and a switch to the long session from the list asks for
-its table page and history with its pulse, draws the preview at once, then plotly's chart,
-whose incumbent step line is the exact one at every trial."""
+its table page and history right after its pulse (not once it is back), draws the preview at
+once, then plotly's chart, whose incumbent step line is the exact one at every trial."""
 
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) 
             expect(page.locator(f"#sessions-table tr[data-id='{sid}'] td").nth(6)).to_have_text(
                 f"{best[sid]:.4f}", timeout=30_000
             )
+        page.evaluate("document.querySelector('#research-chart').dataset.points = '0'")
         page.click(f"#sessions-table tr[data-id='{short}']")
         expect(page.locator("#research-status")).to_contain_text(short)
         page.wait_for_function(
@@ -101,8 +102,8 @@ def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) 
         expect(page.locator("#trials-range")).to_contain_text(f"of {LONG}")
         assert seen == {"preview": True}
         mine = [p for p in asked if long in p or p == "/api/pulse"]
-        assert mine[:3] == [f"/api/sessions/{long}/history", f"/api/sessions/{long}/trials",
-                            "/api/pulse"]  # fmt: skip
+        assert mine[:3] == ["/api/pulse", f"/api/sessions/{long}/history",
+                            f"/api/sessions/{long}/trials"]  # fmt: skip
         drawn = page.evaluate(
             "() => document.querySelector('#research-chart').data.map((t) => "
             "({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"

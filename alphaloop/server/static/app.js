@@ -105,12 +105,14 @@ async function startResearch(form) {
 }
 // Follows one session (the newest when id is null): its status, chart and trial table. Given
 // its number of trials (the session list knows it), its table page and chart data are asked
-// for at once with its pulse rather than after it: a round trip less before they are drawn.
+// for right after its pulse rather than once it is back: a round trip less before they are
+// drawn. (pollResearch sends the pulse before it first waits, and reads these after.)
 function follow(id, trials) {
   state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
   $("#trial-detail").hidden = true; state.selectedTrial = null;
+  const followed = pollResearch();
   state.ahead = id && trials != null ? { sid: id, big: trials > BIG, chart: chartData(id, trials), page: trialsPage(id) } : null;
-  pollResearch().then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
+  followed.then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
 }
 // What follow() asked for ahead, when it is for this session and the right kind of chart.
 function takeAhead(sid, trials) {
