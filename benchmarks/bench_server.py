@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
 # --- 50,000 trials: the page at scale -----------------------------------------------------------
 
 _SCALE_PLOTLY = "() => !!document.querySelector('#research-chart .main-svg')"
-_SCALE_TABLE = "() => document.querySelectorAll('#trials-table tbody tr').length > 0"
+_RANGE = "() => document.querySelector('#trials-range').textContent.endsWith(' of {total}')"
+_DRAWN = "() => Number(document.querySelector('#research-chart').dataset.points) > 0"
 _VARIED = ("idx", "status", "config", "seed", "objective", "metrics", "id")
 
 
@@ -397,7 +398,10 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, Any] |
         return None
     from playwright.sync_api import sync_playwright
 
-    total = httpx.get(f"{base}/api/sessions/{big}/trials?limit=1").json()["total"]
+    total, small_total = (
+        httpx.get(f"{base}/api/sessions/{sid}/trials?limit=1").json()["total"]
+        for sid in (big, small)
+    )
     first, table, nodes, plotly = [], [], [], []
     switch: dict[str, list[float]] = {"status": [], "table": [], "chart": [], "plotly": []}
     on = "() => document.querySelector('#research-status').textContent.startsWith('{sid}')"
@@ -419,8 +423,11 @@ def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, Any] |
             page.wait_for_function(
                 "() => document.querySelectorAll('#sessions-table tbody tr').length === 2"
             )
+            # The small session followed: its status line, table page and chart drawn; the
+            # switch to the big one follows at once (its note and report may be in flight).
+            page.evaluate("document.querySelector('#research-chart').dataset.points = '0'")
             page.click(f"#sessions-table tr[data-id='{small}']")
-            _until(page, on.format(sid=small), _SCALE_TABLE)
+            _until(page, on.format(sid=small), _RANGE.format(total=small_total), _DRAWN)
             marks = page.evaluate(_SWITCH, [big, total])
             for name, values in switch.items():
                 values.append(marks[name] / 1e3)
