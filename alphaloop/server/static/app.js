@@ -441,8 +441,8 @@ async function pollResearch() {
   if (drawn && s.id === state.sessionId) {
     // Another session's chart (or none) is shown: the preview first, painted before plotly.js
     // draws the same points with its hover and zoom (a few ms against a tenth of a second or
-    // more for its two thousand markers).
-    if (drawn.h && div.dataset.session !== s.id && previewHistory(div, drawn.h)) await nextFrame();
+    // more for its two thousand markers). Before plotly.js has run, plot() waits a frame itself.
+    if (drawn.h && div.dataset.session !== s.id && previewHistory(div, drawn.h) && window.Plotly) await nextFrame();
     firstRendered();
     div.dataset.session = s.id;
     await plot("research-chart", drawn.fig);
