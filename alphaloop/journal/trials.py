@@ -56,10 +56,11 @@ _RANKED = (
 
 
 class TrialScore(NamedTuple):
-    """What a running tally of a session reads of one trial (:meth:`Trials.scores_after`):
+    """What a running tally of a session reads of one trial (:meth:`Trials.scores_from`):
     ``violated`` (whether it breaks a limit) and ``seed_mean`` are None for a trial that cannot
     rank as best (neither a kept search trial nor a scored baseline)."""
 
+    id: int
     idx: int
     kind: str
     status: str
@@ -71,17 +72,19 @@ class TrialScore(NamedTuple):
 
 class SettledTrials(NamedTuple):
     """A session's trials before its first running one (:meth:`Trials.settled`): the last of
-    their indexes (-1: none), how many were counted against the budget, and the best kept
-    search trial and best scored baseline among them, ranked as :meth:`Trials.best` ranks."""
+    their indexes (-1: none) and the id of that trial, how many were counted against the
+    budget, and the best kept search trial and best scored baseline among them, ranked as
+    :meth:`Trials.best` ranks."""
 
     upto: int
+    upto_id: int | None
     counted: int
     search: TrialScore | None
     baseline: TrialScore | None
 
 
 _SCORE_COLUMNS = (
-    "idx, kind, status, counted, objective, violation IS NOT NULL AS violated, seed_mean"
+    "id, idx, kind, status, counted, objective, violation IS NOT NULL AS violated, seed_mean"
 )
 # The first running trial's index (or past any index), for the statement of Trials.settled.
 _FIRST_RUNNING = (
@@ -585,17 +588,17 @@ class Trials:
         sql = f"SELECT {PAGE_COLUMNS} FROM trials WHERE session_id = ? ORDER BY idx DESC LIMIT ?"
         return self._records(sql, (session_id, n))
 
-    def scores_after(self, session_id: str, after: int) -> list[TrialScore]:
-        """The session's trials of index above ``after``, in index order, as light rows: what a
-        tally of its budgeted trials and best reads (:mod:`alphaloop.ops.tally`). Through the
-        index on ``(session_id, idx)``: the few trials since an earlier read cost the same at
-        any length, and every row comes from one snapshot of the journal."""
+    def scores_from(self, session_id: str, start: int) -> list[TrialScore]:
+        """The session's trials of index ``start`` and above, in index order, as light rows:
+        what a tally of its budgeted trials and best reads (:mod:`alphaloop.ops.tally`).
+        Through the index on ``(session_id, idx)``: the few trials since an earlier read cost
+        the same at any length, and every row comes from one snapshot of the journal."""
         rows = self._journal._rows(
-            f"SELECT idx, kind, status, counted, objective, "
+            f"SELECT id, idx, kind, status, counted, objective, "
             f"CASE WHEN {_RANKED} THEN violation IS NOT NULL END AS violated, "
             f"CASE WHEN {_RANKED} THEN seed_mean END AS seed_mean "
-            "FROM trials WHERE session_id = ? AND idx > ? ORDER BY idx",
-            (session_id, after),
+            "FROM trials WHERE session_id = ? AND idx >= ? ORDER BY idx",
+            (session_id, start),
         )
         return [_score(r) for r in rows]
 
@@ -603,7 +606,7 @@ class Trials:
         """The session's trials before its first running one, summed up in SQL (one statement,
         so one snapshot of the journal): what a tally reads of a session the first time
         (:mod:`alphaloop.ops.tally`), at the cost of one :meth:`best`; later reads need only
-        :meth:`scores_after` the last index."""
+        :meth:`scores_from` the last index."""
         before = "AND idx < (SELECT i FROM first)"
 
         def best(kind: str, statuses: str, order: str) -> str:
@@ -613,6 +616,7 @@ class Trials:
                 f"{before} {order} LIMIT 1)"
             )
 
+        last = f"FROM trials WHERE session_id = :s {before} ORDER BY idx DESC LIMIT 1"
         # Every counted trial but those from the first running on, through the covering index
         # rather than the trials' rows (a running trial is never counted).
         counted = (
@@ -621,9 +625,9 @@ class Trials:
             "AND +counted = 1)"
         )
         rows = self._journal._rows(
-            f"{_FIRST_RUNNING} SELECT (SELECT MAX(idx) FROM trials WHERE session_id = :s "
-            f"{before}) AS idx, NULL AS kind, NULL AS status, {counted} AS counted, "
-            "NULL AS objective, NULL AS violated, NULL AS seed_mean "
+            f"{_FIRST_RUNNING} SELECT (SELECT id {last}) AS id, COALESCE((SELECT idx {last}), -1) "
+            f"AS idx, NULL AS kind, NULL AS status, {counted} AS counted, NULL AS objective, "
+            "NULL AS violated, NULL AS seed_mean "
             f"UNION ALL {best(':search', ':keep', _BEST_KEPT_FIRST)} "
             f"UNION ALL {best(':baseline', ':keep, :discard', _BEST_FIRST)}",
             {"s": session_id, "search": TrialKind.search.value, "keep": TrialStatus.keep.value,
@@ -631,7 +635,8 @@ class Trials:
         )  # fmt: skip
         head, found = rows[0], [_score(r) for r in rows[1:]]
         return SettledTrials(
-            upto=-1 if head["idx"] is None else head["idx"],
+            upto=head["idx"],
+            upto_id=head["id"],
             counted=head["counted"],
             search=next((r for r in found if r.kind == TrialKind.search.value), None),
             baseline=next((r for r in found if r.kind == TrialKind.baseline.value), None),

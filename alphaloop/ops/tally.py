@@ -5,7 +5,7 @@ A trial is started ``running`` and finished once; a finished row's status, objec
 ``violation`` and ``seed_mean`` are never written again, and a session's trial indexes grow in
 the order they are written. So the tally of a session's trials up to the last index before its
 first running trial is final: it is kept, and a later read folds in only the trials after it
-(:meth:`~alphaloop.journal.trials.Trials.scores_after`). A session of 50,000 trials is summed up
+(:meth:`~alphaloop.journal.trials.Trials.scores_from`). A session of 50,000 trials is summed up
 in SQL once (:meth:`~alphaloop.journal.trials.Trials.settled`, the cost of one
 ``journal.trials.best``), then costs a read of its last few trials.
 """
@@ -41,6 +41,7 @@ class Tally(NamedTuple):
     every trial had finished when it was read (-1: none read)."""
 
     upto: int = -1
+    upto_id: int | None = None  # the trial at ``upto``
     counted: int = 0
     search: tuple[Rank, float] | None = None
     baseline: tuple[Rank, float] | None = None
@@ -81,16 +82,25 @@ def tally(journal: Journal, session_id: str) -> Tally:
     """The session's tally now: the kept one with the trials journaled since folded in."""
     key = _key(journal, session_id)
     with _LOCK:
-        kept = _CACHE.get(key)
-    known = kept
+        known = _CACHE.get(key)
+    kept, rows = known, []
+    if kept is not None:
+        # Read from the last trial kept: still there, the journal is the one it was read from
+        # (a copy written over the file in place is not).
+        rows = journal.trials.scores_from(session_id, max(kept.upto, 0))
+        if kept.upto >= 0:
+            head, rows = (rows[0], rows[1:]) if rows else (None, [])
+            if head is None or head.id != kept.upto_id:
+                kept = None
     if kept is None:  # a first read: summed up in SQL
         summed = journal.trials.settled(session_id)
         best = [r._replace(counted=False) for r in (summed.search, summed.baseline) if r]
-        kept = Tally(upto=summed.upto, counted=summed.counted).add(best)
-    rows = journal.trials.scores_after(session_id, kept.upto)
+        kept = Tally(upto=summed.upto, upto_id=summed.upto_id, counted=summed.counted).add(best)
+        rows = journal.trials.scores_from(session_id, kept.upto + 1)
     first_running = next((i for i, r in enumerate(rows) if r.status == _RUNNING), len(rows))
     if first_running:
-        kept = kept.add(rows[:first_running])._replace(upto=rows[first_running - 1].idx)
+        last = rows[first_running - 1]
+        kept = kept.add(rows[:first_running])._replace(upto=last.idx, upto_id=last.id)
     if kept is not known:
         with _LOCK:
             _CACHE[key] = kept

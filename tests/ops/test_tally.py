@@ -1,7 +1,8 @@
 """A session's tally (budgeted trials and best) kept per session state, checked after every
 step of a random session against a brute-force oracle over all its journaled trials: trials
 start and finish out of order, some are confirmed on more seeds, some break a limit, some crash
-or stay running; and a journal replaced at the same path is read anew."""
+or stay running; and a journal replaced at the same path (or written over in place) is read
+anew."""
 
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ def _check(j: Journal, sid: str) -> None:
     settled = j.trials.settled(sid)
     running = [t.idx for t in trials if t.status == "running"]
     before = [t for t in trials if not running or t.idx < running[0]]
-    assert settled.upto == (before[-1].idx if before else -1)
+    assert (settled.upto, settled.upto_id) == (
+        (before[-1].idx, before[-1].id) if before else (-1, None)
+    )
     assert settled.counted == _oracle(before)[0]
     best = [r.objective for r in (settled.search, settled.baseline) if r]
     assert (best[0] if best else None) == _oracle(before)[1]
@@ -126,6 +129,16 @@ def test_the_session_list_shows_the_tally_and_a_replaced_journal_is_read_anew(
         longer = _oracle(j.trials.of_session(sid))
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
     assert (row.trials, row.best_validation) == longer
-    copy.replace(settings.journal_path)  # the journal as it was at 30 trials, at the same path
+    # The journal as it was at 30 trials, written over the file in place, then put in its place.
+    shutil.copyfile(copy, settings.journal_path)
+    row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
+    assert (row.trials, row.best_validation) == expected
+    with Journal(settings.journal_path) as j:
+        for i in range(60, 75):
+            _finish(j, _start(j, sid, "search", i), rng)
+        again = _oracle(j.trials.of_session(sid))
+    row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
+    assert (row.trials, row.best_validation) == again
+    copy.replace(settings.journal_path)
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
     assert (row.trials, row.best_validation) == expected
