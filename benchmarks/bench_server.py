@@ -17,11 +17,13 @@ Each measure is taken twice in one run, side by side:
 4. At scale (:func:`scale`): a 50,000-trial session (5,000 with ``--quick``) and a small one.
    In chromium, medians of cold loads: the first useful render (the first table rows, the
    history chart: first drawn, then interactive once plotly.js has run), a switch to the big
-   session from the small one (status and table, then its chart), and the DOM's size; and
-   the median latency of the poll the page makes (times of a load are the first painted frame
-   showing each, from the navigation's start, marked in the page). The server stays up across
-   the loads (its cache of the history is warm after the first): the first load is reported
-   on its own.
+   session from the session list once the small one is shown (its status line, its table
+   page, its chart drawn, plotly's chart of it), and the DOM's size; and the median latency of
+   the polls the page makes (the session's pulse, the session list; and the list's first read
+   by the server). Times in the page are the first painted frame showing each, marked in the
+   page from the navigation's start or from the click. The server stays up across the loads
+   (its caches of the history and of each session's tally are warm after the first): the
+   first load is reported on its own.
 
 Reports numbers only; it asserts nothing.
 """
