@@ -36,6 +36,7 @@ from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, R
 from alphaloop.journal.report import FinalReport, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
+from alphaloop.journal.trials import TrialScore
 
 __all__ = [
     "COUNTED_STATUSES",
@@ -70,6 +71,7 @@ __all__ = [
     "TrialNotFound",
     "TrialNotRunning",
     "TrialRecord",
+    "TrialScore",
     "TrialStatus",
     "best_kept",
     "downsample_curve",

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from alphaloop.exceptions import TrialNotFound, TrialNotRunning
 from alphaloop.journal.codec import column, columns, now, seconds_between
@@ -46,6 +46,62 @@ _SCORED = (TrialStatus.keep.value, TrialStatus.discard.value)
 _VALIDATION_KINDS = (TrialKind.search.value, TrialKind.baseline.value)
 _BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
 _BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
+
+
+# Trials that can rank as a session's best (:meth:`Trials.best`): only theirs are read past the
+# per-day series, where ``violation`` and ``seed_mean`` are stored.
+_RANKED = (
+    "(kind = 'search' AND status = 'keep' OR kind = 'baseline' AND status IN ('keep', 'discard'))"
+)
+
+
+class TrialScore(NamedTuple):
+    """What a running tally of a session reads of one trial (:meth:`Trials.scores_from`):
+    ``violated`` (whether it breaks a limit) and ``seed_mean`` are None for a trial that cannot
+    rank as best (neither a kept search trial nor a scored baseline)."""
+
+    id: int
+    idx: int
+    kind: str
+    status: str
+    counted: bool
+    objective: float | None
+    violated: bool | None
+    seed_mean: float | None
+
+
+class SettledTrials(NamedTuple):
+    """A session's trials before its first running one (:meth:`Trials.settled`): the last of
+    their indexes (-1: none) and the id of that trial, how many were counted against the
+    budget, and the best kept search trial and best scored baseline among them, ranked as
+    :meth:`Trials.best` ranks."""
+
+    upto: int
+    upto_id: int | None
+    counted: int
+    search: TrialScore | None
+    baseline: TrialScore | None
+
+
+_SCORE_COLUMNS = (
+    "id, idx, kind, status, counted, objective, violation IS NOT NULL AS violated, seed_mean"
+)
+# The first running trial's index (or past any index), for the statement of Trials.settled.
+_FIRST_RUNNING = (
+    "WITH first AS (SELECT COALESCE(MIN(idx), 9223372036854775807) AS i FROM trials "
+    "WHERE session_id = :s AND status = 'running') "
+)
+
+
+def _score(row: dict[str, Any]) -> TrialScore:
+    violated = row["violated"]
+    return TrialScore(
+        **{
+            **row,
+            "counted": bool(row["counted"]),
+            "violated": None if violated is None else bool(violated),
+        }
+    )
 
 
 def _columns(series: bool) -> str:
@@ -531,6 +587,60 @@ class Trials:
         running are among them (they are the newest)."""
         sql = f"SELECT {PAGE_COLUMNS} FROM trials WHERE session_id = ? ORDER BY idx DESC LIMIT ?"
         return self._records(sql, (session_id, n))
+
+    def scores_from(self, session_id: str, start: int) -> list[TrialScore]:
+        """The session's trials of index ``start`` and above, in index order, as light rows:
+        what a tally of its budgeted trials and best reads (:mod:`alphaloop.ops.tally`).
+        Through the index on ``(session_id, idx)``: the few trials since an earlier read cost
+        the same at any length, and every row comes from one snapshot of the journal."""
+        rows = self._journal._rows(
+            f"SELECT id, idx, kind, status, counted, objective, "
+            f"CASE WHEN {_RANKED} THEN violation IS NOT NULL END AS violated, "
+            f"CASE WHEN {_RANKED} THEN seed_mean END AS seed_mean "
+            "FROM trials WHERE session_id = ? AND idx >= ? ORDER BY idx",
+            (session_id, start),
+        )
+        return [_score(r) for r in rows]
+
+    def settled(self, session_id: str) -> SettledTrials:
+        """The session's trials before its first running one, summed up in SQL (one statement,
+        so one snapshot of the journal): what a tally reads of a session the first time
+        (:mod:`alphaloop.ops.tally`), at the cost of one :meth:`best`; later reads need only
+        :meth:`scores_from` the last index."""
+        before = "AND idx < (SELECT i FROM first)"
+
+        def best(kind: str, statuses: str, order: str) -> str:
+            return (
+                f"SELECT * FROM (SELECT {_SCORE_COLUMNS} FROM trials WHERE session_id = :s "
+                f"AND kind = {kind} AND status IN ({statuses}) AND objective IS NOT NULL "
+                f"{before} {order} LIMIT 1)"
+            )
+
+        last = f"FROM trials WHERE session_id = :s {before} ORDER BY idx DESC LIMIT 1"
+        # Every counted trial but those from the first running on, through the covering index
+        # rather than the trials' rows (a running trial is never counted).
+        counted = (
+            "(SELECT COUNT(*) FROM trials WHERE session_id = :s AND counted = 1) - (SELECT "
+            "COUNT(*) FROM trials WHERE session_id = :s AND idx >= (SELECT i FROM first) "
+            "AND +counted = 1)"
+        )
+        rows = self._journal._rows(
+            f"{_FIRST_RUNNING} SELECT (SELECT id {last}) AS id, COALESCE((SELECT idx {last}), -1) "
+            f"AS idx, NULL AS kind, NULL AS status, {counted} AS counted, NULL AS objective, "
+            "NULL AS violated, NULL AS seed_mean "
+            f"UNION ALL {best(':search', ':keep', _BEST_KEPT_FIRST)} "
+            f"UNION ALL {best(':baseline', ':keep, :discard', _BEST_FIRST)}",
+            {"s": session_id, "search": TrialKind.search.value, "keep": TrialStatus.keep.value,
+             "baseline": TrialKind.baseline.value, "discard": TrialStatus.discard.value},
+        )  # fmt: skip
+        head, found = rows[0], [_score(r) for r in rows[1:]]
+        return SettledTrials(
+            upto=head["idx"],
+            upto_id=head["id"],
+            counted=head["counted"],
+            search=next((r for r in found if r.kind == TrialKind.search.value), None),
+            baseline=next((r for r in found if r.kind == TrialKind.baseline.value), None),
+        )
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in

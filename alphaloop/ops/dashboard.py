@@ -23,6 +23,7 @@ from alphaloop.journal import (
 from alphaloop.journal.pages import SORTS
 from alphaloop.knobs import KNOB_NAMES
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.tally import tally
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -104,7 +105,7 @@ class SessionRow(BaseModel):
     created_at: str
 
 
-def _row(n: int, s: SessionRecord, trials: int, best: TrialRecord | None) -> SessionRow:
+def _row(n: int, s: SessionRecord, trials: int, best: float | None) -> SessionRow:
     f = s.final
     vs_ew = comparison(f, "equal_weight")
     go = None
@@ -114,7 +115,7 @@ def _row(n: int, s: SessionRecord, trials: int, best: TrialRecord | None) -> Ses
         n=n, id=s.id, goal=s.goal, mode=s.mode, proposer=s.proposer, status=display_status(s),
         budget=s.budget, trials=trials,
         best_validation=f.best_validation_objective if f and f.best_validation_objective
-        is not None else (best.objective if best else None),
+        is not None else best,
         best_test=f.best_test_objective if f else None,
         default_test=f.baseline_test_objective if f else None,
         pick=f.pick if f else None, gates_passed=f.gates_passed if f else None,
@@ -124,17 +125,20 @@ def _row(n: int, s: SessionRecord, trials: int, best: TrialRecord | None) -> Ses
 
 
 def session_rows(settings: Settings) -> list[SessionRow]:
-    """Every research session, newest first, with its verdict (manual runs left out)."""
+    """Every research session, newest first, with its verdict (manual runs left out). Each
+    session's trial count and best come from its tally (:mod:`.tally`): a list polled while
+    sessions of 50,000 trials run reads only their trials since the last poll."""
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as j:
         sessions = j.sessions.list()
         numbered = zip(range(len(sessions), 0, -1), sessions, strict=True)
-        return [
-            _row(n, s, j.trials.counted(s.id), j.trials.best(s.id))
-            for n, s in numbered
-            if s.proposer != "manual"
-        ]
+        rows = []
+        for n, s in numbered:
+            if s.proposer != "manual":
+                t = tally(j, s.id)
+                rows.append(_row(n, s, t.counted, t.best_objective))
+        return rows
 
 
 def _check(f: TrialFilter) -> None:

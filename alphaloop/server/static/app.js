@@ -103,11 +103,22 @@ async function startResearch(form) {
   } catch (e) { state.startKey = null; progress.textContent = ""; toast(e.message); }
   finally { clearInterval(timer); button.disabled = false; button.textContent = "Start"; }
 }
-// Follows one session (the newest when id is null): its status, chart and trial table.
-function follow(id) {
+// Follows one session (the newest when id is null): its status, chart and trial table. Given
+// its number of trials (the session list knows it), its table page and chart data are asked
+// for right after its pulse rather than once it is back: a round trip less before they are
+// drawn. (pollResearch sends the pulse before it first waits, and reads these after.)
+function follow(id, trials) {
   state.sessionId = id; state.lastResearchSig = ""; state.table.offset = 0; state.tableSig = "";
   $("#trial-detail").hidden = true; state.selectedTrial = null;
-  pollResearch().then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
+  const followed = pollResearch();
+  state.ahead = id && trials != null ? { sid: id, big: trials > BIG, chart: chartData(id, trials), page: trialsPage(id) } : null;
+  followed.then(() => Promise.all([loadNote("session"), loadValidation()])).catch((e) => console.warn(e));
+}
+// What follow() asked for ahead, when it is for this session and the right kind of chart.
+function takeAhead(sid, trials) {
+  const a = state.ahead; state.ahead = null;
+  if (a) a.page.catch(() => null);  // one not used is dropped without an unhandled rejection
+  return a && a.sid === sid && a.big === trials > BIG ? a : null;
 }
 $("#research-form").addEventListener("submit", (ev) => { ev.preventDefault(); startResearch(ev.target); });
 $("#research-stop").addEventListener("click", async () => {
@@ -135,10 +146,12 @@ function trialRow(t, clips) {
   tr.addEventListener("click", () => showTrial(t.id));
   return tr;
 }
-async function refreshTrials() {
+function trialsPage(sid) { const t = state.table; return api(`/api/sessions/${sid}/trials?` + tableQuery({ offset: t.offset, limit: t.limit })); }
+// Draws the table's page (``pending``: one asked for already, with the table as it is).
+async function refreshTrials(pending) {
   if (!state.sessionId) return;
   const t = state.table, sid = state.sessionId;
-  const page = await api(`/api/sessions/${sid}/trials?` + tableQuery({ offset: t.offset, limit: t.limit }));
+  const page = await (pending || trialsPage(sid));
   if (sid !== state.sessionId) return;
   t.total = page.total;
   $("#trials-table tbody").replaceChildren(...page.items.map((row) => trialRow(row, page.clips[row.id])));
@@ -220,7 +233,7 @@ async function pollSessions() {
     if (r.go === false) tr.classList.add("nogo");
     tr.append(cell(r.n), cell(r.goal), cell(r.mode), cell(r.proposer), cell(r.status, "status-" + r.status), cell(`${r.trials}/${r.budget}`),
       cell(fmt(r.best_validation)), cell(fmt(r.best_test)), cell(fmt(r.default_test)), cell(r.pick ?? "-"), cell(versus(r.vs_equal_weight)));
-    tr.addEventListener("click", () => { follow(r.id); document.querySelectorAll("#sessions-table tr.selected").forEach((x) => x.classList.remove("selected")); tr.classList.add("selected"); $("#panel-research").scrollIntoView(); });
+    tr.addEventListener("click", () => { follow(r.id, r.trials); document.querySelectorAll("#sessions-table tr.selected").forEach((x) => x.classList.remove("selected")); tr.classList.add("selected"); $("#panel-research").scrollIntoView(); });
     return tr;
   }));
 }
@@ -349,29 +362,57 @@ function historyFigure(h) {
   return { data, layout: { title: { text: `optimisation history (${h.total} search trials${shown})` }, hovermode: "closest",
     xaxis: { title: { text: "trial" } }, yaxis: { title: { text: "validation objective" } } } };
 }
-// Until plotly.js has run (a second or more on a cold load) a long history is drawn at once on
-// a canvas: the same sampled points and exact incumbent steps, without plotly's hover and zoom.
+// Until plotly.js has drawn a long history (a second or more on a cold load, while plotly.js
+// runs; a tenth of a second or more on a session switch) it is drawn at once on a canvas: the
+// same sampled points, exact incumbent steps, the default's line and the axes, without
+// plotly's hover and zoom. Returns whether it drew.
 function previewHistory(div, h) {
-  if (div.querySelector(".main-svg") || !h.idx.length) return;
+  if (!h.idx.length) return false;
+  if (window.Plotly && div.querySelector(".main-svg")) Plotly.purge(div);
   const w = div.clientWidth || 600, ht = 320, dpr = window.devicePixelRatio || 1, c = document.createElement("canvas");
   c.className = "preview"; c.width = w * dpr; c.height = ht * dpr; c.style.width = w + "px"; c.style.height = ht + "px";
   const g = c.getContext("2d"); g.scale(dpr, dpr);
   const ys = [...h.objective, ...h.incumbent, h.baseline].filter((v) => v != null && Number.isFinite(v));
-  const x0 = h.idx[0], x1 = h.idx[h.idx.length - 1], y0 = Math.min(...ys), y1 = Math.max(...ys);
-  const X = (x) => 50 + (x - x0) / ((x1 - x0) || 1) * (w - 60), Y = (y) => 30 + (y1 - y) / ((y1 - y0) || 1) * (ht - 60);
-  g.font = "14px system-ui, sans-serif"; g.fillStyle = "#1d2330";
-  g.fillText(`optimisation history (${h.total} search trials, ${h.idx.length} drawn)`, 50, 18);
+  const pad = (Math.max(...ys) - Math.min(...ys)) * 0.05 || 0.5, y0 = Math.min(...ys) - pad, y1 = Math.max(...ys) + pad;
+  const x0 = h.idx[0], x1 = h.idx[h.idx.length - 1];
+  // plotly's default margins, its legend on the right: the chart keeps its place when plotly's replaces it
+  const left = 80, right = w - 180, top = 100, bottom = ht - 80;
+  const X = (x) => left + (x - x0) / ((x1 - x0) || 1) * (right - left), Y = (y) => top + (y1 - y) / ((y1 - y0) || 1) * (bottom - top);
+  g.font = "12px system-ui, sans-serif"; g.fillStyle = "#1d2330"; g.strokeStyle = "#e3e6eb"; g.lineWidth = 1;
+  g.textAlign = "right"; g.textBaseline = "middle";
+  for (const v of niceTicks(y0, y1, 3)) { g.beginPath(); g.moveTo(left, Y(v)); g.lineTo(right, Y(v)); g.stroke(); g.fillText(String(v), left - 6, Y(v)); }
+  g.textAlign = "center"; g.textBaseline = "top";
+  for (const v of niceTicks(x0, x1)) g.fillText(String(v), X(v), bottom + 6);
+  g.font = "14px system-ui, sans-serif"; g.fillText("trial", (left + right) / 2, bottom + 40);
+  g.save(); g.translate(30, (top + bottom) / 2); g.rotate(-Math.PI / 2); g.fillText("validation objective", 0, -10); g.restore();
+  g.font = "17px system-ui, sans-serif"; g.textBaseline = "middle";
+  g.fillText(`optimisation history (${h.total} search trials${h.sampled ? `, ${h.idx.length} drawn` : ""})`, w / 2, 45);
+  g.font = "12px system-ui, sans-serif"; g.textAlign = "left";
+  const legend = [["kept", "#1b7f3b"], ["discarded", "#9aa3b2"], ["best so far", "#e07b00"]];
+  if (h.baseline != null) legend.push(["default", "#5a6375"]);
+  legend.forEach(([name, color], i) => { g.fillStyle = color; g.fillRect(right + 24, top + 19 * i - 4, 14, 8); g.fillStyle = "#1d2330"; g.fillText(name, right + 44, top + 19 * i); });
   let drawn = 0;
   h.idx.forEach((x, i) => { const o = h.objective[i]; if (o == null) return;
     g.fillStyle = h.status[i] === "keep" ? "#1b7f3b" : "#9aa3b2"; g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
-  g.strokeStyle = "#e07b00"; g.beginPath();
+  g.strokeStyle = "#e07b00"; g.lineWidth = 2; g.beginPath();
   let last = null;
   h.idx.forEach((x, i) => { const v = h.incumbent[i]; if (v == null) return;
     if (last == null) g.moveTo(X(x), Y(v)); else { g.lineTo(X(x), Y(last)); g.lineTo(X(x), Y(v)); } last = v; });
   if (last != null) g.lineTo(X(x1), Y(last));
   g.stroke();
+  if (h.baseline != null) { g.strokeStyle = "#5a6375"; g.setLineDash([3, 3]); g.beginPath(); g.moveTo(X(x0), Y(h.baseline)); g.lineTo(X(x1), Y(h.baseline)); g.stroke(); }
   div.replaceChildren(c); div.dataset.points = String(drawn);
+  return true;
 }
+// About n round values from lo to hi (an axis's ticks).
+function niceTicks(lo, hi, n = 5) {
+  const rough = (hi - lo || Math.abs(hi) || 1) / n, mag = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 5, 10].map((k) => k * mag).find((v) => v >= rough);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step / 1e6; v += step) out.push(+v.toPrecision(10));
+  return out;
+}
+const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
 let firstRendered;
 const firstRender = new Promise((resolve) => { firstRendered = resolve; });
 // The chart's data, asked for at once (alongside the table's page); null when there is none yet.
@@ -383,8 +424,8 @@ function chartData(sid, trials) {
 async function pollResearch() {
   const q = new URLSearchParams();
   if (state.sessionId) q.set("session_id", state.sessionId);
-  const p = await api("/api/pulse?" + q);
-  if (!p.session) return;
+  const asked = state.sessionId, p = await api("/api/pulse?" + q);
+  if (!p.session || state.sessionId !== asked) return;  // another session was followed meanwhile
   const s = p.session, found = state.sessionId !== s.id;
   if (found) { state.sessionId = s.id; state.table.offset = 0; }
   $("#research-status").textContent = `${s.id} \u2014 ${p.status}, ${p.trials} trials (budget ${s.budget}), ` +
@@ -392,12 +433,18 @@ async function pollResearch() {
   const sig = `${s.id}:${p.status}:${p.trials}:${p.best?.id}:${p.tail.map((t) => t.id + t.status).join(",")}`;
   if (sig === state.lastResearchSig) return;
   state.lastResearchSig = sig;
-  const chart = chartData(s.id, p.trials);
-  await refreshTrials();
+  const ahead = takeAhead(s.id, p.trials);
+  const chart = ahead ? ahead.chart : chartData(s.id, p.trials);
+  await refreshTrials(ahead?.page);
   const drawn = await chart;
+  const div = $("#research-chart");
   if (drawn && s.id === state.sessionId) {
-    if (drawn.h) previewHistory($("#research-chart"), drawn.h);
+    // Another session's chart (or none) is shown: the preview first, painted before plotly.js
+    // draws the same points with its hover and zoom (a few ms against a tenth of a second or
+    // more for its two thousand markers). Before plotly.js has run, plot() waits a frame itself.
+    if (drawn.h && div.dataset.session !== s.id && previewHistory(div, drawn.h) && window.Plotly) await nextFrame();
     firstRendered();
+    div.dataset.session = s.id;
     await plot("research-chart", drawn.fig);
   }
   // Its note and report only once its table and chart are drawn: they do not hold them up.

@@ -1,0 +1,118 @@
+"""A long session in the system Chromium: the session list shows each session's best (checked
+against every trial of the journal), and a switch to the long session from the list asks for
+its table page and history right after its pulse (not once it is back), draws the preview at
+once, then plotly's chart, whose incumbent step line is the exact one at every trial."""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+
+import pytest
+
+from alphaloop.journal import Journal, TrialRecord
+from alphaloop.settings import Settings
+
+from .helpers import add_trials, live_server, new_session
+from .test_page import ARGS, CHROMIUM
+
+LONG = 2600  # past the page's BIG (2,000): the history is sampled by the server
+
+
+def _long_session(settings: Settings) -> str:
+    """A session of ``LONG`` search trials: one written through the journal, the rest cloned
+    in SQL with their index, verdict and objective varied (a few incumbent changes, a cloud)."""
+    with Journal(settings.journal_path) as j:
+        sid = new_session(j, goal="a long one", budget=LONG)
+        add_trials(j, sid, 1)
+    with sqlite3.connect(settings.journal_path) as conn:
+        varied = ("idx", "status", "objective")
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(trials)") if r[1] not in varied]
+        cols.remove("id")
+        kept = ", ".join(cols)
+        conn.execute(
+            f"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?) "
+            f"INSERT INTO trials (idx, status, objective, {kept}) "
+            f"SELECT i, CASE WHEN i % 7 = 0 THEN 'keep' ELSE 'discard' END, "
+            f"(i * 37 % 1000) / 1000.0 + i / 2000.0, {kept} "
+            f"FROM trials, k WHERE trials.session_id = ? AND trials.idx = 0",
+            (LONG - 1, sid),
+        )
+    return sid
+
+
+def _incumbent(trials: list[TrialRecord]) -> list[float | None]:
+    best: float | None = None
+    out = []
+    for t in trials:
+        if t.status == "keep" and t.objective is not None and (best is None or t.objective > best):
+            best = t.objective
+        out.append(best)
+    return out
+
+
+# Records, from the click, whether a painted frame showed the preview (a canvas with points)
+# and then plotly's chart of the followed session.
+_SWITCH = """(sid) => new Promise((resolve) => {
+  const chart = document.querySelector('#research-chart'), seen = {};
+  chart.dataset.points = '0';
+  const tick = () => requestAnimationFrame(() => {
+    const drawn = Number(chart.dataset.points) > 0;
+    if (drawn && chart.querySelector('canvas.preview')) seen.preview = true;
+    if (drawn && chart.querySelector('.main-svg')) return resolve(seen);
+    tick();
+  });
+  document.querySelector(`#sessions-table tr[data-id='${sid}']`).click();
+  tick();
+})"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
+def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with Journal(settings.journal_path) as j:
+        short = new_session(j, goal="a short one", budget=20)
+        add_trials(j, short, 12)
+    long = _long_session(settings)
+    with Journal(settings.journal_path) as j:
+        trials = {s: j.trials.of_session(s, series=False) for s in (short, long)}
+    best = {s: max(t.objective for t in ts if t.status == "keep") for s, ts in trials.items()}
+    with live_server(settings) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(base + "/")
+        for sid in (short, long):
+            expect(page.locator(f"#sessions-table tr[data-id='{sid}'] td").nth(6)).to_have_text(
+                f"{best[sid]:.4f}", timeout=30_000
+            )
+        page.evaluate("document.querySelector('#research-chart').dataset.points = '0'")
+        page.click(f"#sessions-table tr[data-id='{short}']")
+        expect(page.locator("#research-status")).to_contain_text(short)
+        page.wait_for_function(
+            "() => !!document.querySelector('#research-chart .main-svg') && "
+            "Number(document.querySelector('#research-chart').dataset.points) > 0"
+        )
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url.split("?")[0].removeprefix(base)))
+        seen = page.evaluate(_SWITCH, long)
+        expect(page.locator("#trials-range")).to_contain_text(f"of {LONG}")
+        assert seen == {"preview": True}
+        mine = [p for p in asked if long in p or p == "/api/pulse"]
+        assert mine[:3] == ["/api/pulse", f"/api/sessions/{long}/history",
+                            f"/api/sessions/{long}/trials"]  # fmt: skip
+        drawn = page.evaluate(
+            "() => document.querySelector('#research-chart').data.map((t) => "
+            "({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"
+        )
+        browser.close()
+    assert not errors, errors
+    line = next(t for t in drawn if t["name"] == "best so far")
+    assert len(line["x"]) < LONG  # sampled
+    for t, top in zip(trials[long], _incumbent(trials[long]), strict=True):
+        assert line["y"][bisect.bisect_right(line["x"], t.idx) - 1] == top
+    dots = sum(len(t["x"]) for t in drawn if t["name"] in ("kept", "discarded"))
+    assert 0 < dots <= len(line["x"])
