@@ -13,16 +13,27 @@ confirmations: the same trial rows and the same fold runs (the output says wheth
 matched). TPE would not do: with 2 workers it proposes without the result of the trial still
 running (constant liar), so its path, and the work it leads to, departs from one worker's.
 
+Each session runs in a fresh Python process, as ``alphaloop research`` would: the 2-worker
+session pays for starting its worker processes every time (no fork server left running by an
+earlier session), and no session finds caches an earlier one filled (the baselines' metrics of
+each fold). The clock runs around ``run_session`` only (imports and data loading excluded).
+
 The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
 ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
-is printed before and after. Takes a few minutes; ``--quick`` runs one pair of smaller budgets.
-Reports numbers only; it asserts nothing (timings depend on the machine and its load).
+is printed before and after. On a saturated machine 2 workers get no more CPU than 1, so the
+ratio means something only when the load average is well under the core count. Takes a few
+minutes; ``--quick`` runs one pair of smaller budgets. Reports numbers only; it asserts nothing
+(timings depend on the machine and its load).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,7 +43,7 @@ from alphaloop.journal import Journal
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
-from benchmarks._report import SummaryRow, parse_quick, print_rows
+from benchmarks._report import SummaryRow, print_rows
 
 CASES = (  # mode, data, budget, quick budget, PPO env steps
     ("cufolio_only", "sp500", 16, 6, None),
@@ -44,7 +55,15 @@ PAIRS, QUICK_PAIRS = 3, 1
 
 
 def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
-    """One session; its wall time and the work it journaled."""
+    """One session in a fresh Python process (see the module docstring)."""
+    argv = [sys.executable, "-m", __spec__.name if __spec__ else "benchmarks.bench_parallel"]
+    argv += ["--session", mode, data, str(budget), str(steps or 0), str(workers)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def session(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
+    """One session in this process; its wall time and the work it journaled."""
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(ALPHALOOP_HOME=str(Path(home)))
         spec = SessionSpec(
@@ -126,5 +145,24 @@ def main(quick: bool = False) -> dict[str, Any]:
     return {"summary": summary, "results": results}
 
 
+def cli(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats and smaller budgets (a smoke run)"
+    )
+    parser.add_argument(
+        "--session",
+        nargs=5,
+        metavar=("MODE", "DATA", "BUDGET", "STEPS", "WORKERS"),
+        help="run one session here and print its measures as JSON (what each run calls)",
+    )
+    args = parser.parse_args(argv)
+    if args.session:
+        mode, data, budget, steps, workers = args.session
+        print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
+    else:
+        main(args.quick)
+
+
 if __name__ == "__main__":
-    main(parse_quick(__doc__.splitlines()[0]))
+    cli()
