@@ -31,7 +31,7 @@ from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
-from alphaloop.trials import Rows, TrialBudget
+from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines
 from alphaloop.trials import run_trial as evaluate
 
 logger = logging.getLogger(__name__)
@@ -172,9 +172,12 @@ def _init_worker(data: MarketData) -> None:
     _data = data
 
 
-def _run_in_worker(job: TrialJob) -> TrialOutcome:
+def _run_in_worker(job: TrialJob, baselines: dict | None = None) -> TrialOutcome:
+    """Runs ``job`` in a worker process, first taking in the ``baselines`` the loop's process
+    knows (see ``trials.known_baselines``)."""
     if _data is None:
         raise RuntimeError("worker started without the session's data")
+    remember_baselines(baselines or {})
     if "torch" in sys.modules:  # loaded by a PPO trial after the initializer ran
         sys.modules["torch"].set_num_threads(1)
     return execute(job, _data)
@@ -237,7 +240,8 @@ class ProcessTrials:
     in this process and runs here (single-threaded, as in a worker) when its outcome is asked
     for: the loop computes on one core while the workers start on the other, instead of
     waiting seconds for them. A trial is a pure function of its job, so where it ran changes
-    no number.
+    no number. The baselines' metrics of the windows those trials scored go to the workers
+    with every trial, so no worker computes them again.
     """
 
     def __init__(self, data: MarketData, workers: int) -> None:
@@ -276,15 +280,19 @@ class ProcessTrials:
             self.waiting.append(local)
             return local
         self.hand_over_waiting()
-        return self._pool.submit(_run_in_worker, job)
+        return self._to_worker(job)
 
     def hand_over_waiting(self) -> None:
         """Once the workers are up, sends them the trials waiting here, oldest first."""
         if not self.up:
             return
         for local in self.waiting:
-            local.future = self._pool.submit(_run_in_worker, local.job)
+            local.future = self._to_worker(local.job)
         self.waiting.clear()
+
+    def _to_worker(self, job: TrialJob) -> Future[TrialOutcome]:
+        # The baselines the trials run here computed go along: a worker need not compute them.
+        return self._pool.submit(_run_in_worker, job, known_baselines())
 
     def run_here(self, job: TrialJob) -> TrialOutcome:
         """Runs ``job`` in this process on one thread, as a worker would (the other cores are
