@@ -255,6 +255,8 @@ class ProcessTrials:
         )
         self.waiting: list[_Local] = []  # trials handed over before the workers were up
         self._up = threading.Event()
+        self._lock = threading.Lock()  # between ``close`` and the workers coming up
+        self._closed = False
         self._starter = threading.Thread(target=self._start, name="trial-workers", daemon=True)
         self._starter.start()
 
@@ -267,7 +269,11 @@ class ProcessTrials:
         except RuntimeError:  # closed before its workers were up
             pass
         finally:
-            self._up.set()
+            with self._lock:
+                self._up.set()
+                closed = self._closed
+            if closed:
+                self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def up(self) -> bool:
@@ -303,9 +309,13 @@ class ProcessTrials:
             return execute(job, self._data)
 
     def close(self, *, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=True)
-        if wait:
-            self._starter.join()
+        """Stops the workers. Workers still starting ran nothing: the session does not wait
+        for them to come up only to stop them (the starting thread stops them once up)."""
+        with self._lock:
+            self._closed = True
+            up = self._up.is_set()
+        if up:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 # --- Ray -----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 
@@ -152,3 +153,17 @@ def test_a_worker_that_died_is_the_trials_crash_and_the_callback_is_not_blamed()
     future.set_exception(RuntimeError("worker died"))
     outcome = outcome_of(future, lambda: None)
     assert outcome.status is OutcomeStatus.crash and "worker died" in (outcome.error or "")
+
+
+def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
+    data: MarketData, gated: GatedTrials
+) -> None:
+    [job] = jobs(data, 1)
+    assert objective(gated.submit(job).result()) == objective(execute(job, data))
+    began = time.monotonic()
+    gated.close()
+    assert time.monotonic() - began < 1.0 and not gated.up
+    GatedTrials.gate.set()  # the workers come up, and are stopped: they have nothing to run
+    gated._starter.join(timeout=120)
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        gated._pool.submit(executors._ready)
