@@ -93,10 +93,10 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
 
 
-def main(quick: bool = False) -> dict[str, Any]:
+def main(quick: bool = False, pairs: int | None = None) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
-    pairs = QUICK_PAIRS if quick else PAIRS
+    pairs = pairs or (QUICK_PAIRS if quick else PAIRS)
     print(f"  {os.cpu_count()} CPUs; random proposer, session seed {SEED}; {pairs} pair(s)")
     print(f"  load average before: {_load()}")
     for mode, data, budget, quick_budget, steps in CASES:
@@ -150,6 +150,7 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="fewer repeats and smaller budgets (a smoke run)"
     )
+    parser.add_argument("--pairs", type=int, help=f"1-and-2-worker pairs per mode ({PAIRS})")
     parser.add_argument(
         "--session",
         nargs=5,
@@ -161,7 +162,7 @@ def cli(argv: list[str] | None = None) -> None:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
     else:
-        main(args.quick)
+        main(args.quick, args.pairs)
 
 
 if __name__ == "__main__":
