@@ -1,26 +1,39 @@
 """Parallel trials, 1 against 2 workers: ``python -m benchmarks.bench_parallel``.
 
-Runs a TPE ``cufolio_only`` session (embedded S&P 500 data) and a TPE ``ppo_only`` session
-(synthetic data, a small PPO budget) through the library, each with 1 and then 2 workers, the
-same session seed and budget, each in a temporary alphaloop home. For each it reports trials
-per hour (every trial row run, baselines and confirmations included, over the session's wall
-time, workers' start-up and finalize included), the best validation objective reached, and how
-many search trials proposed the same config as the one-worker session.
+Runs a ``cufolio_only`` session (embedded S&P 500 data) and a ``ppo_only`` session (synthetic
+data, a small PPO budget) through the library, each with 1 and with 2 workers, the same
+session seed and budget, each in a temporary alphaloop home, and prints the two side by side:
+trials per hour (every trial row run, baselines, confirmations and the test row included, over
+the session's wall time, workers' start-up and finalize included), fold runs per hour, and the
+2-worker over 1-worker ratio.
 
-What is identical across worker counts: a trial is a pure function of its config and seed,
-and verdicts are given in index order, so the same proposals give the same rows and verdicts.
-TPE's warm-up draws (until 8 trials have finished, baselines included) are seeded by the
-proposal's position and match; after warm-up TPE with 2 workers proposes without knowing the
-result of the trial still running (constant liar), so its sequence departs from one worker's.
-Random search (``--proposer random``) matches for the whole session.
+Equal journaled work: the sessions use the random proposer, whose draws are seeded by their
+position, so both worker counts run the same configs, with the same verdicts, races and
+confirmations: the same trial rows and the same fold runs (the output says whether they
+matched). TPE would not do: with 2 workers it proposes without the result of the trial still
+running (constant liar), so its path, and the work it leads to, departs from one worker's.
 
-Takes several minutes; ``--quick`` runs smaller budgets. Reports numbers only; it asserts
-nothing (timings depend on the machine and its load).
+Each session runs in a fresh Python process, as ``alphaloop research`` would: the 2-worker
+session pays for starting its worker processes every time (no fork server left running by an
+earlier session), and no session finds caches an earlier one filled (the baselines' metrics of
+each fold). The clock runs around ``run_session`` only (imports and data loading excluded).
+
+The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
+ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
+is printed before and after. On a saturated machine 2 workers get no more CPU than 1, so the
+ratio means something only when the load average is well under the core count. Takes a few
+minutes; ``--quick`` runs one pair of smaller budgets. Reports numbers only; it asserts nothing
+(timings depend on the machine and its load).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +43,7 @@ from alphaloop.journal import Journal
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
-from benchmarks._report import SummaryRow, parse_quick, print_rows
+from benchmarks._report import SummaryRow, print_rows
 
 CASES = (  # mode, data, budget, quick budget, PPO env steps
     ("cufolio_only", "sp500", 16, 6, None),
@@ -38,16 +51,26 @@ CASES = (  # mode, data, budget, quick budget, PPO env steps
 )
 WORKERS = (1, 2)
 SEED = 7
+PAIRS, QUICK_PAIRS = 3, 1
 
 
 def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
+    """One session in a fresh Python process (see the module docstring)."""
+    argv = [sys.executable, "-m", __spec__.name if __spec__ else "benchmarks.bench_parallel"]
+    argv += ["--session", mode, data, str(budget), str(steps or 0), str(workers)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def session(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
+    """One session in this process; its wall time and the work it journaled."""
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(ALPHALOOP_HOME=str(Path(home)))
         spec = SessionSpec(
             goal="maximise validation Sharpe",
             mode=mode,
             budget=budget,
-            proposer="tpe",
+            proposer="random",
             data=data,
             seed=SEED,
             noise_seeds=3,
@@ -56,46 +79,91 @@ def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) 
         )
         sid = create_session(spec, settings)
         began = time.perf_counter()
-        final = run_session(sid, settings)
+        run_session(sid, settings)
         wall = time.perf_counter() - began
         with Journal(settings.journal_path) as journal:
             rows = journal.trials.of_session(sid, series=False)
-    ran = [t for t in rows if t.kind != "test" and t.status != "invalid"]
-    return {
-        "wall_s": wall,
-        "trials": len(ran),
-        "per_hour": len(ran) / wall * 3600,
-        "best": final.best_validation_objective if final else None,
-        "configs": [t.config_hash for t in rows if t.kind == "search" and t.counted],
-    }
+            ran = [t for t in rows if t.status != "invalid"]
+            folds = sum(len(journal.folds.of_trial(t.id)) for t in ran)
+    work = sorted((t.kind, t.config_hash, t.seed, t.status) for t in ran)
+    return {"wall_s": wall, "trials": len(ran), "folds": folds, "work": work}
 
 
-def main(quick: bool = False) -> dict[str, Any]:
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
+
+
+def main(quick: bool = False, pairs: int | None = None) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
-    print(f"  {os.cpu_count()} CPUs; TPE, session seed {SEED}")
+    pairs = pairs or (QUICK_PAIRS if quick else PAIRS)
+    print(f"  {os.cpu_count()} CPUs; random proposer, session seed {SEED}; {pairs} pair(s)")
+    print(f"  load average before: {_load()}")
     for mode, data, budget, quick_budget, steps in CASES:
         n = quick_budget if quick else budget
-        runs = {w: run_one(mode, data, n, steps, w) for w in WORKERS}
-        one = runs[1]
-        for w, r in runs.items():
-            same = sum(a == b for a, b in zip(r["configs"], one["configs"], strict=False))
-            best = "-" if r["best"] is None else f"{r['best']:.4f}"
-            print_rows(
-                [
-                    (f"{mode}, {w} worker(s)", f"{n} search trials on {data}"),
-                    ("  trials run / wall", f"{r['trials']} in {r['wall_s']:.1f} s"),
-                    ("  trials per hour", f"{r['per_hour']:.0f}"),
-                    ("  best validation objective", best),
-                    ("  configs as with 1 worker", f"{same} of {len(r['configs'])}"),
-                ]
+        runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
+        for _ in range(pairs):
+            for w in WORKERS:
+                runs[w].append(run_one(mode, data, n, steps, w))
+        one, two = runs[1], runs[2]
+        equal = all(r["work"] == one[0]["work"] for r in one + two)
+        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(one, two, strict=True)]
+        ratio = statistics.median(ratios)
+        walls = {w: statistics.median(r["wall_s"] for r in runs[w]) for w in WORKERS}
+        trials, folds = one[0]["trials"], one[0]["folds"]
+        per_hour = {w: trials / walls[w] * 3600 for w in WORKERS}
+        print_rows(
+            [
+                (f"{mode}", f"{n} search trials on {data}"),
+                (
+                    "  journaled work, each run",
+                    f"{trials} trial rows, {folds} fold runs"
+                    + ("; the same rows for 1 and 2 workers" if equal else "; NOT EQUAL"),
+                ),
+                ("  median wall, 1 | 2 workers", f"{walls[1]:.1f} s | {walls[2]:.1f} s"),
+                ("  trials per hour, 1 | 2", f"{per_hour[1]:.0f} | {per_hour[2]:.0f}"),
+                (
+                    "  fold runs per hour, 1 | 2",
+                    f"{folds / walls[1] * 3600:.0f} | {folds / walls[2] * 3600:.0f}",
+                ),
+                (
+                    "  2 workers / 1 worker",
+                    f"{ratio:.2f}x (median of {', '.join(f'{r:.2f}' for r in ratios)})",
+                ),
+            ]
+        )
+        summary.append(
+            (
+                f"{mode} trials/hour, 1 | 2 workers",
+                f"{per_hour[1]:.0f} | {per_hour[2]:.0f}",
+                f"{trials} rows, {folds} folds",
             )
-            summary.append((f"{mode} trials/hour, {w} worker(s)", f"{r['per_hour']:.0f}", best))
-        speedup = runs[2]["per_hour"] / one["per_hour"]
-        summary.append((f"{mode} speed-up, 2 workers", f"{speedup:.2f}x", "2 cores"))
-        results[mode] = runs
+        )
+        summary.append((f"{mode} speed-up, 2 workers", f"{ratio:.2f}x", "2 cores, target 1.8x"))
+        results[mode] = {"runs": runs, "ratios": ratios, "equal_work": equal}
+    print(f"  load average after: {_load()}")
     return {"summary": summary, "results": results}
 
 
+def cli(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats and smaller budgets (a smoke run)"
+    )
+    parser.add_argument("--pairs", type=int, help=f"1-and-2-worker pairs per mode ({PAIRS})")
+    parser.add_argument(
+        "--session",
+        nargs=5,
+        metavar=("MODE", "DATA", "BUDGET", "STEPS", "WORKERS"),
+        help="run one session here and print its measures as JSON (what each run calls)",
+    )
+    args = parser.parse_args(argv)
+    if args.session:
+        mode, data, budget, steps, workers = args.session
+        print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
+    else:
+        main(args.quick, args.pairs)
+
+
 if __name__ == "__main__":
-    main(parse_quick(__doc__.splitlines()[0]))
+    cli()

@@ -111,6 +111,11 @@ def test_two_workers_run_the_one_worker_session_of_a_seeded_proposer(settings: S
     # Same proposals (random draws are seeded by their position), same results, and the same
     # verdicts: each given in index order against the best so far as of that index.
     assert search(a) == search(b)
+    # The same work journaled: each row's folds (a raced-out trial has one), whatever ran early
+    # on the second worker.
+    with Journal(settings.journal_path) as journal:
+        folds = [[len(journal.folds.of_trial(t.id)) for t in rows] for rows in (a, b)]
+    assert folds[0] == folds[1]
     finals = [json.loads(r.stdout)["final"] for r in (one, two)]
     for key in ("best_validation_objective", "baseline_test_objective", "n_trials"):
         assert finals[0].get(key) == finals[1].get(key)

@@ -1,28 +1,39 @@
 """The meta-agent: the research loop (a LangGraph graph) and its proposers.
 
 Importing this package does not import the LLM proposer; it loads with
-``alphaloop.meta_agent.proposers.llm``. The chat agent is a front end: ``alphaloop.chat``.
+``alphaloop.meta_agent.proposers.llm``. Its names load on first use: a trial worker process
+imports ``executors`` through this package and needs neither LangGraph nor the loop's nodes,
+which would add about a second to every session's worker start-up. The compiled graph is
+``alphaloop.meta_agent.graph.graph`` (the package's ``graph`` attribute is that module). The
+chat agent is a front end: ``alphaloop.chat``.
 """
 
-from alphaloop.meta_agent.graph import compile_graph, graph
-from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import (
-    ProposalContext,
-    Proposer,
-    ProposerBase,
-    ProposerName,
-    RandomProposer,
-    TPEProposer,
-    TrialView,
-)
-from alphaloop.meta_agent.session import (
-    SessionBusy,
-    SessionSpec,
-    create_session,
-    request_stop,
-    run_session,
-)
-from alphaloop.meta_agent.state import LoopEvent, OutcomeStatus, Proposal, TrialOutcome
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from alphaloop._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from alphaloop.meta_agent.graph import compile_graph
+    from alphaloop.meta_agent.objective import Objective
+    from alphaloop.meta_agent.proposers import (
+        ProposalContext,
+        Proposer,
+        ProposerBase,
+        ProposerName,
+        RandomProposer,
+        TPEProposer,
+        TrialView,
+    )
+    from alphaloop.meta_agent.session import (
+        SessionBusy,
+        SessionSpec,
+        create_session,
+        request_stop,
+        run_session,
+    )
+    from alphaloop.meta_agent.state import LoopEvent, OutcomeStatus, Proposal, TrialOutcome
 
 __all__ = [
     "LoopEvent",
@@ -41,7 +52,32 @@ __all__ = [
     "TrialView",
     "compile_graph",
     "create_session",
-    "graph",
     "request_stop",
     "run_session",
 ]
+
+_PROPOSERS = "alphaloop.meta_agent.proposers"
+_SESSION = "alphaloop.meta_agent.session"
+_STATE = "alphaloop.meta_agent.state"
+_LAZY = {
+    "LoopEvent": _STATE,
+    "Objective": "alphaloop.meta_agent.objective",
+    "OutcomeStatus": _STATE,
+    "Proposal": _STATE,
+    "ProposalContext": _PROPOSERS,
+    "Proposer": _PROPOSERS,
+    "ProposerBase": _PROPOSERS,
+    "ProposerName": _PROPOSERS,
+    "RandomProposer": _PROPOSERS,
+    "SessionBusy": _SESSION,
+    "SessionSpec": _SESSION,
+    "TPEProposer": _PROPOSERS,
+    "TrialOutcome": _STATE,
+    "TrialView": _PROPOSERS,
+    "compile_graph": "alphaloop.meta_agent.graph",
+    "create_session": _SESSION,
+    "request_stop": _SESSION,
+    "run_session": _SESSION,
+}
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -7,6 +7,10 @@ alone writes it.
 The market data goes to each worker once per session (a pool initializer's argument, or one
 object in Ray's object store), not with every trial. Each worker runs single-threaded (BLAS,
 OpenMP and torch), so N workers use N cores and no more.
+
+Worker processes take seconds to start (their fork server imports the evaluator, torch
+included), as long as several trials: so they start in the background, and the trials handed
+over before they are up run in the loop's own process meanwhile (see :class:`ProcessTrials`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import logging
 import multiprocessing
 import os
 import sys
+import threading
 from collections.abc import Callable
+from concurrent import futures
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol
 
@@ -25,11 +31,12 @@ from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
-from alphaloop.trials import Rows, TrialBudget
+from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines
 from alphaloop.trials import run_trial as evaluate
 
 logger = logging.getLogger(__name__)
 
+POLL_S = 0.02  # how often a loop waiting on a worker looks at the rest of its work
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _data: MarketData | None = None  # a worker process's copy of the session's data
 
@@ -73,13 +80,29 @@ def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
     return TrialOutcome(status=OutcomeStatus.ok, result=result)
 
 
-def outcome_of(pending: Pending) -> TrialOutcome:
-    """What a trial produced; a worker that died (or a Ray task lost) is a crash."""
+def outcome_of(pending: Pending, meanwhile: Callable[[], None] | None = None) -> TrialOutcome:
+    """What a trial produced; a worker that died (or a Ray task lost) is a crash.
+
+    ``meanwhile`` is called every :data:`POLL_S` seconds while a worker process runs the trial
+    (the loop's chance to hand its workers more work; see ``folding``)."""
+    if meanwhile is not None:
+        while not finished(pending, POLL_S):
+            meanwhile()
     try:
         return pending.result()
     except Exception as err:  # journaled as the trial's crash, and the loop goes on
         logger.warning("a trial's worker failed: %r", err)
         return TrialOutcome.failed(err)
+
+
+def finished(pending: Pending, timeout: float = 0.0) -> bool:
+    """Whether ``pending``'s outcome is in, waiting up to ``timeout`` seconds for it. A trial
+    that runs in this process when asked for (or on Ray) counts as finished: asking for it
+    waits on no worker process here."""
+    future = pending if isinstance(pending, Future) else getattr(pending, "future", None)
+    if future is None:
+        return True
+    return bool(futures.wait([future], timeout).done)
 
 
 def single_threaded() -> None:
@@ -149,12 +172,25 @@ def _init_worker(data: MarketData) -> None:
     _data = data
 
 
-def _run_in_worker(job: TrialJob) -> TrialOutcome:
+def _run_in_worker(job: TrialJob, baselines: dict | None = None) -> TrialOutcome:
+    """Runs ``job`` in a worker process, first taking in the ``baselines`` the loop's process
+    knows (see ``trials.known_baselines``)."""
     if _data is None:
         raise RuntimeError("worker started without the session's data")
+    remember_baselines(baselines or {})
     if "torch" in sys.modules:  # loaded by a PPO trial after the initializer ran
         sys.modules["torch"].set_num_threads(1)
     return execute(job, _data)
+
+
+def _ready() -> int:
+    return os.getpid()
+
+
+# What the fork server imports once for every worker it forks: the evaluator (torch included),
+# and torch's compiler, which a PPO trial's first optimizer step would otherwise import in each
+# worker (about a second each).
+_PRELOAD = (__name__, "torch._dynamo")
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
@@ -164,27 +200,122 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
+    context.set_forkserver_preload(list(_PRELOAD))
     return context
 
 
+class _Local:
+    """A trial handed to :class:`ProcessTrials` before its workers were up: it runs in the
+    loop's process when its outcome is asked for, unless the workers are up by then and it has
+    not started, in which case it goes to them (with every other such trial, in order)."""
+
+    def __init__(self, job: TrialJob, runner: ProcessTrials) -> None:
+        self.job, self._runner = job, runner
+        self.future: Future[TrialOutcome] | None = None
+        self._outcome: TrialOutcome | None = None
+
+    def cancel(self) -> bool:
+        """Drops the trial unless it already runs (as a worker's future would)."""
+        if self.future is not None:
+            return self.future.cancel()
+        if self in self._runner.waiting:
+            self._runner.waiting.remove(self)
+        return True
+
+    def result(self) -> TrialOutcome:
+        if self._outcome is not None:
+            return self._outcome
+        self._runner.hand_over_waiting()
+        if self.future is not None:
+            return self.future.result()
+        self._runner.waiting.remove(self)
+        self._outcome = self._runner.run_here(self.job)
+        return self._outcome
+
+
 class ProcessTrials:
-    """Trials in ``workers`` processes on this machine."""
+    """Trials in ``workers`` processes on this machine.
+
+    The processes start in a background thread. Until they are up, a trial handed over waits
+    in this process and runs here (single-threaded, as in a worker) when its outcome is asked
+    for: the loop computes on one core while the workers start on the other, instead of
+    waiting seconds for them. A trial is a pure function of its job, so where it ran changes
+    no number. The baselines' metrics of the windows those trials scored go to the workers
+    with every trial, so no worker computes them again.
+    """
 
     def __init__(self, data: MarketData, workers: int) -> None:
         self.workers = workers
+        self._data = data
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=_mp_context(),
             initializer=_init_worker,
             initargs=(data,),
         )
+        self.waiting: list[_Local] = []  # trials handed over before the workers were up
+        self._up = threading.Event()
+        self._lock = threading.Lock()  # between ``close`` and the workers coming up
+        self._closed = False
+        self._starter = threading.Thread(target=self._start, name="trial-workers", daemon=True)
+        self._starter.start()
 
-    def submit(self, job: TrialJob) -> Future[TrialOutcome]:
-        return self._pool.submit(_run_in_worker, job)
+    def _start(self) -> None:
+        """Starts every worker (a pool starts one per trial submitted while none is idle) and
+        returns when one has run a trial, so all of them have forked."""
+        try:
+            started = [self._pool.submit(_ready) for _ in range(self.workers)]
+            futures.wait(started, return_when=futures.FIRST_COMPLETED)
+        except RuntimeError:  # closed before its workers were up
+            pass
+        finally:
+            with self._lock:
+                self._up.set()
+                closed = self._closed
+            if closed:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def up(self) -> bool:
+        """Whether the worker processes are up (trials handed over from now on go to them)."""
+        return self._up.is_set()
+
+    def submit(self, job: TrialJob) -> Pending:
+        if not self.up:
+            local = _Local(job, self)
+            self.waiting.append(local)
+            return local
+        self.hand_over_waiting()
+        return self._to_worker(job)
+
+    def hand_over_waiting(self) -> None:
+        """Once the workers are up, sends them the trials waiting here, oldest first."""
+        if not self.up:
+            return
+        for local in self.waiting:
+            local.future = self._to_worker(local.job)
+        self.waiting.clear()
+
+    def _to_worker(self, job: TrialJob) -> Future[TrialOutcome]:
+        # The baselines the trials run here computed go along: a worker need not compute them.
+        return self._pool.submit(_run_in_worker, job, known_baselines())
+
+    def run_here(self, job: TrialJob) -> TrialOutcome:
+        """Runs ``job`` in this process on one thread, as a worker would (the other cores are
+        the workers')."""
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):
+            return execute(job, self._data)
 
     def close(self, *, wait: bool = True) -> None:
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+        """Stops the workers. Workers still starting ran nothing: the session does not wait
+        for them to come up only to stop them (the starting thread stops them once up)."""
+        with self._lock:
+            self._closed = True
+            up = self._up.is_set()
+        if up:
+            self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
 # --- Ray -----------------------------------------------------------------------------------

@@ -11,6 +11,13 @@ same days (the paired Sharpe-difference z above :data:`FOLD_SCREEN_Z`). A raced-
 discarded with that reason. The screen only decides where runs are spent: a trial is kept only
 on the test over all folds, so the screen cannot raise the false-keep rate.
 
+With several workers, racing must not leave one idle while the loop waits for an older
+trial: as soon as a later trial's first fold is in, the loop journals it and, unless it already
+trails the incumbent of the moment, starts its other folds (:meth:`FoldedRun.advance`). The race
+itself is decided when the trial's turn comes, against the incumbent as of its index, as with one
+worker: only when an older trial's keep changed the incumbent can the two disagree, and then the
+folds started early are dropped (cancelled, or not journaled), never counted.
+
 Each fold is journaled (``journal.folds``) in the loop's process as soon as its result is
 known. A trial taken up again after a kill (an interrupted search trial's rerun, a baseline or
 confirmation seed run again) carries over the folds its interrupted run journaled for the same
@@ -25,7 +32,7 @@ import numpy as np
 
 from alphaloop.journal import FoldRecord, TrialKind, TrialRecord
 from alphaloop.knobs import TrialConfig
-from alphaloop.meta_agent.executors import Pending, TrialJob, outcome_of
+from alphaloop.meta_agent.executors import Pending, TrialJob, finished, outcome_of
 from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
 from alphaloop.meta_agent.recording import best_so_far, confirmations, finished_trials
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
@@ -85,11 +92,28 @@ class FoldedRun:
             self._outcome = self._run()
         return self._outcome
 
+    def advance(self) -> None:
+        """Without waiting: once a raced trial's first fold is in, journals it and starts the
+        other folds unless it trails the incumbent of the moment (see the module docstring)."""
+        first = self._order[0] if self._race else None
+        if first is None or self._outcome is not None or first not in self._pending:
+            return
+        if not finished(self._pending[first]):
+            return
+        outcome = outcome_of(self._pending[first])
+        if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+            return  # the trial's turn reports the crash
+        del self._pending[first]
+        self._done[first] = outcome.result
+        _journal_fold(self._ctx, self._row.id, first, outcome.result)
+        if raced_out(self._ctx, first, outcome.result) is None:
+            self._submit(self._order[1:])
+
     def _run(self) -> TrialOutcome:
         for step, i in enumerate(self._order):
             if i not in self._done:
                 self._submit([i])
-                outcome = outcome_of(self._pending.pop(i))
+                outcome = outcome_of(self._pending.pop(i), self._advance_others)
                 if outcome.status is not OutcomeStatus.ok or outcome.result is None:
                     return _fold_failed(self._ctx, i, outcome)
                 self._done[i] = outcome.result
@@ -97,12 +121,27 @@ class FoldedRun:
             if step == 0 and self._race:
                 why = raced_out(self._ctx, i, self._done[i])
                 if why is not None:
+                    self._drop_started()
                     return TrialOutcome(
                         status=OutcomeStatus.ok, result=self._done[i], raced_out=why
                     )
                 self._submit(self._order[1:])
         ordered = [self._done[i] for i in range(len(self._ctx.folds))]
         return TrialOutcome(status=OutcomeStatus.ok, result=aggregate_folds(ordered))
+
+    def _advance_others(self) -> None:
+        for trial in self._ctx.flight:
+            if isinstance(trial.pending, FoldedRun) and trial.pending is not self:
+                trial.pending.advance()
+
+    def _drop_started(self) -> None:
+        """Cancels the folds :meth:`advance` started for a trial its turn races out (those a
+        worker already runs finish unread: they are never journaled)."""
+        for pending in self._pending.values():
+            cancel = getattr(pending, "cancel", None)
+            if cancel is not None:
+                cancel()
+        self._pending.clear()
 
 
 def _fold_failed(ctx: SessionContext, i: int, outcome: TrialOutcome) -> TrialOutcome:

@@ -51,6 +51,8 @@ from alphaloop.trials.reference import (
     baseline_backtests,
     baselines,
     equal_weight_backtest,
+    known_baselines,
+    remember_baselines,
 )
 from alphaloop.trials.run import run_trial
 from alphaloop.trials.strategies import strategy_targets
@@ -97,7 +99,9 @@ __all__ = [
     "evaluate",
     "fold_budget",
     "fold_score",
+    "known_baselines",
     "max_folds",
+    "remember_baselines",
     "run_trial",
     "set_worker_threads",
     "simulate",

@@ -58,20 +58,41 @@ def baseline_backtests(
     }
 
 
-_BASELINES: dict[tuple, dict[str, Metrics]] = {}
+BaselineKey = tuple[str, int, int, float, int]
+_BASELINES: dict[BaselineKey, dict[str, Metrics]] = {}
+
+
+def _key(data: MarketData, window: Window, budget: TrialBudget) -> BaselineKey:
+    win = window_slice(data, window)
+    return (data.fingerprint, win.start, win.stop, budget.eval_cost_bps, budget.scenario_window)
 
 
 def baselines(data: MarketData, window: Window, budget: TrialBudget) -> dict[str, Metrics]:
     """Metrics of :func:`baseline_backtests` on ``window``.
 
     They depend on neither the knobs nor the trial seed, so they are computed once per window and
-    data set and reused by every trial of a session.
+    data set and reused by every trial of a session (in every process running its trials: see
+    :func:`known_baselines`).
     """
-    win = window_slice(data, window)
-    key = (data.fingerprint, win.start, win.stop, budget.eval_cost_bps, budget.scenario_window)
+    key = _key(data, window, budget)
     if key not in _BASELINES:
         _BASELINES[key] = {
             name: compute_metrics(bt.net, bt.turnover)
             for name, bt in baseline_backtests(data, window, budget).items()
         }
     return _BASELINES[key]
+
+
+def known_baselines() -> dict[BaselineKey, dict[str, Metrics]]:
+    """The baselines this process has computed (or been given), by window: what a process
+    running trials of the same session hands to another, so each window's baselines are
+    computed once per session rather than once per worker process (about a second for a
+    session's folds). They are a pure function of their key, so where they were computed
+    changes no number."""
+    return dict(_BASELINES)
+
+
+def remember_baselines(known: dict[BaselineKey, dict[str, Metrics]]) -> None:
+    """Takes in the baselines another process of the session computed (:func:`known_baselines`)."""
+    for key, metrics in known.items():
+        _BASELINES.setdefault(key, metrics)

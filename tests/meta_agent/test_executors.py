@@ -1,0 +1,169 @@
+"""Worker processes: trials handed over before the workers are up run in the loop's process (or
+go to the workers once they are up, if not started), with the numbers a worker gives; and a
+loop waiting on a worker gets its turn to hand out more work."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+
+import pytest
+
+from alphaloop.knobs import TrialConfig
+from alphaloop.market import DataSpec, MarketData
+from alphaloop.meta_agent import executors
+from alphaloop.meta_agent.executors import ProcessTrials, TrialJob, execute, finished, outcome_of
+from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
+from alphaloop.trials import TrialBudget, build_folds
+
+
+@pytest.fixture(scope="module")
+def data() -> MarketData:
+    return DataSpec(data="synthetic").load()
+
+
+def jobs(data: MarketData, n: int) -> list[TrialJob]:
+    """``n`` cheap, distinct cufolio_only jobs on the oldest of 3 folds."""
+    fold = build_folds(data, 3)[0]
+    return [
+        TrialJob(
+            mode="cufolio_only",
+            config=TrialConfig(n_scenarios=1000, cufolio_hold_days=20 + i),
+            budget=TrialBudget(),
+            seed=i,
+            metric="sharpe",
+            policy_dir=None,
+            idx=i,
+            kind="search",
+            rows=fold,
+        )
+        for i in range(n)
+    ]
+
+
+class GatedTrials(ProcessTrials):
+    """Worker processes whose start waits for the test to open ``gate``."""
+
+    gate = threading.Event()
+
+    def _start(self) -> None:
+        self.gate.wait(timeout=60)
+        super()._start()
+
+
+@pytest.fixture
+def gated(data: MarketData) -> Iterator[GatedTrials]:
+    GatedTrials.gate = threading.Event()
+    runner = GatedTrials(data, 2)
+    yield runner
+    GatedTrials.gate.set()
+    runner.close()
+
+
+def objective(outcome: TrialOutcome) -> float:
+    assert outcome.status is OutcomeStatus.ok, outcome.error
+    assert outcome.result is not None
+    return outcome.result.objective
+
+
+def test_before_the_workers_are_up_a_trial_runs_here_with_a_workers_numbers(
+    data: MarketData, gated: GatedTrials
+) -> None:
+    here, handed, later = jobs(data, 3)
+    expected = [objective(execute(job, data)) for job in (here, handed, later)]  # the oracle
+
+    first, second = gated.submit(here), gated.submit(handed)
+    assert not gated.up and gated.waiting == [first, second]
+    assert objective(first.result()) == expected[0]
+    assert first.future is None  # it ran in this process: the workers were not up
+    assert gated.waiting == [second]
+
+    GatedTrials.gate.set()
+    gated._starter.join(timeout=120)
+    assert gated.up
+    # Not started by the time the workers are up: it goes to them, and so does a new trial.
+    assert objective(second.result()) == expected[1]
+    assert second.future is not None and gated.waiting == []
+    third = gated.submit(later)
+    assert isinstance(third, Future)
+    assert objective(third.result()) == expected[2]
+
+
+def test_a_trial_dropped_before_the_workers_are_up_never_runs(
+    data: MarketData, gated: GatedTrials
+) -> None:
+    [job] = jobs(data, 1)
+    local = gated.submit(job)
+    assert local.cancel() and gated.waiting == []
+    GatedTrials.gate.set()
+    gated._starter.join(timeout=120)
+    gated.hand_over_waiting()
+    assert local.future is None
+
+
+def test_a_trial_runs_single_threaded_here_as_in_a_worker(
+    data: MarketData, gated: GatedTrials, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from threadpoolctl import threadpool_info
+
+    seen: list[list[int]] = []
+
+    def spy(job: TrialJob, data: MarketData) -> TrialOutcome:
+        seen.append([lib["num_threads"] for lib in threadpool_info()])
+        return TrialOutcome(status=OutcomeStatus.crash, error="spied")
+
+    monkeypatch.setattr(executors, "execute", spy)
+    [job] = jobs(data, 1)
+    gated.submit(job).result()
+    assert seen and all(n == 1 for n in seen[0])
+
+
+def test_a_loop_waiting_on_a_worker_is_called_back_until_the_outcome_is_in() -> None:
+    future: Future[TrialOutcome] = Future()
+    done = TrialOutcome(status=OutcomeStatus.crash, error="x")
+    calls: list[int] = []
+
+    def meanwhile() -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            future.set_result(done)
+
+    assert not finished(future)
+    assert outcome_of(future, meanwhile) == done
+    assert len(calls) == 3 and finished(future)
+
+
+def test_a_trial_that_runs_here_when_asked_is_not_waited_on() -> None:
+    class RunsHere:
+        def result(self) -> TrialOutcome:
+            return TrialOutcome(status=OutcomeStatus.crash, error=str(os.getpid()))
+
+    def meanwhile() -> None:
+        raise AssertionError("nothing to wait for")
+
+    assert finished(RunsHere())
+    assert outcome_of(RunsHere(), meanwhile).error == str(os.getpid())
+
+
+def test_a_worker_that_died_is_the_trials_crash_and_the_callback_is_not_blamed() -> None:
+    future: Future[TrialOutcome] = Future()
+    future.set_exception(RuntimeError("worker died"))
+    outcome = outcome_of(future, lambda: None)
+    assert outcome.status is OutcomeStatus.crash and "worker died" in (outcome.error or "")
+
+
+def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
+    data: MarketData, gated: GatedTrials
+) -> None:
+    [job] = jobs(data, 1)
+    assert objective(gated.submit(job).result()) == objective(execute(job, data))
+    began = time.monotonic()
+    gated.close()
+    assert time.monotonic() - began < 1.0 and not gated.up
+    GatedTrials.gate.set()  # the workers come up, and are stopped: they have nothing to run
+    gated._starter.join(timeout=120)
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        gated._pool.submit(executors._ready)
