@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +23,33 @@ from alphaloop.server import create_app
 from alphaloop.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def page_at(base: str, height: int = 1600, **options: Any) -> Iterator[tuple[Any, list[str]]]:
+    """The page served at ``base`` in the system chromium, 1280 px wide, and the errors its
+    scripts raise (the caller asserts there were none, after the block)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": height}, **options)
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(base + "/")
+            yield page, errors
+        finally:
+            browser.close()
 
 
 def free_port() -> int:

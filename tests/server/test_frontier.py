@@ -9,9 +9,7 @@ import httpx
 import pytest
 
 from alphaloop.settings import Settings
-from tests.server.helpers import live_server
-
-from .test_page import ARGS, CHROMIUM
+from tests.server.helpers import CHROMIUM, live_server, page_at
 
 
 def test_frontier_route_answers_the_points_and_refuses_bad_input(settings: Settings) -> None:
@@ -54,14 +52,9 @@ def test_the_route_leaves_the_server_answering_while_it_traces(settings: Setting
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_the_frontier_panel_traces_and_draws(settings: Settings) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with live_server(settings) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1600})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + "/")
+    with live_server(settings) as base, page_at(base) as (page, errors):
         page.fill("#frontier-form input[name=assets]", "6")
         page.fill("#frontier-form input[name=points]", "4")
         page.click("#frontier-draw")
@@ -71,5 +64,4 @@ def test_the_frontier_panel_traces_and_draws(settings: Settings) -> None:
         assert page.locator("#frontier-chart").get_attribute("data-points") == "4"
         title = page.locator("#frontier-chart .gtitle").text_content() or ""
         assert "6 assets" in title
-        browser.close()
     assert not errors, errors

@@ -15,22 +15,12 @@ import pytest
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
-from .helpers import add_trials, new_session, serve_subprocess
+from .helpers import CHROMIUM, add_trials, new_session, page_at, serve_subprocess
 
 try:
     from tests.flywheel.helpers import add_decision
 except ImportError:  # plain ``pytest``
     from flywheel.helpers import add_decision  # type: ignore[no-redef]
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def _seed(settings: Settings) -> tuple[int, int]:
@@ -55,15 +45,10 @@ def _seed(settings: Settings) -> tuple[int, int]:
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH (Playwright's own "
                     "browser download cannot be used here)")  # fmt: skip
 def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     policy_id, decision_id = _seed(settings)
-    with serve_subprocess(settings.home) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 2400})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + "/")
+    with serve_subprocess(settings.home) as base, page_at(base, 2400) as (page, errors):
         expect(page.locator("#knobs-table tbody tr")).to_have_count(16)
         # panels in workflow order
         ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
@@ -121,7 +106,6 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         )
         shot = tmp_path / "page.png"
         page.screenshot(path=str(shot), full_page=True)
-        browser.close()
         if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
             target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])
             target.mkdir(parents=True, exist_ok=True)

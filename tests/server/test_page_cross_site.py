@@ -14,9 +14,8 @@ from alphaloop.journal import Journal
 from alphaloop.ops import pm
 from alphaloop.settings import Settings
 
-from .helpers import add_trials, live_server, new_session
+from .helpers import ARGS, CHROMIUM, add_trials, live_server, new_session
 from .test_guard import fingerprint
-from .test_page import ARGS, CHROMIUM
 
 HOSTILE = """<!doctype html><html><body>
 <form id="f" method="POST" action="{base}/api/pm/resume?why=lifted+from+another+site"

@@ -16,7 +16,7 @@ import pytest
 
 from alphaloop.journal import Journal
 
-from .helpers import live_server
+from .helpers import CHROMIUM, live_server, page_at
 
 try:
     from tests.flywheel.helpers import add_decision
@@ -24,7 +24,6 @@ except ImportError:  # plain ``pytest``
     from flywheel.helpers import add_decision  # type: ignore[no-redef]
 from .test_dashboard import N
 from .test_dashboard import home as dashboard_home  # noqa: F401 (a fixture)
-from .test_page import ARGS, CHROMIUM
 
 
 @pytest.fixture
@@ -49,15 +48,13 @@ def seeded(dashboard_home):  # noqa: F811
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings, ids = seeded
-    with live_server(settings) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 2000}, accept_downloads=True)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + "/")
+    with (
+        live_server(settings) as base,
+        page_at(base, 2000, accept_downloads=True) as (page, errors),
+    ):
         rows = page.locator("#sessions-table tbody tr")
         expect(rows).to_have_count(3)
         expect(page.locator(f"#sessions-table tr[data-id='{ids['stopped']}']")).to_contain_text(
@@ -147,7 +144,6 @@ def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
         expect(page.locator("#book-events tbody")).to_contain_text("earnings are out")
         shot = tmp_path / "dashboard.png"
         page.screenshot(path=str(shot), full_page=True)
-        browser.close()
     assert not errors, errors
     if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
         target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])

@@ -13,8 +13,7 @@ import pytest
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.settings import Settings
 
-from .helpers import add_trials, live_server, new_session
-from .test_page import ARGS, CHROMIUM
+from .helpers import CHROMIUM, add_trials, live_server, new_session, page_at
 
 LONG = 2600  # past the page's BIG (2,000): the history is sampled by the server
 
@@ -70,7 +69,7 @@ _SWITCH = """(sid) => new Promise((resolve) => {
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     with Journal(settings.journal_path) as j:
         short = new_session(j, goal="a short one", budget=20)
@@ -79,12 +78,7 @@ def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) 
     with Journal(settings.journal_path) as j:
         trials = {s: j.trials.of_session(s, series=False) for s in (short, long)}
     best = {s: max(t.objective for t in ts if t.status == "keep") for s, ts in trials.items()}
-    with live_server(settings) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1600})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + "/")
+    with live_server(settings) as base, page_at(base) as (page, errors):
         for sid in (short, long):
             expect(page.locator(f"#sessions-table tr[data-id='{sid}'] td").nth(6)).to_have_text(
                 f"{best[sid]:.4f}", timeout=30_000
@@ -108,7 +102,6 @@ def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) 
             "() => document.querySelector('#research-chart').data.map((t) => "
             "({name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))"
         )
-        browser.close()
     assert not errors, errors
     line = next(t for t in drawn if t["name"] == "best so far")
     assert len(line["x"]) < LONG  # sampled

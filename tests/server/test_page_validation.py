@@ -14,8 +14,7 @@ from alphaloop import ops
 from alphaloop.cli import app
 from alphaloop.settings import Settings
 
-from .helpers import live_server
-from .test_page import ARGS, CHROMIUM
+from .helpers import ARGS, CHROMIUM, live_server
 
 SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic",
            "--noise-seeds", "2", "--proposer", "random", "--seed", "3", "--budget", "6",

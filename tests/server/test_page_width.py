@@ -11,8 +11,8 @@ import pytest
 
 from alphaloop.settings import Settings
 
-from .helpers import live_server
-from .test_page import ARGS, CHROMIUM, _seed
+from .helpers import ARGS, CHROMIUM, live_server
+from .test_page import _seed
 
 PHONE = {"width": 390, "height": 844}
 

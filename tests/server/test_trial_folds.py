@@ -8,9 +8,8 @@ import pytest
 
 from alphaloop.journal import Journal
 
-from .helpers import live_server
+from .helpers import CHROMIUM, live_server, page_at
 from .test_dashboard import home as dashboard_home  # noqa: F401 (a fixture)
-from .test_page import ARGS, CHROMIUM
 
 WINDOWS = (("2019-01-02", "2019-12-31"), ("2020-01-02", "2020-12-31"), ("2021-01-04", "2021-12-31"))
 
@@ -49,15 +48,10 @@ def test_the_trial_detail_lists_its_folds(folded) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_the_trial_panel_shows_its_folds(folded) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     settings, ids = folded
-    with live_server(settings) as base, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1600})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(base + "/")
+    with live_server(settings) as base, page_at(base) as (page, errors):
         page.click(f"#sessions-table tr[data-id='{ids['nogo']}']")
         page.click(f"#trials-table tr[data-id='{ids['trial']}']")
         rows = page.locator("#trial-folds tbody tr")
@@ -69,5 +63,4 @@ def test_the_trial_panel_shows_its_folds(folded) -> None:
         note = page.locator("#trial-folds-note")
         expect(note).to_have_text("no folds: scored on VALIDATION alone")
         expect(page.locator("#trial-folds")).to_be_hidden()
-        browser.close()
     assert not errors, errors
