@@ -18,8 +18,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import select
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent import futures
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -166,10 +168,44 @@ class InlineTrials:
 # --- worker processes ----------------------------------------------------------------------
 
 
-def _init_worker(data: MarketData) -> None:
+def _init_worker(data: MarketData, session_pid: int | None = None) -> None:
     global _data
     single_threaded()
     _data = data
+    if session_pid is not None:
+        _exit_with(session_pid)
+
+
+def _exit_with(pid: int) -> None:
+    """Ends this worker process as soon as process ``pid`` (the session's) is gone, however it
+    ended. A worker is the fork server's child, not the session's, and holds its task queue's
+    write end itself: after a SIGKILL of the session nothing else would ever wake it, and it
+    would wait on that queue for good, holding its memory. It writes no journal, so ending it
+    at any point loses nothing."""
+    try:
+        handle: int | None = os.pidfd_open(pid)  # Linux >= 5.3: readable once ``pid`` exits
+    except (AttributeError, OSError):  # no pidfd here, or ``pid`` is already gone
+        handle = None
+
+    def watch() -> None:
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while _alive(pid):
+                time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="session-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now holds the number: ours is gone
+        return False
+    return True
 
 
 def _run_in_worker(job: TrialJob, baselines: dict | None = None) -> TrialOutcome:
@@ -251,7 +287,7 @@ class ProcessTrials:
             max_workers=workers,
             mp_context=_mp_context(),
             initializer=_init_worker,
-            initargs=(data,),
+            initargs=(data, os.getpid()),
         )
         self.waiting: list[_Local] = []  # trials handed over before the workers were up
         self._up = threading.Event()

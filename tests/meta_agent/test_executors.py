@@ -5,6 +5,9 @@ loop waiting on a worker gets its turn to hand out more work."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -167,3 +170,47 @@ def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
     gated._starter.join(timeout=120)
     with pytest.raises(RuntimeError, match="after shutdown"):
         gated._pool.submit(executors._ready)
+
+
+SESSION = """
+import time
+from alphaloop.market import DataSpec
+from alphaloop.meta_agent.executors import ProcessTrials
+
+if __name__ == "__main__":
+    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2)
+    while not trials.up:
+        time.sleep(0.05)
+    print(" ".join(str(pid) for pid in trials._pool._processes), flush=True)
+    time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
+def test_workers_end_when_their_session_is_killed(tmp_path) -> None:
+    """A SIGKILLed session leaves no worker behind: each ends within seconds."""
+    script = tmp_path / "session.py"
+    script.write_text(SESSION)
+    session = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(pid) for pid in session.stdout.readline().split()]
+        assert len(workers) == 2 and all(_running(pid) for pid in workers)
+    finally:
+        session.kill()
+        session.wait()
+    deadline = time.monotonic() + 20
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in workers if _running(pid)]
+    for pid in left:  # do not leave them to the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"workers {left} outlived their killed session"
