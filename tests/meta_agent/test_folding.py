@@ -17,17 +17,17 @@ from typing import Any
 
 import pytest
 
-from alphaloop.journal import Journal, TrialRecord
+from alphaloop.journal import TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import DataSpec
 from alphaloop.meta_agent import folding
 from alphaloop.meta_agent.executors import TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
-from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import RandomProposer
 from alphaloop.meta_agent.state import InFlight, OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.metrics import Metrics
-from alphaloop.trials import TrialBudget, TrialResult, build_folds
+from alphaloop.trials import TrialResult, build_folds
+
+from .helpers import session_context
 
 Key = tuple[int, int]  # (trial idx, fold)
 
@@ -83,39 +83,12 @@ def ok(idx: int, fold: int) -> TrialOutcome:
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[SessionContext]:
     data = DataSpec(data="synthetic").load()
-    journal = Journal(tmp_path / "journal.db")
-    sid = journal.sessions.create(
-        goal="g",
-        mode="cufolio_only",
-        objective={},
-        proposer="random",
-        budget=10,
-        seed=0,
-        data_source="synthetic",
-        data_fingerprint=None,
-        settings={},
-        baseline_config=TrialConfig().model_dump(),
-    )
     folds = build_folds(data, 3)
-    context = SessionContext(
-        session_id=sid,
-        goal="g",
-        mode="cufolio_only",
-        journal=journal,
-        data=data,
-        objective=Objective(),
-        proposer=RandomProposer(),
-        trial_budget=TrialBudget(),
-        budget=10,
-        seed=0,
-        noise_seeds=3,
-        policy_dir=tmp_path,
-        workers=2,
-        folds=folds,
-        runner=ScriptedRunner(folds),
+    context = session_context(
+        tmp_path, data=data, workers=2, folds=folds, runner=ScriptedRunner(folds)
     )
     yield context
-    journal.close()
+    context.journal.close()
 
 
 def search_row(ctx: SessionContext, idx: int) -> TrialRecord:

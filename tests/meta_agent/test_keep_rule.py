@@ -14,7 +14,6 @@ from scipy import stats
 
 from alphaloop.journal import Journal
 from alphaloop.knobs import ConfigDelta, TrialConfig
-from alphaloop.market import MarketData
 from alphaloop.meta_agent import executors, keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
 from alphaloop.meta_agent.objective import Objective
@@ -24,7 +23,9 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget, TrialResult
+from alphaloop.trials import TrialResult
+
+from .helpers import session_context
 
 
 @pytest.mark.parametrize("dof", [1, 2, 4, 19])
@@ -118,35 +119,9 @@ def result(objective: float, drawdown: float = 0.1, returns: Any = EDGE) -> Tria
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Any:
-    journal = Journal(tmp_path / "journal.db")
-    sid = journal.sessions.create(
-        goal="g",
-        mode="cufolio_only",
-        objective={},
-        proposer="random",
-        budget=10,
-        seed=0,
-        data_source="synthetic",
-        data_fingerprint=None,
-        settings={},
-        baseline_config=TrialConfig().model_dump(),
-    )
-    context = SessionContext(
-        session_id=sid,
-        goal="g",
-        mode="cufolio_only",
-        journal=journal,
-        data=MarketData.__new__(MarketData),
-        objective=Objective(max_drawdown=0.2),
-        proposer=RandomProposer(),
-        trial_budget=TrialBudget(),
-        budget=10,
-        seed=0,
-        noise_seeds=3,
-        policy_dir=tmp_path,
-    )
+    context = session_context(tmp_path, objective=Objective(max_drawdown=0.2))
     yield context
-    journal.close()
+    context.journal.close()
 
 
 def write(ctx: SessionContext, kind: str, objective: float | None, **fields: Any) -> int:
