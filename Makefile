@@ -3,6 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Where the browser tests leave their screenshots of the page (wide, dashboard, 390 px).
+ARTIFACTS ?= test-output
 
 .PHONY: install lock demo test test-fast lint bench bench-quick clean
 
@@ -24,7 +26,7 @@ demo: $(STAMP)
 	BIN=$(BIN) bash scripts/demo.sh
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --timeout=900
+	ALPHALOOP_TEST_ARTIFACTS=$(ARTIFACTS) $(BIN)/python -m pytest -q --timeout=900
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
@@ -40,4 +42,4 @@ bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info $(ARTIFACTS)
