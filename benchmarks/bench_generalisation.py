@@ -23,6 +23,12 @@ Arms (the targets are those of the issues "held up out of sample" and "checks th
   years find it: two such picks in eight sessions when this arm was first run with costs.)
   Here a pick that is not the default is a false discovery: reported are that share (target
   <= 5%) and the GO share (target <= 5%).
+* flat: ``flat:SEED`` markets (:func:`alphaloop.market.flat_prices`), the null market's assets
+  without drift and traded without costs: every strategy's expected return is zero, so every
+  config ties with the default exactly, where the tied market leaves a diversification gain
+  too small to measure but real. A pick that is not the default is a false discovery: that
+  share is the selection's false-discovery rate (target <= 5%). The absolute gates fail on
+  this market by themselves, so its GO says nothing about the excess gates.
 * planted: ``planted:SEED`` markets (:func:`alphaloop.market.planted_prices`), where short
   Mean-CVaR holding periods (``cufolio_hold_days`` near 5) truly beat the default and 1/N.
   The edge is first checked directly: the planted config against the default on each market's
@@ -74,12 +80,23 @@ PROPOSERS = ("tpe", "random")
 FULL = {
     "null": (16, 10),
     "tied": (16, 10),
+    "flat": (16, 10),
     "planted": (12, 10),
     "sp500": (12, 10),
     "sp500-ppo": (4, 6),
 }
-QUICK = {"null": (2, 4), "tied": (2, 4), "planted": (2, 4), "sp500": (2, 4), "sp500-ppo": (1, 2)}
-SYNTHETIC = ("null", "tied", "planted")
+QUICK = {
+    "null": (2, 4),
+    "tied": (2, 4),
+    "flat": (2, 4),
+    "planted": (2, 4),
+    "sp500": (2, 4),
+    "sp500-ppo": (1, 2),
+}
+SYNTHETIC = ("null", "tied", "flat", "planted")
+# Markets where no config has an edge unless trading costs give one to the config that trades
+# least: they trade without costs.
+COST_FREE = ("tied", "flat")
 # The PPO arm trains each trial for a small fixed budget (a session setting, not a knob).
 PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 2048
 # Markets on which the planted config is checked against the default directly.
@@ -248,11 +265,11 @@ def run_arm(
 
 
 def _trial_budget(arm: str, ppo_steps: int) -> TrialBudget:
-    """PPO trains for a small fixed budget; the tied market trades without costs, since costs
-    alone give a config that trades less a real edge, and the arm wants none."""
+    """PPO trains for a small fixed budget; the tied and flat markets trade without costs, since
+    costs alone give a config that trades less a real edge, and those arms want none."""
     if arm == "sp500-ppo":
         return TrialBudget(total_timesteps=ppo_steps)
-    return TrialBudget(eval_cost_bps=0.0) if arm == "tied" else TrialBudget()
+    return TrialBudget(eval_cost_bps=0.0) if arm in COST_FREE else TrialBudget()
 
 
 def planted_edge(n_markets: int) -> list[tuple[str, float, float, float, float]]:
@@ -358,7 +375,7 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
         rows.insert(6, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
     summary: list[SummaryRow] = []
-    if arm in ("null", "tied"):
+    if arm in ("null", "tied", "flat"):
         summary += [
             (f"{arm}: pick is not the default", f"{k_search}/{n}", "<= 5%"),
             (f"{arm}: GO", f"{k_go}/{n}", "<= 5%"),

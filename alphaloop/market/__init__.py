@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from alphaloop.market.worlds import (
         PLANTED_HOLD_DAYS,
         WORLD_DAYS,
+        flat_prices,
         null_prices,
         planted_prices,
         tied_prices,
@@ -72,6 +73,7 @@ __all__ = [
     "Fill",
     "MarketData",
     "Window",
+    "flat_prices",
     "load_market",
     "load_prices",
     "null_prices",
@@ -88,6 +90,7 @@ __all__ = [
 _LAZY = {
     "PLANTED_HOLD_DAYS": "alphaloop.market.worlds",
     "WORLD_DAYS": "alphaloop.market.worlds",
+    "flat_prices": "alphaloop.market.worlds",
     "null_prices": "alphaloop.market.worlds",
     "planted_prices": "alphaloop.market.worlds",
     "tied_prices": "alphaloop.market.worlds",

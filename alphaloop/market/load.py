@@ -13,13 +13,14 @@ from alphaloop.market.files import read_file
 from alphaloop.market.splits import MarketData, split
 from alphaloop.market.synthetic import synthetic_prices
 from alphaloop.market.validate import validate_prices
-from alphaloop.market.worlds import null_prices, planted_prices, tied_prices
+from alphaloop.market.worlds import flat_prices, null_prices, planted_prices, tied_prices
 
 # Seeded generators a data name can ask for as ``NAME`` or ``NAME:SEED``.
 GENERATORS = {
     "synthetic": synthetic_prices,
     "null": null_prices,
     "tied": tied_prices,
+    "flat": flat_prices,
     "planted": planted_prices,
 }
 
@@ -32,9 +33,9 @@ def load_prices(
     Args:
         source: ``"sp500"`` (the 20-stock daily set bundled with skfolio, 1990-2022),
             ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), ``"null"``,
-            ``"tied"`` and ``"planted"``, each optionally ``:SEED`` (markets where the right
-            answer is known, see :mod:`alphaloop.market.worlds`), or a path to a CSV/Parquet
-            file with a date column (or a datetime index) and one column per asset.
+            ``"tied"``, ``"flat"`` and ``"planted"``, each optionally ``:SEED`` (markets where
+            the right answer is known, see :mod:`alphaloop.market.worlds`), or a path to a
+            CSV/Parquet file with a date column (or a datetime index) and one column per asset.
         fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
         date_format: strptime format of a file's date column (``%d/%m/%Y``); needed only when
             the dates can be read two ways. Ignored by the embedded and synthetic sets.

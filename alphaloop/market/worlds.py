@@ -1,14 +1,15 @@
 """Synthetic markets where the right answer is known: a null market no allocation rule can beat
-1/N in, a tied market where no knob setting beats the default either, and a market with a
-planted edge that one region of the Mean-CVaR knobs captures.
+1/N in, a tied market where no knob setting beats the default either, a flat market where no
+strategy at all has an edge, and a market with a planted edge that one region of the Mean-CVaR
+knobs captures.
 
 They exist to measure the research loop's selection and gates on data that cannot fool the
 measurement (``benchmarks/bench_generalisation.py``): on the null market every GO is a false
-discovery; on the tied market so is every pick that is not the default; on the planted one a
-pick that does not beat the default is a miss. All are i.i.d. over days (a Student-t common
-factor plus Student-t idiosyncratic shocks, 5 degrees of freedom), so nothing in the past
-predicts the future beyond the fixed parameters written here, and the same seed always gives
-the same prices.
+discovery; on the tied and flat markets so is every pick that is not the default; on the
+planted one a pick that does not beat the default is a miss. All are i.i.d. over days (a
+Student-t common factor plus Student-t idiosyncratic shocks, 5 degrees of freedom), so nothing
+in the past predicts the future beyond the fixed parameters written here, and the same seed
+always gives the same prices.
 """
 
 from __future__ import annotations
@@ -105,6 +106,33 @@ def tied_prices(
     """
     return null_prices(
         n_days, n_assets, seed, start, drift=drift, daily_vol=daily_vol, correlation=correlation
+    )
+
+
+def flat_prices(
+    n_days: int = WORLD_DAYS,
+    n_assets: int = 10,
+    seed: int = 0,
+    start: str = "2005-01-03",
+    *,
+    daily_vol: float = 0.01,
+    correlation: float = 0.3,
+) -> pd.DataFrame:
+    """A market where no strategy has an edge at all: the null market's assets without drift.
+
+    Whatever weights a rule holds, chosen from the past of i.i.d. days, its expected daily
+    return is zero, so every config's expected Sharpe is zero: the default, 1/N and every other
+    knob setting tie exactly, not nearly. On :func:`tied_prices` a book closer to 1/N keeps a
+    diversification gain of under 1% of Sharpe, too small to measure but real; here there is
+    none, and the assets are only as correlated as on the null market (0.3), so configs differ
+    much more from day to day than they do on the tied market, which makes window luck easier
+    to mistake for an edge. Every pick that is not the default is a false discovery. As on the
+    tied market, trading costs would hand a config that trades less a real edge, so a
+    measurement that wants none trades it without costs. The absolute gates fail here (no
+    Sharpe to speak of): this market measures selection, the tied one the gates.
+    """
+    return null_prices(
+        n_days, n_assets, seed, start, drift=0.0, daily_vol=daily_vol, correlation=correlation
     )
 
 

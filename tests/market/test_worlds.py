@@ -12,6 +12,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.market import (
     PLANTED_HOLD_DAYS,
     WORLD_DAYS,
+    flat_prices,
     load_market,
     load_prices,
     null_prices,
@@ -60,6 +61,20 @@ def test_in_the_tied_market_a_quarter_cap_and_one_over_n_have_the_same_sharpe() 
     assert abs(sharpe[0] - sharpe[1]) < 0.06
     assert sharpe[1] == pytest.approx(1.17, abs=0.8)  # expected 1.17; 15 years measure +-0.26
     pd.testing.assert_frame_equal(load_prices("tied:5"), tied_prices(seed=5))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_in_the_flat_market_no_book_drifts(seed: int) -> None:
+    r = _returns(flat_prices(seed=seed))
+    assert np.corrcoef(r, rowvar=False)[np.triu_indices(10, 1)].mean() == pytest.approx(
+        0.3, abs=0.03
+    )
+    # Any fixed book's mean daily return is zero: the t-statistic of a concentrated one, 1/N
+    # and a long-short difference of the two are about N(0, 1).
+    one, ten = r[:, 0], r.mean(axis=1)
+    for x in (one, ten, one - ten):
+        assert abs(x.mean() / (x.std(ddof=1) / np.sqrt(len(x)))) < 4.0
+    pd.testing.assert_frame_equal(load_prices(f"flat:{seed}"), flat_prices(seed=seed))
 
 
 def test_generators_are_seeded_and_load_by_name() -> None:
