@@ -37,6 +37,7 @@ from scipy import stats
 from alphaloop.validation import Gates
 from benchmarks._report import SummaryRow, print_rows, timed
 from benchmarks.bench_generalisation import (
+    FORMER,
     FULL,
     QUICK,
     Outcome,
@@ -69,7 +70,9 @@ def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
             share(sum(o.beats_equal_weight for o in former), len(former)),
         ),
         ("pick is a search config", share(sum(o.searched for o in outcomes), n)),
+        (FORMER, share(sum(o.former_searched for o in outcomes), n)),
         ("pick beats the default on TEST", share(sum(o.beats_default for o in outcomes), n)),
+        (FORMER, share(sum(o.former_beats_default for o in outcomes), n)),
     ]
     names = list(dict.fromkeys(r["gate"] for o in outcomes for r in o.gate_results))
     for name in names:

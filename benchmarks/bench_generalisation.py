@@ -58,9 +58,12 @@ import math
 import statistics
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
+from unittest import mock
 
 from scipy import stats
 
@@ -68,9 +71,12 @@ from alphaloop.flywheel.research import judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
+from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
+from alphaloop.metrics import effective_trials
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, run_trial
+from alphaloop.validation import aligned_matrix, search_set
 from alphaloop.validation.excess import sharpe_difference
 from benchmarks._report import SummaryRow, print_rows, timed
 
@@ -94,6 +100,8 @@ QUICK = {
     "sp500-ppo": (1, 2),
 }
 SYNTHETIC = ("null", "tied", "flat", "planted")
+# The row under a pick's row: the same with the former multiplicity of the pick's test.
+FORMER = "  the same, configs counted over returns (former)"
 # Markets where no config has an edge unless trading costs give one to the config that trades
 # least: they trade without costs.
 COST_FREE = ("tied", "flat")
@@ -118,6 +126,9 @@ class Outcome:
     all_pairs: list[bool] = field(default_factory=list)  # every pair of search trials
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
     pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
+    # The pick under the former multiplicity (configs counted over returns): its TEST objective,
+    # or None when that rule picked the default too.
+    former_pick_test: float | None = None
 
     @property
     def searched(self) -> bool:
@@ -139,6 +150,16 @@ class Outcome:
     def beats_default(self) -> bool:
         f = self.final
         return self.searched and f["best_test_objective"] > f["baseline_test_objective"]
+
+    @property
+    def former_searched(self) -> bool:
+        return self.former_pick_test is not None
+
+    @property
+    def former_beats_default(self) -> bool:
+        return (
+            self.former_searched and self.former_pick_test > self.final["baseline_test_objective"]
+        )
 
     @property
     def gate_results(self) -> list[dict[str, Any]]:
@@ -192,11 +213,35 @@ def _scored(t: TrialRecord) -> bool:
     )
 
 
+def former_configs_tried(rows: list[TrialRecord], default: Any) -> float:
+    """The pick's multiplicity as it was: Li & Ji over the search trials' returns, not over
+    their excess over the default (see :func:`alphaloop.meta_agent.finalize.configs_tried`)."""
+    return max(effective_trials(aligned_matrix([t.val_returns for t in search_set(rows)])), 1.0)
+
+
+@contextmanager
+def _former_pick(into: list[int | None]) -> Iterator[None]:
+    """While the session runs, its finalize also asks the former rule for a pick (the same
+    rows, the same test, the former multiplicity) and appends its trial id (None: the
+    default) to ``into``; the session keeps today's pick."""
+    today = finalize.pick
+
+    def both(ctx: Any, rows: list[TrialRecord]) -> Any:
+        with mock.patch.object(finalize, "configs_tried", former_configs_tried):
+            former, _ = today(ctx, rows)
+        into.append(None if former is None else former.id)
+        return today(ctx, rows)
+
+    with mock.patch.object(finalize, "pick", both):
+        yield
+
+
 def _session(spec: SessionSpec, arm: str) -> Outcome:
     """Runs one session as the CLI would, then re-runs its search trials on TEST (a PPO trial
     with the policy it trained, as finalize does)."""
     market = spec.load()
-    with tempfile.TemporaryDirectory() as home:
+    former: list[int | None] = []
+    with tempfile.TemporaryDirectory() as home, _former_pick(former):
         settings = Settings(ALPHALOOP_HOME=home)
         sid = create_session(spec, settings)
         run_session(sid, settings)
@@ -220,6 +265,8 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     final = dict(session.final or {})
     out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
+    if former and former[-1] is not None:
+        out.former_pick_test = test[former[-1]]
     if final.get("best_trial_id") in test:
         out.best_rerun_gap = test[final["best_trial_id"]] - final["best_test_objective"]
         best = next(t for t in search if t.id == final["best_trial_id"])
@@ -328,10 +375,14 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
     pairs = [p for o in outcomes for p in o.pairs]
     all_pairs = [p for o in outcomes for p in o.all_pairs]
     gaps = [abs(o.best_rerun_gap) for o in outcomes if o.best_rerun_gap is not None]
+    k_former = sum(o.former_searched for o in outcomes)
+    k_former_beat = sum(o.former_beats_default for o in outcomes)
     rows = [
         ("pick is not the default", share(k_search, n)),
+        (FORMER, share(k_former, n)),
         ("GO (all gates passed)", share(k_go, n)),
         ("pick beats the default on TEST", share(k_beat, n)),
+        (FORMER, share(k_former_beat, n)),
         (
             "TEST Sharpe, median over sessions",
             f"pick {_median([o.test_sharpe('pick') for o in outcomes]):.3f}   default "
@@ -363,9 +414,9 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
     ]
     failed = Counter(r["gate"] for o in outcomes for r in o.gate_results if not r["passed"])
     former = sum(o.former_go for o in outcomes)
-    rows.insert(2, ("GO under the former gates (absolute ones only)", share(former, n)))
+    rows.insert(3, ("GO under the former gates (absolute ones only)", share(former, n)))
     rows.insert(
-        2,
+        3,
         (
             "gates failed (sessions failing each)",
             ", ".join(f"{g} {k}" for g, k in failed.most_common()) or "none",
@@ -373,16 +424,20 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
     )
     if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
         short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
-        rows.insert(6, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
+        rows.insert(8, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
     summary: list[SummaryRow] = []
     if arm in ("null", "tied", "flat"):
         summary += [
-            (f"{arm}: pick is not the default", f"{k_search}/{n}", "<= 5%"),
+            (f"{arm}: pick is not the default", f"{k_search}/{n} (former {k_former}/{n})", "<= 5%"),
             (f"{arm}: GO", f"{k_go}/{n}", "<= 5%"),
         ]
     elif arm == "planted":
         summary += [
-            ("planted: pick beats default on TEST", f"{k_beat}/{n}", ">= 80%"),
+            (
+                "planted: pick beats default on TEST",
+                f"{k_beat}/{n} (former {k_former_beat}/{n})",
+                ">= 80%",
+            ),
             ("planted: GO", f"{k_go}/{n}", ">= 70%"),
         ]
     else:
