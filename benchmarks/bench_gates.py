@@ -48,9 +48,6 @@ from benchmarks.bench_generalisation import (
 )
 
 ARMS = ("null", "tied", "planted", "sp500")
-# The planted arm searches longer by default: the GO rate measures the gates, and a session
-# that never finds the planted region has nothing for them to pass.
-PLANTED_BUDGET = 20
 
 
 def gate_rows(outcomes: list[Outcome]) -> list[tuple[str, str]]:
@@ -129,8 +126,6 @@ def main(
     measured: dict[str, list[Outcome]] = {}
     for arm in arms or ARMS:
         planned_n, planned_budget = (QUICK if quick else FULL)[arm]
-        if arm == "planted" and not quick:
-            planned_budget = PLANTED_BUDGET
         n, b = sessions or planned_n, budget or planned_budget
         seconds, measured[arm] = timed(lambda a=arm, n=n, b=b: run_arm(a, n, b, quick))
         print(f"\n{arm}: {n} sessions x {b} search trials in {seconds:.0f} s", flush=True)

@@ -113,8 +113,8 @@ def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | No
     difference at a family-wise level: each kept trial passed its own test at ``KEEP_ALPHA``,
     but a session tries many configs, and on a market where nothing beats the default one of
     twenty would pass by luck. So the pick's test runs at the Šidák level for the effective
-    number of configs tried (Li & Ji, over the search trials' returns), which holds the chance
-    that a session picks noise near ``KEEP_ALPHA`` (:func:`configs_tried`)."""
+    number of configs tried (:func:`configs_tried`: Li & Ji over the search trials' excess
+    over the default), which holds the chance that a session picks noise near ``KEEP_ALPHA``."""
     kept = sorted(
         (t for t in rows if t.kind == TrialKind.search and t.status == TrialStatus.keep),
         key=lambda t: -t.score,
