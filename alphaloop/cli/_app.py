@@ -57,7 +57,10 @@ def step_progress(label: str, unit: str, field: str) -> Progress:
 
 
 FILLS = ("none", "ffill")
-DATA_HELP = "sp500, synthetic[:SEED] or a CSV/Parquet path"
+DATA_HELP = (
+    "sp500, synthetic[:SEED], a market with a known answer (null, tied, flat or planted[:SEED]) "
+    "or a CSV/Parquet path"
+)
 NO_JOURNAL_HINT = 'start a session with `alphaloop research "GOAL"` (or set ALPHALOOP_HOME)'
 
 
