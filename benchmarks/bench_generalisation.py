@@ -159,9 +159,8 @@ class Outcome:
 
     @property
     def former_beats_default(self) -> bool:
-        return (
-            self.former_searched and self.former_pick_test > self.final["baseline_test_objective"]
-        )
+        former = self.former_pick_test
+        return former is not None and former > self.final["baseline_test_objective"]
 
     @property
     def gate_results(self) -> list[dict[str, Any]]:
@@ -379,10 +378,23 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
     gaps = [abs(o.best_rerun_gap) for o in outcomes if o.best_rerun_gap is not None]
     k_former = sum(o.former_searched for o in outcomes)
     k_former_beat = sum(o.former_beats_default for o in outcomes)
+    failed = Counter(r["gate"] for o in outcomes for r in o.gate_results if not r["passed"])
+    short_holds = []
+    if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
+        short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
+        short_holds = [("search picks with cufolio_hold_days <= 10", share(short, k_search))]
     rows = [
         ("pick is not the default", share(k_search, n)),
         (FORMER, share(k_former, n)),
         ("GO (all gates passed)", share(k_go, n)),
+        (
+            "gates failed (sessions failing each)",
+            ", ".join(f"{g} {k}" for g, k in failed.most_common()) or "none",
+        ),
+        (
+            "GO under the former gates (absolute ones only)",
+            share(sum(o.former_go for o in outcomes), n),
+        ),
         ("pick beats the default on TEST", share(k_beat, n)),
         (FORMER, share(k_former_beat, n)),
         (
@@ -391,6 +403,7 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
             f"{_median([o.test_sharpe('default') for o in outcomes]):.3f}   1/N "
             f"{_median([o.test_sharpe('1/N') for o in outcomes]):.3f}",
         ),
+        *short_holds,
         (
             "search pick - default on TEST",
             f"mean {statistics.fmean(excess_default):+.3f}, median "
@@ -414,19 +427,6 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
         ),
     ]
-    failed = Counter(r["gate"] for o in outcomes for r in o.gate_results if not r["passed"])
-    former = sum(o.former_go for o in outcomes)
-    rows.insert(3, ("GO under the former gates (absolute ones only)", share(former, n)))
-    rows.insert(
-        3,
-        (
-            "gates failed (sessions failing each)",
-            ", ".join(f"{g} {k}" for g, k in failed.most_common()) or "none",
-        ),
-    )
-    if all("cufolio_hold_days" in knobs_for_mode(o.mode) for o in outcomes):
-        short = sum(o.pick_knobs.get("cufolio_hold_days", 21) <= 10 for o in searched)
-        rows.insert(8, ("search picks with cufolio_hold_days <= 10", share(short, k_search)))
     summary: list[SummaryRow] = []
     if arm in ("null", "tied", "flat"):
         summary += [

@@ -10,6 +10,7 @@ import numpy as np
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
+from tests.journal.journal_helpers import new_session
 
 RNG = np.random.default_rng(11)
 MARKET = RNG.normal(3e-4, 0.01, (3, 500))  # three folds of 500 days
@@ -57,17 +58,14 @@ def test_pairs_need_a_paired_difference_on_the_folds_not_a_gap_in_objectives(
     tmp_path: Path,
 ) -> None:
     with Journal(tmp_path / "journal.db") as journal:
-        sid = journal.sessions.create(
+        sid = new_session(
+            journal,
             goal="g",
-            mode="cufolio_only",
             objective={},
             proposer="llm",
-            budget=5,
             seed=0,
-            data_source="synthetic",
             data_fingerprint=None,
             settings={},
-            baseline_config=TrialConfig().model_dump(),
         )
         journal.sessions.update(sid, noise_floor=0.05)
         b = _trial(journal, sid, None, 0.0, "keep")  # the market's days

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from alphaloop.journal import Journal
-from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import RandomProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.trials import TrialBudget
+from tests.journal.journal_helpers import new_session
 
 
 def session_context(tmp_path: Path, **fields: Any) -> SessionContext:
@@ -20,17 +20,15 @@ def session_context(tmp_path: Path, **fields: Any) -> SessionContext:
     ``fields`` give it; ``fields`` set or replace any of the context's fields. The caller
     closes ``context.journal``."""
     journal = Journal(tmp_path / "journal.db")
-    sid = journal.sessions.create(
+    sid = new_session(
+        journal,
         goal="g",
-        mode="cufolio_only",
         objective={},
         proposer="random",
         budget=10,
         seed=0,
-        data_source="synthetic",
         data_fingerprint=None,
         settings={},
-        baseline_config=TrialConfig().model_dump(),
     )
     context: dict[str, Any] = {
         "session_id": sid,
