@@ -17,15 +17,10 @@ from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
 
 if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+    from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
     from alphaloop.rl_engine.lean import LeanPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
-    from alphaloop.rl_engine.ppo import (
-        DEFAULT_N_ENVS,
-        DEFAULT_TOTAL_TIMESTEPS,
-        TrainResult,
-        make_ppo,
-        train_ppo,
-    )
+    from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
     from alphaloop.rl_engine.threads import (
         TRIAL_THREADS,
         set_worker_threads,
@@ -60,8 +55,8 @@ _LAZY = {
     "ADVANTAGE_ESTIMATORS": "alphaloop.rl_engine.advantages",
     "AdvantageEstimator": "alphaloop.rl_engine.advantages",
     "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
-    "DEFAULT_N_ENVS": "alphaloop.rl_engine.ppo",
-    "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.ppo",
+    "DEFAULT_N_ENVS": "alphaloop.rl_engine.defaults",
+    "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.defaults",
     "LeanPPO": "alphaloop.rl_engine.lean",
     "TRIAL_THREADS": "alphaloop.rl_engine.threads",
     "TrainResult": "alphaloop.rl_engine.ppo",

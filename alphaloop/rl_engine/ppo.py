@@ -27,6 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from alphaloop.exceptions import TrialCrashed
 from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
+from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
 from alphaloop.rl_engine.lean import LeanPPO
 from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
 from alphaloop.rl_engine.rollouts import CriticFreeRolloutBuffer, learn_plan, rollout_plan
@@ -45,13 +46,6 @@ __all__ = [
     "train_ppo",
 ]
 
-# Measured with the default knobs on 20 assets x 6,800 days, lookback 20, on a shared 2-core
-# CPU: 4 envs x 2 rollouts of 2,048 steps (2 PPO updates of 10 epochs x 128 minibatches) train
-# in 5.4-6.7 s, within a 10 s trial budget with room for load. 2 envs took 3.7 s but give each
-# update half the data; 8 envs took 12.4 s. Minibatch updates dominate, not env stepping.
-# (Those times are SB3's own loops; LeanPPO computes the same numbers in less time.)
-DEFAULT_N_ENVS = 4
-DEFAULT_TOTAL_TIMESTEPS = 16_384
 # The class that trains. SB3's PPO gives the same policy bit for bit, more slowly: the tests
 # and ``benchmarks/bench_trials.py`` compare the two.
 PPO_CLASS: type[PPO] = LeanPPO
