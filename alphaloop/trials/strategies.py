@@ -29,7 +29,7 @@ from alphaloop.pipeline import (
     run_sequence,
 )
 from alphaloop.portfolio_opt import start_sequence
-from alphaloop.rl_engine import load_policy, save_policy, train_ppo, trial_threads
+from alphaloop.rl_engine import trial_threads
 from alphaloop.trials.backtest import check_deadline, window_slice
 from alphaloop.trials.models import TrialBudget, Window
 
@@ -94,6 +94,10 @@ def trained_model(
 ) -> tuple[Any, dict]:
     """The PPO a trial decides with: loaded from ``policy_path``, or trained on TRAIN for the
     budget (and saved under ``policy_dir``); and what training produced."""
+    # Imported here, not with the module: they load torch and stable-baselines3 (seconds), which
+    # a Mean-CVaR trial never uses, so its worker processes start without them.
+    from alphaloop.rl_engine import load_policy, save_policy, train_ppo
+
     extra: dict = {}
     if policy_path is not None:
         extra["policy_path"] = str(policy_path)
