@@ -8,13 +8,15 @@ The market data goes to each worker once per session (a pool initializer's argum
 object in Ray's object store), not with every trial. Each worker runs single-threaded (BLAS,
 OpenMP and torch), so N workers use N cores and no more.
 
-Worker processes take seconds to start (their fork server imports the evaluator, torch
-included), as long as several trials: so they start in the background, and the trials handed
-over before they are up run in the loop's own process meanwhile (see :class:`ProcessTrials`).
+Worker processes take seconds to start (their fork server imports the evaluator, and torch
+when the session's mode trains PPO), as long as several trials: so they start in the
+background, and the trials handed over before they are up run in the loop's own process
+meanwhile (see :class:`ProcessTrials`).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing
 import os
@@ -22,7 +24,7 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Protocol
@@ -168,12 +170,26 @@ class InlineTrials:
 # --- worker processes ----------------------------------------------------------------------
 
 
-def _init_worker(data: MarketData, session_pid: int | None = None) -> None:
+def _init_worker(
+    data: MarketData, session_pid: int | None = None, preload: Sequence[str] = ()
+) -> None:
     global _data
+    _import_all(preload)
     single_threaded()
     _data = data
     if session_pid is not None:
         _exit_with(session_pid)
+
+
+def _import_all(modules: Sequence[str]) -> None:
+    """Imports what the fork server should have (see :func:`preload_for`), unless it has.
+
+    It has, usually, and this costs nothing. It has not under spawn, or when this process
+    started its fork server earlier for a session that trains no PPO: a PPO session's worker
+    then imports torch here, while the loop runs its first trials, not in its first trial."""
+    for name in modules:
+        if name not in sys.modules:
+            importlib.import_module(name)
 
 
 def _exit_with(pid: int) -> None:
@@ -223,20 +239,35 @@ def _ready() -> int:
     return os.getpid()
 
 
-# What the fork server imports once for every worker it forks: the evaluator (torch included),
-# and torch's compiler, which a PPO trial's first optimizer step would otherwise import in each
-# worker (about a second each).
-_PRELOAD = (__name__, "torch._dynamo")
+# What a fork server imports once for every worker it forks. Every mode runs the evaluator
+# (this module imports it, without torch). A mode that trains PPO also needs the trainer (torch
+# and stable-baselines3, over 2 s) and torch's compiler, which a PPO trial's first optimizer
+# step would otherwise import in each worker (about a second each); a Mean-CVaR session's
+# workers never touch torch, and its fork server starts that much sooner without them.
+_EVALUATOR = (__name__,)
+_PPO = ("alphaloop.rl_engine.ppo", "torch._dynamo")
 
 
-def _mp_context() -> multiprocessing.context.BaseContext:
-    """A fork server that has imported the evaluator once (torch included), so a worker starts
-    in milliseconds; never a fork of the driver, whose SQLite connections must not be shared.
-    Windows and macOS builds without a fork server spawn."""
+def preload_for(mode: str) -> list[str]:
+    """The modules the fork server imports for the workers of a ``mode`` session."""
+    return list(_EVALUATOR) if mode == "cufolio_only" else [*_EVALUATOR, *_PPO]
+
+
+def _mp_context(preload: list[str]) -> multiprocessing.context.BaseContext:
+    """A fork server that has imported ``preload`` once, so a worker starts in milliseconds;
+    never a fork of the driver, whose SQLite connections must not be shared. Windows and macOS
+    builds without a fork server spawn.
+
+    A process has one fork server, started with the first worker it forks and kept until the
+    process ends: what it imports is the preload of the first session to start workers here.
+    A later session of another mode shares it. One that trains PPO after a Mean-CVaR session
+    gets workers without torch, which import it when they start (:func:`_import_all`): the
+    same trials and numbers, seconds later. The command line and the server's jobs run one
+    session per process; only a process that runs several in turn (the tests) meets this."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(_PRELOAD))
+    context.set_forkserver_preload(preload)
     return context
 
 
@@ -280,14 +311,15 @@ class ProcessTrials:
     with every trial, so no worker computes them again.
     """
 
-    def __init__(self, data: MarketData, workers: int) -> None:
+    def __init__(self, data: MarketData, workers: int, mode: str) -> None:
         self.workers = workers
         self._data = data
+        preload = preload_for(mode)
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=_mp_context(),
+            mp_context=_mp_context(preload),
             initializer=_init_worker,
-            initargs=(data, os.getpid()),
+            initargs=(data, os.getpid(), preload),
         )
         self.waiting: list[_Local] = []  # trials handed over before the workers were up
         self._up = threading.Event()
@@ -404,11 +436,11 @@ class RayTrials:
             self._ray.shutdown()
 
 
-def open_runner(data: MarketData, workers: int, ray_address: str | None) -> TrialRunner:
+def open_runner(data: MarketData, workers: int, ray_address: str | None, mode: str) -> TrialRunner:
     """The runner a session asked for: Ray tasks when it gave a Ray address, worker processes
-    for more than one worker, else this process."""
+    for more than one worker (ready for ``mode``'s trials), else this process."""
     if ray_address:
         return RayTrials(data, workers, ray_address)
     if workers > 1:
-        return ProcessTrials(data, workers)
+        return ProcessTrials(data, workers, mode)
     return InlineTrials(data)

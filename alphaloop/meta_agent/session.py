@@ -325,7 +325,7 @@ def _invoke(ctx: SessionContext, resumed: bool) -> None:
             EventKind.resumed,
             {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
         )
-    ctx.runner = open_runner(ctx.data, ctx.workers, ctx.ray_address)
+    ctx.runner = open_runner(ctx.data, ctx.workers, ctx.ray_address, ctx.mode)
     # Trials, baselines, confirmations and tests each take one step or more: a generous bound
     # that still stops a graph that would loop forever.
     limit = 10 * (ctx.budget + ctx.noise_seeds + ctx.confirm_seeds + ctx.workers) + 100

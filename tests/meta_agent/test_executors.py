@@ -15,7 +15,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from alphaloop.knobs import TrialConfig
+from alphaloop.knobs import MODES, TrialConfig
 from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent import executors
 from alphaloop.meta_agent.executors import ProcessTrials, TrialJob, execute, finished, outcome_of
@@ -60,7 +60,7 @@ class GatedTrials(ProcessTrials):
 @pytest.fixture
 def gated(data: MarketData) -> Iterator[GatedTrials]:
     GatedTrials.gate = threading.Event()
-    runner = GatedTrials(data, 2)
+    runner = GatedTrials(data, 2, "cufolio_only")
     yield runner
     GatedTrials.gate.set()
     runner.close()
@@ -178,7 +178,7 @@ from alphaloop.market import DataSpec
 from alphaloop.meta_agent.executors import ProcessTrials
 
 if __name__ == "__main__":
-    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2)
+    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2, "cufolio_only")
     while not trials.up:
         time.sleep(0.05)
     print(" ".join(str(pid) for pid in trials._pool._processes), flush=True)
@@ -214,3 +214,86 @@ def test_workers_end_when_their_session_is_killed(tmp_path) -> None:
     for pid in left:  # do not leave them to the rest of the suite
         os.kill(pid, signal.SIGKILL)
     assert not left, f"workers {left} outlived their killed session"
+
+
+RL_STACK = ("torch", "stable_baselines3")
+
+
+def _loaded_after(code: str) -> list[str]:
+    """The modules of :data:`RL_STACK` a fresh interpreter holds after running ``code``."""
+    report = f"import sys\n{code}\nprint(' '.join(m for m in {RL_STACK!r} if m in sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", report], capture_output=True, text=True, check=True, timeout=300
+    )
+    return done.stdout.split()
+
+
+def test_the_evaluator_and_its_executors_load_without_the_rl_stack() -> None:
+    assert _loaded_after("import alphaloop.meta_agent.executors, alphaloop.trials") == []
+
+
+def test_a_mean_cvar_sessions_fork_server_loads_no_torch() -> None:
+    code = (
+        "import importlib; from alphaloop.meta_agent.executors import preload_for; "
+        "[importlib.import_module(m) for m in preload_for('cufolio_only')]"
+    )
+    assert _loaded_after(code) == []
+
+
+MEAN_CVAR_TRIAL = """
+from alphaloop.knobs import TrialConfig
+from alphaloop.market import DataSpec
+from alphaloop.meta_agent.executors import TrialJob, execute
+from alphaloop.trials import TrialBudget, build_folds
+
+data = DataSpec(data="synthetic").load()
+job = TrialJob(
+    mode="cufolio_only", config=TrialConfig(n_scenarios=1000), budget=TrialBudget(), seed=0,
+    metric="sharpe", policy_dir=None, idx=0, kind="search", rows=build_folds(data, 3)[0],
+)
+assert execute(job, data).status == "ok"
+"""
+
+
+def test_a_mean_cvar_trial_and_its_baselines_run_without_the_rl_stack() -> None:
+    assert _loaded_after(MEAN_CVAR_TRIAL) == []
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "cufolio_only"])
+def test_a_ppo_sessions_fork_server_loads_the_trainer_and_torchs_compiler(mode: str) -> None:
+    preload = executors.preload_for(mode)
+    assert preload[0] == executors.__name__  # the evaluator, as for every mode
+    assert {"alphaloop.rl_engine.ppo", "torch._dynamo"} <= set(preload)
+
+
+SHARED_SERVER = """
+import sys, time
+from alphaloop.market import DataSpec
+from alphaloop.meta_agent.executors import ProcessTrials
+
+
+def loaded() -> list[bool]:
+    return [name in sys.modules for name in ("torch", "torch._dynamo")]
+
+
+if __name__ == "__main__":
+    data = DataSpec(data="synthetic").load()
+    for mode in ("cufolio_only", "ppo_only"):
+        trials = ProcessTrials(data, 2, mode)
+        while not trials.up:
+            time.sleep(0.05)
+        print(mode, *trials._pool.submit(loaded).result(), flush=True)
+        trials.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_ppo_session_after_a_mean_cvar_one_gets_workers_with_torch(tmp_path) -> None:
+    """The process's fork server started without torch for the first session; the second
+    session's workers load torch and its compiler as they start, not in their first trial."""
+    script = tmp_path / "sessions.py"
+    script.write_text(SHARED_SERVER)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.split("\n")[:2] == ["cufolio_only False False", "ppo_only True True"]
