@@ -76,8 +76,8 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.metrics import effective_trials
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, run_trial
-from alphaloop.validation import aligned_matrix, search_set
-from alphaloop.validation.excess import sharpe_difference
+from alphaloop.validation import ExcessEvidence, aligned_matrix, excess_evidence, search_set
+from alphaloop.validation.excess import sharpe_difference, vol_matched_excess
 from benchmarks._report import SummaryRow, print_rows, timed
 
 MODE = "cufolio_only"
@@ -131,6 +131,9 @@ class Outcome:
     # The pick under the former multiplicity (configs counted over returns): its TEST objective,
     # or None when that rule picked the default too.
     former_pick_test: float | None = None
+    # Planted markets: the planted config itself (the optimum) against the default on TEST,
+    # deflated by this session's search trials as its pick is (see :func:`optimum_evidence`).
+    optimum: ExcessEvidence | None = None
 
     @property
     def searched(self) -> bool:
@@ -242,6 +245,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     with the policy it trained, as finalize does)."""
     market = spec.load()
     former: list[int | None] = []
+    optimum = None
     with tempfile.TemporaryDirectory() as home, _former_pick(former):
         settings = Settings(ALPHALOOP_HOME=home)
         sid = create_session(spec, settings)
@@ -250,6 +254,8 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
             session = journal.sessions.get(sid)
             rows = journal.trials.of_session(sid, series=False)
             days = journal.folds.returns_by_fold(sid)
+            if arm == "planted":
+                optimum = optimum_evidence(spec, market, journal.trials.of_session(sid))
         search = [t for t in rows if _scored(t)]
         test = {
             t.id: run_trial(
@@ -266,6 +272,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     final = dict(session.final or {})
     out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
+    out.optimum = optimum
     if former and former[-1] is not None:
         out.former_pick_test = test[former[-1]]
     if final.get("best_trial_id") in test:
@@ -287,6 +294,20 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         if judged is not None:
             out.pairs.append(test[judged[0].id] > test[judged[1].id])
     return out
+
+
+def optimum_evidence(spec: SessionSpec, market: Any, rows: list[TrialRecord]) -> ExcessEvidence:
+    """The planted config (the optimum, not the session's pick) against the default on TEST,
+    as finalize weighs a pick: the paired test, and the excess deflated Sharpe deflated by the
+    session's search trials (their validation excess over the default). What the optimum
+    itself scores under today's gates is the ceiling of the session's GO rate: a pick that
+    passes more often than the optimum would is luck."""
+    base = next(t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep)
+    default = next(t for t in rows if t.kind == TrialKind.test and t.parent_id == base.id)
+    planted = TrialConfig(cufolio_hold_days=PLANTED_HOLD_DAYS)
+    good = run_trial(MODE, planted, market, spec.trial_budget, default.seed or 0, window="test")
+    search = [vol_matched_excess(t.val_returns, base.val_returns) for t in search_set(rows)]
+    return excess_evidence("default", good.daily_returns, default.val_returns, search)
 
 
 def run_arm(
