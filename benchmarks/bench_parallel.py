@@ -22,8 +22,11 @@ The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median
 ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
 is printed before and after. On a saturated machine 2 workers get no more CPU than 1, so the
 ratio means something only when the load average is well under the core count. Takes a few
-minutes; ``--quick`` runs one pair of smaller budgets. Reports numbers only; it asserts nothing
-(timings depend on the machine and its load).
+minutes; ``--quick`` runs one pair of smaller budgets. ``--scale K`` runs K times the search
+trials: the workers' start-up (their fork server's imports, seconds of one core) is paid once
+a session, so a short session measures it as much as the trials, and a session of hours, as a
+user runs them, hardly at all. ``--mode`` runs one mode only. Reports numbers only; it asserts
+nothing (timings depend on the machine and its load).
 """
 
 from __future__ import annotations
@@ -93,14 +96,18 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
 
 
-def main(quick: bool = False, pairs: int | None = None) -> dict[str, Any]:
+def main(
+    quick: bool = False, pairs: int | None = None, scale: int = 1, modes: list[str] | None = None
+) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
     pairs = pairs or (QUICK_PAIRS if quick else PAIRS)
     print(f"  {os.cpu_count()} CPUs; random proposer, session seed {SEED}; {pairs} pair(s)")
     print(f"  load average before: {_load()}")
     for mode, data, budget, quick_budget, steps in CASES:
-        n = quick_budget if quick else budget
+        if modes and mode not in modes:
+            continue
+        n = (quick_budget if quick else budget) * scale
         runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
         for _ in range(pairs):
             for w in WORKERS:
@@ -151,6 +158,10 @@ def cli(argv: list[str] | None = None) -> None:
         "--quick", action="store_true", help="fewer repeats and smaller budgets (a smoke run)"
     )
     parser.add_argument("--pairs", type=int, help=f"1-and-2-worker pairs per mode ({PAIRS})")
+    parser.add_argument("--scale", type=int, default=1, help="K times the search trials (1)")
+    parser.add_argument(
+        "--mode", action="append", choices=[c[0] for c in CASES], help="only this mode"
+    )
     parser.add_argument(
         "--session",
         nargs=5,
@@ -162,7 +173,7 @@ def cli(argv: list[str] | None = None) -> None:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
     else:
-        main(args.quick, args.pairs)
+        main(args.quick, args.pairs, args.scale, args.mode)
 
 
 if __name__ == "__main__":
