@@ -25,7 +25,9 @@ ratio means something only when the load average is well under the core count. T
 minutes; ``--quick`` runs one pair of smaller budgets. ``--scale K`` runs K times the search
 trials: the workers' start-up (their fork server's imports, seconds of one core) is paid once
 a session, so a short session measures it as much as the trials, and a session of hours, as a
-user runs them, hardly at all. ``--mode`` runs one mode only. Reports numbers only; it asserts
+user runs them, hardly at all. ``--ppo-steps N`` trains each PPO trial for N env steps
+(2,048 by default, the default trial's 16,384 divided by 8, so a pair of sessions takes a
+minute, not ten). ``--mode`` runs one mode only. Reports numbers only; it asserts
 nothing (timings depend on the machine and its load).
 """
 
@@ -97,7 +99,11 @@ def _load() -> str:
 
 
 def main(
-    quick: bool = False, pairs: int | None = None, scale: int = 1, modes: list[str] | None = None
+    quick: bool = False,
+    pairs: int | None = None,
+    scale: int = 1,
+    modes: list[str] | None = None,
+    ppo_steps: int | None = None,
 ) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
@@ -108,6 +114,7 @@ def main(
         if modes and mode not in modes:
             continue
         n = (quick_budget if quick else budget) * scale
+        steps = ppo_steps if steps and ppo_steps else steps
         runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
         for _ in range(pairs):
             for w in WORKERS:
@@ -121,7 +128,7 @@ def main(
         per_hour = {w: trials / walls[w] * 3600 for w in WORKERS}
         print_rows(
             [
-                (f"{mode}", f"{n} search trials on {data}"),
+                (mode, f"{n} search trials on {data}" + (f", {steps:,} steps" if steps else "")),
                 (
                     "  journaled work, each run",
                     f"{trials} trial rows, {folds} fold runs"
@@ -159,6 +166,7 @@ def cli(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--pairs", type=int, help=f"1-and-2-worker pairs per mode ({PAIRS})")
     parser.add_argument("--scale", type=int, default=1, help="K times the search trials (1)")
+    parser.add_argument("--ppo-steps", type=int, help="env steps per PPO trial (2,048)")
     parser.add_argument(
         "--mode", action="append", choices=[c[0] for c in CASES], help="only this mode"
     )
@@ -173,7 +181,7 @@ def cli(argv: list[str] | None = None) -> None:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
     else:
-        main(args.quick, args.pairs, args.scale, args.mode)
+        main(args.quick, args.pairs, args.scale, args.mode, args.ppo_steps)
 
 
 if __name__ == "__main__":
