@@ -157,10 +157,9 @@ def run_seeds(
     iteration: OpenSpan | None = None,
 ) -> None:
     """Runs ``config`` for each row ``rows`` journals (baseline or confirmation seeds), up to
-    :func:`flight_cap` at once, and journals each outcome in order (kept when it ran: these
-    rows earn no verdict of their own). A row is journaled only when there is room for it, so
-    a kill interrupts no more seeds than were in flight. ``iteration``: the span the runs nest
-    under."""
+    ``workers`` at once, and journals each outcome in order (kept when it ran: these rows earn
+    no verdict of their own). A row is journaled only when a worker is free for it, so a kill
+    interrupts no more seeds than were running. ``iteration``: the span the runs nest under."""
     running: deque[tuple[TrialRecord, Pending, OpenSpan | None]] = deque()
 
     def finish() -> None:
@@ -174,7 +173,7 @@ def run_seeds(
     for row in rows:
         span = iteration.child(TRIAL, flight.trial_attributes(row)) if iteration else None
         running.append((row, folding.FoldedRun(ctx, row, config), span))
-        if len(running) >= flight_cap(ctx.workers):
+        if len(running) >= ctx.workers:
             finish()
     while running:
         finish()
@@ -335,21 +334,10 @@ def stop_reason(ctx: SessionContext) -> str | None:
     return None
 
 
-def flight_cap(workers: int) -> int:
-    """How many trials a session keeps in flight with ``workers`` workers.
-
-    Verdicts are given in index order, so a trial that finished before an older one waits for
-    its verdict without holding a worker; with one trial in flight per worker, that worker
-    would idle until the older trial ends. Twice as many in flight keeps a queued trial ready
-    for it. One worker runs each trial when its turn comes: nothing is gained there by
-    proposing ahead, and a proposer would see fewer results."""
-    return workers if workers == 1 else 2 * workers
-
-
 def may_start(ctx: SessionContext) -> bool:
-    """Whether another search trial may start: there is room in flight (:func:`flight_cap`),
-    and no stop rule fires with the trials in flight counted against the budget."""
-    if len(ctx.flight) >= flight_cap(ctx.workers):
+    """Whether another search trial may start: a worker is free, and no stop rule fires with
+    the trials in flight counted against the budget."""
+    if len(ctx.flight) >= ctx.workers:
         return False
     if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
         return False
