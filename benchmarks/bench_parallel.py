@@ -26,8 +26,8 @@ minutes; ``--quick`` runs one pair of smaller budgets. ``--scale K`` runs K time
 trials: the workers' start-up (their fork server's imports, seconds of one core) is paid once
 a session, so a short session measures it as much as the trials, and a session of hours, as a
 user runs them, hardly at all. ``--ppo-steps N`` trains each PPO trial for N env steps
-(2,048 by default, the default trial's 16,384 divided by 8, so a pair of sessions takes a
-minute, not ten). ``--mode`` runs one mode only. Reports numbers only; it asserts
+(2,048 by default, the default trial's 16,384 divided by 8, so a pair of sessions takes under
+a minute, not four). ``--mode`` runs one mode only. Reports numbers only; it asserts
 nothing (timings depend on the machine and its load).
 """
 
