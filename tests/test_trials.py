@@ -14,13 +14,14 @@ import pytest
 import torch
 from stable_baselines3.common.policies import ActorCriticPolicy
 
+from alphaloop import rl_engine
 from alphaloop.exceptions import TrialCrashed, TrialTimeout
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, load_market
 from alphaloop.metrics import TRADING_DAYS
 from alphaloop.pipeline import PpoAllocator
 from alphaloop.rl_engine import load_policy, policy_weights
-from alphaloop.trials import TrialBudget, TrialResult, reference, run_trial, simulate, strategies
+from alphaloop.trials import TrialBudget, TrialResult, reference, run_trial, simulate
 
 # PPO small enough to train in well under a second: 2 envs x 64 steps per rollout, 2 rollouts.
 TINY_PPO = TrialConfig(
@@ -463,13 +464,14 @@ def test_training_options_are_bounded(values: dict[str, Any], message: str) -> N
 
 def test_training_options_reach_ppo(data: MarketData, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
-    real = strategies.train_ppo
+    real = rl_engine.train_ppo
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen.update(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(strategies, "train_ppo", spy)
+    # A PPO trial imports the trainer from the engine when it runs (see trials.strategies).
+    monkeypatch.setattr(rl_engine, "train_ppo", spy)
     budget = TINY_BUDGET.model_copy(
         update={"truncate_drawdown": 0.1, "stop_properly": 0.5, "advantage": "reinforce_pp"}
     )
