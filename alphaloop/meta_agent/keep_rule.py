@@ -53,7 +53,6 @@ from collections.abc import Sequence
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
 
 from alphaloop.validation import SharpeDifference, sharpe_difference
 
@@ -78,6 +77,9 @@ def t_margin(spread: float, dof: int, n_candidate: int, n_incumbent: int, alpha:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if dof < 1:
         return math.inf
+    # scipy.stats takes ~0.8 s to import; a trial's worker imports this module, never this.
+    from scipy import stats
+
     quantile = float(stats.t.ppf(1 - alpha, dof))
     return quantile * spread * math.sqrt(1 / n_candidate + 1 / n_incumbent)
 

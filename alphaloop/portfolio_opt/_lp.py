@@ -1,9 +1,10 @@
-"""Cached, parameterised cvxpy LPs behind :mod:`.overlay` and the former Mean-CVaR path (internal).
+"""The cached LPs behind :mod:`.overlay` and the Mean-CVaR dual (internal).
 
-Mean-CVaR solves now go through :mod:`._cutting` (scenario generation around a dense interior
-point, certified); the dual LP below is the former path, kept selectable (``cvar._SOLVER``) so
-benchmarks can time both in one run, and the fallback when the interior point fails. The
-measurements quoted below are of that former path.
+Large Mean-CVaR solves go through :mod:`._cutting` (scenario generation around a dense
+interior point, certified). The dual LP below solves the problems with few distinct scenarios
+(``cvar._FEW_ATOMS``: every trial's bootstrap, compressed), is the fallback when the interior
+point fails, and stays selectable for all sizes (``cvar._SOLVER``) so benchmarks can time both
+in one run.
 
 Why the Mean-CVaR problem is solved in its *dual* form: the Rockafellar-Uryasev primal has one
 row per scenario (5,000 rows at the default knob), and both simplex and interior-point solvers
@@ -21,9 +22,12 @@ distribution depends only on its atoms and their masses) and shrinks the LP by a
 magnitude (~6 ms per solve instead of ~45 ms). Compressed sizes are rounded up to a bucket and
 padded with zero-mass rows, so the number of distinct cached problems stays small.
 
-Why problems are cached: scenarios, probabilities and every scalar enter as ``cp.Parameter``
-(the problems are DPP), so cvxpy canonicalises each shape once (~0.05-0.2 s) and later solves
-only copy numbers in.
+Why problems are cached: the Mean-CVaR dual of each shape keeps its matrix layout and fills in
+numbers in place, then hands them to HiGHS itself (:class:`MeanCvarLP`); it once went through
+cvxpy, whose filling of parameters took about half of each solve at a trial's sizes. The
+overlay's scenarios, probabilities and every scalar enter as ``cp.Parameter`` (the problem is
+DPP), so cvxpy canonicalises each shape once (~0.05-0.2 s) and later solves only copy numbers
+in.
 
 Why solves are warm-started, but only within a sequence: HiGHS started from the previous
 solution of a cached problem is ~30% faster over a rolling backtest (0.33 s against 0.48 s for a
@@ -45,13 +49,21 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from alphaloop.exceptions import SolverError
 
+if TYPE_CHECKING:
+    import cvxpy as cp
+
 logger = logging.getLogger(__name__)
+
+# cvxpy's names of the statuses a solve returns (cvxpy itself is imported only when a problem
+# goes through it: about a second that a Mean-CVaR trial, solved by HiGHS directly, never pays).
+OPTIMAL, OPTIMAL_INACCURATE = "optimal", "optimal_inaccurate"
+INFEASIBLE, INFEASIBLE_INACCURATE = "infeasible", "infeasible_inaccurate"
 
 # Compressed sizes are padded up to a multiple of this; small enough that padding costs little,
 # large enough that the sizes one trial produces share one or two cached problems.
@@ -70,16 +82,43 @@ def compress(scenarios: np.ndarray, pad: bool = True) -> Atoms:
     """Merges identical scenario rows into atoms, padding to a bucketed size (when ``pad``).
 
     Rows are compared bytewise, which is exact; rows equal in value but not in bytes (``0.0``
-    and ``-0.0``) merely stay separate atoms, which changes nothing in the LP.
+    and ``-0.0``) merely stay separate atoms, which changes nothing in the LP. Atoms come in
+    the bytewise order of their rows.
     """
-    n_scen, n_assets = scenarios.shape
+    n_scen = scenarios.shape[0]
     rows = np.ascontiguousarray(scenarios, dtype=np.float64)
-    keys = rows.view(np.dtype((np.void, rows.itemsize * n_assets))).ravel()
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    first, counts = _distinct_rows(rows)
     if len(first) > 0.8 * n_scen:  # little to gain; keep the plain uniform problem
         return Atoms(rows, np.full(n_scen, 1.0 / n_scen))
     atoms = Atoms(rows[first], counts / n_scen)
     return padded(atoms, n_scen) if pad else atoms
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first index of each distinct row of ``rows`` (bytewise) and its count, the rows in
+    bytewise order: ``np.unique`` over the rows' bytes, as :func:`compress` needs it.
+
+    A bytewise sort of thousands of rows costs more than the LP it shrinks, so the rows are
+    grouped by a 64-bit hash of their bytes first and only the distinct ones sorted. Every row
+    is then checked against its group's first row, so a hash collision (never seen) costs the
+    full sort, never a wrong atom."""
+    as_void = np.dtype((np.void, rows.itemsize * rows.shape[1]))
+    words = rows.view(np.uint64)
+    _, first, inverse, counts = np.unique(
+        _row_hash(words), return_index=True, return_inverse=True, return_counts=True
+    )
+    if not np.array_equal(words, words[first[inverse]]):  # a collision: sort them all
+        keys = rows.view(as_void).ravel()
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        return first, counts
+    order = np.argsort(rows[first].view(as_void).ravel())
+    return first[order], counts[order]
+
+
+def _row_hash(words: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of 64-bit words (multiply-shift mixing, summed mod 2^64)."""
+    odd = np.arange(1, 2 * words.shape[1], 2, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((words ^ (words >> np.uint64(29))) * odd).sum(axis=1)
 
 
 def padded(atoms: Atoms, n_scenarios: int) -> Atoms:
@@ -95,7 +134,6 @@ def padded(atoms: Atoms, n_scenarios: int) -> Atoms:
     return Atoms(returns, probabilities)
 
 
-@dataclass
 class MeanCvarLP:
     """Dual of ``min lam*CVaR_a(w) - mu.w + c*|w - prev|_1`` s.t. ``sum w = 1, 0 <= w <= cap``.
 
@@ -105,9 +143,177 @@ class MeanCvarLP:
         s.t. (lam / (1-a)) * R' diag(pi) x + mu + nu - eta - c * d <= 0     (dual: w)
              pi . x = 1 - a,   0 <= x <= 1,   eta >= 0,   -1 <= d <= 1
 
-    ``d`` exists only in the turnover variant. The bounds on ``x`` are constants because cvxpy
-    treats a variable with parameter bounds as parameter-dependent, which breaks DPP.
+    ``d`` exists only in the turnover variant. The LP goes to HiGHS as the column-wise matrix,
+    costs and bounds cvxpy's canonical form of this problem hands it (columns ``nu, eta, d,
+    x``; the equality row first), filled in place: a solve pays for HiGHS alone, not for
+    cvxpy filling its parameters (about half the time of a solve at a trial's sizes). The
+    same numbers in the same layout, the same options and warm start give HiGHS' answers bit
+    for bit (the tests compare both). The weights are the asset rows' duals; the value is the
+    objective at HiGHS' primal solution, evaluated as cvxpy evaluates it.
+
+    When HiGHS returns no optimum, Clarabel solves the same LP through cvxpy
+    (:meth:`fallback`).
     """
+
+    def __init__(self, n_rows: int, n_assets: int, has_prev: bool) -> None:
+        self.n_rows, self.n_assets, self.has_prev = n_rows, n_assets, has_prev
+        k = n_assets
+        n_fixed = 1 + k + (k if has_prev else 0)  # nu, eta, d
+        self.n_cols = n_fixed + n_rows
+        # nu: +1 on every asset row; eta_i and d_i: one entry on asset row i; x_s: the
+        # equality row (its mass), then every asset row (its scaled returns), zeros kept.
+        one_each = np.arange(1, k + 1, dtype=np.int32)
+        self.index = np.concatenate(
+            [
+                one_each,
+                one_each,
+                *([one_each] if has_prev else []),
+                np.tile(np.arange(k + 1, dtype=np.int32), n_rows),
+            ]
+        )
+        self.start = np.concatenate(
+            [[0], k + np.arange(n_fixed), k + n_fixed - 1 + (k + 1) * np.arange(1, n_rows + 1)]
+        ).astype(np.int32)
+        self.value = np.zeros(len(self.index))
+        self.value[:k] = 1.0
+        self.value[k : 2 * k] = -1.0
+        self._x_block = self.value[k + n_fixed - 1 :].reshape(n_rows, k + 1)
+        self.cost = np.zeros(self.n_cols)
+        self.cost[0] = -1.0  # maximise nu: minimise -nu
+        self.col_lower = np.zeros(self.n_cols)
+        self.col_lower[0] = -np.inf
+        self.col_upper = np.full(self.n_cols, np.inf)
+        self.col_upper[n_fixed:] = 1.0
+        if has_prev:
+            self.col_lower[1 + k : n_fixed] = -1.0
+            self.col_upper[1 + k : n_fixed] = 1.0
+        self._continuous = np.zeros(self.n_cols, dtype=np.int32)  # HiGHS' kContinuous
+        self.row_lower = np.full(k + 1, -np.inf)
+        self.row_upper = np.zeros(k + 1)
+        self.cap = 0.0
+        self.cost_prev = np.zeros(k)
+        self.weights: np.ndarray | None = None  # the solve's asset-row duals
+        self.objective = float("nan")  # the solve's optimal value
+        self.lock = threading.Lock()
+        self.sequence = -1  # the sequence of the last solve (see start_sequence)
+        self._solution: object | None = None  # HiGHS' last optimal solution (a warm start)
+        self._numbers: tuple = ()  # what :meth:`set` was given, for the fallback
+        self._fallback: _CvxpyMeanCvar | None = None
+
+    def set(
+        self,
+        scaled_returns: np.ndarray,
+        mass: np.ndarray,
+        tail_mass: float,
+        mean: np.ndarray,
+        cap: float,
+        cost: float = 0.0,
+        cost_prev: np.ndarray | None = None,
+    ) -> None:
+        """Fills in one problem's numbers (``cost`` and ``cost_prev`` in the turnover variant)."""
+        k = self.n_assets
+        self._x_block[:, 0] = mass
+        self._x_block[:, 1:] = scaled_returns
+        self.cap = cap
+        self.cost[1 : 1 + k] = cap
+        if self.has_prev:
+            self.value[2 * k : 3 * k] = -cost
+            self.cost_prev = np.asarray(cost_prev, dtype=np.float64)
+            self.cost[1 + k : 1 + 2 * k] = self.cost_prev
+        self.row_lower[0] = self.row_upper[0] = tail_mass
+        self.row_upper[1:] = -mean
+        self._numbers = (scaled_returns, mass, tail_mass, mean, cap, cost, cost_prev)
+
+    def run_highs(self, warm: bool) -> str:
+        """Solves with HiGHS, warm-started from the last optimum when ``warm``; the status."""
+        import highspy
+
+        solver = highspy.Highs()
+        solver.setOptionValue("log_to_console", False)
+        # The arrays go in as they are (setting a HighsLp's fields copies them element by
+        # element: 1.6 ms against 0.2 ms at 512 x 20); every column continuous, as an LP's.
+        solver.passModel(
+            self.n_cols,
+            self.n_assets + 1,
+            len(self.value),
+            int(highspy.MatrixFormat.kColwise),
+            int(highspy.ObjSense.kMinimize),
+            0.0,
+            self.cost,
+            self.col_lower,
+            self.col_upper,
+            self.row_lower,
+            self.row_upper,
+            self.start,
+            self.index,
+            self.value,
+            self._continuous,
+        )
+        if warm and self._solution is not None:
+            solver.setSolution(self._solution)
+        solver.run()
+        status = _HIGHS_STATUS.get(solver.getModelStatus().name, "solver_error")
+        if status != OPTIMAL:
+            self._solution = None
+            return status
+        solution = solver.getSolution()
+        self._solution = solution
+        k = self.n_assets
+        self.weights = -np.array(solution.row_dual)[1:]
+        primal = np.array(solution.col_value)
+        objective = primal[0] - self.cap * np.sum(primal[1 : 1 + k])
+        if self.has_prev:
+            objective = objective - self.cost_prev @ primal[1 + k : 1 + 2 * k]
+        self.objective = float(objective)
+        return status
+
+    def fallback(self) -> cp.Problem:
+        """The same LP as a cvxpy problem with this solve's numbers, for another solver; its
+        solution lands in :attr:`weights` and :attr:`objective` (:meth:`take_fallback`)."""
+        built = _cvxpy_mean_cvar(self.n_rows, self.n_assets, self.has_prev)
+        scaled, mass, tail_mass, mean, cap, cost, cost_prev = self._numbers
+        built.scaled_returns.value = scaled
+        built.mass.value = mass
+        built.tail_mass.value = tail_mass
+        built.mean.value = mean
+        built.cap.value = cap
+        if self.has_prev:
+            built.cost.value = cost
+            built.cost_prev.value = cost_prev
+        self._fallback = built
+        return built.problem
+
+    def take_fallback(self) -> None:
+        """Reads the fallback solver's weights and value."""
+        assert self._fallback is not None, "take_fallback() before fallback()"
+        raw = self._fallback.asset_rows.dual_value
+        self.weights = None if raw is None else np.asarray(raw, dtype=np.float64)
+        self.objective = float(self._fallback.problem.value)
+
+
+# HiGHS' model status names, as cvxpy maps them to its statuses.
+_HIGHS_STATUS = {
+    "kOptimal": OPTIMAL,
+    "kInfeasible": INFEASIBLE,
+    "kUnboundedOrInfeasible": "infeasible_or_unbounded",
+    "kUnbounded": "unbounded",
+    "kObjectiveBound": "user_limit",
+    "kObjectiveTarget": "user_limit",
+    "kTimeLimit": "user_limit",
+    "kIterationLimit": "user_limit",
+    "kSolutionLimit": "user_limit",
+}
+
+
+@lru_cache(maxsize=8)
+def mean_cvar_lp(n_rows: int, n_assets: int, has_prev: bool) -> MeanCvarLP:
+    """The cached dual Mean-CVaR LP for one shape."""
+    return MeanCvarLP(n_rows, n_assets, has_prev)
+
+
+@dataclass
+class _CvxpyMeanCvar:
+    """:class:`MeanCvarLP` as a parameterised cvxpy problem (the fallback solver's input)."""
 
     problem: cp.Problem
     asset_rows: cp.Constraint
@@ -118,15 +324,15 @@ class MeanCvarLP:
     cap: cp.Parameter
     cost: cp.Parameter | None
     cost_prev: cp.Parameter | None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    sequence: int = -1  # the sequence of the last solve (see start_sequence)
 
 
-# Each cached problem holds its canonical form, tens of MB at 10,000 x 20; a trial uses two or
-# three shapes, so a short LRU suffices.
-@lru_cache(maxsize=8)
-def mean_cvar_lp(n_rows: int, n_assets: int, has_prev: bool) -> MeanCvarLP:
-    """The cached dual Mean-CVaR LP for one shape."""
+# Each cached problem holds its canonical form, tens of MB at 10,000 x 20; a fallback is rare.
+@lru_cache(maxsize=2)
+def _cvxpy_mean_cvar(n_rows: int, n_assets: int, has_prev: bool) -> _CvxpyMeanCvar:
+    """The dual Mean-CVaR LP of one shape in cvxpy. The bounds on ``x`` are constants because
+    cvxpy treats a variable with parameter bounds as parameter-dependent, which breaks DPP."""
+    import cvxpy as cp
+
     scaled = cp.Parameter((n_rows, n_assets))
     mass = cp.Parameter(n_rows, nonneg=True)
     tail_mass = cp.Parameter(nonneg=True)
@@ -146,7 +352,7 @@ def mean_cvar_lp(n_rows: int, n_assets: int, has_prev: bool) -> MeanCvarLP:
         objective = objective - cost_prev @ d
     asset_rows = lhs <= 0
     problem = cp.Problem(cp.Maximize(objective), [asset_rows, mass @ x == tail_mass])
-    return MeanCvarLP(problem, asset_rows, scaled, mass, tail_mass, mean, cap, cost, cost_prev)
+    return _CvxpyMeanCvar(problem, asset_rows, scaled, mass, tail_mass, mean, cap, cost, cost_prev)
 
 
 @dataclass
@@ -171,6 +377,8 @@ class OverlayLP:
 @lru_cache(maxsize=4)
 def overlay_lp(n_rows: int, n_assets: int) -> OverlayLP:
     """The cached risk-overlay LP for one shape."""
+    import cvxpy as cp
+
     returns = cp.Parameter((n_rows, n_assets))
     scaled_mass = cp.Parameter(n_rows, nonneg=True)
     target = cp.Parameter(n_assets)
@@ -247,7 +455,7 @@ def start_sequence() -> None:
 
 
 def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
-    """Solves ``lp.problem`` with the first solver that returns a solution; returns the status.
+    """Solves ``lp`` with the first solver that returns a solution; returns the status.
 
     Warm-started from the problem's previous solution only within the current sequence.
 
@@ -258,11 +466,36 @@ def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
         SolverError: no solver returned a solution.
     """
     _absorb_highs_banner()
-    problem = lp.problem
     warm = lp.sequence == _sequence
     lp.sequence = _sequence
-    failures: list[str] = []
-    for name, options in SOLVER_OPTIONS.items():
+    if not isinstance(lp, MeanCvarLP):
+        return _solve_problem(lp.problem, warm, SOLVER_OPTIONS, accept, [])
+    try:
+        status = lp.run_highs(warm)
+    except (RuntimeError, ValueError) as err:
+        failure = f"HIGHS: {err}"
+    else:
+        if status == OPTIMAL:
+            return status
+        failure = f"HIGHS: status {status!r}"
+    logger.warning("%s; trying the next solver", failure)
+    fallbacks = {name: options for name, options in SOLVER_OPTIONS.items() if name != "HIGHS"}
+    status = _solve_problem(lp.fallback(), warm, fallbacks, accept, [failure])
+    lp.take_fallback()
+    return status
+
+
+def _solve_problem(
+    problem: cp.Problem,
+    warm: bool,
+    solvers: dict[str, dict[str, object]],
+    accept: tuple[str, ...],
+    failures: list[str],
+) -> str:
+    """:func:`solve` through cvxpy, with ``solvers`` in turn (``failures``: the earlier ones')."""
+    import cvxpy as cp
+
+    for name, options in solvers.items():
         try:
             problem.solve(solver=name, warm_start=warm, **options)
         except cp.error.SolverError as err:
@@ -270,14 +503,14 @@ def solve(lp: MeanCvarLP | OverlayLP, accept: tuple[str, ...] = ()) -> str:
             logger.warning("%s failed (%s); trying the next solver", name, err)
             continue
         status = problem.status
-        if status == cp.OPTIMAL or status in accept:
+        if status == OPTIMAL or status in accept:
             if failures:
                 logger.info("%s solved after %s", name, "; ".join(failures))
             return status
-        if status == cp.OPTIMAL_INACCURATE:
+        if status == OPTIMAL_INACCURATE:
             message = f"{name} returned an inaccurate solution; recorded as {status!r}"
             logger.warning(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=3)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
             return status
         failures.append(f"{name}: status {status!r}")
         logger.warning("%s returned status %r; trying the next solver", name, status)

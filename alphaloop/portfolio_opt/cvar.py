@@ -19,7 +19,6 @@ import time
 import warnings
 from typing import Annotated, Any
 
-import cvxpy as cp
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
@@ -226,22 +225,22 @@ def _solve_dual(
         except SolverError as err:  # never worse than before: the simplex path takes over
             logger.warning("scenario generation failed (%s); solving the full dual LP", err)
         else:
-            return clean_weights(found.weights, cap), found.lower, cp.OPTIMAL
+            return clean_weights(found.weights, cap), found.lower, _lp.OPTIMAL
     atoms = _lp.padded(atoms, r.shape[0])
     lp = _lp.mean_cvar_lp(atoms.returns.shape[0], r.shape[1], prev is not None)
     with lp.lock:
         row_scale = atoms.probabilities * (lam / (1.0 - alpha))
-        lp.scaled_returns.value = atoms.returns * row_scale[:, None]
-        lp.mass.value = atoms.probabilities
-        lp.tail_mass.value = 1.0 - alpha
-        lp.mean.value = mean
-        lp.cap.value = cap
-        if prev is not None:
-            lp.cost.value = cost
-            lp.cost_prev.value = cost * prev
+        lp.set(
+            atoms.returns * row_scale[:, None],
+            atoms.probabilities,
+            1.0 - alpha,
+            mean,
+            cap,
+            cost,
+            None if prev is None else cost * prev,
+        )
         status = _lp.solve(lp)
-        raw = lp.asset_rows.dual_value
-        value = float(lp.problem.value)
+        raw, value = lp.weights, lp.objective
     if raw is None:
         raise SolverError(f"solver reported {status!r} but returned no weights")
     return clean_weights(np.asarray(raw, dtype=np.float64), cap), value, status
@@ -269,5 +268,5 @@ def _check_objective(exact: float, lp_value: float, status: str, what: str) -> s
         )
         logger.warning(message)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
-        return cp.OPTIMAL_INACCURATE
+        return _lp.OPTIMAL_INACCURATE
     return status

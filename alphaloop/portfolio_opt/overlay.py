@@ -11,7 +11,6 @@ import logging
 import math
 import time
 
-import cvxpy as cp
 import numpy as np
 
 from alphaloop.portfolio_opt import _lp
@@ -35,7 +34,7 @@ _TARGET_TOL = 1e-9
 # enough slack that solver round-off cannot make it infeasible again.
 _MIN_CVAR_SLACK_ABS = 1e-9
 _MIN_CVAR_SLACK_REL = 1e-7
-_INFEASIBLE = (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE, "infeasible_or_unbounded")
+_INFEASIBLE = (_lp.INFEASIBLE, _lp.INFEASIBLE_INACCURATE, "infeasible_or_unbounded")
 
 
 def risk_overlay(

@@ -44,13 +44,29 @@ def bootstrap_scenarios(
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
-    days = _sample_days(r.shape[0], horizon, n_scenarios, rng)
+    n_days = r.shape[0]
+    if n_days <= horizon:  # iid days: no block fits
+        days = rng.integers(0, n_days, size=(n_scenarios, horizon))
+        return r[days[:, 0]] if horizon == 1 else _compound(r, days)
+    starts = rng.integers(0, n_days - horizon + 1, size=n_scenarios)
     if horizon == 1:  # (1 + r) - 1 can differ from r in the last bit; one day needs no compounding
-        return r[days[:, 0]]
-    # Compounding day by day (a loop over the horizon, vectorised over scenarios) keeps memory at
-    # one (n_scenarios, N) array and gives exactly the naive product, unlike exp(sum(log1p)).
+        return r[starts]
+    if n_days - horizon + 1 <= n_scenarios:
+        # Fewer blocks than draws: each block is compounded once, by the very products a draw
+        # of it would compute, and the draws take their copies (an order of magnitude less work
+        # at the default 5,000 draws from two years, the same numbers bit for bit).
+        first = np.arange(n_days - horizon + 1)
+        return _compound(r, first[:, None] + np.arange(horizon))[starts]
+    return _compound(r, starts[:, None] + np.arange(horizon))
+
+
+def _compound(r: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """``prod(1 + r[day]) - 1`` over each row of ``days`` (a scenario's days, in order).
+
+    Compounding day by day (a loop over the horizon, vectorised over scenarios) keeps memory at
+    one (n_scenarios, N) array and gives exactly the naive product, unlike exp(sum(log1p))."""
     growth = 1.0 + r[days[:, 0]]
-    for j in range(1, horizon):
+    for j in range(1, days.shape[1]):
         growth *= 1.0 + r[days[:, j]]
     return growth - 1.0
 
@@ -69,16 +85,6 @@ def _daily_returns(daily_returns: np.ndarray) -> np.ndarray:
     if (r <= -1.0).any():
         raise ValueError("daily_returns must be simple returns > -1 (a price cannot reach 0)")
     return r
-
-
-def _sample_days(
-    n_days: int, horizon: int, n_scenarios: int, rng: np.random.Generator
-) -> np.ndarray:
-    """(n_scenarios, horizon) day indices: whole blocks when the window allows, else iid days."""
-    if n_days > horizon:
-        starts = rng.integers(0, n_days - horizon + 1, size=n_scenarios)
-        return starts[:, None] + np.arange(horizon)
-    return rng.integers(0, n_days, size=(n_scenarios, horizon))
 
 
 def _positive_int(name: str, value: int) -> int:

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats
 
 from alphaloop.metrics import TRADING_DAYS, DeflatedSharpe
 from alphaloop.validation.summary import aligned_matrix, session_dsr
@@ -133,6 +132,9 @@ def sharpe_difference(
     scale = math.sqrt(periods)
     sharpe = mu / np.sqrt(var) * scale
     se = math.sqrt(max(float(grad @ psi @ grad), 0.0) / n) * scale
+    # scipy.stats takes ~0.8 s to import; a trial's worker imports this module, never this.
+    from scipy import stats
+
     diff = float(sharpe[0] - sharpe[1])
     z = diff / se if se > 0 else math.copysign(math.inf, diff) if diff else 0.0
     return SharpeDifference(

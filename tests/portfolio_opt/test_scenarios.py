@@ -42,6 +42,34 @@ def test_blocks_compound_consecutive_days_without_wrapping():
     assert counts.min() > 900  # start days are uniform (1000 expected each)
 
 
+def _per_draw(history: np.ndarray, horizon: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Every draw compounded on its own, day by day: the plain reading of the method."""
+    n_days = history.shape[0]
+    if n_days > horizon:
+        starts = rng.integers(0, n_days - horizon + 1, size=n)
+        days = starts[:, None] + np.arange(horizon)
+    else:
+        days = rng.integers(0, n_days, size=(n, horizon))
+    if horizon == 1:
+        return history[days[:, 0]]
+    growth = 1.0 + history[days[:, 0]]
+    for j in range(1, horizon):
+        growth *= 1.0 + history[days[:, j]]
+    return growth - 1.0
+
+
+@pytest.mark.parametrize(
+    ("n_days", "horizon", "n"),
+    [(504, 21, 5000), (504, 5, 300), (60, 21, 5000), (30, 1, 100), (3, 4, 50), (1, 1, 10)],
+)
+def test_blocks_compounded_once_are_each_draw_compounded_bit_for_bit(
+    make_history, n_days: int, horizon: int, n: int
+):
+    history = make_history(seed=3, n_days=n_days, n_assets=7)
+    fast = bootstrap_scenarios(history, horizon, n, np.random.default_rng(11))
+    np.testing.assert_array_equal(fast, _per_draw(history, horizon, n, np.random.default_rng(11)))
+
+
 def test_short_window_falls_back_to_iid_days():
     growth = np.array([2.0, 3.0, 5.0])  # T = 3 <= horizon = 4
     history = (growth - 1.0)[:, None]
