@@ -7,10 +7,11 @@ scenarios:
 
 * ours: :func:`~alphaloop.portfolio_opt.solve_mean_cvar` (scenario generation around a dense
   interior point, certified by a CVaR lower bound);
-* former: the previous solver (cvxpy + HiGHS dual simplex on the full dual LP), still selectable
-  through the private ``cvar._SOLVER`` flag; its one-off cvxpy canonicalisation of a new shape
-  is excluded (a session pays it once), and its warm re-solve of the *identical* problem is
-  reported apart, never as the headline;
+* former: the previous solver (HiGHS dual simplex on the full dual LP, whose arrays now go to
+  HiGHS directly rather than through cvxpy), still selectable through the private
+  ``cvar._SOLVER`` flag; its first solve of a new shape (building the LP's layout) is excluded
+  (a session pays it once), and its warm re-solve of the *identical* problem is reported
+  apart, never as the headline;
 * skfolio's ``MeanRisk`` (CVaR, maximise utility, same caps and risk aversion; Clarabel).
 
 Scenario sets: ``distinct`` fat-tailed random scenarios with no repeats (the headline, at 20
@@ -143,7 +144,7 @@ def bench_case(
 ) -> dict[str, float]:
     """Medians (ours, former, skfolio) over ``n_runs`` problems, worst gaps and certificate."""
     ours_t, former_t, warm_t, sk_t, gaps, former_gaps, certs = [], [], [], [], [], [], []
-    if with_former:  # the former solver's first solve of a shape canonicalises; not timed
+    if with_former:  # the former solver's first solve of a shape lays it out; not timed
         with solver("simplex"):
             _cold(make(-1))
     for run in range(n_runs):

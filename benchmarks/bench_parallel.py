@@ -61,7 +61,11 @@ PAIRS, QUICK_PAIRS = 3, 1
 
 def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
     """One session in a fresh Python process (see the module docstring)."""
-    argv = [sys.executable, "-m", __spec__.name if __spec__ else "benchmarks.bench_parallel"]
+    # Started with -c, as ``alphaloop research`` starts from its small console script: a worker
+    # process re-runs its parent's main module first, and this module imports the whole loop
+    # (about a second per worker, which the command line never pays).
+    module = __spec__.name if __spec__ else "benchmarks.bench_parallel"
+    argv = [sys.executable, "-c", f"from {module} import cli; cli()"]
     argv += ["--session", mode, data, str(budget), str(steps or 0), str(workers)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
