@@ -37,6 +37,9 @@ _SERIES = ("val_returns", "final_weights", "curve", "prompt")
 # Explicit columns, never ``*``: ``trials.outcome`` (a result awaiting its verdict, see
 # ``awaiting_verdict``) is the loop's working state, not part of a trial's record.
 _ALL_COLUMNS = ", ".join(TrialRecord.model_fields)
+# Records kept for rows read again unchanged (Trials._record): a server reading many long
+# sessions starts over past this many.
+_PARSED_ROWS = 50_000
 _WITHOUT_SERIES = ", ".join(
     f"NULL AS {name}" if name in _SERIES else name for name in TrialRecord.model_fields
 )
@@ -114,9 +117,32 @@ class Trials:
 
     def __init__(self, journal: JournalFile) -> None:
         self._journal = journal
+        # The last record parsed of each trial read without its series, with the raw row it
+        # came from (see _record).
+        self._parsed: dict[int, tuple[tuple[Any, ...], TrialRecord]] = {}
 
     def _records(self, sql: str, params: tuple[Any, ...] = ()) -> list[TrialRecord]:
-        return [TrialRecord.from_row(r) for r in self._journal._rows(sql, params)]
+        return [self._record(r) for r in self._journal._rows(sql, params)]
+
+    def _record(self, row: dict[str, Any]) -> TrialRecord:
+        """``row`` parsed, or the record parsed from the very same row before.
+
+        The loop reads its whole history at every step, so a session of n trials would parse
+        rows n^2 / 2 times (about 0.15 ms each: JSON and validation), which grows to minutes
+        over a long session. A row read again unchanged (every value equal, its per-day series
+        left out) gives back the same frozen record; a row with its series is parsed each time,
+        so holding records costs no series' memory."""
+        if any(row.get(name) is not None for name in _SERIES):
+            return TrialRecord.from_row(row)
+        key = tuple(row.values())
+        held = self._parsed.get(row["id"])
+        if held is not None and held[0] == key:
+            return held[1]
+        record = TrialRecord.from_row(row)
+        if len(self._parsed) >= _PARSED_ROWS:
+            self._parsed.clear()
+        self._parsed[row["id"]] = (key, record)
+        return record
 
     # --- writes ------------------------------------------------------------------------------
 

@@ -210,6 +210,32 @@ def test_trials_without_series_are_the_same_rows_less_the_daily_series(journal: 
     assert journal.trials.of_session(sid, "baseline", series=False) == lean[1:]
 
 
+def test_a_row_read_again_unchanged_is_not_parsed_again(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = new_session(journal)
+    first, second = new_trial(journal, sid), new_trial(journal, sid)
+    before = journal.trials.of_session(sid, series=False)
+    parsed: list[int] = []
+    parse = TrialRecord.from_row.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        TrialRecord,
+        "from_row",
+        classmethod(lambda cls, row: parsed.append(row["id"]) or parse(cls, row)),
+    )
+    again = journal.trials.of_session(sid, series=False)
+    assert again == before and again[0] is before[0] and parsed == []
+    journal.trials.finish(second.id, status="keep", objective=1.0, val_returns=[0.01, 0.02])
+    parsed.clear()  # finish read its row back
+    after = journal.trials.of_session(sid, series=False)
+    assert parsed == [second.id]  # only the row that changed
+    assert after[0] is before[0] and after[1].status == "keep" and after[1].objective == 1.0
+    full = journal.trials.of_session(sid)  # a row with series: parsed each time, never held
+    assert full[1].val_returns == [0.01, 0.02] and parsed == [second.id, second.id]
+    assert full[0] is before[0]  # the first has none: the same row as without series
+    assert journal.trials.of_session(sid, series=False)[1] is after[1]
+
+
 def test_trial_seconds_adds_up_finished_trials(journal: Journal) -> None:
     sid = new_session(journal)
     assert journal.trials.seconds(sid) == 0.0
