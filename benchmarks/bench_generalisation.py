@@ -44,7 +44,10 @@ Arms (the targets are those of the issues "held up out of sample" and "checks th
 For every arm also the accuracy of the research preference pairs as the flywheel builds them
 (two scored proposals from one state whose daily returns differ with confidence on the folds
 both ran, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
-higher TEST objective, and the same over every pair of a session's search trials. Reports
+higher TEST objective, and the same over every pair of a session's search trials; and over
+every such pair, by the strength of the folds' paired test (|z| buckets), how often the side
+the folds favour wins on TEST: whether a stricter label, or any label from the folds, could be
+right more often on that market. Reports
 numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named,
 ``--sessions N`` runs N sessions of each (with no false GO, a Wilson interval falls below 5%
 from about 75 sessions).
@@ -61,13 +64,13 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import combinations
+from itertools import combinations, pairwise
 from typing import Any
 from unittest import mock
 
 from scipy import stats
 
-from alphaloop.flywheel.research import judge
+from alphaloop.flywheel.research import common_days, judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -126,6 +129,9 @@ class Outcome:
     val_test: list[tuple[float, float]] = field(default_factory=list)
     pairs: list[bool] = field(default_factory=list)  # flywheel pairs: chosen wins on TEST
     all_pairs: list[bool] = field(default_factory=list)  # every pair of search trials
+    # Every pair of scored search trials: |z| of the folds' paired Sharpe test, and whether
+    # the side the folds favour has the higher TEST objective (see :func:`z_buckets`).
+    fold_z: list[tuple[float, bool]] = field(default_factory=list)
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
     pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
     # The pick under the former multiplicity (configs counted over returns): its TEST objective,
@@ -286,6 +292,8 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     for a, b in combinations(search, 2):
         if test[a.id] == test[b.id] or a.objective == b.objective:
             continue
+        if (z := _folds_z(days, a.id, b.id)) is not None and z != 0:
+            out.fold_z.append((abs(z), (z > 0) == (test[a.id] > test[b.id])))
         chosen, rejected = (a, b) if a.objective > b.objective else (b, a)  # type: ignore[operator]
         out.all_pairs.append(test[chosen.id] > test[rejected.id])
         if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
@@ -294,6 +302,36 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         if judged is not None:
             out.pairs.append(test[judged[0].id] > test[judged[1].id])
     return out
+
+
+def _folds_z(days: dict[int, dict[int, list[float]]], a: int, b: int) -> float | None:
+    """z of the paired Sharpe-difference test of ``a`` over ``b`` on the folds both were
+    scored on, as the flywheel's label computes it (None: too few days, or no variation)."""
+    x, y = common_days(days, a, b)
+    if len(x) < 10:
+        return None
+    try:
+        return sharpe_difference(x, y).z
+    except ValueError:
+        return None
+
+
+# Edges of the |z| buckets of :func:`z_buckets`; the flywheel labels a pair from 1.96 up.
+Z_EDGES = (0.0, 1.0, 1.96, 3.0, math.inf)
+
+
+def z_buckets(outcomes: list[Outcome]) -> str:
+    """How often the side the folds favour wins on TEST, by the strength of the folds' paired
+    test: whether a stricter label (or any label from the folds) could be right more often."""
+    cells = []
+    for lo, hi in pairwise(Z_EDGES):
+        hits = [win for o in outcomes for z, win in o.fold_z if lo <= z < hi]
+        label = f"|z| {lo:g}-{hi:g}" if math.isfinite(hi) else f"|z| >= {lo:g}"
+        cells.append(
+            f"{label}: {sum(hits)}/{len(hits)}"
+            + (f" ({sum(hits) / len(hits):.0%})" if hits else "")
+        )
+    return "; ".join(cells)
 
 
 def optimum_evidence(spec: SessionSpec, market: Any, rows: list[TrialRecord]) -> ExcessEvidence:
@@ -443,6 +481,7 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         ),
         ("preference pairs, chosen wins on TEST", share(sum(pairs), len(pairs))),
         ("every search pair, chosen wins on TEST", share(sum(all_pairs), len(all_pairs))),
+        ("every search pair by the folds' paired |z|: favoured wins on TEST", z_buckets(outcomes)),
         (
             "check: best re-run on TEST vs finalize",
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
