@@ -49,7 +49,8 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
 
     policy_id, decision_id = _seed(settings)
     with serve_subprocess(settings.home) as base, page_at(base, 2400) as (page, errors):
-        expect(page.locator("#knobs-table tbody tr")).to_have_count(16)
+        # the first paint: plotly.js and the env's description, slow on a loaded machine
+        expect(page.locator("#knobs-table tbody tr")).to_have_count(16, timeout=30_000)
         # panels in workflow order
         ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
         assert ids == ["panel-env", "panel-research", "panel-sessions", "panel-plots",
