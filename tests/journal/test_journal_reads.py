@@ -224,6 +224,7 @@ def test_a_row_read_again_unchanged_is_not_parsed_again(
         classmethod(lambda cls, row: parsed.append(row["id"]) or parse(cls, row)),
     )
     again = journal.trials.of_session(sid, series=False)
+    assert [t.id for t in again] == [first.id, second.id]
     assert again == before and again[0] is before[0] and parsed == []
     journal.trials.finish(second.id, status="keep", objective=1.0, val_returns=[0.01, 0.02])
     parsed.clear()  # finish read its row back
