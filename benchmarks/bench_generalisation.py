@@ -70,7 +70,7 @@ from unittest import mock
 
 from scipy import stats
 
-from alphaloop.flywheel.research import common_days, judge
+from alphaloop.flywheel.research import folds_test, judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -292,8 +292,8 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     for a, b in combinations(search, 2):
         if test[a.id] == test[b.id] or a.objective == b.objective:
             continue
-        if (z := _folds_z(days, a.id, b.id)) is not None and z != 0:
-            out.fold_z.append((abs(z), (z > 0) == (test[a.id] > test[b.id])))
+        if (folds := folds_test(days, a.id, b.id)) is not None and folds.z != 0:
+            out.fold_z.append((abs(folds.z), (folds.z > 0) == (test[a.id] > test[b.id])))
         chosen, rejected = (a, b) if a.objective > b.objective else (b, a)  # type: ignore[operator]
         out.all_pairs.append(test[chosen.id] > test[rejected.id])
         if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
@@ -302,18 +302,6 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
         if judged is not None:
             out.pairs.append(test[judged[0].id] > test[judged[1].id])
     return out
-
-
-def _folds_z(days: dict[int, dict[int, list[float]]], a: int, b: int) -> float | None:
-    """z of the paired Sharpe-difference test of ``a`` over ``b`` on the folds both were
-    scored on, as the flywheel's label computes it (None: too few days, or no variation)."""
-    x, y = common_days(days, a, b)
-    if len(x) < 10:
-        return None
-    try:
-        return sharpe_difference(x, y).z
-    except ValueError:
-        return None
 
 
 # Edges of the |z| buckets of :func:`z_buckets`; the flywheel labels a pair from 1.96 up.

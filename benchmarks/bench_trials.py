@@ -238,26 +238,14 @@ def _lp_inputs(args: tuple) -> tuple[tuple[int, int, bool], dict[str, Any]] | No
     if len(atoms.probabilities) > cvar_module._FEW_ATOMS:
         return None
     atoms = _lp.padded(atoms, r.shape[0])
-    row_scale = atoms.probabilities * (lam / (1.0 - alpha))
-    numbers = {
-        "scaled_returns": atoms.returns * row_scale[:, None],
-        "mass": atoms.probabilities,
-        "tail_mass": 1.0 - alpha,
-        "mean": mean,
-        "cap": cap,
-        "cost": cost,
-        "cost_prev": None if prev is None else cost * prev,
-    }
+    numbers = cvar_module.dual_numbers(atoms, alpha, cap, lam, mean, prev, cost)
     return (atoms.returns.shape[0], r.shape[1], prev is not None), numbers
 
 
 def _through_cvxpy(shape: tuple[int, int, bool], numbers: dict[str, Any], warm: bool) -> Any:
     """The former solve: cvxpy fills the cached problem's parameters and calls HiGHS."""
     built = _lp._cvxpy_mean_cvar(*shape)
-    for name in ("scaled_returns", "mass", "tail_mass", "mean", "cap"):
-        getattr(built, name).value = numbers[name]
-    if shape[2]:
-        built.cost.value, built.cost_prev.value = numbers["cost"], numbers["cost_prev"]
+    built.set(**numbers)
     built.problem.solve(solver="HIGHS", warm_start=warm)
     return built.asset_rows.dual_value
 

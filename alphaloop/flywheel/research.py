@@ -32,7 +32,7 @@ from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, Tr
 from alphaloop.journal.models import is_interrupted
 from alphaloop.journal.preferences import PreferenceSource
 from alphaloop.meta_agent.prompt_log import render_proposal_prompt
-from alphaloop.validation import sharpe_difference
+from alphaloop.validation import SharpeDifference, sharpe_difference
 
 SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
 RULE_VERSION = "folds-paired-1"  # how research pairs are labelled (see the module docstring)
@@ -100,14 +100,8 @@ def judge(
     (``journal.folds.returns_by_fold``); the margin of a scored pair is the Sharpe
     difference's z."""
     if _scored(a) and _scored(b):
-        x, y = common_days(days, a.id, b.id)
-        if len(x) < 10:
-            return None
-        try:
-            test = sharpe_difference(x, y)
-        except ValueError:  # a series that does not vary
-            return None
-        if min(test.p_value, 1.0 - test.p_value) * 2 >= PAIR_ALPHA:
+        test = folds_test(days, a.id, b.id)
+        if test is None or min(test.p_value, 1.0 - test.p_value) * 2 >= PAIR_ALPHA:
             return None
         return (a, b, test.z) if test.z > 0 else (b, a, -test.z)
     if _scored(a) and _failed(b):
@@ -115,6 +109,18 @@ def judge(
     if _scored(b) and _failed(a):
         return b, a, math.inf
     return None
+
+
+def folds_test(days: dict[int, dict[int, list[float]]], a: int, b: int) -> SharpeDifference | None:
+    """The paired Sharpe-difference test of trial ``a`` over ``b`` on the folds both were
+    scored on (None: fewer than 10 common days, or a series that does not vary)."""
+    x, y = common_days(days, a, b)
+    if len(x) < 10:
+        return None
+    try:
+        return sharpe_difference(x, y)
+    except ValueError:
+        return None
 
 
 def common_days(

@@ -274,15 +274,7 @@ class MeanCvarLP:
         """The same LP as a cvxpy problem with this solve's numbers, for another solver; its
         solution lands in :attr:`weights` and :attr:`objective` (:meth:`take_fallback`)."""
         built = _cvxpy_mean_cvar(self.n_rows, self.n_assets, self.has_prev)
-        scaled, mass, tail_mass, mean, cap, cost, cost_prev = self._numbers
-        built.scaled_returns.value = scaled
-        built.mass.value = mass
-        built.tail_mass.value = tail_mass
-        built.mean.value = mean
-        built.cap.value = cap
-        if self.has_prev:
-            built.cost.value = cost
-            built.cost_prev.value = cost_prev
+        built.set(*self._numbers)
         self._fallback = built
         return built.problem
 
@@ -327,6 +319,26 @@ class _CvxpyMeanCvar:
     cap: cp.Parameter
     cost: cp.Parameter | None
     cost_prev: cp.Parameter | None
+
+    def set(
+        self,
+        scaled_returns: np.ndarray,
+        mass: np.ndarray,
+        tail_mass: float,
+        mean: np.ndarray,
+        cap: float,
+        cost: float = 0.0,
+        cost_prev: np.ndarray | None = None,
+    ) -> None:
+        """Fills in one problem's numbers, as :meth:`MeanCvarLP.set` takes them."""
+        self.scaled_returns.value = scaled_returns
+        self.mass.value = mass
+        self.tail_mass.value = tail_mass
+        self.mean.value = mean
+        self.cap.value = cap
+        if self.cost is not None and self.cost_prev is not None:
+            self.cost.value = cost
+            self.cost_prev.value = cost_prev
 
 
 # Each cached problem holds its canonical form, tens of MB at 10,000 x 20; a fallback is rare.

@@ -229,21 +229,35 @@ def _solve_dual(
     atoms = _lp.padded(atoms, r.shape[0])
     lp = _lp.mean_cvar_lp(atoms.returns.shape[0], r.shape[1], prev is not None)
     with lp.lock:
-        row_scale = atoms.probabilities * (lam / (1.0 - alpha))
-        lp.set(
-            atoms.returns * row_scale[:, None],
-            atoms.probabilities,
-            1.0 - alpha,
-            mean,
-            cap,
-            cost,
-            None if prev is None else cost * prev,
-        )
+        lp.set(**dual_numbers(atoms, alpha, cap, lam, mean, prev, cost))
         status = _lp.solve(lp)
         raw, value = lp.weights, lp.objective
     if raw is None:
         raise SolverError(f"solver reported {status!r} but returned no weights")
     return clean_weights(np.asarray(raw, dtype=np.float64), cap), value, status
+
+
+def dual_numbers(
+    atoms: _lp.Atoms,
+    alpha: float,
+    cap: float,
+    lam: float,
+    mean: np.ndarray,
+    prev: np.ndarray | None,
+    cost: float,
+) -> dict[str, Any]:
+    """The numbers of the dual LP over ``atoms`` (padded), as :meth:`_lp.MeanCvarLP.set`
+    takes them."""
+    row_scale = atoms.probabilities * (lam / (1.0 - alpha))
+    return {
+        "scaled_returns": atoms.returns * row_scale[:, None],
+        "mass": atoms.probabilities,
+        "tail_mass": 1.0 - alpha,
+        "mean": mean,
+        "cap": cap,
+        "cost": cost,
+        "cost_prev": None if prev is None else cost * prev,
+    }
 
 
 def clean_weights(raw: np.ndarray, cap: float) -> np.ndarray:

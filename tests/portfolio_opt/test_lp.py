@@ -30,15 +30,8 @@ def _problem(rng: np.random.Generator, n_rows: int, n_assets: int, n_padding: in
     }
 
 
-def _through_cvxpy(built: _lp._CvxpyMeanCvar, numbers: dict, has_prev: bool, warm: bool):
-    built.scaled_returns.value = numbers["scaled_returns"]
-    built.mass.value = numbers["mass"]
-    built.tail_mass.value = numbers["tail_mass"]
-    built.mean.value = numbers["mean"]
-    built.cap.value = numbers["cap"]
-    if has_prev:
-        built.cost.value = numbers["cost"]
-        built.cost_prev.value = numbers["cost_prev"]
+def _through_cvxpy(built: _lp._CvxpyMeanCvar, numbers: dict, warm: bool):
+    built.set(**numbers)
     built.problem.solve(solver="HIGHS", warm_start=warm)
     return np.asarray(built.asset_rows.dual_value), float(built.problem.value)
 
@@ -49,7 +42,7 @@ def test_the_matrix_is_cvxpy_canonical_form(n_rows: int, n_assets: int, has_prev
     direct = _lp.MeanCvarLP(n_rows, n_assets, has_prev)
     direct.set(**numbers)
     built = _lp._cvxpy_mean_cvar(n_rows, n_assets, has_prev)
-    _through_cvxpy(built, numbers, has_prev, warm=False)
+    _through_cvxpy(built, numbers, warm=False)
     data, _, _ = built.problem.get_problem_data(cp.HIGHS)
     matrix = data[cp.settings.A].tocsc()
     assert np.array_equal(matrix.indptr, direct.start)
@@ -75,7 +68,7 @@ def test_answers_are_cvxpy_s_bit_for_bit_cold_and_warm(
         warm = step % 4 != 0  # a new sequence every fourth solve, as trials start them
         direct.set(**numbers)
         assert direct.run_highs(warm) == "optimal"
-        weights, value = _through_cvxpy(built, numbers, has_prev, warm)
+        weights, value = _through_cvxpy(built, numbers, warm)
         assert np.array_equal(direct.weights, weights), step
         assert direct.objective == value, step
 
@@ -87,7 +80,7 @@ def test_a_failed_highs_solve_falls_back_to_clarabel(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_lp.MeanCvarLP, "run_highs", lambda self, warm: "user_limit")
     assert _lp.solve(lp) == cp.OPTIMAL
     reference = _lp._cvxpy_mean_cvar(16, 5, True)
-    weights, value = _through_cvxpy(reference, numbers, True, warm=False)
+    weights, value = _through_cvxpy(reference, numbers, warm=False)
     np.testing.assert_allclose(lp.weights, weights, atol=1e-6)
     assert lp.objective == pytest.approx(value, abs=1e-7)
 
