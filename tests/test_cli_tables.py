@@ -125,7 +125,7 @@ VALIDATION = {
              "metrics": {"reported": METRICS, "equal_weight": METRICS, "min_cvar": METRICS}},
         ]
     },
-    "gates": GATES,
+    "gates": GATES, "unseen_start": "2020-01-02", "unseen_days": 754,
 }  # fmt: skip
 
 SESSION = NS(
@@ -181,6 +181,16 @@ VIEWS: dict[str, Callable[[], Any]] = {
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_views_are_readable_at_80_columns(name: str) -> None:
     assert_readable_at_80(lambda width: _draw(VIEWS[name](), width))
+
+
+def test_the_stress_table_says_which_cases_ran_on_unseen_data() -> None:
+    drawn = _draw(views.validation_panel(VALIDATION), 200)
+    assert "unseen data (no search scored it): 2020-01-02 on, 754 days" in drawn
+    rows = {line.split("│")[2].strip(): line.split("│")[4].strip() for line in drawn.splitlines()
+            if line.count("│") > 6 and ".." in line and "20" in line.split("│")[3]}  # fmt: skip
+    assert rows == {"cost +50%": "in sample", "covid crash": "unseen"}
+    legacy = {k: v for k, v in VALIDATION.items() if k not in ("unseen_start", "unseen_days")}
+    assert "in sample" not in _draw(views.validation_panel(legacy), 200)
 
 
 def test_a_table_too_wide_for_its_words_is_shown_vertically() -> None:

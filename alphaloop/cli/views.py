@@ -341,9 +341,17 @@ def validation_panel(report: dict[str, Any]) -> Panel:
     quantiles = ", ".join(f"{k} {v:+.2f}" for k, v in (pbo.get("logit_quantiles") or {}).items())
     lines.append(f"  logit quantiles: {quantiles}")
     lines.append(f"suite took {fmt(report.get('elapsed_s'), '{:.1f}')} s")
+    unseen = report.get("unseen_start")
+    if unseen:
+        lines.append(
+            f"unseen data (no search scored it): {unseen} on, {report.get('unseen_days', 0):,} "
+            "days; walk-forward and stress run there"
+        )
+    if report.get("walk_forward_note"):
+        lines.append(f"walk-forward: {report['walk_forward_note']}")
     body: list[Any] = [plain("\n".join(lines))]
     body.append(walk_forward_table(report.get("walk_forward") or {}))
-    body.append(stress_table(report.get("stress") or {}))
+    body.append(stress_table(report.get("stress") or {}, unseen))
     evidence = report.get("gates_evidence", "")
     body.append(gates_table(report.get("gates") or {}, f"go/no-go gates ({evidence})"))
     return Panel(Group(*body), title=f"validation of {report.get('session_id')}")
@@ -378,12 +386,16 @@ def walk_forward_table(wf: dict[str, Any]) -> Table:
     return table
 
 
-def stress_table(stress: dict[str, Any]) -> Table:
+def stress_table(stress: dict[str, Any], unseen_start: str | None = None) -> Table:
+    """The stress cases by strategy; with ``unseen_start`` (an ISO date), a column saying
+    whether each case runs on unseen data or in sample (a named crisis before it)."""
     table = FitTable(title="stress (Sharpe / max drawdown)", title_justify="left")
     cases = stress.get("cases", [])
     names = list((cases[0]["metrics"] if cases else {}).keys())
     table.add_column("scenario")
     table.add_column("span")
+    if unseen_start:
+        table.add_column("data")
     for name in names:
         table.add_column(name, justify="right")
     for c in cases:
@@ -391,6 +403,8 @@ def stress_table(stress: dict[str, Any]) -> Table:
             f"{fmt(m.get('sharpe'), '{:.2f}')} / {fmt(m.get('max_drawdown'), '{:.1%}')}"
             for m in (c["metrics"].get(n) or {} for n in names)
         ]
+        if unseen_start:
+            cells.insert(0, "unseen" if c["start"] >= unseen_start else "in sample")
         table.add_row(c["scenario"], f"{c['start']}..{c['end']}", *cells)
     return table
 

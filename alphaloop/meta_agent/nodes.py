@@ -287,9 +287,12 @@ def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdic
     if not final.passed:
         return Verdict(status=TrialStatus.discard, reason=final.describe(), seeds=final.candidate)
     window = window_comparison(ctx, rows, outcome.result, confirms)
-    status = TrialStatus.keep if window.passed else TrialStatus.discard
+    if not window.passed:
+        # The deciding test first: a table cuts a long reason at its end.
+        why = f"{window.describe()}; {final.describe()}"
+        return Verdict(status=TrialStatus.discard, reason=why, seeds=final.candidate)
     why = f"{final.describe()}; {window.describe()}"
-    return Verdict(status=status, reason=why, seeds=final.candidate)
+    return Verdict(status=TrialStatus.keep, reason=why, seeds=final.candidate)
 
 
 def window_comparison(

@@ -51,9 +51,15 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
         first = report["gates"]["results"][0]
         expect(gates.first).to_contain_text(first["gate"])
         expect(gates.first).to_contain_text(first["reason"][:40])
-        expect(page.locator("#validation-stress tbody tr")).to_have_count(
-            len(report["stress"]["cases"])
+        expect(summary).to_contain_text(
+            f"unseen data (no search scored it): {report['unseen_start']} on, "
+            f"{report['unseen_days']} days"
         )
+        stress = page.locator("#validation-stress tbody tr")
+        expect(stress).to_have_count(len(report["stress"]["cases"]))
+        for i, case in enumerate(report["stress"]["cases"]):
+            where = "unseen" if case["start"] >= report["unseen_start"] else "in sample"
+            expect(stress.nth(i).locator("td").nth(2)).to_have_text(where)
         wf = (report.get("walk_forward") or {}).get("summaries", [])
         expect(page.locator("#validation-wf tbody tr")).to_have_count(len(wf))
         expect(page.locator("#validation-compare")).to_contain_text("1/N (equal weight)")

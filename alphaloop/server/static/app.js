@@ -328,10 +328,12 @@ async function loadValidation() {
   const g = r.gates, passed = g.results.filter((x) => x.passed).length;
   $("#validation-summary").textContent = `${g.passed ? "GO" : "NO-GO"}: ${passed} of ${g.results.length} gates passed \u2014 ` +
     `trial #${r.trial_idx} (${r.reported}), PBO ${fmt(r.pbo.pbo, 2)}${r.pbo.interval ? ` (95% ${fmt(r.pbo.interval[0], 2)}–${fmt(r.pbo.interval[1], 2)})` : ""} over ${r.pbo.n_trials} trials × ${r.pbo.n_days} days, deflated Sharpe ${fmt(r.deflated_sharpe.dsr, 3)}` +
+    (r.unseen_start ? ` \u2014 unseen data (no search scored it): ${r.unseen_start} on, ${r.unseen_days} days` : "") +
     (r.walk_forward_note ? ` \u2014 walk-forward: ${r.walk_forward_note}` : "");
   rows("validation-gates", g.results.map((x) => [x.gate, x.passed ? "pass" : "FAIL", fmt(x.value, 3), `${x.comparison} ${x.threshold}`, x.reason]));
   rows("validation-wf", (r.walk_forward?.summaries || []).map((w) => [w.scheme, w.n_windows, fmt(w.mean_sharpe, 2), fmt(w.worst_sharpe, 2), `${w.positive_windows}/${w.n_windows}`, `${w.beat_equal_weight}/${w.n_windows}`, fmt(w.pooled_sharpe, 2)]));
-  rows("validation-stress", (r.stress?.cases || []).map((c) => [c.scenario, `${c.start} \u2192 ${c.end}`, byStrategy(c.metrics, "sharpe"), byStrategy(c.metrics, "max_drawdown")]));
+  const data = (c) => (!r.unseen_start ? "-" : c.start >= r.unseen_start ? "unseen" : "in sample");
+  rows("validation-stress", (r.stress?.cases || []).map((c) => [c.scenario, `${c.start} \u2192 ${c.end}`, data(c), byStrategy(c.metrics, "sharpe"), byStrategy(c.metrics, "max_drawdown")]));
 }
 
 // "-0.12 Sharpe (p 0.71)": the pick against a reference on TEST, or why there is no comparison.
