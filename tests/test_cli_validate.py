@@ -57,6 +57,17 @@ def session(settings: Settings) -> str:
     return json.loads(result.stdout)["session"]["id"]
 
 
+def test_research_ends_on_the_leaderboard_and_the_result(settings: Settings) -> None:
+    human = run_cli(*[a for a in SESSION if a != "--json"], "--budget", "1", "--seed", "4")
+    assert human.exit_code == 0, human.output
+    with Journal(settings.journal_path) as j:
+        [sid] = [s.id for s in j.sessions.list() if s.budget == 1 and s.seed == 4]
+    tail = human.stdout.split("leaderboard (validation)", 1)[1]
+    assert "go/no-go gates" in tail and f"every trial: `alphaloop journal {sid}`" in tail
+    assert "every trial\n" not in human.stdout  # listed by `journal`, not here
+    assert "every trial\n" in run_cli("journal", sid).stdout
+
+
 def test_finalize_deflates_over_the_search_trials_only(settings: Settings, session: str) -> None:
     with Journal(settings.journal_path) as j:
         s, rows = j.sessions.get(session), j.trials.of_session(session)

@@ -105,7 +105,8 @@ def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> Non
             guarded(ops.run_session, session_id, settings, on_event)
         # Off a terminal, Live leaves its last frame without a line break.
         console.line()
-    review(session_id, settings, as_json)
+    # The live view showed the trials as they ran: the end shows the leaderboard and the result.
+    review(session_id, settings, as_json, every_trial=False)
 
 
 @research_app.command("start")

@@ -104,9 +104,12 @@ LLM_MODES = {
 }
 
 
-def review(session_id: str, settings: Settings, as_json: bool) -> None:
-    """Prints a session's review: leaderboard, every trial with its clips, the test result with
-    the deflated Sharpe, PBO and gates, and the newest `alphaloop validate` report."""
+def review(
+    session_id: str, settings: Settings, as_json: bool, every_trial: bool = True
+) -> None:
+    """Prints a session's review: leaderboard, every trial with its clips (or, without
+    ``every_trial``, the command that lists them), the test result with the deflated Sharpe, PBO
+    and gates, and the newest `alphaloop validate` report."""
     r = guarded(ops.session_review, settings, session_id)
     validation = guarded(ops.latest_validation, settings, session_id)
     if as_json:
@@ -132,7 +135,10 @@ def review(session_id: str, settings: Settings, as_json: bool) -> None:
         return
     console.print(views.session_header(r.session))
     console.print(views.trials_table(r.leaderboard, r.clips, title="leaderboard (validation)"))
-    console.print(views.trials_table(r.trials, r.clips, title="every trial"))
+    if every_trial:
+        console.print(views.trials_table(r.trials, r.clips, title="every trial"))
+    else:
+        console.print(f"every trial: `alphaloop journal {session_id}`")
     if r.session.final:
         console.print(views.final_panel(r.session))
     if validation:
