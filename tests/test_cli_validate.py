@@ -33,6 +33,11 @@ def run_cli(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))
 
 
+def said(panel: str) -> str:
+    """A panel's words with its borders and line wraps taken out."""
+    return " ".join(panel.replace("\u2502", " ").split())
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("validate") / "home"
@@ -203,8 +208,8 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     assert review["validation"] == report
     human = run_cli("journal", session)
     assert "deflated Sharpe ratio" in human.stdout and "go/no-go gates" in human.stdout
-    said = " ".join(human.stdout.replace("│", " ").split())
-    assert f"unseen data (no search scored it): {first_unseen} on, {report['unseen_days']:,}" in said
+    unseen = f"unseen data (no search scored it): {first_unseen} on, {report['unseen_days']:,}"
+    assert unseen in said(human.stdout)
 
 
 def test_too_little_unseen_data_is_said_and_fails_the_gate(
@@ -216,8 +221,8 @@ def test_too_little_unseen_data_is_said_and_fails_the_gate(
     report = json.loads(result.stdout)
     assert report["walk_forward"] is None
     assert report["walk_forward_note"].startswith("not enough unseen data: 20 walk-forward")
-    human = " ".join(run_cli("validate", session, "--windows", "20").stdout.replace("│", " ").split())
-    assert "walk-forward: not enough unseen data: 20 walk-forward" in human
+    human = run_cli("validate", session, "--windows", "20").stdout
+    assert "walk-forward: not enough unseen data: 20 walk-forward" in said(human)
     [gate] = [g for g in report["gates"]["results"] if g["gate"] == "walk_forward"]
     assert not gate["passed"] and "not enough unseen data" in gate["reason"]
     assert not report["gates"]["passed"]

@@ -104,9 +104,7 @@ LLM_MODES = {
 }
 
 
-def review(
-    session_id: str, settings: Settings, as_json: bool, every_trial: bool = True
-) -> None:
+def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool = True) -> None:
     """Prints a session's review: leaderboard, every trial with its clips (or, without
     ``every_trial``, the command that lists them), the test result with the deflated Sharpe, PBO
     and gates, and the newest `alphaloop validate` report."""
