@@ -69,14 +69,15 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         "pick_reason": why,
         "folds": folds_summary(ctx),
     }
-    tests: dict[str, TrialRecord] = {}
+    evaluated = {"default": base_rows[0] if base_rows else None, "search": best}
+    tests = _test_rows(ctx, {k: t for k, t in evaluated.items() if t is not None})
     if base_rows:
-        base_test = tests["default"] = _test_row(ctx, base_rows[0])
+        base_test = tests["default"]
         final["baseline_trial_id"] = base_rows[0].id
         final["baseline_test"] = base_test.metrics
         final["baseline_test_objective"] = base_test.objective
     if best is not None:
-        best_test = tests["search"] = _test_row(ctx, best)
+        best_test = tests["search"]
         final["best_trial_id"] = best.id
         final["best_validation_objective"] = best.objective
         final["best_test"] = best_test.metrics
@@ -171,27 +172,44 @@ def folds_summary(ctx: SessionContext) -> dict[str, Any]:
     return out
 
 
-def _test_row(ctx: SessionContext, evaluated: TrialRecord) -> TrialRecord:
-    """Evaluates ``evaluated``'s config once on TEST (reusing its trained policy), or returns the
-    test row a previous, interrupted finalize already wrote."""
+def _test_rows(ctx: SessionContext, evaluated: dict[str, TrialRecord]) -> dict[str, TrialRecord]:
+    """Evaluates each of ``evaluated``'s configs once on TEST (reusing its trained policy), or
+    takes the test row a previous, interrupted finalize already wrote. The evaluations are all
+    handed to the workers before the first is waited for: with two workers, the default and the
+    pick run side by side. Their rows are journaled in the order given."""
+    done: dict[int | None, TrialRecord] = {}
     for t in ctx.journal.trials.of_session(ctx.session_id, kind=TrialKind.test):
-        if t.parent_id == evaluated.id and is_outcome(t):
-            return t
-    config = TrialConfig(**evaluated.config)
-    row = ctx.journal.trials.start(
-        ctx.session_id,
-        kind=TrialKind.test,
-        config=evaluated.config,
-        config_hash=config_hash(config),
-        delta={"changes": {}, "rationale": f"test-window evaluation of trial {evaluated.idx}"},
-        parent_id=evaluated.id,
-        seed=evaluated.seed,
-        rationale="held-out test evaluation",
-        proposer="finalize",
-    )
-    pending = flight.submit(ctx, row, config, window="test", policy_path=evaluated.policy_path)
-    outcome = outcome_of(pending)
-    return nodes.finish_outcome(ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window")
+        if is_outcome(t):
+            done.setdefault(t.parent_id, t)
+    running = {}
+    for key, trial in evaluated.items():
+        if trial.id in done:
+            continue
+        config = TrialConfig(**trial.config)
+        row = ctx.journal.trials.start(
+            ctx.session_id,
+            kind=TrialKind.test,
+            config=trial.config,
+            config_hash=config_hash(config),
+            delta={"changes": {}, "rationale": f"test-window evaluation of trial {trial.idx}"},
+            parent_id=trial.id,
+            seed=trial.seed,
+            rationale="held-out test evaluation",
+            proposer="finalize",
+        )
+        policy = trial.policy_path
+        running[key] = row, flight.submit(ctx, row, config, window="test", policy_path=policy)
+    tests = {}
+    for key, trial in evaluated.items():
+        if key not in running:
+            tests[key] = done[trial.id]
+            continue
+        row, pending = running[key]
+        outcome = outcome_of(pending)
+        tests[key] = nodes.finish_outcome(
+            ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window"
+        )
+    return tests
 
 
 def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord) -> dict[str, Any]:

@@ -1,14 +1,21 @@
-"""How many tests the session's pick is one of, on hand-built daily series with a known answer."""
+"""How many tests the session's pick is one of, on hand-built daily series with a known answer;
+and the TEST evaluations handed to the workers together."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 
+from alphaloop.knobs import TrialConfig
+from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.finalize import configs_tried
+from alphaloop.meta_agent.state import TrialOutcome
 from alphaloop.metrics import effective_trials
+from tests.meta_agent.helpers import session_context
 
 
 def _search(series: np.ndarray) -> list[SimpleNamespace]:
@@ -46,3 +53,48 @@ def test_only_the_days_all_share_count_and_other_kinds_of_row_are_not_candidates
     rows.append(SimpleNamespace(kind="baseline", status="keep", val_returns=list(market)))
     expected = effective_trials(configs[-300:] - market[-300:, None])
     assert configs_tried(rows, market) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_test_evaluations_all_start_before_the_first_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = session_context(tmp_path)
+    events: list[str] = []
+
+    def started(kind: str, seed: int, parent: int | None = None) -> Any:
+        config = TrialConfig(cvar_alpha=0.9 if kind == "search" else 0.95).model_dump()
+        return ctx.journal.trials.start(
+            ctx.session_id, kind=kind, config=config, config_hash=None, delta={"changes": {}},
+            parent_id=parent, seed=seed, rationale=None, proposer=None,
+        )  # fmt: skip
+
+    def submit(_ctx: Any, row: Any, config: TrialConfig, **where: str) -> str:
+        events.append(f"submit {row.parent_id} {where['window']}")
+        return f"pending {row.parent_id}"
+
+    def outcome_of(pending: str) -> TrialOutcome:
+        events.append(f"wait {pending}")
+        return TrialOutcome.failed(RuntimeError("worker gone"))
+
+    monkeypatch.setattr(finalize.flight, "submit", submit)
+    monkeypatch.setattr(finalize, "outcome_of", outcome_of)
+    try:
+        default, pick = started("baseline", 0), started("search", 1)
+        tests = finalize._test_rows(ctx, {"default": default, "search": pick})
+        assert events == [
+            f"submit {default.id} test", f"submit {pick.id} test",
+            f"wait pending {default.id}", f"wait pending {pick.id}",
+        ]  # fmt: skip
+        assert [tests["default"].parent_id, tests["search"].parent_id] == [default.id, pick.id]
+        assert tests["default"].idx < tests["search"].idx  # journaled in the order given
+        assert {t.status for t in tests.values()} == {"crash"}
+        # A finalize run again (after a resume that found a new pick) keeps the test rows that
+        # have an outcome, and runs only the evaluation that has none.
+        events.clear()
+        new_pick = started("search", 2)
+        again = finalize._test_rows(ctx, {"default": default, "search": new_pick})
+        assert events == [f"submit {new_pick.id} test", f"wait pending {new_pick.id}"]
+        assert again["default"].id == tests["default"].id
+        assert again["search"].parent_id == new_pick.id
+    finally:
+        ctx.journal.close()
