@@ -193,6 +193,17 @@ def test_the_stress_table_says_which_cases_ran_on_unseen_data() -> None:
     assert "in sample" not in _draw(views.validation_panel(legacy), 200)
 
 
+def test_the_sessions_list_says_when_the_default_was_the_pick() -> None:
+    default = NS(
+        **{**vars(SESSION), "final": FinalReport(stop_reason="budget", n_trials=40, pick="default")}
+    )
+    running = NS(**{**vars(SESSION), "final": None})
+    drawn = [_draw(views.sessions_table([s], {SESSION_ID: 40}), 200) for s in (SESSION, default)]
+    assert "1.2345" in drawn[0] and "default" not in drawn[0]
+    assert "│ default │" in drawn[1]
+    assert "│ -  " in _draw(views.sessions_table([running], {SESSION_ID: 40}), 200)
+
+
 def test_a_table_too_wide_for_its_words_is_shown_vertically() -> None:
     drawn = _draw(views.sessions_table([SESSION], {SESSION_ID: 40}), WIDTH)
     assert f"id        {SESSION_ID}" in drawn

@@ -442,14 +442,17 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
         table.add_column(col)
     table.add_column("goal", ratio=1)
     for s in sessions:
-        best = s.final.best_validation_objective if s.final else None
+        final = s.final
+        best = fmt(final.best_validation_objective if final else None)
+        if final is not None and final.pick == "default":
+            best = "default"  # nothing beat it with confidence
         table.add_row(
             s.id,
             s.status,
             s.mode,
             plain(s.proposer),
             f"{counts.get(s.id, 0)}/{s.budget}",
-            fmt(best),
+            best,
             plain(shorten(s.goal, 60)),
         )
     return table
