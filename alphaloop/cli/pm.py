@@ -57,6 +57,8 @@ def tick(
         return
     verdict = decision.status + (f" ({decision.halt_reason})" if decision.halt_reason else "")
     console.print(f"{decision.date} book {escape(book)}: {escape(verdict)}")
+    if decision.orders and decision.status == "halted":
+        console.print("  held back, not sent:")
     for order in decision.orders:
         console.print(f"  {order['symbol']}: {order['shares']:+.4f} @ {order['price']:.2f}")
     if decision.error:
@@ -123,7 +125,8 @@ def status(
         console.print(f"  equity {st.equity:,.2f}, P&L {st.pnl:+,.2f}")
     for d in st.decisions:
         why = f" ({escape(d.halt_reason)})" if d.halt_reason else ""
-        console.print(f"  #{d.id} {d.date} {d.status}{why}, {len(d.orders)} orders")
+        held = " held back" if d.status == "halted" and d.orders else ""
+        console.print(f"  #{d.id} {d.date} {d.status}{why}, {len(d.orders)} orders{held}")
     for e in st.events:
         console.print(f"  {e.created_at[:19]} {e.kind} ({e.origin}): {escape(e.reason)}")
 

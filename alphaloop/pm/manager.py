@@ -143,6 +143,8 @@ def tick(
     peak = max(book.peak_equity, equity)
     if why or plan is None or not plan.orders:
         outcome = {"status": "halted", "halt_reason": why} if why else {"status": "sent"}
+        if why:
+            fields = _untraded(journal, book, fields)
         return journal.books.commit_tick(
             book_name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
             as_of=fields["date"],
@@ -217,6 +219,17 @@ def already(
             "ticks forward"
         )
     return None
+
+
+def _untraded(journal: Journal, book: BookRecord, fields: dict) -> dict:
+    """``fields`` of a tick that traded nothing (halted, or every order rejected), handing on
+    the pipeline state the tick started from instead of the one its decision made: the next
+    tick decides again where this one stood, so the book trades toward the policy's target as
+    soon as it may, rather than holding, until the next rebalance, a target it never bought.
+    (A halt pauses the policy's rebalance clock.) Read before this tick is committed."""
+    before = None if book.as_of is None else _last_state(journal, book.name)
+    stages = {**(fields.get("stages") or {}), "state": before.to_json() if before else None}
+    return fields | {"stages": stages}
 
 
 def _named(plan: OrderPlan, book: str, date: str) -> OrderPlan:
@@ -302,6 +315,8 @@ def _settle(
         errors = "; ".join(f"{o['symbol']}: {o['error']}" for o in rejected)
         outcome["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
     outcome["status"] = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
+    if outcome["status"] == "failed":
+        fields = _untraded(journal, book, fields)
     return journal.books.commit_tick(
         book.name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
         as_of=fields["date"],

@@ -145,6 +145,30 @@ def test_an_interrupted_alpaca_tick_is_settled_by_client_order_id(
     assert set(sent) <= set(posts)
 
 
+def test_a_tick_whose_orders_were_all_rejected_is_decided_again_the_next_day(
+    active: Settings,
+) -> None:
+    prices = load_prices(DATA)
+    closes = {str(s): float(v) for s, v in prices.loc[:NEXT].iloc[-2].items()}
+    with FakeAlpaca(prices=closes) as server:
+        alpaca = active.model_copy(
+            update={"alpaca_api_key": KEY, "alpaca_secret_key": SECRET,
+                    "alpaca_base_url": server.base_url, "broker": "alpaca"}
+        )  # fmt: skip
+        for _ in prices.columns:
+            server.fail_next("/v2/orders", 403, {"code": 40310000, "message": "account blocked"})
+        failed = ops_pm.pm_tick(alpaca, date=DAY)
+        server.failures.clear()
+        retried = ops_pm.pm_tick(alpaca, date=NEXT)
+    assert failed.status == "failed" and failed.orders and not failed.fills
+    assert "account blocked" in (failed.error or "")
+    # Nothing was bought on DAY: NEXT decides as the first day of the sequence again and trades
+    # toward the target, instead of holding (in cash) a target the book never bought.
+    assert failed.stages["state"] is None
+    assert retried.status == "sent" and retried.fills
+    assert retried.stages["state"]["step"] == 1
+
+
 def test_ticks_of_one_book_are_serialised(tmp_path: Path) -> None:
     with book_lock(tmp_path, "main"):
         with pytest.raises(Conflict, match="being ticked by another process"):

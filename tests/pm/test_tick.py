@@ -106,10 +106,25 @@ def test_every_halt_reason_sends_nothing(active: Settings, reason: str, clean_en
         first = journal.books.list_decisions("main")[-1]
     assert len(fills) == (len(first.fills) if reason == "drawdown" else 0)
     if reason == "manual":
+        assert decision["orders"]  # what it would have sent, journaled as held back
+        said = CliRunner().invoke(app, ["pm", "status"]).stdout
+        assert (
+            f"{DAY} halted (manual halt: earnings), {len(decision['orders'])} orders held back"
+            in said
+        )
         CliRunner().invoke(app, ["pm", "resume", "--why", "earnings are out"])
-        # The halted day keeps its decision; the book trades again from the next day.
+        # The halted day keeps its decision; the book trades again from the next day, toward
+        # the policy's target: the halt paused the rebalance clock, it did not leave the book
+        # holding (in cash, until the next rebalance) a target it never bought.
         assert _tick("--date", DAY) == decision
-        assert _tick("--date", NEXT)["status"] == "sent"
+        after = _tick("--date", NEXT)
+        assert after["status"] == "sent" and after["orders"] and after["fills"]
+        with Journal(active.journal_path) as journal:
+            book = journal.books.get("main")
+            row = journal.books.get_decision(after["id"])
+        assert decision["stages"]["state"] is None  # the book's first tick: nothing to hand on
+        assert row.stages["state"]["step"] == 1  # decided as the first day of the sequence
+        assert set(book.positions) == {s for s, w in row.target_weights.items() if w > 1e-5}
 
 
 def _truncated_data(settings: Settings):
