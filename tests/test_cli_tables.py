@@ -193,6 +193,16 @@ def test_the_stress_table_says_which_cases_ran_on_unseen_data() -> None:
     assert "in sample" not in _draw(views.validation_panel(legacy), 200)
 
 
+def test_a_clipped_trial_shows_its_verdict_first_and_its_clips() -> None:
+    raced = _trial(1, "discard", "raced out on fold 3 of 3: Sharpe 0.76 vs 1.03")
+    table = views.trials_table([raced], {1: [_clip()]})
+    [note] = [c.plain for c in table.columns[-1].cells]
+    assert (
+        note
+        == "raced out on fold 3 of 3: Sharpe 0.76 vs 1.03; clipped max_position_pct: 0.01->0.05"
+    )
+
+
 def test_the_sessions_list_says_when_the_default_was_the_pick() -> None:
     default = NS(
         **{**vars(SESSION), "final": FinalReport(stop_reason="budget", n_trials=40, pick="default")}

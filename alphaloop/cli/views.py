@@ -183,16 +183,18 @@ def trials_table(
         ("MDD", {"justify": "right"}),
         ("proposer", {}),
         ("changes", {"max_width": 48}),
-        ("clips / reason", {"max_width": 48}),
+        ("reason / clips", {"max_width": 48}),
     ):
         table.add_column(col, **kw)
     for t in trials:
         clips = clips_by_trial.get(t.id, [])
-        note = "; ".join(f"{c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips)
-        note = note or (t.error or t.reason or "")
+        parts = [t.error or t.reason or ""]
         violation = getattr(t, "violation", None)
-        if violation and violation not in note:  # a kept baseline that breaks a limit
-            note = f"{note}; {violation}" if note else violation
+        if violation and violation not in parts[0]:  # a kept baseline that breaks a limit
+            parts.append(violation)
+        # The verdict first (a long note is cut at its end), then the knobs clipped to bounds.
+        parts += [f"clipped {c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips]
+        note = "; ".join(p for p in parts if p)
         table.add_row(
             str(t.idx),
             t.kind,
