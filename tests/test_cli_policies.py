@@ -106,6 +106,9 @@ def test_show_activate_and_verify(trained: tuple[Path, Any]) -> None:
     assert listed["overrides"] == {str(entry["id"]): "smoke test"}
     shown_text = " ".join(cli(home, "policies", "show", str(entry["id"])).stdout.split())
     assert "activated over its gates: smoke test" in shown_text
+    with Journal(home / "journal.db") as journal:
+        idx = journal.trials.get(entry["trial_id"]).idx  # the journal's #, not the row's id
+    assert shown["trial_idx"] == idx and f"{entry['session_id']}, trial #{idx})" in shown_text
     pointer = json.loads((home / "active_policy.json").read_text())
     assert pointer["policy_id"] == entry["id"] and pointer["sha256"] == entry["sha256"]
     assert ok_json(cli(home, "policies", "show", str(entry["id"]), "--json"))["active"]

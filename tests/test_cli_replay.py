@@ -76,6 +76,7 @@ def test_a_trial_replayed_on_its_own_window_gives_its_journaled_returns(
     window = tuple(session["settings"]["data"]["validation"])
     run = ok_json(replay(home, "--trial", f"{session['id']}:{trial['idx']}", window=window))
     assert run["replay"]["parent_trial_id"] == trial["id"]
+    assert run["parent"] == f"trial #{trial['idx']} of {session['id']}"  # the journal's #
     assert run["replay"]["config_hash"] == trial["config_hash"]
     with Journal(home["path"] / "journal.db") as journal:
         # The trial was scored on folds; VALIDATION is the most recent of them.
@@ -98,6 +99,7 @@ def test_replays_are_bit_identical_and_journaled(home: dict[str, Any]) -> None:
     policy_id = home["train"]["session"]["final"]["policy_id"]
     a, b = (ok_json(replay(home, "--policy", str(policy_id))) for _ in range(2))
     assert a["metrics"] == b["metrics"] and a["replay"]["returns"] == b["replay"]["returns"]
+    assert a["parent"] == f"policy {policy_id}"
     assert a["replay"]["parent_policy_id"] == policy_id and a["warning"] is None
     with Journal(home["path"] / "journal.db") as journal:
         replays = journal.policies.list_replays(parent_policy_id=policy_id)

@@ -105,7 +105,8 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
     p = detail.policy
     console.print(
         f"[bold]policy {p.id}[/bold] ({p.kind.value}, {p.source.value} run "
-        f"{p.session_id}, trial {p.trial_id})" + (" [green]active[/green]" if detail.active else "")
+        f"{p.session_id}, trial #{detail.trial_idx})"
+        + (" [green]active[/green]" if detail.active else "")
     )
     data = ", ".join(f"{k}={v}" for k, v in p.data_spec.items() if v is not None)
     console.print(f"config {p.config_hash[:12]}, seed {p.seed}; data {escape(data)}")

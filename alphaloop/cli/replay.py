@@ -55,9 +55,8 @@ def replay(
         typer.echo(json.dumps(run.model_dump(mode="json")))
         return
     r = run.replay
-    parent = f"trial {r.parent_trial_id}" if r.parent_trial_id else f"policy {r.parent_policy_id}"
     console.print(
-        f"replay {r.id} of {parent} ({run.mode}, config {r.config_hash[:12]}) on "
+        f"replay {r.id} of {escape(run.parent)} ({run.mode}, config {r.config_hash[:12]}) on "
         f"{r.start}..{r.end}, {run.n_days} days of {escape(r.data_source)}"
     )
     console.print(

@@ -23,6 +23,8 @@ class PolicyDetail(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     policy: PolicyRecord
+    # The journal's # of the trial it came from (``policy.trial_id`` is the row's id).
+    trial_idx: int
     active: bool
     replays: list[ReplayRecord]
     # The reason a person gave to activate it without a GO from its gates, if they did.
@@ -60,8 +62,10 @@ def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
     with open_journal(settings) as journal:
         record = journal.policies.get(policy_id)
         replays = journal.policies.list_replays(parent_policy_id=policy_id)
+        trial_idx = journal.trials.get(record.trial_id).idx
     return PolicyDetail(
         policy=record,
+        trial_idx=trial_idx,
         active=library.active_policy_id(settings) == record.id,
         replays=replays,
         override=activation_overrides(settings).get(record.id),

@@ -62,6 +62,8 @@ class ReplayRun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     replay: ReplayRecord
+    # What was replayed, as a person names it: "trial #8 of s-..." (the journal's #) or "policy 3".
+    parent: str
     mode: str
     metric: str
     objective: float
@@ -284,6 +286,7 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
         )
     return ReplayRun(
         replay=record,
+        parent=parent.label,
         mode=parent.mode,
         metric=parent.metric,
         objective=result.objective,
