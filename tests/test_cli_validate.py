@@ -212,6 +212,22 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     assert unseen in said(human.stdout)
 
 
+def test_validate_judges_the_drawdown_against_the_sessions_limit(settings: Settings) -> None:
+    limited = run_cli(*SESSION, "--budget", "2", "--seed", "5", "--max-drawdown", "0.2")
+    assert limited.exit_code == 0, limited.output
+    sid = json.loads(limited.stdout)["session"]["id"]
+
+    def drawdown_gate(*args: str) -> dict[str, Any]:
+        report = json.loads(run_cli("validate", sid, "--json", "--windows", "2", *args).stdout)
+        return next(g for g in report["gates"]["results"] if g["gate"] == "max_drawdown")
+
+    with Journal(settings.journal_path) as j:
+        final = j.sessions.get(sid).final.journaled()
+    [at_finalize] = [g for g in final["gates"]["results"] if g["gate"] == "max_drawdown"]
+    assert drawdown_gate()["threshold"] == at_finalize["threshold"] == 0.2
+    assert drawdown_gate("--gate", "max_drawdown=0.5")["threshold"] == 0.5
+
+
 def test_too_little_unseen_data_is_said_and_fails_the_gate(
     settings: Settings, session: str
 ) -> None:

@@ -305,7 +305,7 @@ def _overfitting(
     if not reported:
         out["gates_note"] = "no test-window metrics of the reported trial to gate"
         return out
-    gates = None if max_drawdown is None else Gates(max_drawdown=max_drawdown)
+    gates = Gates().within(max_drawdown)
     report = evaluate_gates(
         Metrics(**reported), final.get("deflated_sharpe"), out["pbo"], gates, excess=excess
     )

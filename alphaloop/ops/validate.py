@@ -354,7 +354,8 @@ def validate_session(
     wf, wf_note = _timed(timings, "walk_forward", lambda: _walk_forward(subject, n_windows))
     step("stress")
     stress = _timed(timings, "stress", lambda: _stress(subject, cost_multiplier))
-    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), gates, wf or wf_note)
+    limits = (gates or Gates()).within((s.objective or {}).get("max_drawdown"))
+    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), limits, wf or wf_note)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,

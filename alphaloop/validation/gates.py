@@ -66,6 +66,14 @@ class Gates(BaseModel):
     min_excess_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
     min_walk_forward_share: float | None = Field(default=0.5, ge=0, lt=1)
 
+    def within(self, max_drawdown: float | None) -> Gates:
+        """These gates with a session's drawdown limit (``--max-drawdown``) as the drawdown
+        gate, unless it was set here explicitly: a pick is judged against the limit its
+        session searched under, by finalize and by ``validate`` alike."""
+        if max_drawdown is None or "max_drawdown" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"max_drawdown": max_drawdown})
+
 
 class GateResult(BaseModel):
     """One gate's verdict and why."""

@@ -109,6 +109,15 @@ def test_a_gate_set_to_none_is_not_checked() -> None:
     assert report.results[0].threshold == 1.0
 
 
+def test_a_sessions_drawdown_limit_is_the_drawdown_gate_unless_one_was_asked_for() -> None:
+    assert Gates().within(0.15).max_drawdown == 0.15
+    assert Gates().within(None) == Gates()
+    asked = Gates(max_drawdown=0.4, min_sharpe=1.0)
+    assert asked.within(0.15) == asked  # set on the command line: it stands
+    assert Gates(max_drawdown=None).within(0.15).max_drawdown is None  # turned off: it stays off
+    assert Gates(min_sharpe=1.0).within(0.15) == Gates(min_sharpe=1.0, max_drawdown=0.15)
+
+
 def test_gates_reject_nonsense_thresholds() -> None:
     with pytest.raises(ValueError):
         Gates(max_pbo=1.5)
