@@ -88,9 +88,10 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
         assert s.final.best_test_objective == best_test.objective
     assert review["final"] == s.final.journaled() and review["counted_trials"] == 4
 
-    # Its budget is used up now: resuming again runs nothing and says so.
+    # Its budget is used up now: resuming again is refused (exit 2, as `stop` is) and runs
+    # nothing.
     again = run_cli("research", "resume", sid, "--json")
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == 2 and again.stdout == ""
     assert "already finished (trial budget of 4 reached); nothing to resume" in one_line(
         again.stderr
     )

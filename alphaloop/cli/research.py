@@ -224,9 +224,7 @@ def research_resume(
     Example: alphaloop research resume s-20260101-120000-ab12
     """
     settings = get_settings()
-    note = guarded(ops.check_resume, session, settings)
-    if note:
-        err_console.print(escape(note))
+    guarded(ops.check_resume, session, settings)
     _run_session_view(session, settings, as_json)
 
 

@@ -98,12 +98,13 @@ class SessionFailed(AlphaloopError):
     """A session started by :func:`run_research` stopped with an error."""
 
 
-def check_resume(session_id: str, settings: Settings) -> str | None:
-    """Checks a session can be resumed; returns a note when resuming will run no trial.
+def check_resume(session_id: str, settings: Settings) -> None:
+    """Checks a session can be resumed: it has trials left to run.
 
     Raises:
         NoJournal, SessionNotFound: nothing to resume.
         SessionRunning: a live process runs it (stop it or wait).
+        Conflict: it finished with its budget used up; nothing to resume.
     """
     from alphaloop.meta_agent.session import continues_after_stop
 
@@ -116,8 +117,10 @@ def check_resume(session_id: str, settings: Settings) -> str | None:
         )
     if s.status == "finished" and not continues_after_stop(s, counted):
         reason = s.final.stop_reason if s.final else "finished"
-        return f"session {session_id} already finished ({reason}); nothing to resume"
-    return None
+        raise Conflict(
+            f"session {session_id} already finished ({reason}); nothing to resume; "
+            f"`alphaloop journal {session_id}` shows its result"
+        )
 
 
 def stop_session(session_id: str, settings: Settings) -> SessionRecord:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from alphaloop.journal import Journal
+from alphaloop.journal import FinalReport, Journal, SessionStatus
 from alphaloop.settings import Settings
 
 from .helpers import PAGE, live_server, new_session
@@ -69,9 +69,14 @@ def test_resume_is_refused_before_any_job_starts(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
         live = new_session(j)  # owned by this living process: it is running
         j.sessions.update(live, owner_pid=os.getpid())
+        done = new_session(j)  # finished with nothing left to run
+        final = FinalReport(stop_reason="trial budget of 5 reached", n_trials=5)
+        j.sessions.update(done, status=SessionStatus.finished, final=final.journaled())
     with live_server(settings) as base:
         busy = httpx.post(f"{base}/api/research/{live}/resume", headers=PAGE)
         assert busy.status_code == 409 and "is running" in busy.json()["detail"]
+        finished = httpx.post(f"{base}/api/research/{done}/resume", headers=PAGE)
+        assert finished.status_code == 409 and "nothing to resume" in finished.json()["detail"]
         missing = httpx.post(f"{base}/api/research/s-20000101-000000-abcd/resume", headers=PAGE)
         assert missing.status_code == 404
         assert httpx.get(f"{base}/api/jobs").json() == {"items": [], "next_after": 0}
