@@ -73,6 +73,8 @@ def validate(
 
     Example: alphaloop validate s-20260101-120000-ab12 --gate min_sharpe=1.0 --json
     """
+    if blocks < 2 or blocks % 2:
+        raise fail(f"--blocks takes an even number >= 2 (CSCV halves the blocks), got {blocks}", 2)
     gates = parse_gates(gate)
     settings = get_settings()
     spinner = console.status("validating...", spinner="dots") if not as_json else nullcontext()

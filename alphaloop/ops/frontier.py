@@ -123,7 +123,7 @@ def _history(market: MarketData, assets: int) -> tuple[np.ndarray, list[str]]:
     if assets > market.n_assets:
         raise DataError(
             f"--assets {assets} is more than the {market.n_assets} assets of the {DATA} data; "
-            f"ask for 2..{market.n_assets}"
+            f"ask for 5..{market.n_assets}"
         )
     stop = market.val.stop
     history = market.returns[max(0, stop - SCENARIO_WINDOW) : stop, :assets]

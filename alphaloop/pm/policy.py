@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import PmError
+from alphaloop.exceptions import DataError, PmError
 from alphaloop.journal.policies import PolicyRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.library import load_ppo, verified_policy_file
@@ -65,6 +65,8 @@ def setup_for(
 
 def window_rows(market: MarketData, start: str, end: str) -> slice:
     """Rows of ``market.returns`` dated ``start .. end`` (inclusive)."""
+    if pd.Timestamp(end) < pd.Timestamp(start):
+        raise DataError(f"--end {end} is before --start {start}")
     a = int(market.dates.searchsorted(pd.Timestamp(start), side="left"))
     b = int(market.dates.searchsorted(pd.Timestamp(end), side="right"))
     if b - a < 1:
