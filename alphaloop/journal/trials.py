@@ -49,6 +49,14 @@ _SCORED = (TrialStatus.keep.value, TrialStatus.discard.value)
 _VALIDATION_KINDS = (TrialKind.search.value, TrialKind.baseline.value)
 _BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
 _BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
+# A trial raced out ran fewer of its folds than there were: its objective is one fold's, not
+# comparable with a mean over all of them, so it ranks below every trial scored on all its folds.
+_PARTLY_SCORED = (
+    "(SELECT COUNT(*) < MAX(f.n_folds) FROM trial_folds f WHERE f.trial_id = trials.id)"
+)
+_LEADERBOARD_FIRST = (
+    f"ORDER BY violation IS NOT NULL, COALESCE({_PARTLY_SCORED}, 0), objective DESC, idx ASC"
+)
 
 
 # Trials that can rank as a session's best (:meth:`Trials.best`): only theirs are read past the
@@ -533,18 +541,19 @@ class Trials:
     ) -> list[TrialRecord]:
         """The ``k`` best finished search and baseline trials (validation window), best first:
         trials within the session's limits before those that break one (a discarded trial with
-        a higher objective is no better than one that respects the limits), then by objective,
-        ties broken by the earlier index. Test-window rows never appear. With ``series=False``
-        the per-day series come back None. The ranking sorts ids only, so its cost does not grow
-        with the size of the trials' rows."""
+        a higher objective is no better than one that respects the limits), trials scored on
+        all their folds before those raced out on one, then by objective, ties broken by the
+        earlier index. Test-window rows never appear. With ``series=False`` the per-day series
+        come back None. The ranking sorts ids only, so its cost does not grow with the size of
+        the trials' rows."""
         if k < 1:
             raise ValueError(f"leaderboard needs k >= 1, got {k}")
         ranked = (
             "SELECT id FROM trials WHERE session_id = ? AND kind IN (?, ?) "
-            f"AND status != ? AND objective IS NOT NULL {_BEST_FIRST} LIMIT ?"
+            f"AND status != ? AND objective IS NOT NULL {_LEADERBOARD_FIRST} LIMIT ?"
         )
         return self._records(
-            f"SELECT {_columns(series)} FROM trials WHERE id IN ({ranked}) {_BEST_FIRST}",
+            f"SELECT {_columns(series)} FROM trials WHERE id IN ({ranked}) {_LEADERBOARD_FIRST}",
             (session_id, *_VALIDATION_KINDS, TrialStatus.running.value, k),
         )
 

@@ -80,6 +80,25 @@ def test_leaderboard_best_first_ties_by_index(journal: Journal) -> None:
         journal.trials.leaderboard(sid, k=0)
 
 
+def test_leaderboard_ranks_a_raced_out_trial_below_the_fully_scored(journal: Journal) -> None:
+    sid = new_session(journal)
+
+    def scored(objective: float, folds: range) -> TrialRecord:
+        t = finished(journal, sid, "discard", objective)
+        for fold in folds:
+            journal.folds.add(
+                t.id, fold=fold, n_folds=3, start_date="2017-01-03", end_date="2017-12-29",
+                objective=objective, metrics={}, result={}, returns=[0.0], elapsed_s=0.1,
+            )  # fmt: skip
+        return t
+
+    raced = scored(1.18, range(2, 3))  # its last fold only: one fold's Sharpe
+    full = scored(0.97, range(3))
+    older = finished(journal, sid, "discard", 0.5)  # from before folds were journaled
+    board = journal.trials.leaderboard(sid)
+    assert [t.id for t in board] == [full.id, older.id, raced.id]
+
+
 def test_leaderboard_ranks_trials_within_the_limits_first(journal: Journal) -> None:
     # A limit nobody but one search trial met: the baseline and the higher-scoring discards
     # break it, so the one trial that respects it tops the board despite its lower objective.
