@@ -109,6 +109,12 @@ def test_show_activate_and_verify(trained: tuple[Path, Any]) -> None:
     with Journal(home / "journal.db") as journal:
         idx = journal.trials.get(entry["trial_id"]).idx  # the journal's #, not the row's id
     assert shown["trial_idx"] == idx and f"{entry['session_id']}, trial #{idx})" in shown_text
+    # The validation figure is the one its session ranked it by, in the list as in `show`.
+    assert f"validation objective {entry['val_objective']:.4f}: its sharpe on each fold" in (
+        shown_text
+    )
+    listed_text = cli(home, "policies", "list").stdout
+    assert f"{entry['val_objective']:.3f}" in listed_text
     pointer = json.loads((home / "active_policy.json").read_text())
     assert pointer["policy_id"] == entry["id"] and pointer["sha256"] == entry["sha256"]
     assert ok_json(cli(home, "policies", "show", str(entry["id"]), "--json"))["active"]

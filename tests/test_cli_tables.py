@@ -249,8 +249,8 @@ def _fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prefs_cli, "prefs", NS(preference_stats=lambda settings: stats))
     policy = NS(
         id=7, kind=NS(value="mean_cvar"), source=NS(value="research"), session_id=SESSION_ID,
-        objective={"metric": "sharpe"}, val_metrics=METRICS, test_metrics=METRICS,
-        gates_passed=False,
+        objective={"metric": "sharpe"}, val_objective=0.9711, val_metrics=METRICS,
+        test_metrics=METRICS, gates_passed=False,
     )  # fmt: skip
     monkeypatch.setattr(
         policies_cli,

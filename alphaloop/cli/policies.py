@@ -82,7 +82,7 @@ def list_(as_json: JsonFlag = False) -> None:
             r.source.value,
             r.session_id,
             str(r.objective.get("metric", "sharpe")),
-            _metric(r, "val_metrics"),
+            views.fmt(r.val_objective, "{:.3f}"),  # the figure its session ranked it by
             _metric(r, "test_metrics"),
             {True: "pass", False: "fail", None: "-"}[r.gates_passed]
             + (f" (overridden: {escape(overrides[r.id])})" if r.id in overrides else ""),
@@ -112,7 +112,14 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
     console.print(f"config {p.config_hash[:12]}, seed {p.seed}; data {escape(data)}")
     console.print(f"symbols: {escape(', '.join(p.symbols))}")
     gates = {True: "passed", False: "failed", None: "not evaluated"}[p.gates_passed]
-    console.print(f"objective {p.objective.get('metric', 'sharpe')}; go/no-go gates {gates}")
+    metric = p.objective.get("metric", "sharpe")
+    console.print(f"objective {metric}; go/no-go gates {gates}")
+    if p.val_objective is not None:
+        console.print(
+            f"validation objective {p.val_objective:.4f}: its {metric} on each fold, their mean "
+            "less one standard error (over its seeds when confirmed); the validation metrics "
+            "below pool every fold day"
+        )
     if detail.override:
         console.print(f"[yellow]activated over its gates:[/yellow] {escape(detail.override)}")
     console.print(
