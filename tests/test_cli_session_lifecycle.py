@@ -58,6 +58,12 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
 
     first = run_session(sid, settings, stop_after_first_search)
     assert (first.stop_reason, first.n_trials) == ("stop requested", 1)
+    # Finished (finalized at the stop), and resumable: the reads say so and how.
+    resume = f"alphaloop research resume {sid}"
+    assert json.loads(run_cli("status", sid, "--json").stdout)["resume"] == resume
+    said = f"{sid} was stopped with 3 trial(s) of its budget left; resume it with `{resume}`"
+    assert said in one_line(run_cli("status", sid).stdout)
+    assert said in one_line(run_cli("sessions").stdout)
 
     result = run_cli("research", "resume", sid, "--json")
     assert result.exit_code == 0, result.output

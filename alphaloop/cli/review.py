@@ -45,7 +45,7 @@ def sessions(as_json: JsonFlag = False) -> None:
     console.print(views.sessions_table([r.session for r in rows], counts))
     for r in rows:
         if r.resume:
-            console.print(f"{r.session.id} was interrupted; resume it with `{r.resume}`")
+            console.print(views.resume_line(r.session, r.counted_trials, r.resume))
 
 
 def status(
@@ -92,7 +92,7 @@ def status(
     for r in found.running:
         console.print(views.live_curve_text(r.trial, alive=r.process_alive))
     if found.resume:
-        console.print(f"{escape(s.error or 'interrupted')}; resume it with `{found.resume}`")
+        console.print(views.resume_line(s, found.counted_trials, found.resume))
 
 
 LLM_MODES = {

@@ -460,6 +460,16 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
     return table
 
 
+def resume_line(session: Any, counted: int, command: str) -> Text:
+    """Why a session can be resumed, and the command that does it."""
+    if session.status == "interrupted":
+        why = f"{session.id} was interrupted" + (f" ({session.error})" if session.error else "")
+    else:
+        left = session.budget - counted
+        why = f"{session.id} was stopped with {left} trial(s) of its budget left"
+    return Text(f"{why}; resume it with `{command}`")
+
+
 def steps_note(trained: int | None, total_timesteps: int, n_envs: int) -> str | None:
     """A line saying PPO trained fewer env steps than asked, or None when it trained exactly
     the budget (or did not train). The budget is a hard cap split evenly over the env copies,

@@ -153,6 +153,16 @@ class SessionRecord(_Record):
         # A report journaled by another alphaloop may hold keys this one does not know.
         return FinalReport.read(value) if isinstance(value, dict) else value
 
+    def continues_after_stop(self, counted: int) -> bool:
+        """Whether it finished on a stop request with budget left (``counted`` trials of its
+        budget run), so that resuming it runs more trials rather than only showing its result."""
+        return (
+            self.status == SessionStatus.finished
+            and self.final is not None
+            and self.final.stop_reason == "stop requested"
+            and counted < self.budget
+        )
+
 
 class TrialRecord(_Record):
     """One trial row, whatever became of it (kept, discarded, crashed, invalid, running).

@@ -119,17 +119,6 @@ class SessionNotRunning(Conflict):
     """A stop asked of a session no live process is running (finished, failed or interrupted)."""
 
 
-def continues_after_stop(session: SessionRecord, counted: int) -> bool:
-    """Whether a finished session ended on a stop request with budget left, so that resuming it
-    runs more trials (rather than only showing its result)."""
-    return (
-        session.status == SessionStatus.finished
-        and session.final is not None
-        and session.final.stop_reason == "stop requested"
-        and counted < session.budget
-    )
-
-
 def make_proposer(
     name: ProposerName | str, settings: Settings, journal: Journal, session_id: str
 ) -> Proposer:
@@ -240,7 +229,7 @@ def run_session(
     """
     with Journal(settings.journal_path) as journal:
         session = journal.sessions.get(session_id)
-        reopen = continues_after_stop(session, journal.trials.counted(session_id))
+        reopen = session.continues_after_stop(journal.trials.counted(session_id))
         if session.status == SessionStatus.finished and not reopen:
             return session.final
         _check_runnable(session)
@@ -363,6 +352,6 @@ def _not_running(session: SessionRecord, counted: int) -> str:
     )
     if session.proposer == MANUAL_PROPOSER:
         return f"{what}; it is a manual training run, which cannot be resumed"
-    if session.status == SessionStatus.finished and not continues_after_stop(session, counted):
+    if session.status == SessionStatus.finished and not session.continues_after_stop(counted):
         return f"{what}; nothing to stop"
     return f"{what}; resume it with `alphaloop research resume {session.id}`"

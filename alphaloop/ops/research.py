@@ -106,8 +106,6 @@ def check_resume(session_id: str, settings: Settings) -> None:
         SessionRunning: a live process runs it (stop it or wait).
         Conflict: it finished with its budget used up; nothing to resume.
     """
-    from alphaloop.meta_agent.session import continues_after_stop
-
     with open_journal(settings) as j:
         s, counted = j.sessions.get(session_id), j.trials.counted(session_id)
     if s.status in ("running", "stopping"):
@@ -115,7 +113,7 @@ def check_resume(session_id: str, settings: Settings) -> None:
             f"session {session_id} is {s.status} in process {s.owner_pid}; stop it with "
             f"`alphaloop research stop {session_id}` or wait for it to end"
         )
-    if s.status == "finished" and not continues_after_stop(s, counted):
+    if s.status == "finished" and not s.continues_after_stop(counted):
         reason = s.final.stop_reason if s.final else "finished"
         raise Conflict(
             f"session {session_id} already finished ({reason}); nothing to resume; "

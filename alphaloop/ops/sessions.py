@@ -24,10 +24,13 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _MANUAL = "manual"
 
 
-def resume_command(session: SessionRecord) -> str | None:
-    """The command that continues an interrupted research session (a crash, a kill -9), or None
-    when there is nothing to resume (or, for a manual training run, no way to)."""
-    if session.status != "interrupted" or session.proposer == _MANUAL:
+def resume_command(session: SessionRecord, counted: int) -> str | None:
+    """The command that continues a research session interrupted (a crash, a kill -9) or
+    stopped with budget left (``counted`` trials run), or None when there is nothing to resume
+    (or, for a manual training run, no way to)."""
+    if session.proposer == _MANUAL:
+        return None
+    if session.status != "interrupted" and not session.continues_after_stop(counted):
         return None
     return f"alphaloop research resume {session.id}"
 
@@ -76,8 +79,8 @@ def list_sessions(
         return [
             SessionSummary(
                 session=s,
-                counted_trials=j.trials.counted(s.id),
-                resume=resume_command(s),
+                counted_trials=(counted := j.trials.counted(s.id)),
+                resume=resume_command(s, counted),
                 best=j.trials.best(s.id) if with_best else None,
             )
             for s in rows
@@ -158,7 +161,7 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
         counted_trials=counted,
         best=top[0] if top else None,
         running=[LiveTrial.of(t) for t in trials if t.status == "running"],
-        resume=resume_command(s),
+        resume=resume_command(s, counted),
     )
 
 
@@ -237,10 +240,10 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
         top = j.trials.leaderboard(session_id, 1, series=False)
         return SessionSnapshot(
             session=s,
-            counted_trials=j.trials.counted(session_id),
+            counted_trials=(counted := j.trials.counted(session_id)),
             best=top[0] if top else None,
             running=[LiveTrial.of(t) for t in j.trials.running(session_id)],
-            resume=resume_command(s),
+            resume=resume_command(s, counted),
             trials=j.trials.after(session_id, after),
             clips=_clips_by_trial(j.logs.clips_after(session_id, after)),
         )
