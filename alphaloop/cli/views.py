@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from alphaloop.knobs import BoundsClip
+from alphaloop.validation.gates import gates_headline
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("sharpe", "Sharpe", "{:.3f}"),
@@ -305,11 +306,11 @@ def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
 
 
 def gates_table(report: dict[str, Any], title: str) -> Table:
-    """Pass/fail per go/no-go gate, and the verdict in the title."""
+    """Pass/fail per go/no-go gate, and the verdict in the title (a pick that does not beat
+    1/N said first)."""
     results = report.get("results", [])
-    passed = sum(1 for r in results if r.get("passed"))
-    verdict = "GO" if report.get("passed") else "NO-GO"
-    table = FitTable(title=f"{title}: {verdict}, {passed} of {len(results)} passed")
+    verdicts = [(str(r.get("gate")), bool(r.get("passed"))) for r in results]
+    table = FitTable(title=f"{title}: {gates_headline(bool(report.get('passed')), verdicts)}")
     table.title_justify = "left"
     for col in ("gate", "verdict", "why"):
         table.add_column(col)

@@ -20,7 +20,7 @@ summary says so first.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -100,16 +100,29 @@ class GateReport(BaseModel):
     def failed(self) -> tuple[GateResult, ...]:
         return tuple(r for r in self.results if not r.passed)
 
+    def headline(self) -> str:
+        """See :func:`gates_headline`."""
+        return gates_headline(self.passed, [(r.gate, r.passed) for r in self.results])
+
     def summary(self) -> str:
-        """``GO: 10 of 10 gates passed`` or ``NO-GO: ...`` naming each failed gate's reason,
-        a pick that does not beat 1/N said first."""
-        n = len(self.results)
+        """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the comparison with
+        1/N first."""
         if self.passed:
-            return f"GO: {n} of {n} gates passed"
+            return self.headline()
         first = [r for r in self.failed if r.gate == "beats_equal_weight"]
-        headline = "does not beat 1/N with confidence; " if first else ""
         reasons = "; ".join(r.reason for r in (*first, *(r for r in self.failed if r not in first)))
-        return f"NO-GO: {headline}{n - len(self.failed)} of {n} gates passed ({reasons})"
+        return f"{self.headline()} ({reasons})"
+
+
+def gates_headline(passed: bool, verdicts: Sequence[tuple[str, bool]]) -> str:
+    """``GO: 10 of 10 gates passed``, or ``NO-GO: 4 of 10 gates passed``, with ``does not beat
+    1/N with confidence`` first when the pick does not; ``verdicts``: (gate, passed) each."""
+    n, ok = len(verdicts), sum(1 for _, p in verdicts if p)
+    if passed:
+        return f"GO: {ok} of {n} gates passed"
+    beaten = ("beats_equal_weight", False) in verdicts
+    said = "does not beat 1/N with confidence; " if beaten else ""
+    return f"NO-GO: {said}{ok} of {n} gates passed"
 
 
 # gate name -> (Gates field, comparison, what the value is, how to show it)

@@ -9,6 +9,7 @@ import pytest
 
 from alphaloop.metrics import Metrics, compute_metrics
 from alphaloop.validation import ExcessEvidence, Gates, evaluate_gates, excess_evidence
+from alphaloop.validation.gates import gates_headline
 
 
 def _metrics(**values: float) -> Metrics:
@@ -135,6 +136,17 @@ def test_a_pick_that_does_not_beat_one_over_n_is_no_go_said_first() -> None:
     assert report.summary().startswith("NO-GO: does not beat 1/N with confidence; ")
     first = report.summary().split("(", 1)[1]
     assert first.startswith("TEST Sharpe ") and "vs 1/N's" in first.split(";")[0]
+    ok = len(report.results) - len(report.failed)
+    assert report.headline() == (
+        f"NO-GO: does not beat 1/N with confidence; {ok} of {len(report.results)} gates passed"
+    )
+    assert report.summary().startswith(report.headline() + " (")
+    # The headline read from a journaled report's (gate, passed) pairs is the same.
+    verdicts = [(r.gate, r.passed) for r in report.results]
+    assert gates_headline(False, verdicts) == report.headline()
+    assert gates_headline(False, [("sharpe", False), ("beats_equal_weight", True)]) == (
+        "NO-GO: 1 of 2 gates passed"
+    )
 
 
 def test_excess_gates_without_evidence_fail_and_say_why() -> None:
