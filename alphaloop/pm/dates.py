@@ -17,11 +17,12 @@ def tick_day(text: str | None, dates: pd.DatetimeIndex) -> pd.Timestamp:
     """The trading day ``text`` names (default: the weekday after the data's last close).
 
     A day inside the data's range must be one of its rows (a weekday it lacks is a holiday);
-    a day after it must be a weekday (a tick decides from the closes it has: the kill switch
-    halts one whose prices are stale).
+    a day after it must be a weekday no later than the next one from today (a tick decides
+    from the closes it has: the kill switch halts one whose prices are stale).
 
     Raises:
-        BadTickDate: not a YYYY-MM-DD date, a weekend, a holiday, or no close before it.
+        BadTickDate: not a YYYY-MM-DD date, a weekend, a holiday, no close before it, or
+            after the next weekday from today (a typo, not a day to decide yet).
     """
     if text is None:
         return dates[-1] + pd.offsets.BDay(1)
@@ -33,6 +34,12 @@ def tick_day(text: str | None, dates: pd.DatetimeIndex) -> pd.Timestamp:
         raise BadTickDate(f"{text!r} is not a date; give the day as YYYY-MM-DD") from None
     if day.weekday() >= 5:
         raise BadTickDate(f"{day.date()} is a {day.day_name()}: markets are closed")
+    latest = pd.Timestamp.today().normalize() + pd.offsets.BDay(1)
+    if day > latest:
+        raise BadTickDate(
+            f"{day.date()} is in the future: a tick decides at most the next trading day "
+            f"({latest.date()}) from the closes before it"
+        )
     if day <= dates[0]:
         raise BadTickDate(
             f"{day.date()} is outside the data: a tick decides from the closes before it and "

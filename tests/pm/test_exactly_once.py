@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -190,10 +191,13 @@ def test_bad_days_are_named(active: Settings) -> None:
         (holiday, "not a trading day of the data (a holiday)"),
         (str(dates[0].date()), "outside the data"),
         ("1990-01-02", "outside the data"),
+        ("2099-01-02", "is in the future: a tick decides at most the next trading day"),
     ):
         with pytest.raises(BadTickDate, match=re.escape(why)):
             tick_day(text, dates)
-    for text in ("2022-13-45", "2013-07-06", "1990-01-02"):
+    tomorrow = pd.Timestamp.today().normalize() + pd.offsets.BDay(1)
+    assert tick_day(str(tomorrow.date()), dates) == tomorrow  # decided after today's close
+    for text in ("2022-13-45", "2013-07-06", "1990-01-02", "2099-01-02"):
         code, out = _cli("--date", text)
         assert code == 2, out
         assert "Traceback" not in out
