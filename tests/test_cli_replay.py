@@ -136,7 +136,7 @@ def test_the_training_window_warns_and_the_warning_is_journaled(home: dict[str, 
     ("window", "message"),
     [
         (("2030-01-01", "2030-06-30"), "outside the data"),
-        (("2009-01-01", "2010-06-30"), "outside the data"),
+        (("2009-01-01", "2010-06-30"), "is before the data's first day"),
         (("2015-06-30", "2015-01-02"), "is after --end"),
         (("2015-01-02", "2015-01-09"), "needs at least"),
         (("2010-01-05", "2010-12-31"), "history before it"),

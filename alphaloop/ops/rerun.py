@@ -185,8 +185,14 @@ def window_rows(data: MarketData, start: str, end: str, history: int) -> slice:
     span = f"the data {data.source!r} runs {first.date()}..{last.date()}"
     if d1 > d2:
         raise ReplayWindowError(f"--start {start} is after --end {end}")
-    if d1 < first or d2 > last:
+    earliest = data.dates[min(history, len(data.dates) - 1)].date()
+    if d2 > last:
         raise ReplayWindowError(f"the window {start}..{end} is outside the data: {span}")
+    if d1 < first:
+        raise ReplayWindowError(
+            f"--start {start} is before the data's first day ({span}); the strategy looks back "
+            f"{history} days, so start on {earliest} or later"
+        )
     lo = int(data.dates.searchsorted(d1, side="left"))
     hi = int(data.dates.searchsorted(d2, side="right"))
     if hi - lo < MIN_EVAL_ROWS:
@@ -195,7 +201,6 @@ def window_rows(data: MarketData, start: str, end: str, history: int) -> slice:
             f"{MIN_EVAL_ROWS}"
         )
     if lo < history:
-        earliest = data.dates[min(history, len(data.dates) - 1)].date()
         raise ReplayWindowError(
             f"the window {start}..{end} starts with {lo} trading days of history before it; the "
             f"strategy looks back {history} days, so start on {earliest} or later ({span})"
