@@ -21,7 +21,6 @@ from rich.table import Table
 from rich.text import Text
 
 from alphaloop.knobs import BoundsClip
-from alphaloop.validation.gates import gates_headline
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("sharpe", "Sharpe", "{:.3f}"),
@@ -308,6 +307,10 @@ def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
 def gates_table(report: dict[str, Any], title: str) -> Table:
     """Pass/fail per go/no-go gate, and the verdict in the title (a pick that does not beat
     1/N said first)."""
+    # Imported here: the validation package loads its statistics, which most commands never
+    # show (the command line starts without it).
+    from alphaloop.validation.gates import gates_headline
+
     results = report.get("results", [])
     verdicts = [(str(r.get("gate")), bool(r.get("passed"))) for r in results]
     table = FitTable(title=f"{title}: {gates_headline(bool(report.get('passed')), verdicts)}")
