@@ -20,6 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from alphaloop import ops
 from alphaloop.knobs import BoundsClip
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -307,13 +308,11 @@ def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
 def gates_table(report: dict[str, Any], title: str) -> Table:
     """Pass/fail per go/no-go gate, and the verdict in the title (a pick that does not beat
     1/N said first)."""
-    # Imported here: the validation package loads its statistics, which most commands never
-    # show (the command line starts without it).
-    from alphaloop.validation.gates import gates_headline
-
     results = report.get("results", [])
     verdicts = [(str(r.get("gate")), bool(r.get("passed"))) for r in results]
-    table = FitTable(title=f"{title}: {gates_headline(bool(report.get('passed')), verdicts)}")
+    # ops loads the validation package on this first use only: most commands never show gates.
+    headline = ops.gates_headline(bool(report.get("passed")), verdicts)
+    table = FitTable(title=f"{title}: {headline}")
     table.title_justify = "left"
     for col in ("gate", "verdict", "why"):
         table.add_column(col)

@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         Gates,
         ValidationReport,
         ValidationUnavailable,
+        gates_headline,
         latest_validation,
         validate_session,
     )
@@ -145,6 +146,7 @@ __all__ = [
     "check_resume",
     "compare_trials",
     "export_chart",
+    "gates_headline",
     "get_session",
     "interpret_chart",
     "latest_validation",
@@ -232,6 +234,7 @@ _LAZY = {
     "ValidationUnavailable": "alphaloop.ops.validate",
     "latest_validation": "alphaloop.ops.validate",
     "validate_session": "alphaloop.ops.validate",
+    "gates_headline": "alphaloop.ops.validate",
     "ManualRun": "alphaloop.meta_agent.manual",
     "ManualRunSpec": "alphaloop.meta_agent.manual",
     "Objective": "alphaloop.meta_agent.objective",

@@ -36,6 +36,7 @@ from alphaloop.validation import (
     StressReport,
     crisis_windows_in,
     evaluate_gates,
+    gates_headline,
     search_set,
     session_dsr,
     session_pbo,
@@ -49,6 +50,7 @@ __all__ = [
     "Gates",
     "ValidationReport",
     "ValidationUnavailable",
+    "gates_headline",
     "latest_validation",
     "validate_session",
 ]
@@ -146,10 +148,11 @@ def _gates(
 ) -> tuple[GateReport, str]:
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
     ``selection``, and its walk-forward on unseen data or why there is none), and what that
-    evidence is."""
+    evidence is. The drawdown gate is the session's limit unless ``gates`` set it."""
     metrics, evidence = _evidence(subject.rows, subject.chosen)
     excess = _excess(subject.rows, subject.chosen, subject.inputs)
-    report = evaluate_gates(metrics, *selection, gates, excess=excess, walk_forward=walk_forward)
+    limits = (gates or Gates()).within((subject.session.objective or {}).get("max_drawdown"))
+    report = evaluate_gates(metrics, *selection, limits, excess=excess, walk_forward=walk_forward)
     return report, evidence
 
 
@@ -354,8 +357,7 @@ def validate_session(
     wf, wf_note = _timed(timings, "walk_forward", lambda: _walk_forward(subject, n_windows))
     step("stress")
     stress = _timed(timings, "stress", lambda: _stress(subject, cost_multiplier))
-    limits = (gates or Gates()).within((s.objective or {}).get("max_drawdown"))
-    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), limits, wf or wf_note)
+    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), gates, wf or wf_note)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,

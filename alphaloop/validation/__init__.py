@@ -16,7 +16,14 @@ from alphaloop.validation.excess import (
     sharpe_difference,
     vol_matched_excess,
 )
-from alphaloop.validation.gates import REFERENCES, GateReport, GateResult, Gates, evaluate_gates
+from alphaloop.validation.gates import (
+    REFERENCES,
+    GateReport,
+    GateResult,
+    Gates,
+    evaluate_gates,
+    gates_headline,
+)
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
 from alphaloop.validation.stress import (
     CRISIS_WINDOWS,
@@ -63,6 +70,7 @@ __all__ = [
     "cscv_pbo",
     "evaluate_gates",
     "excess_evidence",
+    "gates_headline",
     "n_combinations",
     "recosted",
     "search_set",
