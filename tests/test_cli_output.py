@@ -120,7 +120,6 @@ JSON_COMMANDS = [
     ["status"],
     ["status", "{sid}"],
     ["journal", "{sid}"],
-    ["research", "resume", "{sid}"],
     ["trial", "--mode", "cufolio_only"],
     ["chart", "research_progress", "--session", "{sid}", "--out", "{home}/p.png"],
     ["chart", "ratio_curve", "--out", "{home}/c.html"],
@@ -138,14 +137,15 @@ def test_every_json_command_prints_exactly_one_document(
 
 
 @pytest.mark.slow
-def test_research_stop_prints_one_document_or_nothing(
-    finished: tuple[dict[str, str], str],
+@pytest.mark.parametrize("command", ["stop", "resume"])
+def test_research_stop_and_resume_print_one_document_or_nothing(
+    finished: tuple[dict[str, str], str], command: str
 ) -> None:
     env, sid = finished
-    proc = alphaloop(env, "research", "stop", sid, "--json")
+    proc = alphaloop(env, "research", command, sid, "--json")
     if proc.returncode == 0:
         one_document(proc)
-    else:  # a finished session cannot be stopped: the reason goes to stderr, stdout stays empty
+    else:  # a finished session is neither stopped nor resumed: the reason goes to stderr only
         assert proc.returncode == 2 and proc.stdout == "" and proc.stderr
 
 
