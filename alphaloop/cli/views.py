@@ -309,10 +309,8 @@ def gates_table(report: dict[str, Any], title: str) -> Table:
     """Pass/fail per go/no-go gate, and the verdict in the title (a pick that does not beat
     1/N said first)."""
     results = report.get("results", [])
-    verdicts = [(str(r.get("gate")), bool(r.get("passed"))) for r in results]
     # ops loads the validation package on this first use only: most commands never show gates.
-    headline = ops.gates_headline(bool(report.get("passed")), verdicts)
-    table = FitTable(title=f"{title}: {headline}")
+    table = FitTable(title=f"{title}: {ops.gates_headline(report)}")
     table.title_justify = "left"
     for col in ("gate", "verdict", "why"):
         table.add_column(col)

@@ -150,6 +150,8 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
     return {
         "report": jsonable(report),
+        # "NO-GO: does not beat 1/N with confidence; ..." as the terminal says it.
+        "headline": ops.gates_headline(report["gates"]) if report else None,
         "verdict": row.model_dump(mode="json") if row else None,
         "command": f"alphaloop validate {session_id}",
     }

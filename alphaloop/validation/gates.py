@@ -20,8 +20,8 @@ summary says so first.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -102,7 +102,7 @@ class GateReport(BaseModel):
 
     def headline(self) -> str:
         """See :func:`gates_headline`."""
-        return gates_headline(self.passed, [(r.gate, r.passed) for r in self.results])
+        return gates_headline(self.model_dump())
 
     def summary(self) -> str:
         """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the comparison with
@@ -114,11 +114,13 @@ class GateReport(BaseModel):
         return f"{self.headline()} ({reasons})"
 
 
-def gates_headline(passed: bool, verdicts: Sequence[tuple[str, bool]]) -> str:
+def gates_headline(report: Mapping[str, Any]) -> str:
     """``GO: 10 of 10 gates passed``, or ``NO-GO: 4 of 10 gates passed``, with ``does not beat
-    1/N with confidence`` first when the pick does not; ``verdicts``: (gate, passed) each."""
+    1/N with confidence`` first when the pick does not. ``report``: a gate report as journaled
+    (``passed``, and ``results`` with each gate's name and ``passed``)."""
+    verdicts = [(r.get("gate"), bool(r.get("passed"))) for r in report.get("results", [])]
     n, ok = len(verdicts), sum(1 for _, p in verdicts if p)
-    if passed:
+    if report.get("passed"):
         return f"GO: {ok} of {n} gates passed"
     beaten = ("beats_equal_weight", False) in verdicts
     said = "does not beat 1/N with confidence; " if beaten else ""

@@ -36,6 +36,12 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
     with live_server(settings) as base, sync_playwright() as pw:
         answer = httpx.get(f"{base}/api/sessions/{sid}/validation").json()
         assert answer["report"]["gates"] == report["gates"]
+        results = {g["gate"]: g["passed"] for g in report["gates"]["results"]}
+        lead = "GO: " if report["gates"]["passed"] else "NO-GO: "
+        if not results["beats_equal_weight"]:
+            lead += "does not beat 1/N with confidence; "
+        ok = sum(results.values())
+        assert answer["headline"] == f"{lead}{ok} of {len(results)} gates passed"
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 2000})
         page.goto(base + "/")
@@ -45,7 +51,7 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
         assert report["pbo"]["interval"] is not None  # its digits: JS and Python round apart
         expect(summary).to_contain_text("(95% ")
         expect(summary).to_contain_text(f"\u00d7 {report['pbo']['n_days']} days")
-        expect(summary).to_contain_text("GO" if report["gates"]["passed"] else "NO-GO")
+        expect(summary).to_contain_text(answer["headline"])
         gates = page.locator("#validation-gates tbody tr")
         expect(gates).to_have_count(len(report["gates"]["results"]))
         first = report["gates"]["results"][0]

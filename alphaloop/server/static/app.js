@@ -325,8 +325,8 @@ async function loadValidation() {
     for (const id of ["validation-gates", "validation-wf", "validation-stress"]) rows(id, []);
     return;
   }
-  const g = r.gates, passed = g.results.filter((x) => x.passed).length;
-  $("#validation-summary").textContent = `${g.passed ? "GO" : "NO-GO"}: ${passed} of ${g.results.length} gates passed \u2014 ` +
+  const g = r.gates;
+  $("#validation-summary").textContent = `${v.headline} \u2014 ` +
     `trial #${r.trial_idx} (${r.reported}), PBO ${fmt(r.pbo.pbo, 2)}${r.pbo.interval ? ` (95% ${fmt(r.pbo.interval[0], 2)}–${fmt(r.pbo.interval[1], 2)})` : ""} over ${r.pbo.n_trials} trials × ${r.pbo.n_days} days, deflated Sharpe ${fmt(r.deflated_sharpe.dsr, 3)}` +
     (r.unseen_start ? ` \u2014 unseen data (no search scored it): ${r.unseen_start} on, ${r.unseen_days} days` : "") +
     (r.walk_forward_note ? ` \u2014 walk-forward: ${r.walk_forward_note}` : "");
