@@ -70,8 +70,11 @@ def equity_at(cash: float, positions: dict[str, float], prices: pd.Series) -> fl
     return float(cash + sum(q * float(prices[s]) for s, q in positions.items()))
 
 
-def _last_state(journal: Journal, book: str) -> PipelineState | None:
-    for decision in journal.books.list_decisions(book, limit=50):
+def _book_state(journal: Journal, book: BookRecord) -> PipelineState | None:
+    """The pipeline state the book's next tick continues from (None: a new sequence)."""
+    if book.as_of is None:
+        return None
+    for decision in journal.books.list_decisions(book.name, limit=50):
         if decision.stages and decision.stages.get("state"):
             return PipelineState.from_json(decision.stages["state"])
     return None
@@ -138,13 +141,14 @@ def tick(
             book_name, fields, cash=book.cash, positions=book.positions,
             peak_equity=book.peak_equity, as_of=book.as_of,
         )  # fmt: skip
-    plan, equity = _plan(journal, book, setup, day, (cash, positions), fields, free_trade)
+    before = _book_state(journal, book)
+    plan, equity = _plan(book, setup, day, before, (cash, positions), fields, free_trade)
     why = _kill_switch(setup, book, equity, plan)
     peak = max(book.peak_equity, equity)
     if why or plan is None or not plan.orders:
         outcome = {"status": "halted", "halt_reason": why} if why else {"status": "sent"}
         if why:
-            fields = _untraded(journal, book, fields)
+            fields = _untraded(fields, before)
         return journal.books.commit_tick(
             book_name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
             as_of=fields["date"],
@@ -154,22 +158,23 @@ def tick(
 
 
 def _plan(
-    journal: Journal,
     book: BookRecord,
     setup: TickSetup,
     day: pd.Timestamp,
+    state: PipelineState | None,
     holdings: tuple[float, dict[str, float]],
     fields: dict,
     free_trade: bool,
 ) -> tuple[OrderPlan | None, float]:
-    """Decides ``day`` and plans its named orders (None on a hold day); adds what it decided
-    to ``fields``. Returns the plan and the book's equity at the closes the decision saw."""
+    """Decides ``day`` continuing from ``state`` (see :func:`_book_state`) and plans its named
+    orders (None on a hold day); adds what it decided to ``fields``. Returns the plan and the
+    book's equity at the closes the decision saw."""
     cash, positions = holdings
     symbols = fields["symbols"]
     closes = setup.prices[setup.prices.index < day].iloc[-1]
     equity = equity_at(cash, positions, closes)
     pre = {s: float(positions.get(s, 0.0)) * float(closes[s]) / equity for s in symbols}
-    decided = _decide(journal, book, setup, day)
+    decided = _decide(setup, day, state)
     target = {s: float(w) for s, w in zip(symbols, decided.weights, strict=True)}
     plan = None
     if decided.rebalance:
@@ -221,13 +226,12 @@ def already(
     return None
 
 
-def _untraded(journal: Journal, book: BookRecord, fields: dict) -> dict:
+def _untraded(fields: dict, before: PipelineState | None) -> dict:
     """``fields`` of a tick that traded nothing (halted, or every order rejected), handing on
     the pipeline state the tick started from instead of the one its decision made: the next
     tick decides again where this one stood, so the book trades toward the policy's target as
     soon as it may, rather than holding, until the next rebalance, a target it never bought.
-    (A halt pauses the policy's rebalance clock.) Read before this tick is committed."""
-    before = None if book.as_of is None else _last_state(journal, book.name)
+    (A halt pauses the policy's rebalance clock.)"""
     stages = {**(fields.get("stages") or {}), "state": before.to_json() if before else None}
     return fields | {"stages": stages}
 
@@ -244,11 +248,10 @@ def _named(plan: OrderPlan, book: str, date: str) -> OrderPlan:
     return plan.model_copy(update={"orders": named})
 
 
-def _decide(journal: Journal, book: BookRecord, setup: TickSetup, day: pd.Timestamp) -> PipelineRun:
+def _decide(setup: TickSetup, day: pd.Timestamp, state: PipelineState | None) -> PipelineRun:
     """The pipeline's decision for ``day`` from the returns before it, continuing the book's
-    sequence from its last journaled state."""
+    sequence from ``state``."""
     n_before = int(setup.prices.index.searchsorted(day)) - 1  # returns rows before ``day``
-    state = None if book.as_of is None else _last_state(journal, book.name)
     return setup.pipeline.run(setup.returns[:n_before], state)
 
 
@@ -316,7 +319,7 @@ def _settle(
         outcome["error"] = f"{len(rejected)} order(s) rejected, not retried: {errors}"
     outcome["status"] = "failed" if rejected and len(rejected) == len(execution.orders) else "sent"
     if outcome["status"] == "failed":
-        fields = _untraded(journal, book, fields)
+        fields = _untraded(fields, _book_state(journal, book))  # read before this commit
     return journal.books.commit_tick(
         book.name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
         as_of=fields["date"],
