@@ -6,12 +6,13 @@ seed each run. The first run of a mode in a process pays one-off costs a session
 (cvxpy canonicalising each LP shape, the baselines of the window, torch warming up); it is
 reported apart, and the median is over the runs after it.
 
-Then the ``ppo_only`` trial before and after its lean loops: SB3's own ``PPO`` (the code path
-trials took before :class:`~alphaloop.rl_engine.LeanPPO`) against ``LeanPPO``, in alternating
-runs on the same seeds (old then new, new then old, ...), so load on a shared machine falls on
-both alike. It prints each side's median, their ratio, whether every pair gave the same daily
-returns, and where a trial's time goes: model and env set-up, rollout collection (and the env
-stepping inside it), the PPO update, and the evaluation (walk-forward, backtest, baselines).
+Then the ``ppo_only`` trial by each trainer: SB3's own ``PPO``, ``LeanPPO`` (SB3's arithmetic
+with less Python around it) and ``NumpyPPO`` (today's: the gradients worked out in numpy), in
+rounds on the same seeds with the order rotated each round, so load on a shared machine falls
+on all alike. It prints each trainer's median, the ratios, whether LeanPPO gave SB3's daily
+returns bit for bit and how far NumpyPPO's are from them, and where a trial's time goes: model
+and env set-up, rollout collection (and the env stepping inside it), the PPO update, and the
+evaluation (walk-forward, backtest, baselines).
 
 Then the ``cufolio_only`` trial's own work before and after: every scenario bootstrap and
 Mean-CVaR solve of a default trial (its reference strategies' included) is recorded, then
@@ -21,7 +22,7 @@ compounded once; rows grouped by hash; the LP's arrays handed to HiGHS directly)
 alternating rounds. It prints each piece's seconds per trial, the ratios, and whether every
 output matched bit for bit.
 
-``--quick`` runs each mode once after the first, and one old/new pair or round. Reports
+``--quick`` runs each mode once after the first, and one round of each comparison. Reports
 numbers only; it asserts nothing, since timings depend on the machine and its load.
 """
 
@@ -46,7 +47,7 @@ from alphaloop.pipeline import allocate as allocate_module
 from alphaloop.portfolio_opt import _lp, bootstrap_scenarios
 from alphaloop.portfolio_opt import cvar as cvar_module
 from alphaloop.portfolio_opt import scenarios as scenarios_module
-from alphaloop.rl_engine import BatchedPortfolioVecEnv, LeanPPO
+from alphaloop.rl_engine import BatchedPortfolioVecEnv, LeanPPO, NumpyPPO
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.trials import TrialBudget, run_trial
 from alphaloop.trials import reference as reference_module
@@ -56,7 +57,7 @@ N_RUNS = 3
 N_PAIRS = 5
 # Targets on a 2-core machine (unified has none: it is ppo_only plus a CVaR overlay).
 TARGET_S = {"cufolio_only": 5.0, "ppo_only": 5.0}
-LOOPS: dict[str, type[PPO]] = {"old": PPO, "new": LeanPPO}
+LOOPS: dict[str, type[PPO]] = {"sb3": PPO, "lean": LeanPPO, "numpy": NumpyPPO}
 PARTS = ("set-up", "rollouts", "env stepping", "update", "evaluation", "cpu")
 PART_NOTES = {"env stepping": "  (inside rollouts)", "cpu": "  (the whole trial's CPU time)"}
 
@@ -103,9 +104,9 @@ def _stopwatch(parts: dict[str, float], targets: list[tuple[Any, str, str]]) -> 
         yield
 
 
-def ppo_trial(loops: type[PPO], data: MarketData, seed: int) -> tuple[float, dict, list]:
+def ppo_trial(loops: type[PPO], data: MarketData, seed: int) -> tuple[float, dict, list, float]:
     """One default ``ppo_only`` trial trained by ``loops``: its wall seconds, where they went
-    (and the trial's CPU seconds, as ``"cpu"``), and its daily returns."""
+    (and the trial's CPU seconds, as ``"cpu"``), its daily returns and its objective."""
     parts: dict[str, float] = defaultdict(float)
     targets = [
         (ppo_module, "make_ppo", "set-up"),
@@ -123,37 +124,44 @@ def ppo_trial(loops: type[PPO], data: MarketData, seed: int) -> tuple[float, dic
         parts["cpu"] = time.process_time() - cpu_began
     parts["set-up"] += parts.pop("learn") - parts["rollouts"] - parts["update"]
     parts["evaluation"] = seconds - parts["set-up"] - parts["rollouts"] - parts["update"]
-    return seconds, dict(parts), result.daily_returns
+    return seconds, dict(parts), result.daily_returns, result.objective
 
 
-def compare_loops(n_pairs: int) -> dict[str, Any]:
-    """Old and new ``ppo_only`` trials in alternating order on the same seeds."""
+def compare_loops(n_rounds: int) -> dict[str, Any]:
+    """SB3's, the lean and the numpy ``ppo_only`` trials on the same seeds, the order rotated
+    each round so load on a shared machine falls on all alike."""
     data = load_market("sp500")
-    times: dict[str, list[float]] = {"old": [], "new": []}
-    parts: dict[str, dict[str, list[float]]] = {k: defaultdict(list) for k in LOOPS}
-    identical = True
+    times: dict[str, list[float]] = {name: [] for name in LOOPS}
+    parts: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in LOOPS}
+    objectives: dict[str, list[float]] = {name: [] for name in LOOPS}
+    lean_identical, numpy_gap = True, 0.0
+    names = list(LOOPS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in LOOPS:  # warm both up (torch, the baselines' cache)
+        for name in LOOPS:  # warm each up (torch, the baselines' cache)
             ppo_trial(LOOPS[name], data, seed=1000)
-        for pair in range(n_pairs):
-            order = list(LOOPS) if pair % 2 == 0 else list(reversed(LOOPS))
+        for round_ in range(n_rounds):
             returns = {}
-            for name in order:
-                seconds, split, returns[name] = ppo_trial(LOOPS[name], data, seed=pair)
+            for name in names[round_ % 3 :] + names[: round_ % 3]:
+                seconds, split, returns[name], objective = ppo_trial(LOOPS[name], data, round_)
                 times[name].append(seconds)
+                objectives[name].append(objective)
                 for part, value in split.items():
                     parts[name][part].append(value)
-            identical &= returns["old"] == returns["new"]
+            lean_identical &= returns["sb3"] == returns["lean"]
+            gap = np.abs(np.asarray(returns["numpy"]) - np.asarray(returns["sb3"])).max()
+            numpy_gap = max(numpy_gap, float(gap))
     medians = {name: statistics.median(values) for name, values in times.items()}
     cpu = {name: statistics.median(parts[name]["cpu"]) for name in LOOPS}
     return {
-        "pairs": n_pairs,
-        "old_s": medians["old"],
-        "new_s": medians["new"],
-        "ratio": medians["old"] / medians["new"],
-        "cpu_ratio": cpu["old"] / cpu["new"],
-        "identical": identical,
+        "rounds": n_rounds,
+        "median_s": medians,
+        "cpu_s": cpu,
+        "lean_identical": lean_identical,
+        "numpy_gap": numpy_gap,
+        "objective_gap": max(
+            abs(x - y) for x, y in zip(objectives["numpy"], objectives["sb3"], strict=True)
+        ),
         "parts": {
             name: {part: statistics.median(parts[name][part]) for part in PARTS} for name in LOOPS
         },
@@ -162,20 +170,30 @@ def compare_loops(n_pairs: int) -> dict[str, Any]:
 
 
 def print_comparison(c: dict[str, Any]) -> None:
+    med, cpu = c["median_s"], c["cpu_s"]
     print(
-        f"\nppo_only before/after, default knobs and budget: SB3's loops (old) against "
-        f"LeanPPO (new), {c['pairs']} alternating pair(s) on the same seeds"
+        f"\nppo_only trial, default knobs and budget, by trainer: SB3's PPO, LeanPPO (SB3 bit "
+        f"for bit), NumpyPPO (today's); {c['rounds']} round(s) on the same seeds"
     )
-    rows = [
-        ("old (SB3 PPO)", f"median {c['old_s']:6.2f} s"),
-        ("new (LeanPPO)", f"median {c['new_s']:6.2f} s"),
-        ("ratio old/new", f"{c['ratio']:.2f}x wall, {c['cpu_ratio']:.2f}x CPU time"),
-        ("same daily returns", "yes, every pair" if c["identical"] else "NO"),
+    rows = [(name, f"median {med[name]:6.2f} s   CPU {cpu[name]:6.2f} s") for name in LOOPS]
+    rows += [
+        (
+            f"{name} / numpy",
+            f"{med[name] / med['numpy']:.2f}x wall, {cpu[name] / cpu['numpy']:.2f}x CPU",
+        )
+        for name in ("sb3", "lean")
+    ]
+    rows += [
+        ("lean: SB3's daily returns", "bit for bit" if c["lean_identical"] else "NO"),
+        (
+            "numpy: largest gap to SB3",
+            f"{c['numpy_gap']:.1e} in a daily return, {c['objective_gap']:.1e} in the objective",
+        ),
     ]
     for part in PARTS:
-        old, new = c["parts"]["old"][part], c["parts"]["new"][part]
         note = PART_NOTES.get(part, "")
-        rows.append((f"  {part}", f"old {old:6.2f} s   new {new:6.2f} s{note}"))
+        times = "   ".join(f"{name} {c['parts'][name][part]:5.2f} s" for name in LOOPS)
+        rows.append((f"  {part}", times + note))
     if c["load"] is not None:
         rows.append(("load average (1, 5, 15 min)", ", ".join(f"{x:.2f}" for x in c["load"])))
     print_rows(rows)
@@ -391,12 +409,13 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
         )
     )
     c = results["ppo_loops"]
+    med = c["median_s"]
     rows.append(
         (
-            f"ppo_only trial, SB3 loops / LeanPPO (medians of {c['pairs']} alternating)",
-            f"{c['ratio']:.2f}x",
-            f"{c['old_s']:.1f} s -> {c['new_s']:.1f} s"
-            + (", same returns" if c["identical"] else ", RETURNS DIFFER"),
+            f"ppo_only trial, SB3 / LeanPPO / NumpyPPO (medians of {c['rounds']} rounds)",
+            f"{med['sb3'] / med['numpy']:.2f}x / {med['lean'] / med['numpy']:.2f}x",
+            f"{med['sb3']:.1f} s / {med['lean']:.1f} s / {med['numpy']:.1f} s; numpy within "
+            f"{c['numpy_gap']:.0e} of SB3's daily returns",
         )
     )
     return rows

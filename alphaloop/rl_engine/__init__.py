@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
     from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
     from alphaloop.rl_engine.lean import LeanPPO
+    from alphaloop.rl_engine.numpy_ppo import NumpyPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
     from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
     from alphaloop.rl_engine.threads import (
@@ -38,6 +39,7 @@ __all__ = [
     "AdvantageEstimator",
     "BatchedPortfolioVecEnv",
     "LeanPPO",
+    "NumpyPPO",
     "PortfolioEnv",
     "TrainResult",
     "default_returns",
@@ -58,6 +60,7 @@ _LAZY = {
     "DEFAULT_N_ENVS": "alphaloop.rl_engine.defaults",
     "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.defaults",
     "LeanPPO": "alphaloop.rl_engine.lean",
+    "NumpyPPO": "alphaloop.rl_engine.numpy_ppo",
     "TRIAL_THREADS": "alphaloop.rl_engine.threads",
     "TrainResult": "alphaloop.rl_engine.ppo",
     "load_policy": "alphaloop.rl_engine.policy",

@@ -288,14 +288,20 @@ def _clip_coef(max_norm: float, total_norm: torch.Tensor) -> torch.Tensor:
     return torch.clamp(clip_coef, max=1.0)
 
 
+def flatten_buffer(buffer: RolloutBuffer) -> None:
+    """Lays the buffer's (step, env) arrays out as one sample per row, once, as
+    ``RolloutBuffer.get`` does before its first minibatch."""
+    if not buffer.generator_ready:
+        for name in _BUFFER_FIELDS:
+            buffer.__dict__[name] = buffer.swap_and_flatten(buffer.__dict__[name])
+        buffer.generator_ready = True
+
+
 class _Minibatches:
     """The rollout buffer's samples as tensors, gathered the way ``RolloutBuffer.get`` does."""
 
     def __init__(self, buffer: RolloutBuffer) -> None:
-        if not buffer.generator_ready:
-            for name in _BUFFER_FIELDS:
-                buffer.__dict__[name] = buffer.swap_and_flatten(buffer.__dict__[name])
-            buffer.generator_ready = True
+        flatten_buffer(buffer)
         self.size = buffer.buffer_size * buffer.n_envs
         self.observations = torch.from_numpy(buffer.observations)
         self.actions = torch.from_numpy(buffer.actions.astype(np.float32, copy=False))
@@ -405,7 +411,7 @@ class LeanPPO(PPO):
                     torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
                     self.policy.optimizer.step()
             self._n_updates += 1
-        self._record_update(logs, loss, clip_range)
+        self._record_update(logs, None if loss is None else loss.item(), clip_range)
 
     def _flat_adam_ready(self) -> _FlatAdam | None:
         """The flat Adam of this policy's optimizer, made on first use (None: torch's Adam)."""
@@ -445,9 +451,7 @@ class LeanPPO(PPO):
             logs["kl"].append(torch.mean((torch.exp(log_ratio) - 1) - log_ratio).cpu().numpy())
         return loss
 
-    def _record_update(
-        self, logs: dict[str, list], loss: torch.Tensor | None, clip_range: float
-    ) -> None:
+    def _record_update(self, logs: dict[str, list], loss: float | None, clip_range: float) -> None:
         """The entries SB3's ``train`` records, from the same values."""
         buffer = self.rollout_buffer
         explained_var = explained_variance(buffer.values.flatten(), buffer.returns.flatten())
@@ -458,7 +462,7 @@ class LeanPPO(PPO):
         record("train/approx_kl", np.mean(logs["kl"]))
         record("train/clip_fraction", np.mean(logs["clip"]))
         if loss is not None:
-            record("train/loss", loss.item())
+            record("train/loss", loss)
         record("train/explained_variance", explained_var)
         record("train/std", torch.exp(self.policy.log_std).mean().item())
         record("train/n_updates", self._n_updates, exclude="tensorboard")

@@ -28,7 +28,7 @@ from alphaloop.exceptions import TrialCrashed
 from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
 from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
-from alphaloop.rl_engine.lean import LeanPPO
+from alphaloop.rl_engine.numpy_ppo import NumpyPPO
 from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
 from alphaloop.rl_engine.rollouts import CriticFreeRolloutBuffer, learn_plan, rollout_plan
 from alphaloop.rl_engine.threads import TRIAL_THREADS, trial_threads
@@ -46,9 +46,10 @@ __all__ = [
     "train_ppo",
 ]
 
-# The class that trains. SB3's PPO gives the same policy bit for bit, more slowly: the tests
-# and ``benchmarks/bench_trials.py`` compare the two.
-PPO_CLASS: type[PPO] = LeanPPO
+# The class that trains. SB3's PPO (and LeanPPO, bit for bit) train the same policy to float32
+# rounding, two to four times more slowly: the tests and ``benchmarks/bench_trials.py`` compare
+# them.
+PPO_CLASS: type[PPO] = NumpyPPO
 
 # Losses PPO records after each update; explained_variance is left out because SB3 reports
 # NaN for it whenever the returns of a rollout have zero variance, which is not a divergence.

@@ -1,15 +1,16 @@
-"""How many threads torch may use while trials run side by side.
+"""How many threads torch (and numpy's BLAS) may use while trials run side by side.
 
 A PPO trial's tensors are small: two 64x64 MLPs on minibatches of 64 in training, one
 observation at a time in the walk-forward. Splitting them across threads costs more than it
 saves (on 2 cores one thread trained ~1.3x faster than two), and a worker whose torch runs
 several threads takes cores from the trials next to it, its idle OpenMP threads spinning on
-them. So a PPO trial runs torch on :data:`TRIAL_THREADS` thread(s) (see
-:func:`trial_threads`), and a worker process caps torch at its share of the cores when it
-starts (:func:`set_worker_threads`). The count never changes a number: torch computes each
-output element of these matrix products on one thread either way (the tests check it).
+them. So a PPO trial runs torch and numpy's BLAS (the numpy trainer's matrix products) on
+:data:`TRIAL_THREADS` thread(s) (see :func:`trial_threads`), and a worker process caps torch
+at its share of the cores when it starts (:func:`set_worker_threads`). The count never changes
+a number: torch computes each output element of these matrix products on one thread either way
+(the tests check it), and a trial's numpy runs on one thread wherever it runs.
 
-torch is imported when a function here is called, not when the module is.
+torch and threadpoolctl are imported when a function here is called, not when the module is.
 """
 
 from __future__ import annotations
@@ -54,12 +55,15 @@ def set_worker_threads(workers: int = 1, cores: int | None = None) -> int:
 
 @contextmanager
 def trial_threads(n_threads: int = TRIAL_THREADS) -> Iterator[None]:
-    """Torch's intra-op threads set to ``n_threads`` for the block, restored after it."""
+    """Torch's intra-op threads and numpy's BLAS threads set to ``n_threads`` for the block,
+    restored after it (the numpy trainer's matrix products run on the BLAS)."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     previous = torch.get_num_threads()
     torch.set_num_threads(n_threads)
     try:
-        yield
+        with threadpool_limits(n_threads, user_api="blas"):
+            yield
     finally:
         torch.set_num_threads(previous)

@@ -184,9 +184,18 @@ def test_a_setup_the_lean_loops_do_not_cover_runs_sb3s(monkeypatch: pytest.Monke
     assert calls == ["sb3"]
 
 
-def test_a_saved_lean_policy_loads_with_the_same_weights(tmp_path: Path) -> None:
-    result = train_ppo(_returns(3), SMALL, total_timesteps=256, n_envs=2, seed=1)
-    assert isinstance(result.model, LeanPPO)
+def test_a_saved_lean_policy_loads_with_the_same_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _train(
+        LeanPPO,
+        monkeypatch,
+        returns_train=_returns(3),
+        config=SMALL,
+        total_timesteps=256,
+        n_envs=2,
+        seed=1,
+    )
     path = save_policy(result.model, tmp_path / "policy")
     loaded = load_policy(path)
     trained = dict(result.model.policy.named_parameters())

@@ -26,6 +26,7 @@ from alphaloop.rl_engine import (
     train_ppo,
 )
 from alphaloop.rl_engine import ppo as ppo_module
+from alphaloop.rl_engine.numpy_ppo import NumpyPPO
 
 # Small enough to train in about a second: 2 envs x 64 steps per rollout, 2 rollouts.
 CONFIG = TrialConfig(
@@ -111,9 +112,10 @@ def test_same_seed_same_policy(trained: TrainResult, returns: np.ndarray) -> Non
     )
 
 
-@pytest.fixture(params=[LeanPPO, PPO], ids=["lean", "sb3"])
+@pytest.fixture(params=[NumpyPPO, LeanPPO, PPO], ids=["numpy", "lean", "sb3"])
 def trainer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type[PPO]:
-    """The class that trains: the lean loops, and SB3's own (divergence is caught either way)."""
+    """The class that trains: the numpy loops, the lean loops and SB3's own (divergence is
+    caught each way)."""
     monkeypatch.setattr(ppo_module, "PPO_CLASS", request.param)
     return request.param
 

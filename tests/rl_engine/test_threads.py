@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import split, synthetic_prices
@@ -47,11 +48,18 @@ def test_set_worker_threads_caps_torch(restore_threads: object) -> None:
     assert torch.get_num_threads() == 2
 
 
+def _blas_threads() -> set[int]:
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
 def test_trial_threads_sets_and_restores(restore_threads: object) -> None:
     torch.set_num_threads(2)
-    with trial_threads():
-        assert torch.get_num_threads() == TRIAL_THREADS
-    assert torch.get_num_threads() == 2
+    with threadpool_limits(2, user_api="blas"):
+        with trial_threads():
+            assert torch.get_num_threads() == TRIAL_THREADS
+            assert _blas_threads() == {TRIAL_THREADS}  # the numpy trainer's matrix products
+        assert torch.get_num_threads() == 2
+        assert _blas_threads() == {2}
 
 
 def test_a_ppo_trial_runs_torch_on_its_share(restore_threads: object) -> None:
@@ -63,7 +71,7 @@ def test_a_ppo_trial_runs_torch_on_its_share(restore_threads: object) -> None:
         TINY,
         data,
         TrialBudget(total_timesteps=256, n_envs=2),
-        on_update=lambda _step, _reward: seen.append(torch.get_num_threads()),
+        on_update=lambda _step, _reward: seen.extend([torch.get_num_threads(), *_blas_threads()]),
     )
     assert seen and set(seen) == {TRIAL_THREADS}
     assert torch.get_num_threads() == 2
