@@ -48,18 +48,24 @@ def test_set_worker_threads_caps_torch(restore_threads: object) -> None:
     assert torch.get_num_threads() == 2
 
 
+def _blas_pools() -> dict[str, int]:
+    return {p["filepath"]: p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+
 def _blas_threads() -> set[int]:
-    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    return set(_blas_pools().values())
 
 
 def test_trial_threads_sets_and_restores(restore_threads: object) -> None:
     torch.set_num_threads(2)
     with threadpool_limits(2, user_api="blas"):
+        before = _blas_pools()
+        assert 2 in before.values()  # numpy's BLAS, at least, runs two threads here
         with trial_threads():
             assert torch.get_num_threads() == TRIAL_THREADS
             assert _blas_threads() == {TRIAL_THREADS}  # the numpy trainer's matrix products
         assert torch.get_num_threads() == 2
-        assert _blas_threads() == {2}
+        assert _blas_pools() == before
 
 
 def test_a_ppo_trial_runs_torch_on_its_share(restore_threads: object) -> None:
