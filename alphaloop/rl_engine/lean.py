@@ -345,10 +345,7 @@ class LeanPPO(PPO):
         callback.on_rollout_start()
         low, high = self.action_space.low, self.action_space.high
         while n_steps < n_rollout_steps:
-            with torch.no_grad():
-                obs_tensor = obs_as_tensor(self._last_obs, self.device)
-                actions, values, log_probs = _act(self.policy, obs_tensor)
-            actions = actions.cpu().numpy()
+            actions, values, log_probs = self._rollout_step(self._last_obs)
             clipped_actions = np.clip(actions, low, high)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
@@ -363,12 +360,28 @@ class LeanPPO(PPO):
             )
             self._last_obs = new_obs
             self._last_episode_starts = dones
-        with torch.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, self.device))
+        values = self._last_values(new_obs)
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _rollout_step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """``policy(obs)`` as SB3's rollout calls it: sampled actions (as numpy), values and
+        log-probabilities."""
+        with torch.no_grad():
+            actions, values, log_probs = _act(self.policy, obs_as_tensor(obs, self.device))
+        return actions.cpu().numpy(), values, log_probs
+
+    def _last_values(self, obs: np.ndarray) -> torch.Tensor:
+        """The values of the observations after a rollout's last step."""
+        with torch.no_grad():
+            return self.policy.predict_values(obs_as_tensor(obs, self.device))
+
+    def _terminal_value(self, last: np.ndarray) -> Any:
+        """V of one truncated episode's last observation, a batch of one."""
+        with torch.no_grad():
+            return _values(self.policy, torch.as_tensor(last))[0]
 
     def _bootstrap_timeouts(
         self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
@@ -381,9 +394,7 @@ class LeanPPO(PPO):
             if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
                 # policy.obs_to_tensor: a copy, shaped as a batch of one.
                 last = np.array(info["terminal_observation"]).reshape((-1, *shape))
-                with torch.no_grad():
-                    terminal_value = _values(self.policy, torch.as_tensor(last))[0]
-                rewards[idx] += self.gamma * terminal_value
+                rewards[idx] += self.gamma * self._terminal_value(last)
 
     def train(self) -> None:
         """SB3's ``PPO.train`` (no value clipping, no KL target) with the lean steps."""

@@ -24,6 +24,7 @@ Linear and Tanh layers, runs LeanPPO's loops (and so SB3's arithmetic).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,12 +35,17 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.distributions import Normal
 
-from alphaloop.rl_engine.lean import LeanPPO, _FlatAdam, flatten_buffer, lean_supported
+from alphaloop.rl_engine.lean import (
+    _ENTROPY_CONST,
+    _LOG_SQRT_2PI,
+    LeanPPO,
+    _FlatAdam,
+    flatten_buffer,
+    lean_supported,
+)
 
 __all__ = ["NumpyPPO", "numpy_supported"]
 
-_LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
-_ENTROPY_CONST = 0.5 + 0.5 * math.log(2 * math.pi)
 # A diverging policy overflows quietly, as torch's arithmetic does; the trainer's checks
 # (a non-finite Gaussian, parameter or loss) report it as a divergence.
 _QUIET = {"over": "ignore", "invalid": "ignore", "divide": "ignore", "under": "ignore"}
@@ -297,7 +303,7 @@ class NumpyPPO(LeanPPO):
         return parts
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_numpy"]
+        return [*super()._excluded_save_params(), "_numpy", "_rollout_net"]
 
     def collect_rollouts(
         self,
@@ -306,52 +312,29 @@ class NumpyPPO(LeanPPO):
         rollout_buffer: RolloutBuffer,
         n_rollout_steps: int,
     ) -> bool:
-        """SB3's ``collect_rollouts`` with the policy run in numpy."""
+        """LeanPPO's rollout loop with the policy run in numpy (see :meth:`_rollout_step`)."""
         parts = self._numpy_parts()
-        if parts is None:
-            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
-        net = parts[0]
-        self.policy.set_training_mode(False)
-        n_steps = 0
-        rollout_buffer.reset()
-        callback.on_rollout_start()
-        low, high = self.action_space.low, self.action_space.high
-        while n_steps < n_rollout_steps:
-            actions, values, log_probs = net.act(self._last_obs)
-            clipped_actions = np.clip(actions, low, high)
-            new_obs, rewards, dones, infos = env.step(clipped_actions)
-            self.num_timesteps += env.num_envs
-            callback.update_locals(locals())
-            if not callback.on_step():
-                return False
-            self._update_info_buffer(infos, dones)
-            n_steps += 1
-            self._bootstrap_with(net, rewards, dones, infos)
-            rollout_buffer.add(
-                self._last_obs,
-                actions,
-                rewards,
-                self._last_episode_starts,
-                torch.from_numpy(values),
-                torch.from_numpy(log_probs),
-            )
-            self._last_obs = new_obs
-            self._last_episode_starts = dones
-        last_values = torch.from_numpy(net.values(new_obs))
-        rollout_buffer.compute_returns_and_advantage(last_values=last_values, dones=dones)
-        callback.update_locals(locals())
-        callback.on_rollout_end()
-        return True
+        self._rollout_net = None if parts is None else parts[0]
+        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
 
-    def _bootstrap_with(
-        self, net: _NumpyPolicy, rewards: np.ndarray, dones: np.ndarray, infos: list[dict]
-    ) -> None:
-        """SB3's time-limit bootstrap: a truncated step's reward gains ``gamma * V(last obs)``."""
-        for idx in np.flatnonzero(dones).tolist():
-            info = infos[idx]
-            if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
-                last = np.asarray(info["terminal_observation"])[None]
-                rewards[idx] += self.gamma * net.values(last)[0, 0]
+    def _rollout_step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
+        if net is None:
+            return super()._rollout_step(obs)
+        actions, values, log_probs = net.act(obs)
+        return actions, torch.from_numpy(values), torch.from_numpy(log_probs)
+
+    def _last_values(self, obs: np.ndarray) -> torch.Tensor:
+        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
+        if net is None:
+            return super()._last_values(obs)
+        return torch.from_numpy(net.values(obs))
+
+    def _terminal_value(self, last: np.ndarray) -> Any:
+        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
+        if net is None:
+            return super()._terminal_value(last)
+        return net.values(last)[0, 0]
 
     def train(self) -> None:
         """SB3's ``PPO.train`` (no value clipping, no KL target), each minibatch step in numpy."""
