@@ -284,19 +284,18 @@ class _Local:
 
     def cancel(self) -> bool:
         """Drops the trial unless it already runs (as a worker's future would)."""
-        if self.future is not None:
-            return self.future.cancel()
-        if self in self._runner.waiting:
-            self._runner.waiting.remove(self)
-        return True
+        if self._runner.claim(self):
+            return True
+        assert self.future is not None
+        return self.future.cancel()
 
     def result(self) -> TrialOutcome:
         if self._outcome is not None:
             return self._outcome
         self._runner.hand_over_waiting()
-        if self.future is not None:
+        if not self._runner.claim(self):
+            assert self.future is not None
             return self.future.result()
-        self._runner.waiting.remove(self)
         self._outcome = self._runner.run_here(self.job)
         return self._outcome
 
@@ -324,7 +323,8 @@ class ProcessTrials:
         )
         self.waiting: list[_Local] = []  # trials handed over before the workers were up
         self._up = threading.Event()
-        self._lock = threading.Lock()  # between ``close`` and the workers coming up
+        # Between ``close``, the workers coming up and the trials waiting for them.
+        self._lock = threading.Lock()
         self._closed = False
         self._starter = threading.Thread(target=self._start, name="trial-workers", daemon=True)
         self._starter.start()
@@ -343,6 +343,9 @@ class ProcessTrials:
                 closed = self._closed
             if closed:
                 self._pool.shutdown(wait=False, cancel_futures=True)
+            else:
+                # The loop may be busy running a trial here: the others waiting go now.
+                self.hand_over_waiting()
 
     @property
     def up(self) -> bool:
@@ -350,20 +353,33 @@ class ProcessTrials:
         return self._up.is_set()
 
     def submit(self, job: TrialJob) -> Pending:
-        if not self.up:
-            local = _Local(job, self)
-            self.waiting.append(local)
-            return local
+        with self._lock:
+            if not self._up.is_set():
+                local = _Local(job, self)
+                self.waiting.append(local)
+                return local
         self.hand_over_waiting()
         return self._to_worker(job)
 
     def hand_over_waiting(self) -> None:
-        """Once the workers are up, sends them the trials waiting here, oldest first."""
-        if not self.up:
-            return
-        for local in self.waiting:
-            local.future = self._to_worker(local.job)
-        self.waiting.clear()
+        """Once the workers are up, sends them the trials waiting here, oldest first. Called by
+        the loop, and by the thread that started the workers as soon as they are up."""
+        with self._lock:
+            if not self._up.is_set() or self._closed:
+                return
+            for local in self.waiting:
+                local.future = self._to_worker(local.job)
+            self.waiting.clear()
+
+    def claim(self, local: _Local) -> bool:
+        """Takes ``local`` out of the trials waiting here, unless it went to a worker: True
+        when it did not (the caller runs or drops it)."""
+        with self._lock:
+            if local.future is not None:
+                return False
+            if local in self.waiting:
+                self.waiting.remove(local)
+            return True
 
     def _to_worker(self, job: TrialJob) -> Future[TrialOutcome]:
         # The baselines the trials run here computed go along: a worker need not compute them.
