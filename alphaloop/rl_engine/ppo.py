@@ -46,9 +46,9 @@ __all__ = [
     "train_ppo",
 ]
 
-# The class that trains. SB3's PPO (and LeanPPO, bit for bit) train the same policy to float32
-# rounding, two to four times more slowly: the tests and ``benchmarks/bench_trials.py`` compare
-# them.
+# The class that trains: the policy SB3's PPO trains, to float32 rounding, two to three times
+# faster than SB3 or LeanPPO (SB3's numbers bit for bit). The tests and
+# ``benchmarks/bench_trials.py`` compare the three.
 PPO_CLASS: type[PPO] = NumpyPPO
 
 # Losses PPO records after each update; explained_variance is left out because SB3 reports
