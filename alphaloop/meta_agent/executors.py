@@ -284,18 +284,16 @@ class _Local:
 
     def cancel(self) -> bool:
         """Drops the trial unless it already runs (as a worker's future would)."""
-        if self._runner.claim(self):
-            return True
-        assert self.future is not None
-        return self.future.cancel()
+        future = self._runner.claim(self)
+        return True if future is None else future.cancel()
 
     def result(self) -> TrialOutcome:
         if self._outcome is not None:
             return self._outcome
         self._runner.hand_over_waiting()
-        if not self._runner.claim(self):
-            assert self.future is not None
-            return self.future.result()
+        future = self._runner.claim(self)
+        if future is not None:
+            return future.result()
         self._outcome = self._runner.run_here(self.job)
         return self._outcome
 
@@ -371,15 +369,13 @@ class ProcessTrials:
                 local.future = self._to_worker(local.job)
             self.waiting.clear()
 
-    def claim(self, local: _Local) -> bool:
-        """Takes ``local`` out of the trials waiting here, unless it went to a worker: True
-        when it did not (the caller runs or drops it)."""
+    def claim(self, local: _Local) -> Future[TrialOutcome] | None:
+        """The worker's future of ``local`` if it went to one; else None, and ``local`` is
+        taken out of the trials waiting here (the caller runs or drops it)."""
         with self._lock:
-            if local.future is not None:
-                return False
-            if local in self.waiting:
+            if local.future is None and local in self.waiting:
                 self.waiting.remove(local)
-            return True
+            return local.future
 
     def _to_worker(self, job: TrialJob) -> Future[TrialOutcome]:
         # The baselines the trials run here computed go along: a worker need not compute them.
