@@ -24,7 +24,7 @@ optimizer) runs SB3's own loops unchanged. The tests check the results bit for b
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -323,6 +323,42 @@ class _Minibatches:
         return batches
 
 
+class RolloutPolicy(Protocol):
+    """The policy as LeanPPO's rollout loop calls it."""
+
+    def step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """Sampled actions (as numpy), values and log-probabilities, as ``policy(obs)``."""
+        ...
+
+    def last_values(self, obs: np.ndarray) -> torch.Tensor:
+        """The values of the observations after a rollout's last step."""
+        ...
+
+    def terminal_value(self, last: np.ndarray) -> Any:
+        """V of one truncated episode's last observation, a batch of one."""
+        ...
+
+
+class _TorchRollout:
+    """SB3's policy, called as SB3's rollout calls it (:class:`RolloutPolicy`)."""
+
+    def __init__(self, policy: ActorCriticPolicy, device: torch.device) -> None:
+        self.policy, self.device = policy, device
+
+    def step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        with torch.no_grad():
+            actions, values, log_probs = _act(self.policy, obs_as_tensor(obs, self.device))
+        return actions.cpu().numpy(), values, log_probs
+
+    def last_values(self, obs: np.ndarray) -> torch.Tensor:
+        with torch.no_grad():
+            return self.policy.predict_values(obs_as_tensor(obs, self.device))
+
+    def terminal_value(self, last: np.ndarray) -> Any:
+        with torch.no_grad():
+            return _values(self.policy, torch.as_tensor(last))[0]
+
+
 class LeanPPO(PPO):
     """``stable_baselines3.PPO`` with lean rollout and update loops (see the module docstring).
 
@@ -344,8 +380,9 @@ class LeanPPO(PPO):
         rollout_buffer.reset()
         callback.on_rollout_start()
         low, high = self.action_space.low, self.action_space.high
+        rollout = self._rollout_policy()
         while n_steps < n_rollout_steps:
-            actions, values, log_probs = self._rollout_step(self._last_obs)
+            actions, values, log_probs = rollout.step(self._last_obs)
             clipped_actions = np.clip(actions, low, high)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
@@ -354,37 +391,28 @@ class LeanPPO(PPO):
                 return False
             self._update_info_buffer(infos, dones)
             n_steps += 1
-            self._bootstrap_timeouts(rewards, dones, infos)
+            self._bootstrap_timeouts(rollout, rewards, dones, infos)
             rollout_buffer.add(
                 self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs
             )
             self._last_obs = new_obs
             self._last_episode_starts = dones
-        values = self._last_values(new_obs)
+        values = rollout.last_values(new_obs)
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
 
-    def _rollout_step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
-        """``policy(obs)`` as SB3's rollout calls it: sampled actions (as numpy), values and
-        log-probabilities."""
-        with torch.no_grad():
-            actions, values, log_probs = _act(self.policy, obs_as_tensor(obs, self.device))
-        return actions.cpu().numpy(), values, log_probs
-
-    def _last_values(self, obs: np.ndarray) -> torch.Tensor:
-        """The values of the observations after a rollout's last step."""
-        with torch.no_grad():
-            return self.policy.predict_values(obs_as_tensor(obs, self.device))
-
-    def _terminal_value(self, last: np.ndarray) -> Any:
-        """V of one truncated episode's last observation, a batch of one."""
-        with torch.no_grad():
-            return _values(self.policy, torch.as_tensor(last))[0]
+    def _rollout_policy(self) -> RolloutPolicy:
+        """The policy as the rollout loop calls it (made once per rollout)."""
+        return _TorchRollout(self.policy, self.device)
 
     def _bootstrap_timeouts(
-        self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+        self,
+        rollout: RolloutPolicy,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
     ) -> None:
         """SB3's time-limit bootstrap: a truncated step's reward gains ``gamma * V(last obs)``,
         each value computed alone as SB3 does (a batch of one)."""
@@ -394,7 +422,7 @@ class LeanPPO(PPO):
             if info.get("terminal_observation") is not None and info.get("TimeLimit.truncated"):
                 # policy.obs_to_tensor: a copy, shaped as a batch of one.
                 last = np.array(info["terminal_observation"]).reshape((-1, *shape))
-                rewards[idx] += self.gamma * self._terminal_value(last)
+                rewards[idx] += self.gamma * rollout.terminal_value(last)
 
     def train(self) -> None:
         """SB3's ``PPO.train`` (no value clipping, no KL target) with the lean steps."""

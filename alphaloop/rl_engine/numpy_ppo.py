@@ -29,9 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3.common.buffers import RolloutBuffer
-from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy
-from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 from torch.distributions import Normal
 
@@ -39,6 +37,7 @@ from alphaloop.rl_engine.lean import (
     _ENTROPY_CONST,
     _LOG_SQRT_2PI,
     LeanPPO,
+    RolloutPolicy,
     _FlatAdam,
     flatten_buffer,
     lean_supported,
@@ -147,8 +146,9 @@ class _NumpyPolicy:
         self.log_std = policy.log_std.detach().numpy()
         self.g_log_std = grads.get(id(policy.log_std))
 
-    def act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sampled actions, values and log-probabilities for a batch of observations."""
+    def step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
+        """Sampled actions, values and log-probabilities for a batch of observations (the
+        rollout loop's call, :class:`~alphaloop.rl_engine.lean.RolloutPolicy`)."""
         x = obs.astype(np.float32, copy=False).reshape(len(obs), -1)
         with np.errstate(**_QUIET):
             mean = self.action.forward(self.pi.forward(x)[-1])
@@ -160,7 +160,8 @@ class _NumpyPolicy:
         scale = np.ones_like(mean) * std
         actions = torch.normal(torch.from_numpy(mean), torch.from_numpy(scale)).numpy()
         with np.errstate(**_QUIET):
-            return actions, values, self._log_prob(mean, std, actions)[0]
+            log_prob = self._log_prob(mean, std, actions)[0]
+        return actions, torch.from_numpy(values), torch.from_numpy(log_prob)
 
     def _log_prob(
         self, mean: np.ndarray, std: np.ndarray, actions: np.ndarray
@@ -172,7 +173,13 @@ class _NumpyPolicy:
         log_prob = -half_z2.sum(axis=1) - (self.log_std.sum() + _LOG_SQRT_2PI * std.size)
         return log_prob, diff, half_z2
 
-    def values(self, obs: np.ndarray) -> np.ndarray:
+    def last_values(self, obs: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(self._values(obs))
+
+    def terminal_value(self, last: np.ndarray) -> Any:
+        return self._values(last)[0, 0]
+
+    def _values(self, obs: np.ndarray) -> np.ndarray:
         x = obs.astype(np.float32, copy=False).reshape(len(obs), -1)
         with np.errstate(**_QUIET):
             return self.value.forward(self.vf.forward(x)[-1])
@@ -303,38 +310,12 @@ class NumpyPPO(LeanPPO):
         return parts
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_numpy", "_rollout_net"]
+        return [*super()._excluded_save_params(), "_numpy"]
 
-    def collect_rollouts(
-        self,
-        env: VecEnv,
-        callback: BaseCallback,
-        rollout_buffer: RolloutBuffer,
-        n_rollout_steps: int,
-    ) -> bool:
-        """LeanPPO's rollout loop with the policy run in numpy (see :meth:`_rollout_step`)."""
+    def _rollout_policy(self) -> RolloutPolicy:
+        """The policy run in numpy (LeanPPO's torch calls for a setup it does not cover)."""
         parts = self._numpy_parts()
-        self._rollout_net = None if parts is None else parts[0]
-        return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps)
-
-    def _rollout_step(self, obs: np.ndarray) -> tuple[np.ndarray, torch.Tensor, torch.Tensor]:
-        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
-        if net is None:
-            return super()._rollout_step(obs)
-        actions, values, log_probs = net.act(obs)
-        return actions, torch.from_numpy(values), torch.from_numpy(log_probs)
-
-    def _last_values(self, obs: np.ndarray) -> torch.Tensor:
-        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
-        if net is None:
-            return super()._last_values(obs)
-        return torch.from_numpy(net.values(obs))
-
-    def _terminal_value(self, last: np.ndarray) -> Any:
-        net: _NumpyPolicy | None = getattr(self, "_rollout_net", None)
-        if net is None:
-            return super()._terminal_value(last)
-        return net.values(last)[0, 0]
+        return super()._rollout_policy() if parts is None else parts[0]
 
     def train(self) -> None:
         """SB3's ``PPO.train`` (no value clipping, no KL target), each minibatch step in numpy."""

@@ -140,7 +140,7 @@ def test_a_setup_the_numpy_loops_do_not_cover_runs_the_lean_loops(
     assert lean_module.lean_supported(relu)
     assert not numpy_ppo.numpy_supported(relu)
     calls: list[str] = []
-    for name in ("train", "collect_rollouts"):
+    for name in ("train", "_rollout_policy"):  # LeanPPO's, reached only when numpy's is not
         original = getattr(lean_module.LeanPPO, name)
 
         def spy(self: PPO, *args: object, _original=original, _name=name) -> object:
@@ -149,7 +149,7 @@ def test_a_setup_the_numpy_loops_do_not_cover_runs_the_lean_loops(
 
         monkeypatch.setattr(lean_module.LeanPPO, name, spy)
     relu.learn(total_timesteps=256)  # two rollouts of 64 steps x 2 envs
-    assert calls.count("train") == 2 and calls.count("collect_rollouts") == 2
+    assert calls.count("train") == 2 and calls.count("_rollout_policy") == 2
     assert relu._numpy_parts() is None
 
 
