@@ -241,12 +241,12 @@ def _ready() -> int:
 
 # What a fork server imports once for every worker it forks. Every mode runs the evaluator
 # (this module imports it, without torch, cvxpy or scipy.stats) and its LP solver, HiGHS. A
-# mode that trains PPO also needs the trainer (torch and stable-baselines3, over 2 s) and
-# torch's compiler, which a PPO trial's first optimizer step would otherwise import in each
-# worker (about a second each); a Mean-CVaR session's workers never touch torch, and its fork
-# server starts that much sooner without them.
+# mode that trains PPO also needs the trainer (torch and stable-baselines3, over a second);
+# a Mean-CVaR session's workers never touch torch, and its fork server starts that much
+# sooner without them. (The trainer never needs torch's compiler, ``torch._dynamo``: see
+# ``rl_engine.lean.EagerAdam``.)
 _EVALUATOR = (__name__, "highspy")
-_PPO = ("alphaloop.rl_engine.ppo", "torch._dynamo")
+_PPO = ("alphaloop.rl_engine.ppo",)
 
 
 def preload_for(mode: str) -> list[str]:

@@ -47,6 +47,7 @@ _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))  # as torch's Normal.log_prob s
 _ENTROPY_CONST = 0.5 + 0.5 * math.log(2 * math.pi)  # as torch's Normal.entropy spells it
 # torch's CPU allocator puts every tensor on a 64-byte boundary.
 _ALIGN_BYTES = 64
+_SB3_ADAM_EPS = 1e-5  # the epsilon SB3's policies give torch's Adam when not told otherwise
 _BUFFER_FIELDS = ("observations", "actions", "values", "log_probs", "advantages", "returns")
 
 
@@ -69,10 +70,35 @@ def lean_supported(model: PPO) -> bool:
         and type(policy.value_net) is nn.Linear
         and model.clip_range_vf is None
         and model.target_kl is None
-        and type(optimizer) is torch.optim.Adam
+        and type(optimizer) in (torch.optim.Adam, EagerAdam)
         and len(optimizer.param_groups) == 1
         and _plain_adam(optimizer.param_groups[0])
     )
+
+
+def _undecorated(name: str) -> Any:
+    """``torch.optim.Optimizer``'s method ``name`` without the ``_disable_dynamo`` wrapper
+    torch puts around it (the wrapped method, should a torch release not say what it wraps)."""
+    method = getattr(torch.optim.Optimizer, name)
+    return getattr(method, "__wrapped__", method)
+
+
+class EagerAdam(torch.optim.Adam):
+    """torch's Adam whose bookkeeping (adding a parameter group, state dicts, zeroing the
+    gradients) runs without the ``_disable_dynamo`` wrapper torch puts around it.
+
+    The wrapper tells torch's compiler not to trace those methods, and imports the compiler
+    (``torch._dynamo``, about a second) to say so, the first time one of them runs in a
+    process. Nothing here is compiled, so the lean loops build the policy's optimizer as this
+    class (:meth:`LeanPPO._setup_model`) and a process that trains (a worker, a trial run
+    from the command line) starts a second sooner. The methods and the arithmetic are
+    torch's own; so is ``step``, wrapper included (the lean loops call it only where their
+    one-buffer Adam cannot run)."""
+
+    add_param_group = _undecorated("add_param_group")
+    state_dict = _undecorated("state_dict")
+    load_state_dict = _undecorated("load_state_dict")
+    zero_grad = _undecorated("zero_grad")
 
 
 def _plain_adam(group: dict[str, Any]) -> bool:
@@ -364,6 +390,25 @@ class LeanPPO(PPO):
 
     Same constructor, same results bit for bit, same saved files.
     """
+
+    def _setup_model(self) -> None:
+        """SB3's setup, with the policy's optimizer built as :class:`EagerAdam` where SB3 would
+        build torch's Adam. ``policy_kwargs``, which saved files record, stays as given: a
+        saved model loads with torch's Adam, as SB3 saved it."""
+        given = self.policy_kwargs
+        if given.get("optimizer_class", torch.optim.Adam) is torch.optim.Adam:
+            options = given.get("optimizer_kwargs")
+            if options is None:  # as SB3's policies do for torch's Adam (only)
+                options = {"eps": _SB3_ADAM_EPS}
+            self.policy_kwargs = {
+                **given,
+                "optimizer_class": EagerAdam,
+                "optimizer_kwargs": options,
+            }
+        try:
+            super()._setup_model()
+        finally:
+            self.policy_kwargs = given
 
     def collect_rollouts(
         self,

@@ -265,10 +265,11 @@ def test_a_mean_cvar_trial_and_its_baselines_run_without_the_rl_stack_or_cvxpy()
 
 
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "cufolio_only"])
-def test_a_ppo_sessions_fork_server_loads_the_trainer_and_torchs_compiler(mode: str) -> None:
+def test_a_ppo_sessions_fork_server_loads_the_trainer_not_torchs_compiler(mode: str) -> None:
     preload = executors.preload_for(mode)
     assert preload[0] == executors.__name__  # the evaluator, as for every mode
-    assert {"alphaloop.rl_engine.ppo", "torch._dynamo"} <= set(preload)
+    assert "alphaloop.rl_engine.ppo" in preload
+    assert not any(name.startswith("torch._dynamo") for name in preload)
 
 
 SHARED_SERVER = """
@@ -295,10 +296,11 @@ if __name__ == "__main__":
 @pytest.mark.slow
 def test_a_ppo_session_after_a_mean_cvar_one_gets_workers_with_torch(tmp_path) -> None:
     """The process's fork server started without torch for the first session; the second
-    session's workers load torch and its compiler as they start, not in their first trial."""
+    session's workers load torch as they start, not in their first trial (and never torch's
+    compiler)."""
     script = tmp_path / "sessions.py"
     script.write_text(SHARED_SERVER)
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300
     )
-    assert done.stdout.split("\n")[:2] == ["cufolio_only False False", "ppo_only True True"]
+    assert done.stdout.split("\n")[:2] == ["cufolio_only False False", "ppo_only True False"]

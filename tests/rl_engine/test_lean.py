@@ -9,6 +9,8 @@ state, curve and logged losses.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -201,3 +203,49 @@ def test_a_saved_lean_policy_loads_with_the_same_weights(
     trained = dict(result.model.policy.named_parameters())
     for name, value in loaded.policy.named_parameters():
         assert torch.equal(value, trained[name])
+
+
+def test_the_lean_loops_build_sb3s_adam_and_save_it_as_sb3_would(tmp_path: Path) -> None:
+    model = _model()
+    reference = PPO("MlpPolicy", model.env, seed=3, device="cpu")
+    assert type(model.policy.optimizer) is lean_module.EagerAdam
+    assert type(reference.policy.optimizer) is torch.optim.Adam
+    ours, sb3s = model.policy.optimizer.param_groups[0], reference.policy.optimizer.param_groups[0]
+    assert {k: v for k, v in ours.items() if k not in ("params", "lr")} == {
+        k: v for k, v in sb3s.items() if k not in ("params", "lr")
+    }
+    assert ours["eps"] == 1e-5
+    assert "optimizer_class" not in model.policy_kwargs  # what saved files record
+    model.learn(total_timesteps=128)
+    loaded = PPO.load(save_policy(model, tmp_path / "policy"), device="cpu")
+    assert type(loaded.policy.optimizer) is torch.optim.Adam
+    want = model.policy.optimizer.state_dict()["state"]
+    got = loaded.policy.optimizer.state_dict()["state"]
+    for key in want:
+        for field in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(want[key][field], got[key][field]), (key, field)
+
+
+TRAIN_AND_SAVE = """
+import sys, tempfile
+import numpy as np
+from alphaloop.knobs import TrialConfig
+from alphaloop.rl_engine import save_policy
+from alphaloop.rl_engine.ppo import train_ppo
+
+returns = np.random.default_rng(0).normal(0.0003, 0.01, (400, 4))
+config = TrialConfig(lookback=5, episode_len=20, rebal_freq=5, n_steps=64, batch_size=64)
+result = train_ppo(returns_train=returns, config=config, total_timesteps=256, n_envs=2, seed=1)
+with tempfile.TemporaryDirectory() as folder:
+    save_policy(result.model, folder + "/policy")
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_training_and_saving_a_policy_never_imports_torchs_compiler() -> None:
+    """``torch._dynamo`` takes a second to import; a trial never needs it (``EagerAdam``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_AND_SAVE], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

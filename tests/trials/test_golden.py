@@ -40,6 +40,13 @@ REGENERATE = "python -m tests.trials.test_golden --write"
 RTOL = 1e-10
 # Returns near zero compare on an absolute scale: a relative 1e-10 of 1e-17 is no test.
 ATOL = 1e-14
+# A trained policy's numbers hold to the last bit on one kind of CPU only: numpy's BLAS picks
+# its kernels by instruction set, kernels of another set round differently, and training carries
+# a last-bit difference on through every update (on two CPU families the tiny PPO's daily
+# returns parted by 1e-10 at most, its Sharpe by 4e-9). PPO cases compare at these
+# tolerances, still far finer than a change to the evaluator's arithmetic moves them.
+RTOL_TRAINED = 1e-6
+ATOL_TRAINED = 1e-9
 TINY_PPO = TrialConfig(
     lookback=5, episode_len=20, rebal_freq=5, n_steps=64, batch_size=64, n_epochs=3
 )
@@ -112,9 +119,10 @@ def test_the_evaluators_numbers_move_only_with_its_version(tmp_path: Path) -> No
     assert set(now) == set(golden["evaluations"])
     for name, case in golden["evaluations"].items():
         pinned, got = _flat(case), _flat(now[name])
+        rtol, atol = (RTOL_TRAINED, ATOL_TRAINED) if name.startswith("ppo") else (RTOL, ATOL)
         for key, want in pinned.items():
             have = got[key]
-            if have.shape != want.shape or not np.allclose(have, want, rtol=RTOL, atol=ATOL):
+            if have.shape != want.shape or not np.allclose(have, want, rtol=rtol, atol=atol):
                 pytest.fail(
                     f"{name}: {key} changed while EVALUATOR_VERSION stayed {EVALUATOR_VERSION!r}."
                     " The evaluator's numbers moved: bump EVALUATOR_VERSION in "
