@@ -111,6 +111,11 @@ def test_two_workers_run_the_one_worker_session_of_a_seeded_proposer(settings: S
     # Same proposals (random draws are seeded by their position), same results, and the same
     # verdicts: each given in index order against the best so far as of that index.
     assert search(a) == search(b)
+    # One worker proposes after each verdict; two keep a third search trial in flight (one
+    # queued for the first worker free), journaled before the first has its verdict.
+    alone, side_by_side = ([t for t in rows if t.kind == "search"] for rows in (a, b))
+    assert alone[0].finished_at <= alone[1].started_at
+    assert side_by_side[2].started_at < side_by_side[0].finished_at
     # The same work journaled: each row's folds (a raced-out trial has one), whatever ran early
     # on the second worker.
     with Journal(settings.journal_path) as journal:
@@ -234,8 +239,9 @@ def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_r
         assert journal.trials.awaiting_verdict(sid) == []
     assert event.payload["awaiting_verdict"] == held
     rows = rows_of(settings, sid)
-    # The held trial kept its row (judged, not rerun); the other one in flight ran again once.
+    # The held trial kept its row (judged, not rerun); the two others in flight (two workers
+    # keep three search trials in flight) ran again once each.
     [judged] = [t for t in rows if t.idx == held[0]]
     assert judged.counted and not judged.interrupted and judged.status in ("keep", "discard")
-    assert len(event.payload["interrupted_trials"]) == 1
+    assert len(event.payload["interrupted_trials"]) == 2
     assert _search(settings, sid) == _search(settings, reference)

@@ -5,10 +5,11 @@ statistics are in :mod:`.keep_rule`, trials in flight in :mod:`.flight`, ``final
     baseline -> (route_next) -> propose -> (route_after_propose) -> run_trial
              -> (route_after_trial) -> [confirm ->] record -> (route_next) -> ... -> finalize
 
-``propose`` starts search trials until ``workers`` are in flight (trials a killed run
-interrupted first, each run again once); ``run_trial`` waits for the oldest trial in flight and
-holds its outcome in the journal; ``confirm`` re-runs a candidate that passed the keep rule's
-screen on fresh seeds; ``record`` gives the verdict against the best so far as of its index.
+``propose`` starts search trials until one per worker is in flight, one more with several
+workers (:data:`LOOKAHEAD`; trials a killed run interrupted first, each run again once);
+``run_trial`` waits for the oldest trial in flight and holds its outcome in the journal;
+``confirm`` re-runs a candidate that passed the keep rule's screen on fresh seeds; ``record``
+gives the verdict against the best so far as of its index.
 ``route_next`` proposes while there is room, waits for the oldest trial while any is in flight,
 and finalizes when neither. With one worker that is propose, run, [confirm,] record, in turn.
 
@@ -77,6 +78,12 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+# With several workers, search trials proposed beyond one per worker. The loop gives verdicts
+# in index order, so it proposes the next trial only once the oldest has its verdict; a worker
+# that finishes a younger trial meanwhile would idle until then. One trial more in flight keeps
+# its first fold queued for that worker. It costs the proposer one result: it proposes without
+# the verdict of one more trial still running (each of them shown to it, TPE's constant liar).
+LOOKAHEAD = 1
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -337,10 +344,16 @@ def stop_reason(ctx: SessionContext) -> str | None:
     return None
 
 
+def in_flight_limit(ctx: SessionContext) -> int:
+    """Search trials in flight at once: one per worker, and with several workers
+    :data:`LOOKAHEAD` more (see there)."""
+    return ctx.workers + LOOKAHEAD if ctx.workers > 1 else 1
+
+
 def may_start(ctx: SessionContext) -> bool:
     """Whether another search trial may start: a worker is free, and no stop rule fires with
     the trials in flight counted against the budget."""
-    if len(ctx.flight) >= ctx.workers:
+    if len(ctx.flight) >= in_flight_limit(ctx):
         return False
     if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
         return False

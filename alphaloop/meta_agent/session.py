@@ -76,7 +76,7 @@ class SessionSpec(DataSpec):
     # Walk-forward folds a trial is scored on (see ``trials.folds``); None: DEFAULT_FOLDS, or as
     # many as the data holds when fewer. Resolved when the session is created.
     folds: int | None = Field(default=None, ge=1, le=MAX_FOLDS)
-    # Trials in flight at once; more than 1 (or a Ray address) runs them in single-threaded
+    # Trials run at once; more than 1 (or a Ray address) runs them in single-threaded
     # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
     ray_address: str | None = Field(default=None, min_length=1)
