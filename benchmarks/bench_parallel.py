@@ -18,6 +18,14 @@ session pays for starting its worker processes every time (no fork server left r
 earlier session), and no session finds caches an earlier one filled (the baselines' metrics of
 each fold). The clock runs around ``run_session`` only (imports and data loading excluded).
 
+The machine's own ceiling is measured beside each pair: fold runs per second (the default
+config on the session's three folds in turn, for five seconds) in one process alone, then in
+two processes at once, each single-threaded as a worker is. Two processes on two cores need
+not each run as fast as one alone (shared caches and memory bandwidth, a virtual machine's
+neighbours): their throughput over one's is the most any 2-worker session can gain here, and
+the session's speed-up over it is the loop's own efficiency (``--no-ceiling`` and
+``--quick`` skip it).
+
 The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
 ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
 is printed before and after. On a saturated machine 2 workers get no more CPU than 1, so the
@@ -98,6 +106,65 @@ def session(mode: str, data: str, budget: int, steps: int | None, workers: int) 
     return {"wall_s": wall, "trials": len(ran), "folds": folds, "work": work}
 
 
+PROBE_S = 5.0  # how long a probe process runs fold runs (whole runs, at least this long)
+
+
+def probe(mode: str, data: str, steps: int | None) -> float:
+    """Fold runs per second in this process, single-threaded as a worker, over whole runs of at
+    least :data:`PROBE_S` seconds, after one run that pays the first call's costs."""
+    from alphaloop.knobs import TrialConfig
+    from alphaloop.market import DataSpec
+    from alphaloop.meta_agent.executors import TrialJob, execute, single_threaded
+    from alphaloop.trials import build_folds
+
+    single_threaded()
+    market = DataSpec(data=data).load()
+    folds = build_folds(market, 3)
+    budget = TrialBudget(total_timesteps=steps) if steps else TrialBudget()
+
+    def run(i: int) -> None:
+        job = TrialJob(
+            mode=mode,
+            config=TrialConfig(),
+            budget=budget,
+            seed=SEED + i,
+            metric="sharpe",
+            policy_dir=None,
+            idx=i,
+            kind="search",
+            rows=folds[i % len(folds)],
+        )
+        execute(job, market)
+
+    run(0)
+    began, runs = time.perf_counter(), 0
+    while (elapsed := time.perf_counter() - began) < PROBE_S:
+        runs += 1
+        run(runs)
+    return runs / elapsed
+
+
+def ceiling(mode: str, data: str, steps: int | None) -> float:
+    """Fold runs per second of two processes at once over one alone's (see the module
+    docstring)."""
+    module = __spec__.name if __spec__ else "benchmarks.bench_parallel"
+    argv = [sys.executable, "-c", f"from {module} import cli; cli()", "--probe", mode, data]
+    argv.append(str(steps or 0))
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+    def rate(proc: subprocess.Popen[str]) -> float:
+        out, _ = proc.communicate()
+        if proc.returncode:
+            raise RuntimeError(f"the probe process failed ({proc.returncode})")
+        return float(out.strip().splitlines()[-1])
+
+    alone = rate(start())
+    side_by_side = [start(), start()]
+    return sum(rate(p) for p in side_by_side) / alone
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
 
@@ -108,6 +175,7 @@ def main(
     scale: int = 1,
     modes: list[str] | None = None,
     ppo_steps: int | None = None,
+    with_ceiling: bool = True,
 ) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
@@ -120,9 +188,12 @@ def main(
         n = (quick_budget if quick else budget) * scale
         steps = ppo_steps if steps and ppo_steps else steps
         runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
+        ceilings: list[float] = []
         for _ in range(pairs):
             for w in WORKERS:
                 runs[w].append(run_one(mode, data, n, steps, w))
+            if with_ceiling and not quick:
+                ceilings.append(ceiling(mode, data, steps))
         one, two = runs[1], runs[2]
         equal = all(r["work"] == one[0]["work"] for r in one + two)
         ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(one, two, strict=True)]
@@ -150,6 +221,18 @@ def main(
                 ),
             ]
         )
+        if ceilings:
+            limit = statistics.median(ceilings)
+            print_rows(
+                [
+                    (
+                        "  ceiling: 2 processes / 1",
+                        f"{limit:.2f}x (median of {', '.join(f'{c:.2f}' for c in ceilings)})",
+                    ),
+                    ("  speed-up / ceiling", f"{ratio / limit:.0%} (the loop's efficiency)"),
+                ]
+            )
+            summary.append((f"{mode} machine ceiling, 2 processes", f"{limit:.2f}x", ""))
         summary.append(
             (
                 f"{mode} trials/hour, 1 | 2 workers",
@@ -158,7 +241,7 @@ def main(
             )
         )
         summary.append((f"{mode} speed-up, 2 workers", f"{ratio:.2f}x", "2 cores, target 1.8x"))
-        results[mode] = {"runs": runs, "ratios": ratios, "equal_work": equal}
+        results[mode] = {"runs": runs, "ratios": ratios, "equal_work": equal, "ceilings": ceilings}
     print(f"  load average after: {_load()}")
     return {"summary": summary, "results": results}
 
@@ -175,17 +258,29 @@ def cli(argv: list[str] | None = None) -> None:
         "--mode", action="append", choices=[c[0] for c in CASES], help="only this mode"
     )
     parser.add_argument(
+        "--no-ceiling", action="store_true", help="skip measuring the machine's ceiling"
+    )
+    parser.add_argument(
+        "--probe",
+        nargs=3,
+        metavar=("MODE", "DATA", "STEPS"),
+        help="print this process's fold runs per second (what the ceiling starts)",
+    )
+    parser.add_argument(
         "--session",
         nargs=5,
         metavar=("MODE", "DATA", "BUDGET", "STEPS", "WORKERS"),
         help="run one session here and print its measures as JSON (what each run calls)",
     )
     args = parser.parse_args(argv)
-    if args.session:
+    if args.probe:
+        mode, data, steps = args.probe
+        print(probe(mode, data, int(steps) or None))
+    elif args.session:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
     else:
-        main(args.quick, args.pairs, args.scale, args.mode, args.ppo_steps)
+        main(args.quick, args.pairs, args.scale, args.mode, args.ppo_steps, not args.no_ceiling)
 
 
 if __name__ == "__main__":
