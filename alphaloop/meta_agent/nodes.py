@@ -351,8 +351,9 @@ def in_flight_limit(ctx: SessionContext) -> int:
 
 
 def may_start(ctx: SessionContext) -> bool:
-    """Whether another search trial may start: a worker is free, and no stop rule fires with
-    the trials in flight counted against the budget."""
+    """Whether another search trial may start: there is room in flight
+    (:func:`in_flight_limit`), and no stop rule fires with the trials in flight counted
+    against the budget."""
     if len(ctx.flight) >= in_flight_limit(ctx):
         return False
     if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
