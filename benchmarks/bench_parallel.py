@@ -67,14 +67,18 @@ SEED = 7
 PAIRS, QUICK_PAIRS = 3, 1
 
 
-def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
-    """One session in a fresh Python process (see the module docstring)."""
+def _this_cli(*args: str) -> list[str]:
+    """The command line that runs this module's ``cli`` with ``args`` in a fresh process."""
     # Started with -c, as ``alphaloop research`` starts from its small console script: a worker
     # process re-runs its parent's main module first, and this module imports the whole loop
     # (about a second per worker, which the command line never pays).
     module = __spec__.name if __spec__ else "benchmarks.bench_parallel"
-    argv = [sys.executable, "-c", f"from {module} import cli; cli()"]
-    argv += ["--session", mode, data, str(budget), str(steps or 0), str(workers)]
+    return [sys.executable, "-c", f"from {module} import cli; cli()", *args]
+
+
+def run_one(mode: str, data: str, budget: int, steps: int | None, workers: int) -> dict[str, Any]:
+    """One session in a fresh Python process (see the module docstring)."""
+    argv = _this_cli("--session", mode, data, str(budget), str(steps or 0), str(workers))
     done = subprocess.run(argv, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -147,9 +151,7 @@ def probe(mode: str, data: str, steps: int | None) -> float:
 def ceiling(mode: str, data: str, steps: int | None) -> float:
     """Fold runs per second of two processes at once over one alone's (see the module
     docstring)."""
-    module = __spec__.name if __spec__ else "benchmarks.bench_parallel"
-    argv = [sys.executable, "-c", f"from {module} import cli; cli()", "--probe", mode, data]
-    argv.append(str(steps or 0))
+    argv = _this_cli("--probe", mode, data, str(steps or 0))
 
     def start() -> subprocess.Popen[str]:
         return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)

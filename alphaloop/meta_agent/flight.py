@@ -10,10 +10,10 @@ between the two leaves it to be judged, not run again.
 With one worker a trial runs in the loop's own process when its outcome is asked for; with more,
 up to ``workers`` search trials run at once in worker processes or on Ray (:mod:`.executors`),
 one more is queued for the first worker free (``nodes.LOOKAHEAD``), and the loop waits for the
-oldest. Waiting for the oldest (rather than any)
-buys determinism: what each proposal saw, and so every verdict, does not depend on which worker
-finished first. It costs little idle time: while the loop waits, a later trial's other folds
-start as soon as its first fold is in (see :mod:`.folding`).
+oldest. Waiting for the oldest (rather than any) buys determinism: what each proposal saw, and
+so every verdict, does not depend on which worker finished first. It costs little idle time:
+while the loop waits, a later trial's other folds start as soon as its first fold is in (see
+:mod:`.folding`).
 """
 
 from __future__ import annotations

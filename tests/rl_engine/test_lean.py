@@ -39,17 +39,20 @@ def _train(trainer: type[PPO], monkeypatch: pytest.MonkeyPatch, **kwargs: object
     return result
 
 
+def _assert_same_adam_state(a: torch.optim.Optimizer, b: torch.optim.Optimizer) -> None:
+    sa, sb = a.state_dict()["state"], b.state_dict()["state"]
+    assert sa.keys() == sb.keys()
+    for key in sa:
+        for field in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(sa[key][field], sb[key][field]), (key, field)
+
+
 def _assert_same_training(a: TrainResult, b: TrainResult) -> None:
     pa, pb = dict(a.model.policy.named_parameters()), dict(b.model.policy.named_parameters())
     assert pa.keys() == pb.keys()
     for name in pa:
         assert torch.equal(pa[name], pb[name]), name
-    sa = a.model.policy.optimizer.state_dict()["state"]
-    sb = b.model.policy.optimizer.state_dict()["state"]
-    assert sa.keys() == sb.keys()
-    for key in sa:
-        for field in ("step", "exp_avg", "exp_avg_sq"):
-            assert torch.equal(sa[key][field], sb[key][field]), (key, field)
+    _assert_same_adam_state(a.model.policy.optimizer, b.model.policy.optimizer)
     assert a.curve == b.curve
     assert a.timesteps == b.timesteps
     la, lb = a.model.logger.name_to_value, b.model.logger.name_to_value
@@ -219,11 +222,7 @@ def test_the_lean_loops_build_sb3s_adam_and_save_it_as_sb3_would(tmp_path: Path)
     model.learn(total_timesteps=128)
     loaded = PPO.load(save_policy(model, tmp_path / "policy"), device="cpu")
     assert type(loaded.policy.optimizer) is torch.optim.Adam
-    want = model.policy.optimizer.state_dict()["state"]
-    got = loaded.policy.optimizer.state_dict()["state"]
-    for key in want:
-        for field in ("step", "exp_avg", "exp_avg_sq"):
-            assert torch.equal(want[key][field], got[key][field]), (key, field)
+    _assert_same_adam_state(model.policy.optimizer, loaded.policy.optimizer)
 
 
 TRAIN_AND_SAVE = """
