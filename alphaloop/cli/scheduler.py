@@ -84,7 +84,7 @@ def scheduler_run_now(
         typer.echo(json.dumps(run.model_dump(mode="json")))
     else:
         console.print(
-            f"{run.job}: {run.outcome.value}" + (f" ({escape(run.detail)})" if run.detail else "")
+            f"{run.job}: {run.outcome.value}" + (f" ({escape(run.summary)})" if run.summary else "")
         )
         if run.error:
             console.print(escape(run.error.splitlines()[0]))

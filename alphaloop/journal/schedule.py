@@ -7,8 +7,11 @@ A run is journaled ``running`` when it starts and finished with its outcome (``o
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import computed_field, field_validator
 
 from alphaloop.exceptions import JournalError
 from alphaloop.journal.codec import now
@@ -29,7 +32,12 @@ class ScheduleOutcome(StrEnum):
 
 
 class ScheduleRunRecord(_Record):
-    """One run of one job: what fired it, when, how it ended and what it did (``detail``)."""
+    """One run of one job: what fired it, when, how it ended and what it did.
+
+    ``detail`` is the job's result as journaled: a JSON object (what an ``ok`` run did, e.g. the
+    pairs a ``prefs_extract`` added) or a message (why a run was skipped); ``summary`` is either
+    one as a line of text, for people.
+    """
 
     json_fields: ClassVar[frozenset[str]] = frozenset()
 
@@ -37,10 +45,36 @@ class ScheduleRunRecord(_Record):
     job: str
     trigger: ScheduleTrigger
     outcome: ScheduleOutcome
-    detail: str | None = None
+    detail: dict[str, Any] | str | None = None
     error: str | None = None
     started_at: str
     finished_at: str | None = None
+
+    @field_validator("detail", mode="before")
+    @classmethod
+    def _object_or_message(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith("{"):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:  # a message that happens to start with a brace
+                return value
+        return value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def summary(self) -> str | None:
+        """``detail`` in one line: an object's fields as ``name: value``, nested ones flattened."""
+        if self.detail is None or isinstance(self.detail, str):
+            return self.detail
+        return "; ".join(f"{k}: {_flat(v)}" for k, v in self.detail.items())
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_flat(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(_flat(v) for v in value) or "none"
+    return str(value)
 
 
 class Schedule:

@@ -55,6 +55,8 @@ def test_run_now_journals_each_run_and_list_shows_the_last(settings: Settings) -
     assert run["outcome"] == "skipped" and "no finished research session" in run["detail"]
     dpo = json.loads(runner.invoke(app, ["scheduler", "run-now", "dpo_check", "--json"]).stdout)
     assert dpo["outcome"] == "skipped" and dpo["finished_at"] is not None
+    # The check's own reason, not its whole result dumped.
+    assert dpo["detail"].startswith("0 new labelled pair(s)") and dpo["summary"] == dpo["detail"]
     listed = json.loads(runner.invoke(app, ["scheduler", "list", "--json"]).stdout)
     last = {j["name"]: j["last_run"] for j in listed["jobs"]}
     assert last["retrain"]["id"] == run["id"] and last["dpo_check"]["id"] == dpo["id"]
@@ -93,6 +95,26 @@ def test_the_store_refuses_to_finish_a_run_twice(settings: Settings) -> None:
             j.schedule.finish_run(run.id, "failed")
         with pytest.raises(ValueError):
             j.schedule.finish_run(run.id, "running")
+
+
+def test_a_jobs_result_reads_as_an_object_and_as_one_line(settings: Settings) -> None:
+    settings.journal_path.parent.mkdir(parents=True, exist_ok=True)
+    with Journal(settings.journal_path):
+        pass  # an empty journal: the extract finds nothing, and says so in numbers
+    result = CliRunner().invoke(app, ["scheduler", "run-now", "prefs_extract", "--json"])
+    run = json.loads(result.stdout)
+    assert run["outcome"] == "ok"
+    assert run["detail"]["added"] == {"pm": 0, "research": 0} and run["detail"]["pending"] == []
+    assert run["summary"] == (
+        "added: pm 0, research 0; labelled: pm 0, research 0; pending: none; skipped: none"
+    )
+    human = CliRunner().invoke(app, ["scheduler", "run-now", "prefs_extract"], terminal_width=200)
+    assert "prefs_extract: ok (added: pm 0, research 0;" in human.stdout and "{" not in human.stdout
+    with Journal(settings.journal_path) as j:
+        run_id = j.schedule.start_run("retrain", "manual").id
+        # A message that starts with a brace but is no JSON stays the message.
+        done = j.schedule.finish_run(run_id, "skipped", detail="{not json")
+    assert done.detail == "{not json" and done.summary == "{not json"
 
 
 def _cli(home: Path, *args: str) -> subprocess.Popen:

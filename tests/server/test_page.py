@@ -105,6 +105,12 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         expect(page.locator("#jobs-table tr[data-job=retrain]")).not_to_contain_text(
             "never", timeout=60_000
         )
+        # its outcome and a readable summary of what it did, not the journaled JSON
+        # a job that ends at once shows its outcome and why, in words, not the journaled JSON
+        page.click("button.run-now[data-job=dpo_check]", timeout=15_000)
+        expect(page.locator("#jobs-table tr[data-job=dpo_check]")).to_contain_text(
+            "skipped: 0 new labelled pair(s)", timeout=60_000
+        )
         shot = tmp_path / "page.png"
         page.screenshot(path=str(shot), full_page=True)
         if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):

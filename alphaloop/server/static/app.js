@@ -619,7 +619,7 @@ async function pollSchedule() {
   for (const j of s.jobs) {
     const tr = document.createElement("tr"); tr.dataset.job = j.name;
     tr.append(cell(j.name), cell(j.cron), cell(j.next_run), cell(j.last_run ? j.last_run.started_at : "never"),
-      cell(j.last_run ? j.last_run.outcome + (j.last_run.detail ? ": " + j.last_run.detail.slice(0, 80) : "") : "-", j.last_run ? "status-" + j.last_run.outcome : ""));
+      cell(j.last_run ? j.last_run.outcome + (j.last_run.summary ? ": " + j.last_run.summary.slice(0, 80) : "") : "-", j.last_run ? "status-" + j.last_run.outcome : ""));
     const td = document.createElement("td"); const btn = document.createElement("button");
     btn.textContent = "run now"; btn.className = "run-now"; btn.dataset.job = j.name;
     btn.onclick = async () => { try { const r = await api(`/api/schedule/${j.name}/run`, { method: "POST" }); toast(`${r.job} started (job ${r.job_id}, worker ${r.pid})`); followJob(r.job_id, r.job).catch((e) => console.warn(e)); } catch (e) { toast(e.message); } };
