@@ -13,6 +13,7 @@ value, so a front end that catches one answers bad usage (exit 2, HTTP 422).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 EXIT_FAILURE = 1
@@ -257,6 +258,26 @@ class InvalidChartExport(ChartExportError, ValueError):
 
     exit_code = EXIT_USAGE
     http_status = USAGE_STATUS
+
+
+class OutputFolderMissing(AlphaloopError, ValueError):
+    """A file to write (a chart, an export) named in a folder that does not exist: most likely
+    a typo, so it is refused rather than folders created that nobody asked for."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"cannot write {path}: the folder {path.parent} does not exist; "
+            "create it first or choose another --out"
+        )
+
+    @classmethod
+    def check(cls, path: Path) -> None:
+        """Raises when ``path``'s folder does not exist."""
+        if not path.parent.is_dir():
+            raise cls(path)
 
 
 class PolicyNotFound(JournalError, LookupError):

@@ -99,6 +99,10 @@ def test_bad_usage_exits_2(settings: Settings, tmp_path: Path) -> None:
         pass
     bad = run("prefs", "export", "--out", str(tmp_path / "x.jsonl"), "--source", "web")
     assert bad.exit_code == 2 and "unknown source 'web'" in bad.stderr
+    # a typo in the folder is refused, as the chart command refuses it, and nothing is created
+    typo = run("prefs", "export", "--out", str(tmp_path / "exprots" / "p.jsonl"))
+    assert typo.exit_code == 2 and "exprots does not exist" in typo.stderr
+    assert not (tmp_path / "exprots").exists()
     assert run("pm", "decide", "1", "maybe").exit_code == 2
     assert run("pm", "decide", "1", "override", "--weights", "A").exit_code == 2
     assert ok_json("pm", "review") == []

@@ -39,14 +39,6 @@ def _check_inputs(
     with _chart_errors():
         name = ops.chart_kind(kind)
         _, size = ops.check_export(out, width, height)
-    # An --out in a folder that does not exist is most likely a typo: refuse it rather than
-    # create folders nobody asked for. The default folder under the home is ours to create.
-    if out is not None and not out.parent.is_dir():
-        raise fail(
-            f"cannot write {out}: the folder {out.parent} does not exist; "
-            "create it first or choose another --out",
-            2,
-        )
     if not settings.journal_path.exists():
         raise fail(
             f"no journal at {settings.journal_path}; run `alphaloop research` or "

@@ -52,7 +52,6 @@ def trl_row(pref: PreferenceRecord) -> dict[str, Any]:
 
 def write_jsonl(prefs: Iterable[PreferenceRecord], out: Path) -> int:
     """Writes the pairs to ``out`` (replacing it atomically); returns how many were written."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
     n = 0
     with tmp.open("w", encoding="utf-8") as f:

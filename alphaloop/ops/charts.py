@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from alphaloop.exceptions import OutputFolderMissing
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -130,9 +131,13 @@ def check_export(
 
     Raises:
         InvalidChartExport: a suffix that is neither .html nor .png, a size out of range.
+        OutputFolderMissing: ``out`` is in a folder that does not exist (the default folder
+            under the home is ours to create).
     """
     from alphaloop.charts import DEFAULT_HEIGHT, DEFAULT_WIDTH, check_size, check_suffix
 
+    if out is not None:
+        OutputFolderMissing.check(out)
     fmt = check_suffix(out) if out is not None else "html"
     size = (width or DEFAULT_WIDTH, height or DEFAULT_HEIGHT)
     if fmt == "png" or width or height:

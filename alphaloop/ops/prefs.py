@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import DataError, InvalidVerdict, PolicyNotFound
+from alphaloop.exceptions import DataError, InvalidVerdict, OutputFolderMissing, PolicyNotFound
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
@@ -205,11 +205,13 @@ def export_preferences(
 
     Raises:
         ValueError: an unknown source or rule.
+        OutputFolderMissing: ``out`` is in a folder that does not exist.
     """
     if source is not None and source not in {s.value for s in PreferenceSource}:
         raise ValueError(f"unknown source {source!r}; choose pm or research")
     if rule not in ("current", "all"):
         raise ValueError(f"unknown rule {rule!r}; choose current or all")
+    OutputFolderMissing.check(Path(out))
     with open_journal(settings) as journal:
         prefs = journal.preferences.list(source=source, labelled=True)
     kept = [p for p in prefs if rule == "all" or _current_rule(p)]
