@@ -144,7 +144,13 @@ def _schedule(job: ScheduleJob, settings: Settings, link: Link) -> ScheduleResul
     if run.outcome == "failed":
         first = (run.error or "").splitlines()[0] if run.error else "no error recorded"
         raise ScheduledJobFailed(f"scheduler job {run.job} failed (schedule run {run.id}): {first}")
-    return ScheduleResult(run_id=run.id, job=run.job, outcome=run.outcome.value, detail=run.detail)
+    return ScheduleResult(
+        run_id=run.id,
+        job=run.job,
+        outcome=run.outcome.value,
+        detail=run.detail,
+        summary=run.summary,
+    )
 
 
 _RUNNERS: dict[str, Callable[[Any, Settings, Link], BaseModel]] = {

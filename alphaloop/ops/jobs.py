@@ -23,7 +23,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -169,7 +169,8 @@ class ScheduleResult(BaseModel):
     run_id: int
     job: str
     outcome: str
-    detail: str | None = None
+    detail: dict[str, Any] | str | None = None  # as the schedule run's (see ScheduleRunRecord)
+    summary: str | None = None
 
 
 JobResult = Annotated[

@@ -76,5 +76,6 @@ def test_a_finished_job_journals_its_typed_result(settings: Settings) -> None:
     assert done.status == JobStatus.finished and done.error is None
     assert isinstance(done.result, jobs.ScheduleResult) and done.result.job == "prefs_extract"
     assert done.result.outcome in ("ok", "skipped")
+    assert done.result.summary and "{" not in done.result.summary  # the run's detail, in words
     with pytest.raises(Exception, match="finished, not queued"):
         jobs.execute_job(settings, done.id)  # a job runs once
