@@ -28,8 +28,8 @@ __version__ = "0.1.0"
 
 
 def _register_env(_gymnasium: ModuleType) -> None:
-    # The engine registers its env when imported; its VecEnv and PPO (torch) stay lazy.
-    importlib.import_module("alphaloop.rl_engine")
+    # The env's module registers it when imported; the engine's VecEnv and PPO (torch) stay lazy.
+    importlib.import_module("alphaloop.rl_engine.env")
 
 
 when_imported("gymnasium", _register_env)

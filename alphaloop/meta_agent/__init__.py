@@ -17,6 +17,7 @@ from alphaloop._lazy import lazy_attributes
 if TYPE_CHECKING:
     from alphaloop.meta_agent.graph import compile_graph
     from alphaloop.meta_agent.objective import Objective
+    from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
     from alphaloop.meta_agent.proposers import (
         ProposalContext,
         Proposer,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
         request_stop,
         run_session,
     )
-    from alphaloop.meta_agent.state import LoopEvent, OutcomeStatus, Proposal, TrialOutcome
+    from alphaloop.meta_agent.state import LoopEvent, Proposal
 
 __all__ = [
     "LoopEvent",
@@ -62,7 +63,7 @@ _STATE = "alphaloop.meta_agent.state"
 _LAZY = {
     "LoopEvent": _STATE,
     "Objective": "alphaloop.meta_agent.objective",
-    "OutcomeStatus": _STATE,
+    "OutcomeStatus": "alphaloop.meta_agent.outcome",
     "Proposal": _STATE,
     "ProposalContext": _PROPOSERS,
     "Proposer": _PROPOSERS,
@@ -72,7 +73,7 @@ _LAZY = {
     "SessionBusy": _SESSION,
     "SessionSpec": _SESSION,
     "TPEProposer": _PROPOSERS,
-    "TrialOutcome": _STATE,
+    "TrialOutcome": "alphaloop.meta_agent.outcome",
     "TrialView": _PROPOSERS,
     "compile_graph": "alphaloop.meta_agent.graph",
     "create_session": _SESSION,

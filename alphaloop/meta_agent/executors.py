@@ -1,6 +1,6 @@
 """Where a session's trials run: in the loop's own process (one worker), in worker processes on
 this machine, or as Ray tasks on a cluster. Either way a trial is the frozen evaluator's
-``run_trial`` on a :class:`TrialJob`, and what comes back is a :class:`~.state.TrialOutcome` (a
+``run_trial`` on a :class:`TrialJob`, and what comes back is a :class:`~.outcome.TrialOutcome` (a
 failing trial is an outcome, never an exception). The journal is never touched here: the loop
 alone writes it.
 
@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
-from alphaloop.meta_agent.state import OutcomeStatus, TrialOutcome
+from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines
 from alphaloop.trials import run_trial as evaluate
 
@@ -240,10 +240,11 @@ def _ready() -> int:
 
 
 # What a fork server imports once for every worker it forks. Every mode runs the evaluator
-# (this module imports it, without torch, cvxpy or scipy.stats) and its LP solver, HiGHS. A
-# mode that trains PPO also needs the trainer (torch and stable-baselines3, over a second);
-# a Mean-CVaR session's workers never touch torch, and its fork server starts that much
-# sooner without them. (The trainer never needs torch's compiler, ``torch._dynamo``: see
+# (this module imports it, and the trial's outcome type from ``outcome``: none of torch, cvxpy,
+# scipy, gymnasium, the journal or the proposers) and its LP solver, HiGHS. A mode that trains
+# PPO also needs the trainer (torch and stable-baselines3, over a second); a Mean-CVaR
+# session's workers never touch torch, and its fork server starts that much sooner without
+# them. (The trainer never needs torch's compiler, ``torch._dynamo``: see
 # ``rl_engine.lean.EagerAdam``.)
 _EVALUATOR = (__name__, "highspy")
 _PPO = ("alphaloop.rl_engine.ppo",)

@@ -26,6 +26,7 @@ from alphaloop.journal import EventKind, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.executors import Pending, TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
+from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, Proposer, TPEProposer
 from alphaloop.meta_agent.recording import (
     best_so_far,
@@ -33,13 +34,7 @@ from alphaloop.meta_agent.recording import (
     finished_trials,
     proposal_context,
 )
-from alphaloop.meta_agent.state import (
-    InFlight,
-    LoopEvent,
-    Proposal,
-    SessionContext,
-    TrialOutcome,
-)
+from alphaloop.meta_agent.state import InFlight, LoopEvent, Proposal, SessionContext
 from alphaloop.meta_agent.tracing import ITERATION, PROPOSE, TRIAL, OpenSpan, iteration_attributes
 from alphaloop.trials import Window
 

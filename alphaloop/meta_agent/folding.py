@@ -34,8 +34,9 @@ from alphaloop.journal import FoldRecord, TrialKind, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent.executors import Pending, TrialJob, finished, outcome_of
 from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
+from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import best_so_far, confirmations, finished_trials
-from alphaloop.meta_agent.state import OutcomeStatus, SessionContext, TrialOutcome
+from alphaloop.meta_agent.state import SessionContext
 from alphaloop.trials import TrialResult, aggregate_folds, fold_budget
 from alphaloop.validation import aligned_matrix, sharpe_difference
 

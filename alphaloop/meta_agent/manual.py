@@ -39,8 +39,8 @@ from alphaloop.journal import (
 from alphaloop.knobs import ConfigDelta, TrialConfig, clip, config_hash
 from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.outcome import TRACEBACK_TAIL
 from alphaloop.meta_agent.recording import record_result
-from alphaloop.meta_agent.state import TRACEBACK_TAIL
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, TrialResult, run_trial

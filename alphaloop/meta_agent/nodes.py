@@ -36,6 +36,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import flight, folding, keep_rule
 from alphaloop.meta_agent.executors import Pending, outcome_of
 from alphaloop.meta_agent.keep_rule import SeedMean
+from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import (
     best_so_far,
     confirmations,
@@ -47,14 +48,7 @@ from alphaloop.meta_agent.recording import (
     trial_view,
     violation_of,
 )
-from alphaloop.meta_agent.state import (
-    InFlight,
-    LoopEvent,
-    OutcomeStatus,
-    SessionContext,
-    SessionState,
-    TrialOutcome,
-)
+from alphaloop.meta_agent.state import InFlight, LoopEvent, SessionContext, SessionState
 from alphaloop.meta_agent.tracing import RECORD, TRIAL, OpenSpan
 from alphaloop.trials import TrialResult
 from alphaloop.validation import aligned_matrix

@@ -11,7 +11,6 @@ trials in flight, the proposer) are in the runtime context, rebuilt on resume.
 
 from __future__ import annotations
 
-import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,22 +20,20 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import AlphaloopError, TrialTimeout
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import Proposer
 from alphaloop.meta_agent.tracing import OpenSpan
-from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings
-from alphaloop.trials import Rows, TrialBudget, TrialResult
+from alphaloop.trials import Rows, TrialBudget
 
 if TYPE_CHECKING:  # executors import this module
     from alphaloop.meta_agent.executors import Pending, TrialRunner
 
-TRACEBACK_TAIL = 2000  # characters of a crashed trial's traceback kept in its row
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -62,43 +59,6 @@ class Proposal(BaseModel):
 
     def delta(self) -> ConfigDelta:
         return ConfigDelta(changes=self.changes, rationale=self.rationale)
-
-
-class OutcomeStatus(StrEnum):
-    """How running a trial ended: it produced a result, or it crashed or ran out of time."""
-
-    ok = "ok"
-    crash = "crash"
-    timeout = "timeout"
-
-
-class TrialOutcome(BaseModel):
-    """What running one trial produced, awaiting its verdict (never raised: a failing trial
-    is an outcome, journaled as a crash, and the loop goes on)."""
-
-    model_config = _FROZEN
-
-    status: OutcomeStatus
-    result: TrialResult | None = None
-    error: str | None = None
-    traceback_tail: str | None = None
-    # Why a search trial ran only its first fold (see ``folding``): it is discarded for it.
-    raced_out: str | None = None
-
-    @classmethod
-    def failed(cls, err: BaseException) -> Self:
-        """The outcome of a trial that raised ``err`` (call it inside the ``except`` block)."""
-        if isinstance(err, TrialTimeout):
-            return cls(status=OutcomeStatus.timeout, error=str(err))
-        return cls(
-            status=OutcomeStatus.crash,
-            error=str(err) if isinstance(err, AlphaloopError) else repr(err),
-            traceback_tail=traceback.format_exc()[-TRACEBACK_TAIL:],
-        )
-
-    @property
-    def metrics(self) -> Metrics | None:
-        return self.result.metrics if self.result is not None else None
 
 
 class LoopEvent(StrEnum):

@@ -31,7 +31,6 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from alphaloop.exceptions import SolverError
 
@@ -301,6 +300,8 @@ def _converged(std: _Lp, res: _Residuals, tol: float) -> bool:
 
 def _factor(std: _Lp, d: np.ndarray) -> tuple:
     """Cholesky factor of the (slightly regularised) normal matrix for the scaling ``d``."""
+    from scipy.linalg import cho_factor  # a trial's small solves never get here: import late
+
     mat = std.normal(d)
     mat[np.diag_indices_from(mat)] += 1e-14 * max(1.0, float(np.trace(mat)) / (std.n + 1))
     try:
@@ -312,6 +313,8 @@ def _factor(std: _Lp, d: np.ndarray) -> tuple:
 
 def _direction(s: _System) -> _Direction:
     """Mehrotra: an affine (predictor) direction picks the centring, then the corrector."""
+    from scipy.linalg import cho_solve
+
     p, bounded = s.p, s.std.bounded
     rl, ru = -p.v * p.zl, -p.gap_b * p.zu
     t, r = _reduced_rhs(s, rl, ru)

@@ -1,23 +1,23 @@
 """Reinforcement-learning engine: the ``alphaloop/PortfolioCVaR-v0`` env, a batched SB3 VecEnv and
 PPO training (GAE, GRPO or REINFORCE++ advantages), walk-forward weights and policy save/load.
 
-Importing this package registers the env with gymnasium. The VecEnv and PPO names are loaded on
-first use: they pull in stable-baselines3 and torch (seconds of import time), which a command
-that only needs the env, or only lists things, should not pay for.
+The env is registered with gymnasium as soon as gymnasium is imported (see ``alphaloop``), so
+importing this package imports neither: a Mean-CVaR trial worker reads the engine's defaults and
+threads without them. Every name loads on first use: the VecEnv and PPO pull in
+stable-baselines3 and torch (seconds of import time), which a command that only needs the env,
+or only lists things, should not pay for.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import gymnasium
-
 from alphaloop._lazy import lazy_attributes
-from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
 
 if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
     from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
+    from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
     from alphaloop.rl_engine.lean import LeanPPO
     from alphaloop.rl_engine.numpy_ppo import NumpyPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
@@ -59,6 +59,9 @@ _LAZY = {
     "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
     "DEFAULT_N_ENVS": "alphaloop.rl_engine.defaults",
     "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.defaults",
+    "ENV_ID": "alphaloop.rl_engine.env",
+    "PortfolioEnv": "alphaloop.rl_engine.env",
+    "default_returns": "alphaloop.rl_engine.env",
     "LeanPPO": "alphaloop.rl_engine.lean",
     "NumpyPPO": "alphaloop.rl_engine.numpy_ppo",
     "TRIAL_THREADS": "alphaloop.rl_engine.threads",
@@ -75,8 +78,3 @@ _LAZY = {
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
-
-
-# Registering twice (a reload, a test importing the module again) would only warn; skip it.
-if ENV_ID not in gymnasium.registry:
-    gymnasium.register(id=ENV_ID, entry_point="alphaloop.rl_engine.env:PortfolioEnv")

@@ -173,3 +173,8 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
 
     def _observation(self) -> np.ndarray:
         return self._observe(self._days, self._weights)[0]
+
+
+# Registering twice (a reload, a test importing the module again) would only warn; skip it.
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="alphaloop.rl_engine.env:PortfolioEnv")

@@ -13,7 +13,7 @@ import pytest
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.finalize import configs_tried
-from alphaloop.meta_agent.state import TrialOutcome
+from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.metrics import effective_trials
 from tests.meta_agent.helpers import session_context
 

@@ -23,7 +23,8 @@ from alphaloop.market import DataSpec
 from alphaloop.meta_agent import folding
 from alphaloop.meta_agent.executors import TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
-from alphaloop.meta_agent.state import InFlight, OutcomeStatus, SessionContext, TrialOutcome
+from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
+from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialResult, build_folds
 
