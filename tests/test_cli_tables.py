@@ -203,6 +203,17 @@ def test_a_clipped_trial_shows_its_verdict_first_and_its_clips() -> None:
     )
 
 
+def test_seeds_and_the_test_run_show_ran_not_a_verdict() -> None:
+    def row(kind: str, status: str) -> Any:
+        return NS(**{**vars(_trial(1, status)), "kind": kind})
+
+    rows = [row("search", "discard"), row("confirm", "keep"), row("baseline", "keep")]
+    rows += [row("test", "keep"), row("search", "keep"), row("confirm", "crash")]
+    table = views.trials_table(rows)
+    shown = [c.plain for c in table.columns[2].cells]
+    assert shown == ["discard", "ran", "ran", "ran", "keep", "crash"]
+
+
 def test_the_sessions_list_says_when_the_default_was_the_pick() -> None:
     default = NS(
         **{**vars(SESSION), "final": FinalReport(stop_reason="budget", n_trials=40, pick="default")}

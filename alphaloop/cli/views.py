@@ -42,7 +42,17 @@ STATUS_STYLE = {
     "timeout": "red",
     "invalid": "magenta",
     "running": "cyan",
+    "ran": "",
 }
+
+
+def shown_status(trial: Any) -> str:
+    """A trial's status as a person reads it: a baseline or confirmation seed, or the test run,
+    earns no verdict of its own (journaled ``keep`` once it ran), so it shows ``ran``, not a
+    keep beside a candidate its confirmation discarded."""
+    if trial.kind in ("baseline", "confirm", "test") and trial.status == "keep":
+        return "ran"
+    return str(trial.status)
 
 
 class FitTable(Table):
@@ -199,7 +209,7 @@ def trials_table(
         table.add_row(
             str(t.idx),
             t.kind,
-            Text(t.status, style=STATUS_STYLE.get(t.status, "")),
+            Text(shown_status(t), style=STATUS_STYLE.get(shown_status(t), "")),
             fmt(t.objective),
             fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
             plain(t.proposer),

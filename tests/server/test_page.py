@@ -83,6 +83,9 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
             re.compile("stopping|stopped|finished"), timeout=60_000
         )
         assert page.locator("#trials-table tbody tr").count() >= 2
+        # a baseline seed earns no verdict: it shows "ran", not "keep"
+        baseline = page.locator("#trials-table tbody tr", has_text="baseline").first
+        expect(baseline.locator("td").nth(2)).to_have_text("ran")
 
         # Analyze: 4-6 bullets signed by the embedded reader
         page.click("button.analyze[data-chart=research-chart]")

@@ -137,12 +137,15 @@ function tableQuery(extra = {}) {
   for (const [k, v] of Object.entries(extra)) q.set(k, v);
   return q;
 }
+// A baseline or confirmation seed, or the test run, earns no verdict of its own (journaled keep
+// once it ran): it shows "ran", as in the command line's tables.
+function statusOf(t) { return ["baseline", "confirm", "test"].includes(t.kind) && t.status === "keep" ? "ran" : t.status; }
 function changesOf(t) { return Object.entries(t.delta?.changes || {}).map(([k, v]) => `${k}=${typeof v === "number" ? +v.toPrecision(4) : v}`).join(", "); }
 function trialRow(t, clips) {
   const tr = document.createElement("tr"); tr.dataset.id = t.id;
   if (t.id === state.selectedTrial) tr.className = "selected";
   const clipText = (clips || []).map((c) => `${c.knob} ${c.proposed}\u2192${c.applied}`).join("; ");
-  tr.append(cell(t.idx), cell(t.kind), cell(t.status, "status-" + t.status), cell(fmt(t.objective)), cell(changesOf(t)), cell(clipText));
+  tr.append(cell(t.idx), cell(t.kind), cell(statusOf(t), "status-" + statusOf(t)), cell(fmt(t.objective)), cell(changesOf(t)), cell(clipText));
   tr.addEventListener("click", () => showTrial(t.id));
   return tr;
 }
@@ -193,7 +196,7 @@ async function showTrial(id) {
   const t = full.trial; state.selectedTrial = t.id;
   document.querySelectorAll("#trials-table tbody tr").forEach((tr) => tr.classList.toggle("selected", Number(tr.dataset.id) === t.id));
   $("#trial-detail").hidden = false; $("#trial-detail").dataset.trial = t.id;
-  $("#trial-title").textContent = `trial #${t.idx} (${t.kind}, ${t.status}) \u2014 objective ${fmt(t.objective)}`;
+  $("#trial-title").textContent = `trial #${t.idx} (${t.kind}, ${statusOf(t)}) \u2014 objective ${fmt(t.objective)}`;
   const metrics = Object.entries(t.metrics || {}).map(([k, v]) => `${k} ${fmt(v, 3)}`).join(", ");
   const clips = full.clips.map((c) => `${c.knob} ${c.proposed}\u2192${c.applied} (${c.reason})`).join("; ");
   $("#trial-facts").textContent = [`proposer ${t.proposer ?? "-"}`, `seed ${t.seed ?? "-"}`, `${fmt(t.elapsed_s, 2)} s`,
