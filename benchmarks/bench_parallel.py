@@ -24,7 +24,8 @@ two processes at once, each single-threaded as a worker is. Two processes on two
 not each run as fast as one alone (shared caches and memory bandwidth, a virtual machine's
 neighbours): their throughput over one's is the most any 2-worker session can gain here, and
 the session's speed-up over it is the loop's own efficiency (``--no-ceiling`` and
-``--quick`` skip it).
+``--quick`` skip it). So is how long a session's worker processes take to come up (their fork
+server's imports), alone, in fresh processes: a short session pays it once, on one core.
 
 The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
 ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
@@ -148,6 +149,34 @@ def probe(mode: str, data: str, steps: int | None) -> float:
     return runs / elapsed
 
 
+STARTUP_ROUNDS = 5
+
+
+def workers_up(mode: str, data: str) -> float:
+    """Seconds from starting a ``mode`` session's worker processes to their being up, in this
+    process, with the loop idle (a session's loop runs trials meanwhile)."""
+    from alphaloop.market import DataSpec
+    from alphaloop.meta_agent.executors import ProcessTrials
+
+    market = DataSpec(data=data).load()
+    began = time.perf_counter()
+    runner = ProcessTrials(market, max(WORKERS), mode)
+    while not runner.up:
+        time.sleep(0.005)
+    up = time.perf_counter() - began
+    runner.close()
+    return up
+
+
+def startup(mode: str, data: str) -> list[float]:
+    """:func:`workers_up` in :data:`STARTUP_ROUNDS` fresh processes, one after another."""
+    argv = _this_cli("--up", mode, data)
+    return [
+        float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()[-1])
+        for _ in range(STARTUP_ROUNDS)
+    ]
+
+
 def ceiling(mode: str, data: str, steps: int | None) -> float:
     """Fold runs per second of two processes at once over one alone's (see the module
     docstring)."""
@@ -223,6 +252,17 @@ def main(
                 ),
             ]
         )
+        if with_ceiling and not quick:
+            up = startup(mode, data)
+            print_rows(
+                [
+                    (
+                        "  workers up after (alone)",
+                        f"{statistics.median(up):.2f} s (median of {len(up)} fresh processes, "
+                        f"{min(up):.2f}-{max(up):.2f})",
+                    )
+                ]
+            )
         if ceilings:
             limit = statistics.median(ceilings)
             print_rows(
@@ -269,6 +309,12 @@ def cli(argv: list[str] | None = None) -> None:
         help="print this process's fold runs per second (what the ceiling starts)",
     )
     parser.add_argument(
+        "--up",
+        nargs=2,
+        metavar=("MODE", "DATA"),
+        help="print how long this process's workers take to come up (what the start-up runs)",
+    )
+    parser.add_argument(
         "--session",
         nargs=5,
         metavar=("MODE", "DATA", "BUDGET", "STEPS", "WORKERS"),
@@ -278,6 +324,8 @@ def cli(argv: list[str] | None = None) -> None:
     if args.probe:
         mode, data, steps = args.probe
         print(probe(mode, data, int(steps) or None))
+    elif args.up:
+        print(workers_up(*args.up))
     elif args.session:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
