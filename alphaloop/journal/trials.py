@@ -590,6 +590,17 @@ class Trials:
         )
         return int(rows[0]["n"])
 
+    def twin(self, session_id: str, config_hash: str) -> int | None:
+        """The index of the session's first trial of this config (running or finished, invalid
+        ones aside), or None: the loop never runs a config twice. One indexed lookup, where
+        reading the whole history for it grew with every trial."""
+        rows = self._journal._rows(
+            "SELECT MIN(idx) AS idx FROM trials WHERE session_id = ? AND config_hash = ? "
+            "AND status != ?",
+            (session_id, config_hash, TrialStatus.invalid.value),
+        )
+        return rows[0]["idx"]
+
     def total(self, session_id: str) -> int:
         """How many trials the session journaled (every kind), read from the index alone."""
         rows = self._journal._rows(

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterator
 
 from alphaloop import telemetry
-from alphaloop.journal import EventKind, TrialKind, TrialRecord, TrialStatus
+from alphaloop.journal import EventKind, TrialKind, TrialRecord
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.executors import Pending, TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
@@ -181,10 +181,6 @@ def distinct_proposal(
     is a ``DuplicateProposal`` event. Should TPE's draws clip to run configs too (a tiny edit
     space), the last one runs rather than the session stalling.
     """
-    seen: dict[str, int] = {}
-    for t in ctx.journal.trials.of_session(ctx.session_id, series=False):
-        if t.status != TrialStatus.invalid:
-            seen.setdefault(t.config_hash, t.idx)
     retries = ctx.settings.llm_duplicate_retries if ctx.settings else DUPLICATE_RETRIES
     proposer, notes = ctx.proposer, []
     for attempt in range(retries + 1 + FILL_DRAWS):
@@ -195,7 +191,7 @@ def distinct_proposal(
         if filling:
             proposal = proposal.model_copy(update={"proposer": f"{proposer.name} (duplicate fill)"})
         config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
-        twin = seen.get(config_hash(config))
+        twin = ctx.journal.trials.twin(ctx.session_id, config_hash(config))
         if twin is None:
             return proposal, config, clips
         edit = ", ".join(f"{k}={v:g}" for k, v in proposal.changes.items())

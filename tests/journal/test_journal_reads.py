@@ -193,6 +193,26 @@ def test_trial_at_an_index(journal: Journal) -> None:
         journal.trials.at("s-x", 0)
 
 
+def test_a_configs_twin_is_its_first_trial_that_is_not_invalid(journal: Journal) -> None:
+    sid, other = new_session(journal), new_session(journal)
+    invalid = journal.trials.record_invalid(
+        sid, proposer="llm", delta_raw="{}", error="garbled", config_hash="h1"
+    )
+    assert journal.trials.twin(sid, "h1") is None  # an invalid proposal never ran
+    first = new_trial(journal, sid, config_hash="h1")  # running: in flight counts
+    new_trial(journal, sid, config_hash="h1")
+    new_trial(journal, sid, config_hash="h2")
+    new_trial(journal, other, config_hash="h3")
+    assert journal.trials.twin(sid, "h1") == first.idx and first.idx > invalid.idx
+    assert journal.trials.twin(sid, "h3") is None  # another session's config
+    # the answer a read of the whole history gives
+    seen: dict[str, int] = {}
+    for t in journal.trials.of_session(sid, series=False):
+        if t.status != "invalid":
+            seen.setdefault(t.config_hash, t.idx)
+    assert all(journal.trials.twin(sid, h) == idx for h, idx in seen.items())
+
+
 def test_completed_trials_across_sessions(journal: Journal) -> None:
     metrics = {"sharpe": 1.0}
     a, b = new_session(journal), new_session(journal)

@@ -20,6 +20,7 @@ from alphaloop.meta_agent.proposers import (
     TrialView,
     distributions,
 )
+from alphaloop.meta_agent.proposers.search import _replayed
 
 MODES = ("ppo_only", "cufolio_only", "unified")
 PROPOSERS = (TPEProposer, RandomProposer)
@@ -200,3 +201,42 @@ def test_a_limit_breach_ranks_below_everything(
     assert study.best_trial.params == {
         n: getattr(legal_best.config, n) for n in knobs_for_mode(mode)
     }
+
+
+@pytest.mark.parametrize("mode", ["cufolio_only", "unified"])
+def test_the_cheap_replay_gives_optunas_own_points(mode: str) -> None:
+    """A study replayed with ``_replayed`` (shallow copies) asks the very points a study built
+    through Optuna's own ``create_trial`` asks, running trials (TPE's constant liar) included."""
+    dists = distributions(mode)
+    views = history(mode, 30, seed=3)
+    done, running = views[:-2], views[-2:]
+
+    def study(own: bool) -> optuna.Study:
+        out = optuna.create_study(
+            direction="maximize",
+            sampler=optuna.samplers.TPESampler(
+                seed=11, n_startup_trials=8, multivariate=True, constant_liar=True
+            ),
+        )
+        for view, state in [(v, optuna.trial.TrialState.COMPLETE) for v in done] + [
+            (v, optuna.trial.TrialState.RUNNING) for v in running
+        ]:
+            params = {name: view.config.model_dump()[name] for name in dists}
+            value = view.objective if state.is_finished() else None
+            out.add_trial(
+                optuna.trial.create_trial(
+                    params=params, distributions=dists, value=value, state=state
+                )
+                if own
+                else _replayed(params, dists, state, value)
+            )
+        return out
+
+    ours, optunas = study(own=False), study(own=True)
+    assert [ours.ask(dists).params for _ in range(3)] == [
+        optunas.ask(dists).params for _ in range(3)
+    ]
+    # the storage numbered its own copies; the trials handed to it are untouched
+    trial = _replayed({}, {}, optuna.trial.TrialState.COMPLETE, 1.0)
+    ours.add_trial(trial)
+    assert trial.number == -1 and ours.trials[-1].number == len(views) + 3

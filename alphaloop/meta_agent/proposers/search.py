@@ -1,8 +1,9 @@
 """Embedded proposers: Optuna TPE (the default without an LLM) and uniform random search.
 
 Both are stateless between calls: each proposal rebuilds an in-memory Optuna study from the
-journaled history. A few hundred trials replay in milliseconds, and a resumed session proposes
-exactly as if it had never stopped.
+journaled history, so a resumed session proposes exactly as if it had never stopped. The replay
+is linear in the history and cheap (see :class:`_Replayed`): a long session's proposals do not
+slow it down more than the sampler itself does.
 
 With parallel workers the trials still running are added to the study as running trials and
 TPE samples with ``constant_liar`` (each running point counts as a bad result), so a batch of
@@ -13,8 +14,11 @@ TPE's warm-up draw the same points as a one-worker session.
 
 from __future__ import annotations
 
+import copy
+import datetime
 import math
 import warnings
+from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
@@ -37,6 +41,45 @@ def distributions(mode: str) -> dict[str, BaseDistribution]:
         else:
             out[name] = FloatDistribution(k.low, k.high, log=k.is_log)
     return out
+
+
+class _Replayed(optuna.trial.FrozenTrial):
+    """A journaled trial replayed into a study (as ``optuna.trial.create_trial`` makes it).
+
+    Optuna's in-memory storage deep-copies every trial added to it: about 80 copies of dicts and
+    distributions a trial, which at a few hundred trials cost more than the sampler's own work
+    and grew every proposal's time with the session's length. A replayed trial is never changed
+    after it is made (its params, distributions and value are the journal's; the storage only
+    numbers its copy), so a shallow copy is as good.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Replayed:
+        return copy.copy(self)
+
+
+def _replayed(
+    params: dict[str, Any],
+    dists: dict[str, BaseDistribution],
+    state: optuna.trial.TrialState,
+    value: float | None = None,
+) -> _Replayed:
+    now = datetime.datetime.now()
+    trial = _Replayed(
+        number=-1,
+        trial_id=-1,
+        state=state,
+        value=value,
+        values=None,
+        datetime_start=now,
+        datetime_complete=now if state.is_finished() else None,
+        params=params,
+        distributions=dists,
+        user_attrs={},
+        system_attrs={},
+        intermediate_values={},
+    )
+    trial._validate()
+    return trial
 
 
 class _StudyProposer(ProposerBase):
@@ -66,20 +109,11 @@ class _StudyProposer(ProposerBase):
                 if view.violation:
                     # A limit breach must not look like a good region: rank it below everything.
                     value = -1e6
-            study.add_trial(
-                optuna.trial.create_trial(
-                    params=params, distributions=dists, value=value, state=state
-                )
-            )
+            study.add_trial(_replayed(params, dists, state, value))
         for view in ctx.pending:
             config = view.config.model_dump()
-            study.add_trial(
-                optuna.trial.create_trial(
-                    params={name: config[name] for name in dists},
-                    distributions=dists,
-                    state=optuna.trial.TrialState.RUNNING,
-                )
-            )
+            params = {name: config[name] for name in dists}
+            study.add_trial(_replayed(params, dists, optuna.trial.TrialState.RUNNING))
         # Counted before ``ask`` adds the new trial, and only finished ones: TPE leaves its
         # random warm-up once n_startup_trials trials have completed (failed ones do not count).
         n_seen = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
