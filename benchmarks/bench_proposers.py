@@ -2,7 +2,8 @@
 
 The embedded proposers are stateless: every proposal replays the session's whole history into
 a fresh Optuna study, then asks it for a point. This times, on made-up histories of growing
-length (configs drawn uniformly over the mode's knobs, a smooth objective), side by side:
+length (the proposer tests' ``tests.meta_agent.histories``: configs drawn uniformly over the
+mode's knobs, a smooth objective), side by side:
 
 - the replay through Optuna's own API (``optuna.trial.create_trial`` and ``Study.add_trial``,
   whose in-memory storage deep-copies every trial: how proposals replayed before), against the
@@ -19,63 +20,17 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-import numpy as np
 import optuna
 
-from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
-from alphaloop.meta_agent.objective import Objective
-from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer, TPEProposer, TrialView
+from alphaloop.meta_agent.proposers import RandomProposer, TPEProposer, TrialView
 from alphaloop.meta_agent.proposers.search import _replayed, distributions
 from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
+from tests.meta_agent.histories import context, history
 
 MODES = ("cufolio_only", "unified")  # 4 knobs and all 16
 SIZES = (100, 300, 1000)
 QUICK_SIZES = (100, 300)
 RUNS = 5
-
-
-def history(mode: str, n: int, seed: int = 0) -> list[TrialView]:
-    """``n`` finished search trials at uniform random configs, scored by a smooth objective."""
-    rng = np.random.default_rng(seed)
-    views = []
-    for idx in range(n):
-        values: dict[str, Any] = {}
-        for name in knobs_for_mode(mode):
-            k = KNOBS[name]
-            u = rng.random()
-            value = k.low * (k.high / k.low) ** u if k.is_log else k.low + u * (k.high - k.low)
-            values[name] = round(value) if k.is_int else value
-        units = [rng.random() for _ in values]  # stands in for the config's score
-        objective = -sum((u - 0.3) ** 2 for u in units)
-        views.append(
-            TrialView(
-                idx=idx,
-                kind="search",
-                status="discard",
-                config=TrialConfig(**values),
-                changes={},
-                objective=objective,
-            )
-        )
-    return views
-
-
-def context(mode: str, views: list[TrialView]) -> ProposalContext:
-    best = max(views, key=lambda v: v.objective or -np.inf)
-    return ProposalContext(
-        session_id="s-bench",
-        goal="maximise Sharpe",
-        objective=Objective(),
-        mode=mode,
-        n_assets=20,
-        budget_total=len(views) + 10,
-        budget_left=10,
-        noise_floor=0.01,
-        best_config=best.config,
-        best_objective=best.objective,
-        history=views,
-        seed=0,
-    )
 
 
 def replay(mode: str, views: list[TrialView], *, shallow: bool) -> optuna.Study:
