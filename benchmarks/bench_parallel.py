@@ -211,6 +211,7 @@ def main(
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
     pairs = pairs or (QUICK_PAIRS if quick else PAIRS)
+    machine = with_ceiling and not quick  # the ceiling and the workers' start-up
     print(f"  {os.cpu_count()} CPUs; random proposer, session seed {SEED}; {pairs} pair(s)")
     print(f"  load average before: {_load()}")
     for mode, data, budget, quick_budget, steps in CASES:
@@ -223,7 +224,7 @@ def main(
         for _ in range(pairs):
             for w in WORKERS:
                 runs[w].append(run_one(mode, data, n, steps, w))
-            if with_ceiling and not quick:
+            if machine:
                 ceilings.append(ceiling(mode, data, steps))
         one, two = runs[1], runs[2]
         equal = all(r["work"] == one[0]["work"] for r in one + two)
@@ -252,7 +253,7 @@ def main(
                 ),
             ]
         )
-        if with_ceiling and not quick:
+        if machine:
             up = startup(mode, data)
             print_rows(
                 [

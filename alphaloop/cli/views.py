@@ -206,10 +206,11 @@ def trials_table(
         # The verdict first (a long note is cut at its end), then the knobs clipped to bounds.
         parts += [f"clipped {c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips]
         note = "; ".join(p for p in parts if p)
+        status = shown_status(t)
         table.add_row(
             str(t.idx),
             t.kind,
-            Text(shown_status(t), style=STATUS_STYLE.get(shown_status(t), "")),
+            Text(status, style=STATUS_STYLE.get(status, "")),
             fmt(t.objective),
             fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
             plain(t.proposer),

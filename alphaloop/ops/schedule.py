@@ -231,8 +231,7 @@ def _dpo_check(settings: Settings) -> Any:
     # A check that found too few pairs trained nothing: a skip, not a success.
     data = result.model_dump() if isinstance(result, BaseModel) else result
     if isinstance(data, dict) and data.get("trained") is False:
-        run = data.get("run") if isinstance(data.get("run"), dict) else {}
-        reason = data.get("reason") or run.get("reason") or data.get("detail")
+        reason = (data.get("run") or {}).get("reason")  # the skipped run says why
         raise Skipped(str(reason or json.dumps(data, default=str)))
     return result
 
