@@ -36,7 +36,7 @@ from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, R
 from alphaloop.journal.report import FinalReport, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
-from alphaloop.journal.trials import TrialScore
+from alphaloop.journal.trials import FollowedTrials, TrialScore
 
 __all__ = [
     "COUNTED_STATUSES",
@@ -52,6 +52,7 @@ __all__ = [
     "FinalReport",
     "FoldRecord",
     "Folds",
+    "FollowedTrials",
     "JobNotFound",
     "JobRecord",
     "JobStatus",

@@ -98,7 +98,10 @@ class Folds:
                 f"INSERT OR IGNORE INTO trial_folds ({names}) VALUES ({marks})",
                 values,
             )
-        return next(r for r in self.of_trial(trial_id) if r.fold == fold)
+        [row] = self._journal._rows(
+            "SELECT * FROM trial_folds WHERE trial_id = ? AND fold = ?", (trial_id, fold)
+        )
+        return FoldRecord.from_row(row)
 
     def of_trial(self, trial_id: int) -> list[FoldRecord]:
         """A trial's folds, oldest window first."""

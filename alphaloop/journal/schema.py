@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -375,6 +375,32 @@ FOLD_TABLES: dict[str, str] = {
 TABLES.update(FOLD_TABLES)
 FOLD_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_trial_folds_trial ON trial_folds (trial_id)",)
 
+# Each trial's revision (schema 12): a number, increasing within its session, that triggers
+# raise on every insert or update of the trial's row, whoever writes it. A reader holding the
+# highest revision it has seen reads only the rows changed since (``Trials.changed``): the loop
+# reads its history at every step, and reading the whole of it grew with the session. Kept
+# beside the row rather than in it, so a change does not write the row (with its series) twice.
+REVISION_TABLES: dict[str, str] = {
+    "trial_revisions": """
+        CREATE TABLE trial_revisions (
+            trial_id INTEGER PRIMARY KEY REFERENCES trials(id),
+            session_id TEXT NOT NULL,
+            rev INTEGER NOT NULL
+        )""",
+}
+TABLES.update(REVISION_TABLES)
+_NEXT_REVISION = (
+    "(SELECT COALESCE(MAX(rev), 0) + 1 FROM trial_revisions WHERE session_id = NEW.session_id)"
+)
+REVISION_DDL: tuple[str, ...] = (
+    "CREATE INDEX idx_trial_revisions_session ON trial_revisions (session_id, rev)",
+    "CREATE TRIGGER trial_revision_on_insert AFTER INSERT ON trials BEGIN "
+    "INSERT INTO trial_revisions (trial_id, session_id, rev) "
+    f"VALUES (NEW.id, NEW.session_id, {_NEXT_REVISION}); END",
+    "CREATE TRIGGER trial_revision_on_update AFTER UPDATE ON trials BEGIN "
+    f"UPDATE trial_revisions SET rev = {_NEXT_REVISION} WHERE trial_id = NEW.id; END",
+)
+
 # The page's reads of a long session without touching every trial's row (its series and
 # prompt): the history chart and the count of budgeted trials from the index alone, and the
 # first page in trial order (the expression is the one its ORDER BY puts empty values last by).
@@ -563,6 +589,19 @@ def _add_page_indexes(conn: sqlite3.Connection) -> None:
             conn.execute(ddl)
 
 
+def _add_trial_revisions(conn: sqlite3.Connection) -> None:
+    """Schema 11 -> 12: the ``trial_revisions`` table and its triggers (:data:`REVISION_DDL`),
+    every existing trial at a revision of its journal id (increasing within each session)."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    for ddl in (*REVISION_TABLES.values(), *REVISION_DDL):
+        if ddl.split()[2] not in names:
+            conn.execute(ddl)
+    conn.execute(
+        "INSERT OR IGNORE INTO trial_revisions (trial_id, session_id, rev) "
+        "SELECT id, session_id, id FROM trials"
+    )
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -575,6 +614,7 @@ MIGRATIONS: dict[int, Migration] = {
     8: _add_trial_folds,
     9: _add_dpo_lengths,
     10: _add_page_indexes,
+    11: _add_trial_revisions,
 }
 
 
@@ -592,7 +632,7 @@ def sniff(path: Path) -> str | None:
 
 def create(conn: sqlite3.Connection) -> None:
     """Creates every table and index and stamps the header. Run inside a write transaction."""
-    for ddl in (*TABLES.values(), *INDEXES):
+    for ddl in (*TABLES.values(), *INDEXES, *REVISION_DDL):
         conn.execute(ddl)
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -609,6 +649,8 @@ def problem(conn: sqlite3.Connection) -> str | None:
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
     expected = set(TABLES) - (set(JOB_TABLES) if version < 6 else set())
+    if version < 12:
+        expected -= set(REVISION_TABLES)
     if version < 9:
         expected -= set(FOLD_TABLES)
     if version < 8:

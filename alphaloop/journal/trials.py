@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -494,6 +495,26 @@ class Trials:
             (session_id, after_id),
         )
 
+    def changed(self, session_id: str, after: int = 0) -> tuple[list[TrialRecord], int]:
+        """The session's trials whose row was written after revision ``after`` (every trial
+        for 0), in index order and without their per-day series, and the highest revision
+        among them (``after`` when none changed): hand it back to read only what changes next.
+        One statement, so the revision and the rows are of the same moment."""
+        rows = self._journal._rows(
+            f"SELECT {_WITHOUT_SERIES}, (SELECT rev FROM trial_revisions "
+            "WHERE trial_id = trials.id) AS revision_ FROM trials WHERE id IN "
+            "(SELECT trial_id FROM trial_revisions WHERE session_id = ? AND rev > ?) "
+            "ORDER BY idx",
+            (session_id, after),
+        )
+        revisions = [r.pop("revision_") for r in rows]
+        return [self._record(r) for r in rows], max(revisions, default=after)
+
+    def follow(self, session_id: str) -> FollowedTrials:
+        """A session's trials kept up to date by reading only what changed (see
+        :class:`FollowedTrials`)."""
+        return FollowedTrials(self, session_id)
+
     def running(self, session_id: str) -> list[TrialRecord]:
         """A session's trials still running, with their live training curves."""
         return self._records(
@@ -708,3 +729,30 @@ class Trials:
                 return
             yield rows
             offset += batch
+
+
+class FollowedTrials:
+    """A session's trials without their per-day series, as the journal has them at each read,
+    reading only the rows written since the one before (:meth:`Trials.changed`).
+
+    What a reader of a session's whole history at every step holds: the research loop reads it
+    to propose, to race a trial's first fold and to judge it, and a read of every row grew
+    with the session until it cost more than a Mean-CVaR trial. Records are frozen; the lists
+    handed out are the reader's own."""
+
+    def __init__(self, trials: Trials, session_id: str) -> None:
+        self._trials = trials
+        self._session_id = session_id
+        self._revision = 0
+        self._by_id: dict[int, TrialRecord] = {}
+        self._ordered: list[TrialRecord] = []
+        self._lock = threading.Lock()  # a read and what it updates, as one
+
+    def rows(self) -> list[TrialRecord]:
+        """Every trial of the session in index order, as of now."""
+        with self._lock:
+            changed, self._revision = self._trials.changed(self._session_id, self._revision)
+            if changed:
+                self._by_id.update((t.id, t) for t in changed)
+                self._ordered = sorted(self._by_id.values(), key=lambda t: t.idx)
+            return list(self._ordered)

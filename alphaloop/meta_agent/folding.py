@@ -35,7 +35,12 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent.executors import Pending, TrialJob, finished, outcome_of
 from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
-from alphaloop.meta_agent.recording import best_so_far, confirmations, finished_trials
+from alphaloop.meta_agent.recording import (
+    best_so_far,
+    confirmations,
+    finished_trials,
+    is_outcome,
+)
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.trials import TrialResult, aggregate_folds, fold_budget
 from alphaloop.validation import aligned_matrix, sharpe_difference
@@ -198,7 +203,11 @@ def _carried_over(ctx: SessionContext, row: TrialRecord) -> dict[int, TrialResul
 def fold_returns(ctx: SessionContext, trial: TrialRecord, folds: list[int] | None = None) -> list:
     """``trial``'s daily returns on ``folds`` (all when None), end to end, from its journaled
     folds; a trial journaled before folds has its VALIDATION returns."""
-    by_fold = ctx.journal.folds.returns_of(trial.id)
+    by_fold = ctx.finished_returns.get(trial.id)
+    if by_fold is None:
+        by_fold = ctx.journal.folds.returns_of(trial.id)
+        if is_outcome(trial):  # its folds are final
+            ctx.finished_returns[trial.id] = by_fold
     if -1 in by_fold:
         return by_fold[-1]
     wanted = range(len(ctx.folds)) if folds is None else folds

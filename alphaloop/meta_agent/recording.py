@@ -41,21 +41,21 @@ def finished_trials(
 ) -> list[TrialRecord]:
     """Trials of ``kinds`` with an outcome (see :func:`is_outcome`).
 
-    Without ``series`` the per-day series are not read (see ``journal.trials.of_session``):
-    every step of the loop reads the whole history, and only finalize needs the daily returns."""
-    return [
-        t
-        for t in ctx.journal.trials.of_session(ctx.session_id, series=series)
-        if t.kind in kinds and is_outcome(t)
-    ]
+    Without ``series`` the per-day series are not read and only the rows changed since the last
+    read are (``ctx.history``): every step of the loop reads the whole history, and only
+    finalize needs the daily returns."""
+    rows = (
+        ctx.journal.trials.of_session(ctx.session_id, series=True) if series else ctx.history.rows()
+    )
+    return [t for t in rows if t.kind in kinds and is_outcome(t)]
 
 
 def confirmations(ctx: SessionContext, candidate_id: int) -> list[TrialRecord]:
     """The ``confirm`` rows of a search trial that have an outcome, in the order they ran."""
     return [
         t
-        for t in ctx.journal.trials.of_session(ctx.session_id, kind=TrialKind.confirm, series=False)
-        if t.parent_id == candidate_id and is_outcome(t)
+        for t in ctx.history.rows()
+        if t.kind == TrialKind.confirm and t.parent_id == candidate_id and is_outcome(t)
     ]
 
 
@@ -112,11 +112,8 @@ def proposal_context(
     trials still running (parallel workers), which the proposer must not propose again.
     """
     rows = finished_trials(ctx) if rows is None else rows
-    clips_by_trial: dict[int, list[BoundsClip]] = {}
-    for c in ctx.journal.logs.session_clips(ctx.session_id):
-        clips_by_trial.setdefault(c.trial_id, []).append(c.to_bounds_clip())
-    history = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in rows]
-    running = [trial_view(ctx.objective, t, clips_by_trial.get(t.id, [])) for t in pending or ()]
+    history = [_finished_view(ctx, t) for t in rows]
+    running = [trial_view(ctx.objective, t, _clips(ctx, t)) for t in pending or ()]
     best, best_obj = best_so_far(rows)
     session = ctx.journal.sessions.get(ctx.session_id)
     counted = ctx.journal.trials.counted(ctx.session_id)
@@ -135,6 +132,19 @@ def proposal_context(
         seed=ctx.seed,
         pending=running,
     )
+
+
+def _clips(ctx: SessionContext, t: TrialRecord) -> list[BoundsClip]:
+    return [c.to_bounds_clip() for c in ctx.journal.logs.clips(t.id)]
+
+
+def _finished_view(ctx: SessionContext, t: TrialRecord) -> TrialView:
+    """``t``'s view, made once for each version of its row: a trial's clips are journaled when
+    it starts, and its row no longer changes once it has finished."""
+    held = ctx.views.get(t.id)
+    if held is None or held[0] is not t:
+        held = ctx.views[t.id] = (t, trial_view(ctx.objective, t, _clips(ctx, t)))
+    return held[1]
 
 
 def trial_view(objective: Objective, t: TrialRecord, clips: list[BoundsClip]) -> TrialView:

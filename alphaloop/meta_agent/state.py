@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal import Journal, TrialRecord
+from alphaloop.journal import FollowedTrials, Journal, TrialRecord
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import TrialOutcome
-from alphaloop.meta_agent.proposers import Proposer
+from alphaloop.meta_agent.proposers import Proposer, TrialView
 from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.settings import Settings
 from alphaloop.trials import Rows, TrialBudget
@@ -120,6 +120,17 @@ class SessionContext:
     runner: TrialRunner | None = None
     flight: deque[InFlight] = field(default_factory=deque)
     reruns: deque[TrialRecord] = field(default_factory=deque)
+    # The session's trials, read at every step of the loop: only the rows changed since the
+    # step before are read again (see ``FollowedTrials``).
+    history: FollowedTrials = field(init=False)
+    # Finished trials' daily returns by fold (they never change once a trial has its outcome):
+    # the incumbent's are compared with every new trial's.
+    finished_returns: dict[int, dict[int, list[float]]] = field(init=False, default_factory=dict)
+    # Each finished trial's view for the proposer, with the row it was made from.
+    views: dict[int, tuple[TrialRecord, TrialView]] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.history = self.journal.trials.follow(self.session_id)
 
     def end_flight(self, err: BaseException | None = None) -> None:
         """Ends the spans of the trials still in flight (the loop stopped under them)."""

@@ -213,6 +213,33 @@ def test_a_configs_twin_is_its_first_trial_that_is_not_invalid(journal: Journal)
     assert all(journal.trials.twin(sid, h) == idx for h, idx in seen.items())
 
 
+def test_a_followed_session_reads_only_the_rows_written_since(journal: Journal) -> None:
+    sid, other = new_session(journal), new_session(journal)
+    followed = journal.trials.follow(sid)
+    assert followed.rows() == [] and journal.trials.changed(sid) == ([], 0)
+    a, b = new_trial(journal, sid), new_trial(journal, sid, kind="baseline")
+    new_trial(journal, other)  # another session's rows are never read
+    rows, rev = journal.trials.changed(sid)
+    assert [t.id for t in rows] == [a.id, b.id] and rev >= 2
+    assert journal.trials.changed(sid, rev) == ([], rev)  # nothing written since
+    # every kind of write raises the trial's revision: finish, a held outcome, a curve
+    journal.trials.hold_outcome(a.id, "{}")
+    journal.trials.set_curve(a.id, [[1, 0.5]])
+    journal.trials.finish(b.id, status="keep", objective=1.0, metrics={"sharpe": 1.0})
+    changed, later = journal.trials.changed(sid, rev)
+    assert [t.id for t in changed] == [a.id, b.id] and later > rev
+    assert followed.rows() == journal.trials.of_session(sid, series=False)
+    # a write through another connection (a second process) is seen at the next read
+    with Journal(journal.path) as j2:
+        j2.trials.finish(a.id, status="discard", objective=0.5)
+        c = new_trial(j2, sid)
+    rows = followed.rows()
+    assert rows == journal.trials.of_session(sid, series=False)
+    assert [t.id for t in rows] == [a.id, b.id, c.id] and rows[0].status == "discard"
+    # records of rows not written since are the very objects read before
+    assert followed.rows()[1] is rows[1]
+
+
 def test_completed_trials_across_sessions(journal: Journal) -> None:
     metrics = {"sharpe": 1.0}
     a, b = new_session(journal), new_session(journal)

@@ -55,6 +55,20 @@ def test_same_seed_and_history_same_proposal(proposer: type, mode: str, n_trials
     assert proposer().propose(longer) != first
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_random_search_draws_what_a_replayed_study_draws(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random search skips replaying the history (its sampler never reads it): the proposals
+    are those of a study with the history replayed, pending trials included."""
+    views = history(mode, 40, seed=5)
+    ctx = context(mode, views[:-3], seed=9).model_copy(update={"pending": views[-3:]})
+    skipped = [RandomProposer().propose(ctx) for _ in range(2)]
+    monkeypatch.setattr(RandomProposer, "reads_history", True)
+    replayed = [RandomProposer().propose(ctx) for _ in range(2)]
+    assert skipped == replayed and skipped[0].changes
+
+
 def test_tpe_rationale_says_which_phase_it_is_in() -> None:
     # While TPE is warming up its draw is the random sampler's draw with the same seed; the
     # journaled rationale must say so exactly then. A crashed trial does not end the warm-up.
@@ -109,10 +123,8 @@ class StudySpy:
         monkeypatch.setattr(optuna, "create_study", create_study)
 
 
-@pytest.mark.parametrize("proposer", PROPOSERS)
-def test_a_limit_breach_ranks_below_everything(
-    proposer: type, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_limit_breach_ranks_below_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    """How TPE's study is replayed (random search reads no history: see above)."""
     mode = "cufolio_only"
     views = history(mode, 10)
     top = max(v.objective for v in views)
@@ -124,7 +136,7 @@ def test_a_limit_breach_ranks_below_everything(
     test_row = views[7].model_copy(update={"kind": "test", "objective": top + 9.0})
     views[4:8] = [breach, crashed, running, test_row]
     spy = StudySpy(monkeypatch)
-    proposer().propose(context(mode, views))
+    TPEProposer().propose(context(mode, views))
     [study] = spy.studies
     # The running trial and the test-window row are not part of the search history.
     done = [t for t in study.trials if t.state != optuna.trial.TrialState.RUNNING]

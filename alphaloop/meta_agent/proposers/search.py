@@ -1,9 +1,10 @@
 """Embedded proposers: Optuna TPE (the default without an LLM) and uniform random search.
 
-Both are stateless between calls: each proposal rebuilds an in-memory Optuna study from the
+Both are stateless between calls: each TPE proposal rebuilds an in-memory Optuna study from the
 journaled history, so a resumed session proposes exactly as if it had never stopped. The replay
 is linear in the history and cheap (see :class:`_Replayed`): a long session's proposals do not
-slow it down more than the sampler itself does.
+slow it down more than the sampler itself does. Random search draws without reading the
+history, so it skips the replay.
 
 With parallel workers the trials still running are added to the study as running trials and
 TPE samples with ``constant_liar`` (each running point counts as a bad result), so a batch of
@@ -84,6 +85,9 @@ def _replayed(
 
 class _StudyProposer(ProposerBase):
     name = "study"
+    # Whether the sampler reads the study's trials. Uniform random draws never do, so a random
+    # proposal skips the replay: the same draws, at no cost that grows with the session.
+    reads_history = True
 
     def _sampler(self, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
         raise NotImplementedError
@@ -97,23 +101,8 @@ class _StudyProposer(ProposerBase):
         seed = (ctx.seed * 100_003 + drawn) % 2**32
         sampler = self._sampler(seed, parallel=bool(ctx.pending))
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        for view in ctx.history:
-            if view.kind not in ("baseline", "search") or view.status == "running":
-                continue
-            config = view.config.model_dump()
-            params = {name: config[name] for name in dists}
-            if view.objective is None or not math.isfinite(view.objective):
-                state, value = optuna.trial.TrialState.FAIL, None
-            else:
-                state, value = optuna.trial.TrialState.COMPLETE, view.objective
-                if view.violation:
-                    # A limit breach must not look like a good region: rank it below everything.
-                    value = -1e6
-            study.add_trial(_replayed(params, dists, state, value))
-        for view in ctx.pending:
-            config = view.config.model_dump()
-            params = {name: config[name] for name in dists}
-            study.add_trial(_replayed(params, dists, optuna.trial.TrialState.RUNNING))
+        if self.reads_history:
+            _replay(study, ctx, dists)
         # Counted before ``ask`` adds the new trial, and only finished ones: TPE leaves its
         # random warm-up once n_startup_trials trials have completed (failed ones do not count).
         n_seen = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
@@ -123,6 +112,28 @@ class _StudyProposer(ProposerBase):
 
     def _rationale(self, n_seen: int) -> str:
         raise NotImplementedError
+
+
+def _replay(study: optuna.Study, ctx: ProposalContext, dists: dict[str, BaseDistribution]) -> None:
+    """The session's finished baseline and search trials into ``study``, then those still
+    running (as running trials)."""
+    for view in ctx.history:
+        if view.kind not in ("baseline", "search") or view.status == "running":
+            continue
+        config = view.config.model_dump()
+        params = {name: config[name] for name in dists}
+        if view.objective is None or not math.isfinite(view.objective):
+            state, value = optuna.trial.TrialState.FAIL, None
+        else:
+            state, value = optuna.trial.TrialState.COMPLETE, view.objective
+            if view.violation:
+                # A limit breach must not look like a good region: rank it below everything.
+                value = -1e6
+        study.add_trial(_replayed(params, dists, state, value))
+    for view in ctx.pending:
+        config = view.config.model_dump()
+        params = {name: config[name] for name in dists}
+        study.add_trial(_replayed(params, dists, optuna.trial.TrialState.RUNNING))
 
 
 class TPEProposer(_StudyProposer):
@@ -151,6 +162,7 @@ class RandomProposer(_StudyProposer):
     """Uniform random search on each knob's scale: the baseline any proposer must beat."""
 
     name = "random"
+    reads_history = False
 
     def _sampler(self, seed: int, parallel: bool = False) -> optuna.samplers.BaseSampler:
         return optuna.samplers.RandomSampler(seed=seed)
