@@ -450,6 +450,20 @@ class RayTrials:
             self._ray.shutdown()
 
 
+def warm_up(workers: int, ray_address: str | None, mode: str) -> None:
+    """Starts this process's fork server for ``mode`` now when the runner :func:`open_runner`
+    will open runs worker processes, so the seconds it takes to import the evaluator (and
+    torch) pass while the session loads its data rather than after. Returns at once: the server
+    imports in its own process, and the first worker forked waits for it."""
+    if ray_address or workers <= 1:
+        return
+    context = _mp_context(preload_for(mode))
+    if context.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 def open_runner(data: MarketData, workers: int, ray_address: str | None, mode: str) -> TrialRunner:
     """The runner a session asked for: Ray tasks when it gave a Ray address, worker processes
     for more than one worker (ready for ``mode``'s trials), else this process."""

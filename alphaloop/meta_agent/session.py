@@ -36,7 +36,7 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec, MarketData
-from alphaloop.meta_agent.executors import open_runner
+from alphaloop.meta_agent.executors import open_runner, warm_up
 from alphaloop.meta_agent.graph import compile_graph
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
@@ -234,6 +234,7 @@ def run_session(
             return session.final
         _check_runnable(session)
         spec = _stored_spec(session)
+        warm_up(spec.workers, spec.ray_address, spec.mode)
         ctx = _context(journal, session_id, spec, settings, on_event)
         resumed = not reopen and journal.trials.of_session(session_id, series=False) != []
         _claim(journal, session, reopen)

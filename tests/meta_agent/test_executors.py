@@ -305,6 +305,35 @@ if __name__ == "__main__":
 """
 
 
+WARM_UP = """
+import os
+from multiprocessing import forkserver
+from alphaloop.market import DataSpec
+from alphaloop.meta_agent.executors import ProcessTrials, preload_for, warm_up
+
+if __name__ == "__main__":
+    server = forkserver._forkserver
+    warm_up(1, None, "cufolio_only")  # one worker: trials run in this process
+    warm_up(2, "ray://head:10001", "cufolio_only")  # Ray: no local workers
+    print(server._forkserver_pid is None)
+    warm_up(2, None, "cufolio_only")
+    pid = server._forkserver_pid
+    print(pid is not None, server._preload_modules == preload_for("cufolio_only"))
+    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2, "cufolio_only")
+    print(trials._pool.submit(os.getppid).result() == pid)  # forked by the warmed server
+    trials.close()
+"""
+
+
+def test_warm_up_starts_the_fork_server_the_workers_then_fork_from(tmp_path) -> None:
+    script = tmp_path / "warm.py"
+    script.write_text(WARM_UP)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert done.stdout.split("\n")[:3] == ["True", "True True", "True"]
+
+
 @pytest.mark.slow
 def test_a_ppo_session_after_a_mean_cvar_one_gets_workers_with_torch(tmp_path) -> None:
     """The process's fork server started without torch for the first session; the second
