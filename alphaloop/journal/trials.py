@@ -613,11 +613,12 @@ class Trials:
 
     def twin(self, session_id: str, config_hash: str) -> int | None:
         """The index of the session's first trial of this config (running or finished, invalid
-        ones aside), or None: the loop never runs a config twice. One query over the session's
-        rows, where parsing its whole history for it cost a hundred times more."""
+        ones aside), or None: the loop never runs a config twice. A lookup in the index by
+        config; left to itself, SQLite's shortcut for MIN walks the session's rows in index
+        order, all of them when the config is new (as it nearly always is)."""
         rows = self._journal._rows(
-            "SELECT MIN(idx) AS idx FROM trials WHERE session_id = ? AND config_hash = ? "
-            "AND status != ?",
+            "SELECT MIN(idx) AS idx FROM trials INDEXED BY idx_trials_config "
+            "WHERE session_id = ? AND config_hash = ? AND status != ?",
             (session_id, config_hash, TrialStatus.invalid.value),
         )
         return rows[0]["idx"]
@@ -744,15 +745,24 @@ class FollowedTrials:
         self._trials = trials
         self._session_id = session_id
         self._revision = 0
-        self._by_id: dict[int, TrialRecord] = {}
         self._ordered: list[TrialRecord] = []
+        self._at: dict[int, int] = {}  # trial id -> its place in _ordered
         self._lock = threading.Lock()  # a read and what it updates, as one
 
     def rows(self) -> list[TrialRecord]:
         """Every trial of the session in index order, as of now."""
         with self._lock:
             changed, self._revision = self._trials.changed(self._session_id, self._revision)
-            if changed:
-                self._by_id.update((t.id, t) for t in changed)
-                self._ordered = sorted(self._by_id.values(), key=lambda t: t.idx)
+            for t in changed:  # in index order: a new trial comes after every known one
+                at = self._at.get(t.id)
+                if at is not None:
+                    self._ordered[at] = t
+                    continue
+                if self._ordered and t.idx < self._ordered[-1].idx:
+                    self._ordered.append(t)
+                    self._ordered.sort(key=lambda r: r.idx)
+                    self._at = {r.id: i for i, r in enumerate(self._ordered)}
+                    continue
+                self._at[t.id] = len(self._ordered)
+                self._ordered.append(t)
             return list(self._ordered)
