@@ -394,14 +394,17 @@ _NEXT_REVISION = (
 )
 REVISION_DDL: tuple[str, ...] = (
     "CREATE INDEX idx_trial_revisions_session ON trial_revisions (session_id, rev)",
-    # A config's trials in a session: the loop asks for them as it proposes (``Trials.twin``)
-    # and starts a trial (``Folds.done_before``), which scanned the session's rows.
-    "CREATE INDEX idx_trials_config ON trials (session_id, config_hash)",
     "CREATE TRIGGER trial_revision_on_insert AFTER INSERT ON trials BEGIN "
     "INSERT INTO trial_revisions (trial_id, session_id, rev) "
     f"VALUES (NEW.id, NEW.session_id, {_NEXT_REVISION}); END",
     "CREATE TRIGGER trial_revision_on_update AFTER UPDATE ON trials BEGIN "
     f"UPDATE trial_revisions SET rev = {_NEXT_REVISION} WHERE trial_id = NEW.id; END",
+)
+
+# A config's trials in a session (schema 12): the loop looks them up as it proposes
+# (``Trials.twin``) and starts a trial (``Folds.done_before``), which scanned the session's rows.
+CONFIG_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_trials_config ON trials (session_id, config_hash)",
 )
 
 # The page's reads of a long session without touching every trial's row (its series and
@@ -435,6 +438,7 @@ INDEXES: tuple[str, ...] = (
     *JOB_INDEXES,
     *TICK_INDEXES,
     *FOLD_INDEXES,
+    *CONFIG_INDEXES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -595,9 +599,9 @@ def _add_page_indexes(conn: sqlite3.Connection) -> None:
 def _add_trial_revisions(conn: sqlite3.Connection) -> None:
     """Schema 11 -> 12: the ``trial_revisions`` table and its triggers (:data:`REVISION_DDL`),
     every existing trial at a revision of its journal id (increasing within each session), and
-    the index of a session's trials by config."""
+    the index of a session's trials by config (:data:`CONFIG_INDEXES`)."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    for ddl in (*REVISION_TABLES.values(), *REVISION_DDL):
+    for ddl in (*REVISION_TABLES.values(), *REVISION_DDL, *CONFIG_INDEXES):
         if ddl.split()[2] not in names:
             conn.execute(ddl)
     conn.execute(

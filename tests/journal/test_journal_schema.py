@@ -403,7 +403,7 @@ def test_a_schema_11_journal_gains_trial_revisions(journal_path: Path) -> None:
         a, b = new_session(j), new_session(j)
         rows = [new_trial(j, a), new_trial(j, b), new_trial(j, a)]
     conn = sqlite3.connect(journal_path)
-    for ddl in reversed(schema.REVISION_DDL):
+    for ddl in (*reversed(schema.REVISION_DDL), *schema.CONFIG_INDEXES):
         conn.execute(f"DROP {ddl.split()[1]} {ddl.split()[2]}")
     conn.execute("DROP TABLE trial_revisions")
     conn.execute("PRAGMA user_version = 11")
@@ -416,4 +416,5 @@ def test_a_schema_11_journal_gains_trial_revisions(journal_path: Path) -> None:
         j.trials.finish(rows[0].id, status="keep", objective=1.0)
         changed = followed.rows()
         assert changed[0].status == "keep" and changed == j.trials.of_session(a, series=False)
+        assert "idx_trials_config" in {i.name for i in j.db["trials"].indexes}
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 12
