@@ -24,7 +24,9 @@ two processes at once, each single-threaded as a worker is. Two processes on two
 not each run as fast as one alone (shared caches and memory bandwidth, a virtual machine's
 neighbours): their throughput over one's is the most any 2-worker session can gain here, and
 the session's speed-up over it is the loop's own efficiency (``--no-ceiling`` and
-``--quick`` skip it). So is how long a session's worker processes take to come up (their fork
+``--quick`` skip it). Search trials per hour by thirds of each session show whether the loop's own
+work grows with its history: at ``--scale 40`` and more the last third runs slower than the first
+when it does. So is how long a session's worker processes take to come up (their fork
 server's imports), alone, in fresh processes: a short session pays it once, on one core.
 
 The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
@@ -53,7 +55,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, TrialKind, TrialRecord
+from alphaloop.journal.codec import seconds_between
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
@@ -108,7 +111,20 @@ def session(mode: str, data: str, budget: int, steps: int | None, workers: int) 
             ran = [t for t in rows if t.status != "invalid"]
             folds = sum(len(journal.folds.of_trial(t.id)) for t in ran)
     work = sorted((t.kind, t.config_hash, t.seed, t.status) for t in ran)
-    return {"wall_s": wall, "trials": len(ran), "folds": folds, "work": work}
+    return {"wall_s": wall, "trials": len(ran), "folds": folds, "work": work, "pace": pace(ran)}
+
+
+def pace(rows: list[TrialRecord]) -> list[float]:
+    """Search trials finished per hour in each third of the time from the first trial's start
+    to the last one's end: a loop whose own work grows with its history slows down third by
+    third, where the trials themselves take as long at the end as at the start."""
+    began = min(t.started_at for t in rows)
+    span = max(seconds_between(began, t.finished_at) for t in rows if t.finished_at)
+    thirds = [0, 0, 0]
+    for t in rows:
+        if t.kind == TrialKind.search and t.finished_at:
+            thirds[min(int(3 * seconds_between(began, t.finished_at) / span), 2)] += 1
+    return [n / (span / 3) * 3600 for n in thirds]
 
 
 PROBE_S = 5.0  # how long a probe process runs fold runs (whole runs, at least this long)
@@ -196,6 +212,17 @@ def ceiling(mode: str, data: str, steps: int | None) -> float:
     return sum(rate(p) for p in side_by_side) / alone
 
 
+def _pace_row(runs: dict[int, list[dict[str, Any]]]) -> tuple[str, str]:
+    """Search trials per hour by thirds of the session, medians over the runs of each count."""
+
+    def thirds(w: int) -> str:
+        return ", ".join(
+            f"{statistics.median(r['pace'][i] for r in runs[w]):.0f}" for i in range(3)
+        )
+
+    return ("  search trials/h by thirds, 1 | 2", f"{thirds(1)} | {thirds(2)}")
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "-"
 
@@ -253,6 +280,7 @@ def main(
                 ),
             ]
         )
+        print_rows([_pace_row(runs)])
         if machine:
             up = startup(mode, data)
             print_rows(

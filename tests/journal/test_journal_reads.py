@@ -10,6 +10,7 @@ from journal_helpers import new_session, new_trial
 from pydantic import ValidationError
 
 from alphaloop.journal import (
+    FollowedTrials,
     Journal,
     JournalError,
     SessionNotFound,
@@ -238,6 +239,23 @@ def test_a_followed_session_reads_only_the_rows_written_since(journal: Journal) 
     assert [t.id for t in rows] == [a.id, b.id, c.id] and rows[0].status == "discard"
     # records of rows not written since are the very objects read before
     assert followed.rows()[1] is rows[1]
+
+
+def test_a_followed_session_keeps_index_order_whatever_order_rows_come_in(
+    journal: Journal,
+) -> None:
+    sid = new_session(journal)
+    rows = [new_trial(journal, sid) for _ in range(4)]
+    batches = [[rows[2]], [rows[0], rows[3]], [rows[1], rows[2]]]
+
+    class Arriving:  # hands the rows over late and out of order
+        def changed(self, session_id: str, after: int) -> tuple[list[TrialRecord], int]:
+            return (batches.pop(0) if batches else []), after + 1
+
+    followed = FollowedTrials(Arriving(), sid)  # type: ignore[arg-type]
+    seen = [[t.id for t in followed.rows()] for _ in range(4)]
+    ids = [t.id for t in rows]
+    assert seen == [[ids[2]], [ids[0], ids[2], ids[3]], ids, ids]
 
 
 def test_completed_trials_across_sessions(journal: Journal) -> None:
