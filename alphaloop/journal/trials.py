@@ -753,16 +753,15 @@ class FollowedTrials:
         """Every trial of the session in index order, as of now."""
         with self._lock:
             changed, self._revision = self._trials.changed(self._session_id, self._revision)
-            for t in changed:  # in index order: a new trial comes after every known one
-                at = self._at.get(t.id)
-                if at is not None:
-                    self._ordered[at] = t
-                    continue
-                if self._ordered and t.idx < self._ordered[-1].idx:
-                    self._ordered.append(t)
-                    self._ordered.sort(key=lambda r: r.idx)
-                    self._at = {r.id: i for i, r in enumerate(self._ordered)}
-                    continue
-                self._at[t.id] = len(self._ordered)
-                self._ordered.append(t)
+            new = [t for t in changed if t.id not in self._at]
+            for t in changed:
+                if t.id in self._at:
+                    self._ordered[self._at[t.id]] = t
+            start = len(self._ordered)
+            self._ordered.extend(new)  # in index order, as ``changed`` gives them
+            if new and start and new[0].idx < self._ordered[start - 1].idx:  # one came late
+                self._ordered.sort(key=lambda r: r.idx)
+                self._at = {r.id: i for i, r in enumerate(self._ordered)}
+            else:
+                self._at.update((t.id, start + i) for i, t in enumerate(new))
             return list(self._ordered)

@@ -450,12 +450,17 @@ class RayTrials:
             self._ray.shutdown()
 
 
+def _in_processes(workers: int, ray_address: str | None) -> bool:
+    """Whether :func:`open_runner` runs trials in worker processes on this machine."""
+    return not ray_address and workers > 1
+
+
 def warm_up(workers: int, ray_address: str | None, mode: str) -> None:
     """Starts this process's fork server for ``mode`` now when the runner :func:`open_runner`
     will open runs worker processes, so the seconds it takes to import the evaluator (and
     torch) pass while the session loads its data rather than after. Returns at once: the server
     imports in its own process, and the first worker forked waits for it."""
-    if ray_address or workers <= 1:
+    if not _in_processes(workers, ray_address):
         return
     context = _mp_context(preload_for(mode))
     if context.get_start_method() == "forkserver":
@@ -469,6 +474,6 @@ def open_runner(data: MarketData, workers: int, ray_address: str | None, mode: s
     for more than one worker (ready for ``mode``'s trials), else this process."""
     if ray_address:
         return RayTrials(data, workers, ray_address)
-    if workers > 1:
+    if _in_processes(workers, ray_address):
         return ProcessTrials(data, workers, mode)
     return InlineTrials(data)
