@@ -113,7 +113,7 @@ COST_FREE = ("tied", "flat")
 # The PPO arm trains each trial for a small fixed budget (a session setting, not a knob).
 PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 2048
 # Markets on which the planted config is checked against the default directly.
-EDGE_MARKETS, QUICK_EDGE_MARKETS = 6, 2
+EDGE_MARKETS, QUICK_EDGE_MARKETS = 40, 2
 Z95 = 1.959964
 
 
@@ -533,9 +533,12 @@ def _check_edge(quick: bool) -> list[tuple[str, float, float, float, float]]:
         ]
     )
     gains = [g - b for _, b, g, _, _ in edge]
+    zs = [z for *_, z in edge]
     print(
         f"  planted - default: mean {statistics.fmean(gains):+.3f} Sharpe, "
-        f"{sum(x > 0 for x in gains)}/{len(gains)} markets positive"
+        f"{sum(x > 0 for x in gains)}/{len(gains)} markets positive; paired z median "
+        f"{statistics.median(zs):.2f}, above 1.645 in {sum(z > 1.645 for z in zs)}, above 3.1 "
+        f"(with the deflated Sharpe's usual hurdle) in {sum(z > 3.1 for z in zs)}"
     )
     return edge
 

@@ -92,9 +92,12 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
     assert list(zip(fig[DISCARDED_TRACE].x, fig[DISCARDED_TRACE].y, strict=True)) == points(
         "discard"
     )
-    # The invalid reply is drawn (below every objective: it has none); test rows are not.
+    # The invalid reply is drawn (below every drawn objective: it has none); test rows are not.
     assert list(fig[FAILED_TRACE].x) == [idx for idx, _ in points("invalid")] == [6]
-    assert fig[FAILED_TRACE].y[0] < min(t.objective for t in rows if t.objective is not None)
+    drawn_objectives = [
+        t.objective for t in rows if t.kind in ("baseline", "search") and t.objective is not None
+    ]
+    assert fig[FAILED_TRACE].y[0] < min(drawn_objectives)
     assert fig[FAILED_TRACE].customdata[0][1] == "invalid"
     drawn = [
         x

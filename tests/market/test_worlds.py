@@ -84,7 +84,7 @@ def test_generators_are_seeded_and_load_by_name() -> None:
     with pytest.raises(DataError, match="planted data seed must be an integer, got 'x'"):
         load_prices("planted:x")
     with pytest.raises(ValueError, match="n_calm"):
-        planted_prices(n_calm=10)
+        planted_prices(n_calm=30)
 
 
 @pytest.mark.slow
