@@ -32,11 +32,14 @@ server's imports), alone, in fresh processes: a short session pays it once, on o
 The pairs run interleaved (1, 2, 1, 2, ...) and the ratio reported is the median of the pairs'
 ratios, so load that comes and goes on a shared machine hits both sides alike; the load average
 is printed before and after. On a saturated machine 2 workers get no more CPU than 1, so the
-ratio means something only when the load average is well under the core count. Takes a few
-minutes; ``--quick`` runs one pair of smaller budgets. ``--scale K`` runs K times the search
-trials: the workers' start-up (their fork server's imports, seconds of one core) is paid once
-a session, so a short session measures it as much as the trials, and a session of hours, as a
-user runs them, hardly at all. ``--ppo-steps N`` trains each PPO trial for N env steps
+ratio means something only when the load average is well under the core count. The workers'
+start-up (their fork server's imports, seconds of one core) is paid once a session, so a short
+session measures it as much as the trials, and a session of hours, as a user runs them, hardly
+at all: after the short sessions the bench runs two pairs of longer ones
+(:data:`LONG_CASES`: 320 ``cufolio_only`` search trials; 64 ``ppo_only`` ones of the default
+trial's 16,384 steps), unless ``--no-long``. Takes about 15 minutes; ``--quick`` runs one
+pair of smaller budgets and no long sessions. ``--scale K`` runs K times the short sessions'
+search trials. ``--ppo-steps N`` trains each PPO trial for N env steps
 (2,048 by default, the default trial's 16,384 divided by 8, so a pair of sessions takes under
 a minute, not four). ``--mode`` runs one mode only. Reports numbers only; it asserts
 nothing (timings depend on the machine and its load).
@@ -69,6 +72,15 @@ CASES = (  # mode, data, budget, quick budget, PPO env steps
 WORKERS = (1, 2)
 SEED = 7
 PAIRS, QUICK_PAIRS = 3, 1
+# Sessions of a user's size, after the short ones above (mode, data, search trials, PPO env
+# steps): the workers' start-up and a session's last trial alone, paid once a session, are a
+# large share of a 10-second session and a small one of these, as of the hours a user runs.
+# The PPO trials train for the default trial's 16,384 steps.
+LONG_CASES = (
+    ("cufolio_only", "sp500", 320, None),
+    ("ppo_only", "synthetic", 64, 16_384),
+)
+LONG_PAIRS = 2
 
 
 def _this_cli(*args: str) -> list[str]:
@@ -234,6 +246,7 @@ def main(
     modes: list[str] | None = None,
     ppo_steps: int | None = None,
     with_ceiling: bool = True,
+    with_long: bool = True,
 ) -> dict[str, Any]:
     summary: list[SummaryRow] = []
     results: dict[str, Any] = {}
@@ -242,79 +255,90 @@ def main(
     print(f"  {os.cpu_count()} CPUs; random proposer, session seed {SEED}; {pairs} pair(s)")
     print(f"  load average before: {_load()}")
     for mode, data, budget, quick_budget, steps in CASES:
-        if modes and mode not in modes:
-            continue
-        n = (quick_budget if quick else budget) * scale
-        steps = ppo_steps if steps and ppo_steps else steps
-        runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
-        ceilings: list[float] = []
-        for _ in range(pairs):
-            for w in WORKERS:
-                runs[w].append(run_one(mode, data, n, steps, w))
-            if machine:
-                ceilings.append(ceiling(mode, data, steps))
-        one, two = runs[1], runs[2]
-        equal = all(r["work"] == one[0]["work"] for r in one + two)
-        ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(one, two, strict=True)]
-        ratio = statistics.median(ratios)
-        walls = {w: statistics.median(r["wall_s"] for r in runs[w]) for w in WORKERS}
-        trials, folds = one[0]["trials"], one[0]["folds"]
-        per_hour = {w: trials / walls[w] * 3600 for w in WORKERS}
-        print_rows(
-            [
-                (mode, f"{n} search trials on {data}" + (f", {steps:,} steps" if steps else "")),
-                (
-                    "  journaled work, each run",
-                    f"{trials} trial rows, {folds} fold runs"
-                    + ("; the same rows for 1 and 2 workers" if equal else "; NOT EQUAL"),
-                ),
-                ("  median wall, 1 | 2 workers", f"{walls[1]:.1f} s | {walls[2]:.1f} s"),
-                ("  trials per hour, 1 | 2", f"{per_hour[1]:.0f} | {per_hour[2]:.0f}"),
-                (
-                    "  fold runs per hour, 1 | 2",
-                    f"{folds / walls[1] * 3600:.0f} | {folds / walls[2] * 3600:.0f}",
-                ),
-                (
-                    "  2 workers / 1 worker",
-                    f"{ratio:.2f}x (median of {', '.join(f'{r:.2f}' for r in ratios)})",
-                ),
-            ]
-        )
-        print_rows([_pace_row(runs)])
-        if machine:
-            up = startup(mode, data)
-            print_rows(
-                [
-                    (
-                        "  workers up after (alone)",
-                        f"{statistics.median(up):.2f} s (median of {len(up)} fresh processes, "
-                        f"{min(up):.2f}-{max(up):.2f})",
-                    )
-                ]
-            )
-        if ceilings:
-            limit = statistics.median(ceilings)
-            print_rows(
-                [
-                    (
-                        "  ceiling: 2 processes / 1",
-                        f"{limit:.2f}x (median of {', '.join(f'{c:.2f}' for c in ceilings)})",
-                    ),
-                    ("  speed-up / ceiling", f"{ratio / limit:.0%} (the loop's efficiency)"),
-                ]
-            )
-            summary.append((f"{mode} machine ceiling, 2 processes", f"{limit:.2f}x", ""))
-        summary.append(
-            (
-                f"{mode} trials/hour, 1 | 2 workers",
-                f"{per_hour[1]:.0f} | {per_hour[2]:.0f}",
-                f"{trials} rows, {folds} folds",
-            )
-        )
-        summary.append((f"{mode} speed-up, 2 workers", f"{ratio:.2f}x", "2 cores, target 1.8x"))
-        results[mode] = {"runs": runs, "ratios": ratios, "equal_work": equal, "ceilings": ceilings}
+        if not modes or mode in modes:
+            n = (quick_budget if quick else budget) * scale
+            steps = ppo_steps if steps and ppo_steps else steps
+            rows, results[mode] = measure(mode, data, n, steps, pairs, machine)
+            summary.extend(rows)
+    for mode, data, n, steps in LONG_CASES if with_long and not quick else ():
+        if not modes or mode in modes:
+            print(f"\n  a long session, {LONG_PAIRS} pairs, no ceiling (measured above)")
+            rows, results[f"{mode} long"] = measure(mode, data, n, steps, LONG_PAIRS, False)
+            summary.extend(rows)
     print(f"  load average after: {_load()}")
     return {"summary": summary, "results": results}
+
+
+def measure(
+    mode: str, data: str, n: int, steps: int | None, pairs: int, machine: bool
+) -> tuple[list[SummaryRow], dict[str, Any]]:
+    """``pairs`` interleaved pairs of ``n``-search-trial sessions with 1 and 2 workers (and the
+    machine's ceiling and the workers' start-up beside them when ``machine``), printed; the
+    summary rows and the runs."""
+    runs: dict[int, list[dict[str, Any]]] = {w: [] for w in WORKERS}
+    ceilings: list[float] = []
+    for _ in range(pairs):
+        for w in WORKERS:
+            runs[w].append(run_one(mode, data, n, steps, w))
+        if machine:
+            ceilings.append(ceiling(mode, data, steps))
+    one, two = runs[1], runs[2]
+    equal = all(r["work"] == one[0]["work"] for r in one + two)
+    ratios = [a["wall_s"] / b["wall_s"] for a, b in zip(one, two, strict=True)]
+    ratio = statistics.median(ratios)
+    walls = {w: statistics.median(r["wall_s"] for r in runs[w]) for w in WORKERS}
+    trials, folds = one[0]["trials"], one[0]["folds"]
+    per_hour = {w: trials / walls[w] * 3600 for w in WORKERS}
+    size = f"{n} search trials on {data}" + (f", {steps:,} steps" if steps else "")
+    work = f"{trials} trial rows, {folds} fold runs"
+    print_rows(
+        [
+            (mode, size),
+            (
+                "  journaled work, each run",
+                work + ("; the same rows for 1 and 2 workers" if equal else "; NOT EQUAL"),
+            ),
+            ("  median wall, 1 | 2 workers", f"{walls[1]:.1f} s | {walls[2]:.1f} s"),
+            ("  trials per hour, 1 | 2", f"{per_hour[1]:.0f} | {per_hour[2]:.0f}"),
+            (
+                "  fold runs per hour, 1 | 2",
+                f"{folds / walls[1] * 3600:.0f} | {folds / walls[2] * 3600:.0f}",
+            ),
+            (
+                "  2 workers / 1 worker",
+                f"{ratio:.2f}x (median of {', '.join(f'{r:.2f}' for r in ratios)})",
+            ),
+            _pace_row(runs),
+        ]
+    )
+    summary = _machine_rows(mode, data, ratio, ceilings) if machine else []
+    summary.append(
+        (f"{mode} trials/hour, 1 | 2 workers", f"{per_hour[1]:.0f} | {per_hour[2]:.0f}", work)
+    )
+    summary.append((f"{mode} speed-up, 2 workers", f"{ratio:.2f}x", f"{size}; target 1.8x"))
+    return summary, {"runs": runs, "ratios": ratios, "equal_work": equal, "ceilings": ceilings}
+
+
+def _machine_rows(mode: str, data: str, ratio: float, ceilings: list[float]) -> list[SummaryRow]:
+    """Prints the workers' start-up alone and the machine's ceiling beside the session pairs'
+    speed-up; the ceiling's summary row."""
+    up = startup(mode, data)
+    limit = statistics.median(ceilings)
+    print_rows(
+        [
+            (
+                "  workers up after (alone)",
+                f"{statistics.median(up):.2f} s (median of {len(up)} fresh processes, "
+                f"{min(up):.2f}-{max(up):.2f})",
+            ),
+            (
+                "  ceiling: 2 processes / 1",
+                f"{limit:.2f}x (median of {', '.join(f'{c:.2f}' for c in ceilings)})",
+            ),
+            ("  speed-up / ceiling", f"{ratio / limit:.0%} (the loop's efficiency)"),
+        ]
+    )
+    return [(f"{mode} machine ceiling, 2 processes", f"{limit:.2f}x", "")]
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -331,6 +355,7 @@ def cli(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--no-ceiling", action="store_true", help="skip measuring the machine's ceiling"
     )
+    parser.add_argument("--no-long", action="store_true", help="skip the long sessions")
     parser.add_argument(
         "--probe",
         nargs=3,
@@ -359,7 +384,15 @@ def cli(argv: list[str] | None = None) -> None:
         mode, data, budget, steps, workers = args.session
         print(json.dumps(session(mode, data, int(budget), int(steps) or None, int(workers))))
     else:
-        main(args.quick, args.pairs, args.scale, args.mode, args.ppo_steps, not args.no_ceiling)
+        main(
+            args.quick,
+            args.pairs,
+            args.scale,
+            args.mode,
+            args.ppo_steps,
+            not args.no_ceiling,
+            not args.no_long,
+        )
 
 
 if __name__ == "__main__":
