@@ -74,7 +74,7 @@ SEED = 7
 PAIRS, QUICK_PAIRS = 3, 1
 # Sessions of a user's size, after the short ones above (mode, data, search trials, PPO env
 # steps): the workers' start-up and a session's last trial alone, paid once a session, are a
-# large share of a 10-second session and a small one of these, as of the hours a user runs.
+# large share of a 10-second session, a small one of these and less of the hours a user runs.
 # The PPO trials train for the default trial's 16,384 steps.
 LONG_CASES = (
     ("cufolio_only", "sp500", 320, None),
@@ -262,7 +262,7 @@ def main(
             summary.extend(rows)
     for mode, data, n, steps in LONG_CASES if with_long and not quick else ():
         if not modes or mode in modes:
-            print(f"\n  a long session, {LONG_PAIRS} pairs, no ceiling (measured above)")
+            print(f"\n  long sessions, {LONG_PAIRS} pairs, no ceiling (measured above)")
             rows, results[f"{mode} long"] = measure(mode, data, n, steps, LONG_PAIRS, False)
             summary.extend(rows)
     print(f"  load average after: {_load()}")
