@@ -8,10 +8,9 @@ it, without the per-day series (``Journal.trials.of_session(series=False)``), ag
 read, which parses every trial's daily returns. The loop's reading cost per trial is two lean
 reads; it used to be four full ones. Beside it, the check that a proposal is not a config the
 session already ran: one indexed lookup (``Journal.trials.twin``) against the third lean read
-of the whole history it used to be. And the loop's reads as it makes them now: a followed session
-(``Journal.trials.follow``) reads only the rows written since its last read, here one. Medians of
-5 reads. Reports numbers only; it asserts
-nothing.
+of the whole history it used to be. And the loop's reads as it makes them now: a followed
+session (``Journal.trials.follow``) reads only the rows written since its last read, here one.
+Medians of 5 reads. Reports numbers only; it asserts nothing.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ version ``old`` to ``old + 1``. Migrations run in the transaction that opens the
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from alphaloop.exceptions import JournalError
@@ -538,6 +538,15 @@ def _add_jobs(conn: sqlite3.Connection) -> None:
         conn.execute(ddl)
 
 
+def _create_missing(conn: sqlite3.Connection, ddls: Sequence[str]) -> None:
+    """Runs each ``CREATE TABLE|INDEX|TRIGGER name ...`` of ``ddls`` whose name the journal does
+    not have yet: a migration that runs twice creates nothing twice."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    for ddl in ddls:
+        if ddl.split()[2] not in names:
+            conn.execute(ddl)
+
+
 def _add_llm_call_mode(conn: sqlite3.Connection) -> None:
     """Schema 6 -> 7: ``llm_calls.mode`` (how the answer was asked for: ``tools``,
     ``json_schema``, ``json_text`` or ``text``) and ``llm_calls.finish_reason`` (``length`` when
@@ -552,14 +561,7 @@ def _add_exactly_once_ticks(conn: sqlite3.Connection) -> None:
     """Schema 7 -> 8: the pending ticks and the halt/resume events of the portfolio manager's
     books (:data:`TICK_TABLES`), empty: no tick before them was left half done on purpose, and
     halts before them were not journaled."""
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for table, ddl in TICK_TABLES.items():
-        if table not in names:
-            conn.execute(ddl)
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    for ddl in TICK_INDEXES:
-        if ddl.split()[2] not in indexes:
-            conn.execute(ddl)
+    _create_missing(conn, (*TICK_TABLES.values(), *TICK_INDEXES))
 
 
 def _add_trial_folds(conn: sqlite3.Connection) -> None:
@@ -590,20 +592,14 @@ def _add_dpo_lengths(conn: sqlite3.Connection) -> None:
 def _add_page_indexes(conn: sqlite3.Connection) -> None:
     """Schema 10 -> 11: the covering indexes of the page's reads (:data:`PAGE_INDEXES`); no
     data changes."""
-    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    for ddl in PAGE_INDEXES:
-        if ddl.split()[2] not in indexes:
-            conn.execute(ddl)
+    _create_missing(conn, PAGE_INDEXES)
 
 
 def _add_trial_revisions(conn: sqlite3.Connection) -> None:
     """Schema 11 -> 12: the ``trial_revisions`` table and its triggers (:data:`REVISION_DDL`),
     every existing trial at a revision of its journal id (increasing within each session), and
     the index of a session's trials by config (:data:`CONFIG_INDEXES`)."""
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    for ddl in (*REVISION_TABLES.values(), *REVISION_DDL, *CONFIG_INDEXES):
-        if ddl.split()[2] not in names:
-            conn.execute(ddl)
+    _create_missing(conn, (*REVISION_TABLES.values(), *REVISION_DDL, *CONFIG_INDEXES))
     conn.execute(
         "INSERT OR IGNORE INTO trial_revisions (trial_id, session_id, rev) "
         "SELECT id, session_id, id FROM trials"

@@ -236,7 +236,7 @@ def run_session(
         spec = _stored_spec(session)
         warm_up(spec.workers, spec.ray_address, spec.mode)
         ctx = _context(journal, session_id, spec, settings, on_event)
-        resumed = not reopen and journal.trials.of_session(session_id, series=False) != []
+        resumed = not reopen and ctx.history.rows() != []
         _claim(journal, session, reopen)
         settings.home.mkdir(parents=True, exist_ok=True)
         _invoke(ctx, resumed)

@@ -25,7 +25,12 @@ import optuna
 from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
 
 from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode
-from alphaloop.meta_agent.proposers.base import ProposalContext, ProposerBase, changed_knobs
+from alphaloop.meta_agent.proposers.base import (
+    ProposalContext,
+    ProposerBase,
+    TrialView,
+    changed_knobs,
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 # TPE's multivariate mode is flagged experimental; the warning would repeat every trial.
@@ -117,11 +122,14 @@ class _StudyProposer(ProposerBase):
 def _replay(study: optuna.Study, ctx: ProposalContext, dists: dict[str, BaseDistribution]) -> None:
     """The session's finished baseline and search trials into ``study``, then those still
     running (as running trials)."""
+
+    def params(view: TrialView) -> dict[str, Any]:
+        config = view.config.model_dump()
+        return {name: config[name] for name in dists}
+
     for view in ctx.history:
         if view.kind not in ("baseline", "search") or view.status == "running":
             continue
-        config = view.config.model_dump()
-        params = {name: config[name] for name in dists}
         if view.objective is None or not math.isfinite(view.objective):
             state, value = optuna.trial.TrialState.FAIL, None
         else:
@@ -129,11 +137,9 @@ def _replay(study: optuna.Study, ctx: ProposalContext, dists: dict[str, BaseDist
             if view.violation:
                 # A limit breach must not look like a good region: rank it below everything.
                 value = -1e6
-        study.add_trial(_replayed(params, dists, state, value))
+        study.add_trial(_replayed(params(view), dists, state, value))
     for view in ctx.pending:
-        config = view.config.model_dump()
-        params = {name: config[name] for name in dists}
-        study.add_trial(_replayed(params, dists, optuna.trial.TrialState.RUNNING))
+        study.add_trial(_replayed(params(view), dists, optuna.trial.TrialState.RUNNING))
 
 
 class TPEProposer(_StudyProposer):
