@@ -47,8 +47,10 @@ both ran, :func:`alphaloop.flywheel.research.judge`): the share whose chosen sid
 higher TEST objective, and the same over every pair of a session's search trials; and over
 every such pair, by the strength of the folds' paired test (|z| buckets), how often the side
 the folds favour wins on TEST: whether a stricter label, or any label from the folds, could be
-right more often on that market. Reports
-numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named,
+right more often on that market. The other label source a flywheel could use, a walk-forward
+run of both configs on data after the session, is measured too: the same pairs are judged on
+TEST's second half, once by the folds and once by the paired test on TEST's first half.
+Reports numbers only; it asserts nothing. ``--arm NAME`` (repeatable) runs only the arms named,
 ``--sessions N`` runs N sessions of each (with no false GO, a Wilson interval falls below 5%
 from about 75 sessions).
 """
@@ -70,6 +72,7 @@ from unittest import mock
 
 from scipy import stats
 
+from alphaloop import metrics
 from alphaloop.flywheel.research import folds_test, judge
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
@@ -79,7 +82,13 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.metrics import effective_trials
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, run_trial
-from alphaloop.validation import ExcessEvidence, aligned_matrix, excess_evidence, search_set
+from alphaloop.validation import (
+    ExcessEvidence,
+    SharpeDifference,
+    aligned_matrix,
+    excess_evidence,
+    search_set,
+)
 from alphaloop.validation.excess import sharpe_difference, vol_matched_excess
 from benchmarks._report import SummaryRow, print_rows, timed
 
@@ -132,6 +141,11 @@ class Outcome:
     # Every pair of scored search trials: |z| of the folds' paired Sharpe test, and whether
     # the side the folds favour has the higher TEST objective (see :func:`z_buckets`).
     fold_z: list[tuple[float, bool]] = field(default_factory=list)
+    # The same pairs judged on TEST's second half, by the folds and by TEST's first half (an
+    # unseen window just after the search's): |z| of the label's paired test and whether the
+    # side it favours has the higher Sharpe on the second half (see :func:`half_split`).
+    folds_on_half: list[tuple[float, bool]] = field(default_factory=list)
+    half_on_half: list[tuple[float, bool]] = field(default_factory=list)
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
     pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
     # The pick under the former multiplicity (configs counted over returns): its TEST objective,
@@ -263,7 +277,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
             if arm == "planted":
                 optimum = optimum_evidence(spec, market, journal.trials.of_session(sid))
         search = [t for t in rows if _scored(t)]
-        test = {
+        reruns = {
             t.id: run_trial(
                 spec.mode,
                 TrialConfig(**t.config),
@@ -272,9 +286,10 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
                 t.seed or 0,
                 window="test",
                 policy_path=t.policy_path,
-            ).objective
+            )
             for t in search
         }
+    test = {i: r.objective for i, r in reruns.items()}
     final = dict(session.final or {})
     out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
@@ -292,8 +307,10 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     for a, b in combinations(search, 2):
         if test[a.id] == test[b.id] or a.objective == b.objective:
             continue
-        if (folds := folds_test(days, a.id, b.id)) is not None and folds.z != 0:
+        folds = folds_test(days, a.id, b.id)
+        if folds is not None and folds.z != 0:
             out.fold_z.append((abs(folds.z), (folds.z > 0) == (test[a.id] > test[b.id])))
+        half_split(out, folds, reruns[a.id].daily_returns, reruns[b.id].daily_returns)
         chosen, rejected = (a, b) if a.objective > b.objective else (b, a)  # type: ignore[operator]
         out.all_pairs.append(test[chosen.id] > test[rejected.id])
         if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
@@ -304,16 +321,39 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     return out
 
 
+def half_split(
+    out: Outcome, folds: SharpeDifference | None, a: list[float], b: list[float]
+) -> None:
+    """Judges trials ``a`` and ``b`` (their TEST daily returns) on TEST's second half twice:
+    by the folds' paired test, and by the paired test on TEST's first half, the label a
+    walk-forward run on data after the session would give. Like against like: the same pairs,
+    the same days to be right on."""
+    half = len(a) // 2
+    late = metrics.sharpe(a[half:]) - metrics.sharpe(b[half:])
+    if late == 0:
+        return
+    if folds is not None and folds.z != 0:
+        out.folds_on_half.append((abs(folds.z), (folds.z > 0) == (late > 0)))
+    try:
+        early = sharpe_difference(a[:half], b[:half]).z
+    except ValueError:  # a half that does not vary
+        return
+    if early != 0 and math.isfinite(early):
+        out.half_on_half.append((abs(early), (early > 0) == (late > 0)))
+
+
 # Edges of the |z| buckets of :func:`z_buckets`; the flywheel labels a pair from 1.96 up.
 Z_EDGES = (0.0, 1.0, 1.96, 3.0, math.inf)
 
 
-def z_buckets(outcomes: list[Outcome]) -> str:
+def z_buckets(outcomes: list[Outcome], label: str = "fold_z") -> str:
     """How often the side the folds favour wins on TEST, by the strength of the folds' paired
-    test: whether a stricter label (or any label from the folds) could be right more often."""
-    cells = []
+    test: whether a stricter label (or any label from the folds) could be right more often.
+    ``label`` names another list of (|z|, right) of an :class:`Outcome` to bucket."""
+    judged = [row for o in outcomes for row in getattr(o, label)]
+    cells = [f"all {share(sum(w for _, w in judged), len(judged))}"]
     for lo, hi in pairwise(Z_EDGES):
-        hits = [win for o in outcomes for z, win in o.fold_z if lo <= z < hi]
+        hits = [win for z, win in judged if lo <= z < hi]
         label = f"|z| {lo:g}-{hi:g}" if math.isfinite(hi) else f"|z| >= {lo:g}"
         cells.append(
             f"{label}: {sum(hits)}/{len(hits)}"
@@ -470,6 +510,14 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         ("preference pairs, chosen wins on TEST", share(sum(pairs), len(pairs))),
         ("every search pair, chosen wins on TEST", share(sum(all_pairs), len(all_pairs))),
         ("every search pair by the folds' paired |z|: favoured wins on TEST", z_buckets(outcomes)),
+        (
+            "the same judged on TEST's second half: by the folds",
+            z_buckets(outcomes, "folds_on_half"),
+        ),
+        (
+            "  by TEST's first half (a walk-forward label)",
+            z_buckets(outcomes, "half_on_half"),
+        ),
         (
             "check: best re-run on TEST vs finalize",
             f"max |gap| {max(gaps):.2e} over {len(gaps)} picks" if gaps else "no search picks",
