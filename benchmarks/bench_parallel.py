@@ -35,9 +35,9 @@ is printed before and after. On a saturated machine 2 workers get no more CPU th
 ratio means something only when the load average is well under the core count. The workers'
 start-up (their fork server's imports, seconds of one core) is paid once a session, so a short
 session measures it as much as the trials, and a session of hours, as a user runs them, hardly
-at all: after the short sessions the bench runs two pairs of longer ones
+at all: after the short sessions the bench runs three pairs of longer ones
 (:data:`LONG_CASES`: 320 ``cufolio_only`` search trials; 64 ``ppo_only`` ones of the default
-trial's 16,384 steps), unless ``--no-long``. Takes about 15 minutes; ``--quick`` runs one
+trial's 16,384 steps), unless ``--no-long``. Takes about 20 minutes; ``--quick`` runs one
 pair of smaller budgets and no long sessions. ``--scale K`` runs K times the short sessions'
 search trials. ``--ppo-steps N`` trains each PPO trial for N env steps
 (2,048 by default, the default trial's 16,384 divided by 8, so a pair of sessions takes under
@@ -80,7 +80,7 @@ LONG_CASES = (
     ("cufolio_only", "sp500", 320, None),
     ("ppo_only", "synthetic", 64, 16_384),
 )
-LONG_PAIRS = 2
+LONG_PAIRS = 3
 
 
 def _this_cli(*args: str) -> list[str]:
