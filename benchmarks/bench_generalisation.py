@@ -330,15 +330,14 @@ def half_split(
     the same days to be right on."""
     half = len(a) // 2
     late = metrics.sharpe(a[half:]) - metrics.sharpe(b[half:])
-    if late == 0:
+    if late == 0 or folds is None or folds.z == 0:
         return
-    if folds is not None and folds.z != 0:
-        out.folds_on_half.append((abs(folds.z), (folds.z > 0) == (late > 0)))
     try:
         early = sharpe_difference(a[:half], b[:half]).z
     except ValueError:  # a half that does not vary
         return
     if early != 0 and math.isfinite(early):
+        out.folds_on_half.append((abs(folds.z), (folds.z > 0) == (late > 0)))
         out.half_on_half.append((abs(early), (early > 0) == (late > 0)))
 
 
@@ -346,11 +345,10 @@ def half_split(
 Z_EDGES = (0.0, 1.0, 1.96, 3.0, math.inf)
 
 
-def z_buckets(outcomes: list[Outcome], label: str = "fold_z") -> str:
-    """How often the side the folds favour wins on TEST, by the strength of the folds' paired
-    test: whether a stricter label (or any label from the folds) could be right more often.
-    ``label`` names another list of (|z|, right) of an :class:`Outcome` to bucket."""
-    judged = [row for o in outcomes for row in getattr(o, label)]
+def z_buckets(judged: list[tuple[float, bool]]) -> str:
+    """How often the side a label favours wins, by the strength of the label's paired test
+    (``judged``: |z| and whether it was right, as :attr:`Outcome.fold_z` holds them): whether a
+    stricter label (or any label from the folds) could be right more often."""
     cells = [f"all {share(sum(w for _, w in judged), len(judged))}"]
     for lo, hi in pairwise(Z_EDGES):
         hits = [win for z, win in judged if lo <= z < hi]
@@ -509,14 +507,17 @@ def report(arm: str, outcomes: list[Outcome]) -> tuple[list[tuple[str, str]], li
         ),
         ("preference pairs, chosen wins on TEST", share(sum(pairs), len(pairs))),
         ("every search pair, chosen wins on TEST", share(sum(all_pairs), len(all_pairs))),
-        ("every search pair by the folds' paired |z|: favoured wins on TEST", z_buckets(outcomes)),
+        (
+            "every search pair by the folds' paired |z|: favoured wins on TEST",
+            z_buckets([row for o in outcomes for row in o.fold_z]),
+        ),
         (
             "the same judged on TEST's second half: by the folds",
-            z_buckets(outcomes, "folds_on_half"),
+            z_buckets([row for o in outcomes for row in o.folds_on_half]),
         ),
         (
             "  by TEST's first half (a walk-forward label)",
-            z_buckets(outcomes, "half_on_half"),
+            z_buckets([row for o in outcomes for row in o.half_on_half]),
         ),
         (
             "check: best re-run on TEST vs finalize",
