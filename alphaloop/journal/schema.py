@@ -528,16 +528,6 @@ def _add_evaluator_versions_and_outcomes(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
-def _add_jobs(conn: sqlite3.Connection) -> None:
-    """Schema 5 -> 6: the ``jobs`` table (:data:`JOB_TABLES`), empty: work started before it
-    existed was never journaled as a job."""
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "jobs" in names:  # a journal rebuilt by an earlier step from today's definitions
-        return
-    for ddl in (*JOB_TABLES.values(), *JOB_INDEXES):
-        conn.execute(ddl)
-
-
 def _create_missing(conn: sqlite3.Connection, ddls: Sequence[str]) -> None:
     """Runs each ``CREATE TABLE|INDEX|TRIGGER name ...`` of ``ddls`` whose name the journal does
     not have yet: a migration that runs twice creates nothing twice."""
@@ -545,6 +535,13 @@ def _create_missing(conn: sqlite3.Connection, ddls: Sequence[str]) -> None:
     for ddl in ddls:
         if ddl.split()[2] not in names:
             conn.execute(ddl)
+
+
+def _add_jobs(conn: sqlite3.Connection) -> None:
+    """Schema 5 -> 6: the ``jobs`` table (:data:`JOB_TABLES`), empty: work started before it
+    existed was never journaled as a job. A journal an earlier step rebuilt from today's
+    definitions has it already."""
+    _create_missing(conn, (*JOB_TABLES.values(), *JOB_INDEXES))
 
 
 def _add_llm_call_mode(conn: sqlite3.Connection) -> None:
@@ -567,10 +564,7 @@ def _add_exactly_once_ticks(conn: sqlite3.Connection) -> None:
 def _add_trial_folds(conn: sqlite3.Connection) -> None:
     """Schema 8 -> 9: the ``trial_folds`` table (:data:`FOLD_TABLES`), empty: trials before it
     were scored on VALIDATION alone, whose returns their own row keeps."""
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "trial_folds" not in names:
-        for ddl in (*FOLD_TABLES.values(), *FOLD_INDEXES):
-            conn.execute(ddl)
+    _create_missing(conn, (*FOLD_TABLES.values(), *FOLD_INDEXES))
 
 
 def _add_dpo_lengths(conn: sqlite3.Connection) -> None:
