@@ -31,6 +31,11 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
         DataError: the data cannot be loaded.
         LLMNotConfigured: the spec asks for the LLM proposer and no endpoint is configured.
     """
+    from alphaloop.meta_agent.executors import warm_up
+
+    # A session started here runs here next: its workers' fork server imports (torch, for
+    # PPO) on another core while this process imports the loop and loads the data.
+    warm_up(spec.workers, spec.ray_address, spec.mode)
     from alphaloop.meta_agent.session import create_session
 
     return create_session(spec, settings)

@@ -334,6 +334,40 @@ def test_warm_up_starts_the_fork_server_the_workers_then_fork_from(tmp_path) -> 
     assert done.stdout.split("\n")[:3] == ["True", "True True", "True"]
 
 
+START = """
+import sys
+from multiprocessing import forkserver
+from alphaloop import ops
+from alphaloop.meta_agent.executors import preload_for
+from alphaloop.settings import Settings
+
+if __name__ == "__main__":
+    settings = Settings(ALPHALOOP_HOME=sys.argv[1])
+    server = forkserver._forkserver
+    for workers in (1, 2):
+        spec = ops.SessionSpec(goal="g", mode="ppo_only", data="synthetic", workers=workers)
+        ops.start_session(spec, settings)
+        started = server._forkserver_pid is not None
+        print(workers, started, server._preload_modules == preload_for("ppo_only"))
+"""
+
+
+def test_starting_a_session_of_several_workers_starts_their_fork_server(tmp_path) -> None:
+    """The session runs in the process that starts it: its workers' imports begin before the
+    loop's own and the data's load, not after them."""
+    script = tmp_path / "start.py"
+    script.write_text(START)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    lines = done.stdout.split("\n")
+    assert lines[:2] == ["1 False False", "2 True True"]
+
+
 @pytest.mark.slow
 def test_a_ppo_session_after_a_mean_cvar_one_gets_workers_with_torch(tmp_path) -> None:
     """The process's fork server started without torch for the first session; the second
