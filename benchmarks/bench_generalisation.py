@@ -328,9 +328,11 @@ def half_split(
     by the folds' paired test, and by the paired test on TEST's first half, the label a
     walk-forward run on data after the session would give. Like against like: the same pairs,
     the same days to be right on."""
+    if folds is None or folds.z == 0:
+        return
     half = len(a) // 2
     late = metrics.sharpe(a[half:]) - metrics.sharpe(b[half:])
-    if late == 0 or folds is None or folds.z == 0:
+    if late == 0:
         return
     try:
         early = sharpe_difference(a[:half], b[:half]).z

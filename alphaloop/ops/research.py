@@ -34,7 +34,8 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
     from alphaloop.meta_agent.executors import warm_up
 
     # A session started here runs here next: its workers' fork server imports (torch, for
-    # PPO) on another core while this process imports the loop and loads the data.
+    # PPO) on another core while this process imports the loop and loads the data. The run's
+    # own warm-up (the one a resume relies on) then finds the server up.
     warm_up(spec.workers, spec.ray_address, spec.mode)
     from alphaloop.meta_agent.session import create_session
 

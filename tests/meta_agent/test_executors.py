@@ -325,13 +325,23 @@ if __name__ == "__main__":
 """
 
 
-def test_warm_up_starts_the_fork_server_the_workers_then_fork_from(tmp_path) -> None:
-    script = tmp_path / "warm.py"
-    script.write_text(WARM_UP)
+def _script_lines(tmp_path, code: str, *args: str) -> list[str]:
+    """What ``code``, run as a script (its own ``__main__``, as workers need) in a fresh
+    interpreter with ``args``, prints, line by line."""
+    script = tmp_path / "script.py"
+    script.write_text(code)
     done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
-    assert done.stdout.split("\n")[:3] == ["True", "True True", "True"]
+    return done.stdout.split("\n")
+
+
+def test_warm_up_starts_the_fork_server_the_workers_then_fork_from(tmp_path) -> None:
+    assert _script_lines(tmp_path, WARM_UP)[:3] == ["True", "True True", "True"]
 
 
 START = """
@@ -355,16 +365,7 @@ if __name__ == "__main__":
 def test_starting_a_session_of_several_workers_starts_their_fork_server(tmp_path) -> None:
     """The session runs in the process that starts it: its workers' imports begin before the
     loop's own and the data's load, not after them."""
-    script = tmp_path / "start.py"
-    script.write_text(START)
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "home")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
-    lines = done.stdout.split("\n")
+    lines = _script_lines(tmp_path, START, str(tmp_path / "home"))
     assert lines[:2] == ["1 False False", "2 True True"]
 
 
@@ -373,9 +374,5 @@ def test_a_ppo_session_after_a_mean_cvar_one_gets_workers_with_torch(tmp_path) -
     """The process's fork server started without torch for the first session; the second
     session's workers load torch as they start, not in their first trial (and never torch's
     compiler)."""
-    script = tmp_path / "sessions.py"
-    script.write_text(SHARED_SERVER)
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300
-    )
-    assert done.stdout.split("\n")[:2] == ["cufolio_only False False", "ppo_only True False"]
+    lines = _script_lines(tmp_path, SHARED_SERVER)
+    assert lines[:2] == ["cufolio_only False False", "ppo_only True False"]
