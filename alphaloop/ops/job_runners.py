@@ -133,7 +133,7 @@ def _pm_tick(job: PmTickJob, settings: Settings, link: Link) -> PmTickResult:
         decision_id=decision.id,
         book=decision.book,
         date=decision.date,
-        status=decision.status.value,
+        status=decision.status,
     )
 
 

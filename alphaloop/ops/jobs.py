@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from alphaloop.exceptions import exit_code_of, http_status_of
 from alphaloop.journal import JobRecord, JobStatus, Journal
+from alphaloop.journal.books import DecisionStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -159,7 +160,7 @@ class PmTickResult(BaseModel):
     decision_id: int
     book: str
     date: str
-    status: str
+    status: DecisionStatus
 
 
 class ScheduleResult(BaseModel):

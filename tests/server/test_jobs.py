@@ -117,3 +117,37 @@ def test_a_bad_tick_day_is_refused_before_a_job_is_queued(settings: Settings) ->
     assert weekend.status_code == 422 and "Saturday" in weekend.json()["detail"]
     assert back.status_code == 409 and "only ticks forward" in back.json()["detail"]
     assert [j["id"] for j in jobs] == [ok.json()["job_id"]]  # nothing else was queued
+
+
+def test_a_tick_through_the_api_finishes_and_its_job_reads_the_decision(
+    settings: Settings,
+) -> None:
+    """The page's tick button path: the job finishes with the decision it journaled, and the
+    book it moved is the one ``/api/pm/status`` reads."""
+    from alphaloop import library
+    from tests.pm.helpers import add_policy
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with Journal(settings.journal_path) as j:
+        library.activate(j, settings, add_policy(j, settings, "mean_cvar").id)
+    with live_server(settings) as base:
+        r = httpx.post(f"{base}/api/pm/tick", json={"date": "2013-07-02", "book": "desk"})
+        assert r.status_code == 202, r.text
+        job = follow(base, r.json()["job_id"], ("finished", "failed", "interrupted"), 120)
+        status = httpx.get(f"{base}/api/pm/status", params={"book": "desk"}).json()
+    assert job["status"] == "finished" and job["error"] is None, job["error"]
+    result = job["result"]
+    with Journal(settings.journal_path) as j:
+        decision = j.books.get_decision(result["decision_id"])
+        book = j.books.get("desk")
+    assert result == {
+        "kind": "pm_tick",
+        "decision_id": decision.id,
+        "book": "desk",
+        "date": "2013-07-02",
+        "status": decision.status,
+    }
+    assert decision.status == "sent" and decision.orders and decision.book == "desk"
+    assert book is not None and book.as_of == "2013-07-02" and book.positions
+    assert [d["id"] for d in status["decisions"]] == [decision.id]
+    assert status["book"]["positions"] == book.positions
