@@ -54,6 +54,15 @@ class Conflict(AlphaloopError):
     http_status = 409
 
 
+class InvalidRequest(AlphaloopError, ValueError):
+    """A request refused as a whole before anything is written: the message names the value
+    that cannot be used and what to give instead (an export's unknown session, a storage URL
+    its library refuses, a study name another session's export holds)."""
+
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
+
+
 class InvalidDelta(AlphaloopError):
     """A proposed config delta names an unknown knob or carries a value that is not a number.
 

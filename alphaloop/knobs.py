@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -357,3 +357,19 @@ def knobs_for_mode(mode: str) -> tuple[str, ...]:
     """The knobs a trial mode actually uses (others are recorded but ignored)."""
     groups = MODE_GROUPS[mode]
     return tuple(k.name for k in KNOBS.values() if k.group in groups)
+
+
+def optuna_distributions(names: Iterable[str]) -> dict[str, Any]:
+    """Optuna distributions (``IntDistribution``/``FloatDistribution``) over the knobs
+    ``names``, on each knob's real scale (log scales as ``log=True``): the edit space as the
+    TPE proposer samples it and as an exported study declares it."""
+    from optuna.distributions import FloatDistribution, IntDistribution  # only its callers pay
+
+    out: dict[str, Any] = {}
+    for name in names:
+        k = KNOBS[name]
+        if k.is_int:
+            out[name] = IntDistribution(int(k.low), int(k.high), log=k.is_log)
+        else:
+            out[name] = FloatDistribution(k.low, k.high, log=k.is_log)
+    return out

@@ -23,6 +23,7 @@ from alphaloop.cli import (
     validate,
 )
 from alphaloop.cli import dpo as dpo_cli
+from alphaloop.cli import export as export_cli
 from alphaloop.cli import feedback as feedback_cli
 from alphaloop.cli import prefs as prefs_cli
 from alphaloop.cli import scheduler as scheduler_cli
@@ -58,6 +59,7 @@ app.add_typer(policies.policies_app, name="policies")
 app.add_typer(prefs_cli.prefs_app, name="prefs")
 app.add_typer(dpo_cli.dpo_app, name="dpo")
 app.add_typer(scheduler_cli.scheduler_app, name="scheduler")
+app.add_typer(export_cli.export_app, name="export")
 for command in (
     review.sessions,
     review.status,

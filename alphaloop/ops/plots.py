@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import TrialRecord
-from alphaloop.knobs import KNOBS
+from alphaloop.knobs import KNOBS, optuna_distributions
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -80,20 +80,11 @@ class Importance(BaseModel):
     importances: dict[str, float]
 
 
-def _distribution(name: str) -> Any:
-    from optuna.distributions import FloatDistribution, IntDistribution
-
-    k = KNOBS[name]
-    if k.scale.startswith("int"):
-        return IntDistribution(int(k.low), int(k.high), log=k.scale == "int-log")
-    return FloatDistribution(float(k.low), float(k.high), log=k.scale == "log")
-
-
 def _study(trials: list[TrialRecord], knobs: list[str]) -> Any:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    dists = {k: _distribution(k) for k in knobs}
+    dists = optuna_distributions(knobs)
     study = optuna.create_study(direction="maximize")
     study.add_trials(
         [

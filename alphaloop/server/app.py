@@ -25,6 +25,7 @@ from alphaloop import ops
 from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, http_status_of
 from alphaloop.server import (
     routes_dashboard,
+    routes_export,
     routes_frontier,
     routes_jobs,
     routes_loop,
@@ -189,6 +190,7 @@ def create_app(
     app.include_router(routes_jobs.router)
     app.include_router(routes_frontier.router)
     app.include_router(routes_dashboard.router)
+    app.include_router(routes_export.router)
     for extra in _optional_routers():
         app.include_router(extra)
 

@@ -22,9 +22,9 @@ import warnings
 from typing import Any
 
 import optuna
-from optuna.distributions import BaseDistribution, FloatDistribution, IntDistribution
+from optuna.distributions import BaseDistribution
 
-from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode
+from alphaloop.knobs import ConfigDelta, knobs_for_mode, optuna_distributions
 from alphaloop.meta_agent.proposers.base import (
     ProposalContext,
     ProposerBase,
@@ -39,14 +39,7 @@ warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning
 
 def distributions(mode: str) -> dict[str, BaseDistribution]:
     """Optuna distributions over the knobs a mode uses, on each knob's real scale."""
-    out: dict[str, BaseDistribution] = {}
-    for name in knobs_for_mode(mode):
-        k = KNOBS[name]
-        if k.is_int:
-            out[name] = IntDistribution(int(k.low), int(k.high), log=k.is_log)
-        else:
-            out[name] = FloatDistribution(k.low, k.high, log=k.is_log)
-    return out
+    return optuna_distributions(knobs_for_mode(mode))
 
 
 class _Replayed(optuna.trial.FrozenTrial):

@@ -1,0 +1,428 @@
+"""A session as an Optuna study: ``alphaloop export optuna`` and the API's study download.
+
+The study is written through Optuna's own storage API (``optuna.storages.RDBStorage``), so any
+RDB URL Optuna accepts works, and what is written is an ordinary study: optuna-dashboard,
+``optuna.visualization`` and ``optuna.importance`` open it as they open their own.
+
+How the journal maps onto the study:
+
+- one Optuna trial per trial row the search scored or is scoring (kinds ``baseline``,
+  ``search`` and ``confirm``), in the journal's index order, so a first export numbers them as
+  the journal does;
+- params: the knobs the session's mode uses, with distributions from the knobs' bounds (log
+  scales as ``log=True``, :func:`alphaloop.knobs.optuna_distributions`);
+- value: the trial's objective; the study maximises it, as the session did;
+- state: ``keep`` and ``discard`` COMPLETE; a search trial raced out (scored on fewer folds than
+  the session has) PRUNED; ``crash``, ``timeout`` and ``invalid`` FAIL; ``running`` RUNNING;
+- intermediate values: each fold's objective, at step = the fold's number (0 the oldest
+  window), so a raced-out trial shows the one fold it ran;
+- user attrs: ``kind``, ``status``, ``proposer``, ``reason`` (and the journal's ids, seed,
+  error, rationale, metrics over the folds);
+- TEST: finalize's one evaluation of the pick and of the default on the sealed window is not a
+  trial of the study. Its value is measured on other days and would enter the search's history
+  and ``best_trial`` as if the search had seen it; its results are ``test_*`` user attrs of the
+  trial it evaluated, and the session's verdict (pick, its reason, the gates) is in the study's
+  user attrs.
+
+Running the export again updates the study instead of adding a second copy: trials are matched
+by their journal id (user attr ``alphaloop_trial_id``); new rows are added, a trial exported
+while it ran is completed in place, and an unchanged one is left alone. Optuna never changes a
+finished trial, so when one no longer matches the journal (the pick's trial gets its TEST
+results when the session finishes after an earlier export) the study is written again whole.
+Everything is built and checked in memory before the storage is touched: bad input writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from alphaloop.exceptions import InvalidRequest, SessionNotFound
+from alphaloop.journal import (
+    FoldRecord,
+    SessionRecord,
+    TrialKind,
+    TrialRecord,
+    TrialStatus,
+    jsonable,
+)
+from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
+from alphaloop.ops._journal import NoJournal, open_journal
+from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from optuna.storages import RDBStorage
+    from optuna.trial import FrozenTrial
+
+# The user attrs naming what a trial and a study are in the journal.
+TRIAL_ID_ATTR = "alphaloop_trial_id"
+SESSION_ID_ATTR = "alphaloop_session_id"
+_TEXT_CHARS = 2000  # an error or rationale longer than this is cut: attrs are shown in tables
+
+
+class OptunaExport(BaseModel):
+    """What an export wrote: the study, where, and its trials by Optuna state.
+
+    Attributes:
+        added: trials new in the study; ``completed``: trials exported while running and
+            finished since, completed in place; ``unchanged``: trials already as the journal
+            has them; ``rewritten``: the study was written again whole (a finished trial no
+            longer matched the journal).
+        test_rows: TEST evaluations carried as user attrs of the trial they evaluated.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str
+    study_name: str
+    storage: str = Field(description="the storage URL, its password hidden")
+    n_trials: int
+    states: dict[str, int]
+    added: int
+    completed: int
+    unchanged: int
+    rewritten: bool
+    test_rows: int
+
+
+def export_optuna(
+    settings: Settings, session_id: str, storage: str, study_name: str | None = None
+) -> OptunaExport:
+    """Writes session ``session_id`` as an Optuna study into ``storage`` (see the module doc).
+
+    Args:
+        settings: where the journal is.
+        session_id: the session to export (running or finished).
+        storage: an RDB URL Optuna accepts (``sqlite:///study.db``, ``postgresql://...``).
+        study_name: the study's name (default: the session id).
+
+    Raises:
+        InvalidRequest: no such session, a URL Optuna refuses (or one naming the journal's own
+            file), or a study of that name holding something else than this session's export.
+            Nothing is written then.
+    """
+    session, rows, folds = _read(settings, session_id)
+    name = study_name or session.id
+    if not name.strip():
+        raise InvalidRequest("--study-name must not be blank")
+    wanted, tests = _trials(session, rows, folds)
+    shown = _shown_url(storage)
+    _refuse_journal_file(storage, settings)
+    with _storage(storage, shown) as rdb:
+        added, completed, unchanged, rewritten = _write(rdb, name, session, wanted)
+    states: dict[str, int] = {}
+    for t in wanted:
+        states[t.state.name] = states.get(t.state.name, 0) + 1
+    return OptunaExport(
+        session_id=session.id,
+        study_name=name,
+        storage=shown,
+        n_trials=len(wanted),
+        states=states,
+        added=added,
+        completed=completed,
+        unchanged=unchanged,
+        rewritten=rewritten,
+        test_rows=tests,
+    )
+
+
+def export_optuna_file(settings: Settings, session_id: str) -> tuple[Path, OptunaExport]:
+    """The session as a new SQLite study file in the home's scratch folder (the API's download;
+    the caller deletes the file once sent).
+
+    Raises:
+        InvalidRequest: no such session (nothing is left behind).
+    """
+    folder = settings.scratch_dir / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{session_id}-{uuid.uuid4().hex[:12]}.db"
+    try:
+        done = export_optuna(settings, session_id, f"sqlite:///{path.absolute()}")
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path, done
+
+
+# --- the journal's side ------------------------------------------------------------------------
+
+
+def _read(
+    settings: Settings, session_id: str
+) -> tuple[SessionRecord, list[TrialRecord], dict[int, list[FoldRecord]]]:
+    try:
+        with open_journal(settings) as j:
+            session = j.sessions.get(session_id)
+            rows = j.trials.of_session(session_id, series=False)
+            folds = j.folds.of_session(session_id)
+    except (NoJournal, SessionNotFound) as err:
+        raise InvalidRequest(f"cannot export: {err}") from err
+    return session, rows, folds
+
+
+def _trials(
+    session: SessionRecord, rows: list[TrialRecord], folds: dict[int, list[FoldRecord]]
+) -> tuple[list[FrozenTrial], int]:
+    """The study's trials in journal order, built and validated by Optuna; and how many TEST
+    rows were folded into the trials they evaluated."""
+    tests = {t.parent_id: t for t in rows if t.kind == TrialKind.test and t.parent_id is not None}
+    dists = optuna_distributions(knobs_for_mode(session.mode))
+    built = [
+        _trial(t, folds.get(t.id, []), dists, tests.get(t.id))
+        for t in rows
+        if t.kind != TrialKind.test
+    ]
+    return built, sum(1 for t in rows if t.kind == TrialKind.test)
+
+
+def _state(row: TrialRecord, folds: list[FoldRecord]) -> Any:
+    from optuna.trial import TrialState
+
+    if row.status == TrialStatus.running:
+        return TrialState.RUNNING
+    if row.status not in (TrialStatus.keep, TrialStatus.discard) or not _finite(row.objective):
+        return TrialState.FAIL
+    if row.kind == TrialKind.search and folds and len(folds) < folds[0].n_folds:
+        return TrialState.PRUNED  # raced out: its other folds were never run
+    return TrialState.COMPLETE
+
+
+def _trial(
+    row: TrialRecord,
+    folds: list[FoldRecord],
+    dists: dict[str, Any],
+    test: TrialRecord | None,
+) -> FrozenTrial:
+    from optuna.trial import TrialState, create_trial
+
+    state = _state(row, folds)
+    params = {k: _param(k, row.config[k]) for k in dists if k in row.config}
+    made = create_trial(
+        state=state,
+        value=row.objective if state in (TrialState.COMPLETE, TrialState.PRUNED) else None,
+        params=params,
+        distributions={k: dists[k] for k in params},
+        user_attrs=_attrs(row, test),
+        intermediate_values={f.fold: f.objective for f in folds if _finite(f.objective)},
+    )
+    made.datetime_start = _local(row.started_at)
+    if state.is_finished():
+        made.datetime_complete = _local(row.finished_at or row.started_at)
+    return made
+
+
+def _attrs(row: TrialRecord, test: TrialRecord | None) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        TRIAL_ID_ATTR: row.id,
+        "idx": row.idx,
+        "kind": row.kind.value,
+        "status": row.status.value,
+        "proposer": row.proposer,
+        "reason": row.reason,
+        "seed": row.seed,
+        "parent_trial_id": row.parent_id,
+        "error": _cut(row.error),
+        "rationale": _cut(row.rationale),
+        "violation": row.violation,
+        "n_seeds": row.n_seeds,
+        "seed_mean": row.seed_mean,
+        "metrics": row.metrics,
+    }
+    if test is not None:
+        attrs |= {
+            "test_trial_id": test.id,
+            "test_status": test.status.value,
+            "test_objective": test.objective,
+            "test": test.metrics,
+        }
+    return {k: jsonable(v) for k, v in attrs.items() if v is not None}
+
+
+def _study_attrs(session: SessionRecord) -> dict[str, Any]:
+    final = session.final
+    attrs: dict[str, Any] = {
+        SESSION_ID_ATTR: session.id,
+        "goal": session.goal,
+        "mode": session.mode,
+        "objective": session.objective,
+        "proposer": session.proposer,
+        "data": session.data_source,
+        "session_status": session.status.value,
+    }
+    if final is not None:
+        attrs |= {
+            "stop_reason": final.stop_reason,
+            "pick": final.pick,
+            "pick_reason": final.pick_reason,
+            "gates_passed": final.gates_passed,
+            "gates_summary": final.gates_summary,
+        }
+    return {k: jsonable(v) for k, v in attrs.items() if v is not None}
+
+
+def _param(name: str, value: Any) -> float | int:
+    return int(value) if KNOBS[name].is_int else float(value)
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _cut(text: str | None) -> str | None:
+    if text is None or len(text) <= _TEXT_CHARS:
+        return text
+    return text[: _TEXT_CHARS - 1] + "\u2026"
+
+
+def _local(stamp: str) -> datetime:
+    """A journal timestamp (ISO 8601, UTC) as Optuna keeps times: naive, local."""
+    return datetime.fromisoformat(stamp).astimezone().replace(tzinfo=None)
+
+
+# --- Optuna's side -----------------------------------------------------------------------------
+
+
+def _shown_url(storage: str) -> str:
+    """``storage`` with its password hidden, or InvalidRequest when it is not a URL at all."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(storage).render_as_string(hide_password=True)
+    except ArgumentError as err:
+        raise InvalidRequest(
+            f"--storage {storage!r} is not a database URL Optuna can open ({err}); "
+            "give one like sqlite:///study.db or postgresql://user@host/db"
+        ) from None
+
+
+def _refuse_journal_file(storage: str, settings: Settings) -> None:
+    """Optuna creates its tables in whatever database it opens: never in the journal's."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(storage)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        target = Path(url.database).expanduser()
+        if target.exists() and target.resolve() == settings.journal_path.resolve():
+            raise InvalidRequest(
+                f"--storage {storage!r} is alphaloop's own journal; name another file, "
+                "e.g. sqlite:///study.db"
+            )
+
+
+@contextmanager
+def _storage(storage: str, shown: str) -> Iterator[RDBStorage]:
+    """Optuna's RDB storage at ``storage``, its connections closed after the block."""
+    import optuna
+    from optuna.storages import RDBStorage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        rdb = RDBStorage(storage)
+    except Exception as err:  # Optuna and SQLAlchemy refuse a URL in many ways; all say why
+        raise InvalidRequest(
+            f"Optuna refused the storage {shown}: {type(err).__name__}: {err}".splitlines()[0]
+        ) from err
+    try:
+        yield rdb
+    finally:
+        with suppress(Exception):
+            rdb.remove_session()
+        rdb.engine.dispose()
+
+
+def _write(
+    rdb: RDBStorage, name: str, session: SessionRecord, wanted: list[FrozenTrial]
+) -> tuple[int, int, int, bool]:
+    """Brings study ``name`` in line with ``wanted``: (added, completed, unchanged, rewritten)."""
+    import optuna
+
+    study = _own_study(rdb, name, session)
+    if study is None:
+        study = optuna.create_study(storage=rdb, study_name=name, direction="maximize")
+        return _fill(study, session, wanted), 0, 0, False
+    have = {t.user_attrs.get(TRIAL_ID_ATTR): t for t in study.get_trials(deepcopy=False)}
+    ids = {t.user_attrs[TRIAL_ID_ATTR] for t in wanted}
+    stale = bool(set(have) - ids) or any(
+        have[i].state.is_finished() and _differs(have[i], t)
+        for t in wanted
+        if (i := t.user_attrs[TRIAL_ID_ATTR]) in have
+    )
+    if stale:
+        optuna.delete_study(study_name=name, storage=rdb)
+        study = optuna.create_study(storage=rdb, study_name=name, direction="maximize")
+        return _fill(study, session, wanted), 0, 0, True
+    new = [t for t in wanted if t.user_attrs[TRIAL_ID_ATTR] not in have]
+    study_id = rdb.get_study_id_from_name(name)
+    completed = unchanged = 0
+    for t in wanted:
+        old = have.get(t.user_attrs[TRIAL_ID_ATTR])
+        if old is None:
+            continue
+        if _differs(old, t):
+            tid = rdb.get_trial_id_from_study_id_trial_number(study_id, old.number)
+            _complete(rdb, tid, old, t)
+            completed += 1
+        else:
+            unchanged += 1
+    return _fill(study, session, new), completed, unchanged, False
+
+
+def _own_study(rdb: RDBStorage, name: str, session: SessionRecord) -> Any:
+    """Study ``name`` when it holds this session's export, None when there is none; refuses a
+    study of that name holding anything else."""
+    import optuna
+
+    try:
+        study = optuna.load_study(study_name=name, storage=rdb)
+    except KeyError:
+        return None
+    owner = study.user_attrs.get(SESSION_ID_ATTR)
+    if owner != session.id:
+        what = f"session {owner}'s export" if owner else "a study alphaloop did not write"
+        raise InvalidRequest(
+            f"the study {name!r} already exists there and holds {what}; choose another --study-name"
+        )
+    return study
+
+
+def _fill(study: Any, session: SessionRecord, trials: list[FrozenTrial]) -> int:
+    for key, value in _study_attrs(session).items():
+        study.set_user_attr(key, value)
+    study.add_trials(trials)
+    return len(trials)
+
+
+def _differs(old: FrozenTrial, new: FrozenTrial) -> bool:
+    return (old.state, old.values, old.params, old.user_attrs, old.intermediate_values) != (
+        new.state,
+        new.values,
+        new.params,
+        new.user_attrs,
+        new.intermediate_values,
+    )
+
+
+def _complete(rdb: RDBStorage, tid: int, old: FrozenTrial, new: FrozenTrial) -> None:
+    """Brings trial ``tid``, exported while it ran, up to date in place (Optuna lets a running
+    trial change): its new folds, attrs and, once it finished, its state and value."""
+    for step, value in new.intermediate_values.items():
+        if old.intermediate_values.get(step) != value:
+            rdb.set_trial_intermediate_value(tid, step, value)
+    for key, value in new.user_attrs.items():
+        if old.user_attrs.get(key) != value:
+            rdb.set_trial_user_attr(tid, key, value)
+    if new.state.is_finished():
+        rdb.set_trial_state_values(tid, new.state, new.values)
+
+
+__all__ = ["OptunaExport", "export_optuna", "export_optuna_file"]
