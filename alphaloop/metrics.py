@@ -12,6 +12,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from alphaloop.evidence import DeflatedSharpe
+
 TRADING_DAYS = 252
 EULER_GAMMA = 0.5772156649015329
 # One basis point: below any drawdown a daily-rebalanced book really suffers, far above float
@@ -265,45 +267,6 @@ def effective_trials(
     else:
         raise ValueError(f"unknown method {method!r}; use 'li_ji' or 'nyholt'")
     return float(min(max(m_eff, 1.0), n))
-
-
-class DeflatedSharpe(BaseModel):
-    """The deflated Sharpe ratio of a selected strategy, under N and under N effective.
-
-    Sharpe figures are per period (daily), as the formulas need; ``None`` marks a ratio that is
-    undefined (too few returns, no variation), so the model journals as plain JSON.
-
-    Attributes:
-        sharpe: the candidate's per-period Sharpe on the returns given.
-        n_obs, skew, kurtosis: the sample behind it (kurtosis 3 for a normal law).
-        psr: probability that the true Sharpe exceeds 0.
-        n_trials: N, the trials the candidate was selected from.
-        sr_variance: the variance of Sharpe ratios the hurdle uses: the trials' (ddof 1), or
-            ``luck_variance`` when that is smaller.
-        hurdle: expected maximum Sharpe of N unskilled trials.
-        dsr: PSR against ``hurdle``.
-        n_effective: effective number of independent trials, when given.
-        hurdle_effective, dsr_effective: the same under ``n_effective``.
-        observed_sr_variance: the trials' own variance, when ``luck_variance`` capped it.
-        luck_variance: the cap given (:func:`luck_variance`), None when none was.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    sharpe: float | None
-    n_obs: int
-    skew: float | None
-    kurtosis: float | None
-    psr: float | None
-    n_trials: float
-    sr_variance: float
-    hurdle: float
-    dsr: float | None
-    n_effective: float | None = None
-    hurdle_effective: float | None = None
-    dsr_effective: float | None = None
-    observed_sr_variance: float | None = None
-    luck_variance: float | None = None
 
 
 def luck_variance(trial_sharpe_ratios: np.ndarray | list[float], n_obs: int) -> float:

@@ -84,16 +84,24 @@ def _clip() -> Any:
 GATES = {
     "passed": False,
     "results": [
-        {"gate": "excess_over_default", "passed": False,
+        {"gate": "beats_default", "passed": False, "value": 0.2, "threshold": 0.05,
+         "comparison": "<",
          "reason": "paired t = 0.84 < 1.96 over 754 days: not better than the default config"},
-        {"gate": "deflated_sharpe", "passed": True, "reason": "DSR 0.97 >= 0.95 (N = 40)"},
+        {"gate": "deflated_sharpe", "passed": True, "value": 0.97, "threshold": 0.95,
+         "comparison": ">", "reason": "DSR 0.97 >= 0.95 (N = 40)"},
     ],
+}  # fmt: skip
+PBO = {
+    "pbo": 0.21, "n_blocks": 16, "n_trials": 40, "n_days": 754, "n_combinations": 12870,
+    "prob_oos_loss": 0.3, "degradation_slope": -0.4,
+    "logit_quantiles": {"q25": -1.2, "q50": 0.3}, "histogram_edges": [-1.0, 0.0, 1.0],
+    "histogram_counts": [2, 3],
 }  # fmt: skip
 
 FINAL = {
     "stop_reason": "budget", "n_trials": 40, "best_trial_id": 7, "deflated_sharpe": 0.97,
     "deflated_sharpe_effective": 0.98, "n_effective_trials": 12.3, "dsr_set": "search trials",
-    "probabilistic_sharpe": 0.99, "pbo": 0.21, "pbo_summary": {"n_blocks": 16},
+    "probabilistic_sharpe": 0.99, "pbo": 0.21, "pbo_summary": PBO,
     "best_policy_path": "/home/someone/.alphaloop/policies/ppo-3f9a2b.zip",
     "best_test": METRICS, "baseline_test": METRICS, "gates": GATES,
     "admissible_reason": "max drawdown -14.3% within the -15.0% limit",
@@ -103,7 +111,7 @@ VALIDATION = {
     "session_id": SESSION_ID, "trial_idx": 7, "reported": "best", "elapsed_s": 9.5,
     "n_search_trials": 40, "dsr_set": "search trials", "gates_evidence": "walk-forward windows",
     "deflated_sharpe": {"dsr": 0.97, "dsr_effective": 0.98, "n_effective": 12.3, "psr": 0.99},
-    "pbo": {"pbo": 0.21, "n_blocks": 16, "logit_quantiles": {"q25": -1.2, "q50": 0.3}},
+    "pbo": PBO,
     "walk_forward": {
         "windows": [
             {"scheme": "anchored", "index": i, "train_start": "2005-01-03",

@@ -28,8 +28,8 @@ import alphaloop
 ROOT = Path(alphaloop.__file__).parent
 
 # Usable from anywhere (each imports no other package but these): errors, settings, the
-# lazy-import helpers, tracing.
-SHARED = {"exceptions", "settings", "_lazy", "telemetry"}
+# lazy-import helpers, tracing, the evidence models a pick is judged on.
+SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence"}
 FOUNDATIONS = {"knobs", "market", "metrics"}
 ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
 FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "settings": set(),
     "_lazy": set(),
     "telemetry": {"settings"},
+    "evidence": set(),
     "knobs": {"exceptions"},
     "market": {"exceptions", "settings"},
     "metrics": {"exceptions"},
@@ -122,7 +123,17 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"exceptions", "settings", "journal", "knobs", "llm", "metrics", "ops"},
     "chat": {"exceptions", "settings", "llm", "ops", "prompts", "tools"},
     "scheduler": {"exceptions", "settings", "ops"},
-    "cli": {"exceptions", "settings", "chat", "knobs", "metrics", "ops", "scheduler", "server"},
+    "cli": {
+        "exceptions",
+        "settings",
+        "chat",
+        "journal",
+        "knobs",
+        "metrics",
+        "ops",
+        "scheduler",
+        "server",
+    },
 }
 
 

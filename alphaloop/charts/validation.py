@@ -40,14 +40,14 @@ def validation_report(session: SessionRecord, events: list[Any]) -> dict[str, An
         )
     return {
         "session_id": session.id,
-        "pbo": final.pbo_summary,
+        "pbo": final.pbo_summary.model_dump(mode="json"),
         "deflated_sharpe": {
             "dsr": final.deflated_sharpe,
             "n_trials": final.dsr_n_trials,
             "n_effective": final.n_effective_trials,
             "dsr_effective": final.deflated_sharpe_effective,
         },
-        "gates": final.gates,
+        "gates": final.gates.model_dump(mode="json") if final.gates else None,
         "walk_forward": None,
     }
 

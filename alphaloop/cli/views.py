@@ -13,15 +13,18 @@ import dataclasses
 import itertools
 import textwrap
 from copy import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from alphaloop import ops
+from alphaloop.evidence import ExcessEvidence, GateReport, PBOSummary
 from alphaloop.knobs import BoundsClip
+
+if TYPE_CHECKING:  # the journal's read models are what ops returns; the CLI starts without it
+    from alphaloop.journal import FinalReport
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("sharpe", "Sharpe", "{:.3f}"),
@@ -223,114 +226,136 @@ def trials_table(
 def final_panel(session: Any) -> Panel:
     """What finalize concluded. When the reported trial breaks the session's limits (nothing
     met them) that comes first, in red: the figures below are then not a result within them."""
-    # The report's JSON form: the same lines render a validation report's (also JSON).
-    final = session.final.journaled() if session.final else {}
-    lines = [
-        f"stopped: {final.get('stop_reason', '-')}",
-        f"trials run: {final.get('n_trials', '-')}",
-    ]
-    reported = "the best" if final.get("best_trial_id") is not None else "the baseline"
+    final: FinalReport | None = session.final
+    if final is None:
+        return Panel(plain("stopped: -\ntrials run: -"), title="finalize", title_align="left")
+    lines = [f"stopped: {final.stop_reason}", f"trials run: {final.n_trials}"]
+    reported = "the best" if final.best_trial_id is not None else "the baseline"
     lines.extend(pick_lines(final))
-    lines.extend(selection_lines(final, reported))
-    if final.get("best_policy_path"):
-        lines.append(f"best policy: {final['best_policy_path']}")
+    lines.extend(selection_lines(Selection.of_final(final), reported))
+    if final.best_policy_path:
+        lines.append(f"best policy: {final.best_policy_path}")
     columns = {}
-    if final.get("best_test"):
-        columns["best (test)"] = final["best_test"]
-    if final.get("baseline_test"):
-        columns["baseline (test)"] = final["baseline_test"]
+    if final.best_test:
+        columns["best (test)"] = final.best_test
+    if final.baseline_test:
+        columns["baseline (test)"] = final.baseline_test
     body: list[Any] = []
-    if final.get("admissible") is False:
+    if final.admissible is False:
         body.append(
             Text(
-                f"NOT WITHIN THE LIMITS: {final.get('admissible_reason') or 'no trial met them'}",
+                f"NOT WITHIN THE LIMITS: {final.admissible_reason or 'no trial met them'}",
                 style="bold red",
             )
         )
-    elif final.get("admissible_reason"):
-        body.append(plain(f"limits: {final['admissible_reason']}"))
+    elif final.admissible_reason:
+        body.append(plain(f"limits: {final.admissible_reason}"))
     body.append(plain("\n".join(lines)))
     if columns:
         body.append(metrics_table("held-out test window, evaluated once", columns))
-    if final.get("gates"):
-        body.append(gates_table(final["gates"], "go/no-go gates (test window)"))
+    if final.gates:
+        body.append(gates_table(final.gates, "go/no-go gates (test window)"))
     return Panel(Group(*body), title="finalize", title_align="left")
 
 
-def pick_lines(final: dict[str, Any]) -> list[str]:
+def pick_lines(final: FinalReport) -> list[str]:
     """The pick and why, the folds it was chosen on, and on TEST its Sharpe against the
     default's and 1/N's with the paired difference, its standard error and p-value."""
     lines = []
-    if final.get("pick"):
-        lines.append(f"pick: {final['pick']} ({final.get('pick_reason') or '-'})")
-    folds = final.get("folds") or {}
-    if folds.get("windows"):
-        first, last = folds["windows"][0][0], folds["windows"][-1][1]
-        lines.append(f"scored on {folds['n']} fold(s), {first}..{last}")
-        if folds.get("note"):
-            lines.append(f"  {folds['note']}")
+    if final.pick:
+        lines.append(f"pick: {final.pick} ({final.pick_reason or '-'})")
+    folds = final.folds
+    if folds is not None and folds.windows:
+        first, last = folds.windows[0][0], folds.windows[-1][1]
+        lines.append(f"scored on {folds.n} fold(s), {first}..{last}")
+        if folds.note:
+            lines.append(f"  {folds.note}")
     for ref, label in (("default", "the default"), ("equal_weight", "1/N")):
-        test = ((final.get("excess") or {}).get(ref) or {}).get("test")
-        if test:
+        evidence = (final.excess or {}).get(ref)
+        if isinstance(evidence, ExcessEvidence):
+            test = evidence.test
             lines.append(
-                f"TEST Sharpe {test['sharpe_a']:.2f} vs {label} {test['sharpe_b']:.2f}: "
-                f"difference {test['difference']:+.2f} (se {test['se']:.2f}, "
-                f"p {test['p_value']:.3f})"
+                f"TEST Sharpe {test.sharpe_a:.2f} vs {label} {test.sharpe_b:.2f}: "
+                f"difference {test.difference:+.2f} (se {test.se:.2f}, p {test.p_value:.3f})"
             )
     return lines
 
 
-def selection_lines(final: dict[str, Any], reported: str) -> list[str]:
-    """The deflated Sharpe (N, N effective and the set they count) and PBO of ``final``."""
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """What the search's selection is worth, as a final report or a validation report says it:
+    the deflated Sharpe (over N and N effective, and the set N counts), the probabilistic
+    Sharpe and PBO (or why it was not computed)."""
+
+    n_trials: int | float | None
+    deflated_sharpe: float | None
+    deflated_sharpe_effective: float | None
+    n_effective_trials: float | None
+    dsr_set: str | None
+    probabilistic_sharpe: float | None
+    pbo: PBOSummary | None
+    pbo_note: str | None = None
+
+    @classmethod
+    def of_final(cls, final: FinalReport) -> Selection:
+        return cls(
+            n_trials=final.dsr_n_trials if final.dsr_n_trials is not None else final.n_trials,
+            deflated_sharpe=final.deflated_sharpe,
+            deflated_sharpe_effective=final.deflated_sharpe_effective,
+            n_effective_trials=final.n_effective_trials,
+            dsr_set=final.dsr_set,
+            probabilistic_sharpe=final.probabilistic_sharpe,
+            pbo=final.pbo_summary if final.pbo is not None else None,
+            pbo_note=final.pbo_note,
+        )
+
+
+def selection_lines(selection: Selection, reported: str) -> list[str]:
+    """The deflated Sharpe (N, N effective and the set they count) and PBO of a selection."""
+    s = selection
     lines = []
-    n = final.get("dsr_n_trials", final.get("n_trials"))
-    if final.get("deflated_sharpe") is not None:
+    if s.deflated_sharpe is not None:
         lines.append(
-            f"deflated Sharpe ratio of {reported} (N = {n}): {final['deflated_sharpe']:.3f}"
+            f"deflated Sharpe ratio of {reported} (N = {s.n_trials}): {s.deflated_sharpe:.3f}"
         )
-    if final.get("deflated_sharpe_effective") is not None:
+    if s.deflated_sharpe_effective is not None:
         lines.append(
-            f"  under N effective = {final['n_effective_trials']:.1f} independent trials: "
-            f"{final['deflated_sharpe_effective']:.3f}"
+            f"  under N effective = {s.n_effective_trials:.1f} independent trials: "
+            f"{s.deflated_sharpe_effective:.3f}"
         )
-    if final.get("dsr_set"):
-        lines.append(f"  N counts the {final['dsr_set']}")
-    if final.get("probabilistic_sharpe") is not None:
-        lines.append(f"probabilistic Sharpe ratio: {final['probabilistic_sharpe']:.3f}")
-    if final.get("pbo") is not None:
-        summary = final.get("pbo_summary") or {}
-        interval = summary.get("interval")
-        shown = f", 95% interval {interval[0]:.2f}-{interval[1]:.2f}" if interval else ""
+    if s.dsr_set:
+        lines.append(f"  N counts the {s.dsr_set}")
+    if s.probabilistic_sharpe is not None:
+        lines.append(f"probabilistic Sharpe ratio: {s.probabilistic_sharpe:.3f}")
+    if s.pbo is not None:
+        pbo = s.pbo
+        shown = (
+            f", 95% interval {pbo.interval[0]:.2f}-{pbo.interval[1]:.2f}" if pbo.interval else ""
+        )
         lines.append(
-            f"probability of backtest overfitting (CSCV, S = {summary.get('n_blocks', '-')}): "
-            f"{final['pbo']:.3f}{shown}"
+            f"probability of backtest overfitting (CSCV, S = {pbo.n_blocks}): {pbo.pbo:.3f}{shown}"
         )
-        if summary.get("n_trials") and summary.get("n_days"):
-            left = summary.get("n_trials_left_out") or 0
+        if pbo.n_trials and pbo.n_days:
+            left = pbo.n_trials_left_out
             raced = f"; {left} raced-out trials left out" if left else ""
-            lines.append(
-                f"  over {summary['n_trials']} trials x {summary['n_days']:,} scored days{raced}"
-            )
-    elif final.get("pbo_note"):
-        lines.append(f"PBO not computed: {final['pbo_note']}")
+            lines.append(f"  over {pbo.n_trials} trials x {pbo.n_days:,} scored days{raced}")
+    elif s.pbo_note:
+        lines.append(f"PBO not computed: {s.pbo_note}")
     return lines
 
 
-def gates_table(report: dict[str, Any], title: str) -> Table:
+def gates_table(report: GateReport, title: str) -> Table:
     """Pass/fail per go/no-go gate, and the verdict in the title (a pick that does not beat
     1/N said first)."""
-    results = report.get("results", [])
-    # ops loads the validation package on this first use only: most commands never show gates.
-    table = FitTable(title=f"{title}: {ops.gates_headline(report)}")
+    table = FitTable(title=f"{title}: {report.headline()}")
     table.title_justify = "left"
     for col in ("gate", "verdict", "why"):
         table.add_column(col)
-    for r in results:
-        ok = r.get("passed")
+    for r in report.results:
         table.add_row(
-            r.get("gate", "-"),
-            Text("pass" if ok else "FAIL", style="green" if ok else "bold red"),
-            plain(r.get("reason")),
+            r.gate,
+            Text("pass" if r.passed else "FAIL", style="green" if r.passed else "bold red"),
+            plain(r.reason),
         )
     return table
 
@@ -340,18 +365,17 @@ def validation_panel(report: dict[str, Any]) -> Panel:
     stress cases next to equal weight, and the gates."""
     dsr = report.get("deflated_sharpe") or {}
     pbo = report.get("pbo") or {}
-    final = {
-        "deflated_sharpe": dsr.get("dsr"),
-        "deflated_sharpe_effective": dsr.get("dsr_effective"),
-        "n_effective_trials": dsr.get("n_effective"),
-        "dsr_n_trials": report.get("n_search_trials"),
-        "dsr_set": report.get("dsr_set"),
-        "probabilistic_sharpe": dsr.get("psr"),
-        "pbo": pbo.get("pbo"),
-        "pbo_summary": pbo,
-    }
+    selection = Selection(
+        n_trials=report.get("n_search_trials"),
+        deflated_sharpe=dsr.get("dsr"),
+        deflated_sharpe_effective=dsr.get("dsr_effective"),
+        n_effective_trials=dsr.get("n_effective"),
+        dsr_set=report.get("dsr_set"),
+        probabilistic_sharpe=dsr.get("psr"),
+        pbo=PBOSummary.model_validate(pbo) if pbo else None,
+    )
     lines = [f"trial #{report.get('trial_idx')} ({report.get('reported')})"]
-    lines += selection_lines(final, f"the {report.get('reported')}")
+    lines += selection_lines(selection, f"the {report.get('reported')}")
     quantiles = ", ".join(f"{k} {v:+.2f}" for k, v in (pbo.get("logit_quantiles") or {}).items())
     lines.append(f"  logit quantiles: {quantiles}")
     lines.append(f"suite took {fmt(report.get('elapsed_s'), '{:.1f}')} s")
@@ -367,7 +391,8 @@ def validation_panel(report: dict[str, Any]) -> Panel:
     body.append(walk_forward_table(report.get("walk_forward") or {}))
     body.append(stress_table(report.get("stress") or {}, unseen))
     evidence = report.get("gates_evidence", "")
-    body.append(gates_table(report.get("gates") or {}, f"go/no-go gates ({evidence})"))
+    gates = GateReport.model_validate(report.get("gates") or {"passed": False, "results": []})
+    body.append(gates_table(gates, f"go/no-go gates ({evidence})"))
     return Panel(Group(*body), title=f"validation of {report.get('session_id')}")
 
 

@@ -33,7 +33,7 @@ from alphaloop.journal.models import (
 )
 from alphaloop.journal.pages import TrialFilter
 from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
-from alphaloop.journal.report import FinalReport, Pick, report_json
+from alphaloop.journal.report import AutoActivation, FinalReport, FoldsUsed, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
 from alphaloop.journal.trials import FollowedTrials, TrialScore
@@ -45,6 +45,7 @@ __all__ = [
     "MAX_CURVE_POINTS",
     "SCHEMA_VERSION",
     "STOP_REQUESTED",
+    "AutoActivation",
     "ChartReadRecord",
     "ClipRecord",
     "EventKind",
@@ -52,6 +53,7 @@ __all__ = [
     "FinalReport",
     "FoldRecord",
     "Folds",
+    "FoldsUsed",
     "FollowedTrials",
     "JobNotFound",
     "JobRecord",

@@ -11,7 +11,6 @@ Modules: :mod:`.files` (copies, hashes, verified loads), :mod:`.pointer` (the po
 """
 
 from alphaloop.library.activation import (
-    AutoActivation,
     activate,
     active_policy_id,
     auto_activate,
@@ -29,7 +28,6 @@ from alphaloop.library.publish import KIND_OF_MODE, data_spec_of, publish_trial,
 
 __all__ = [
     "KIND_OF_MODE",
-    "AutoActivation",
     "activate",
     "active_policy_id",
     "auto_activate",

@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from alphaloop.exceptions import ActivePolicyError
-from alphaloop.journal import EventKind, Journal, PolicyKind, PolicyRecord
+from alphaloop.journal import AutoActivation, EventKind, Journal, PolicyKind, PolicyRecord
 from alphaloop.journal.codec import now
 from alphaloop.library.files import verified_policy_file
 from alphaloop.library.pointer import pointer_policy_id, write_pointer
@@ -86,16 +84,6 @@ def activate(
         },
     )
     return record
-
-
-class AutoActivation(BaseModel):
-    """What the ``auto_activate`` rule decided about a newly published entry, and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    activated: bool
-    reason: str
-    previous_policy_id: int | None = None
 
 
 def auto_activate(

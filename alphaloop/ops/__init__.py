@@ -94,7 +94,6 @@ if TYPE_CHECKING:
         Gates,
         ValidationReport,
         ValidationUnavailable,
-        gates_headline,
         latest_validation,
         validate_session,
     )
@@ -146,7 +145,6 @@ __all__ = [
     "check_resume",
     "compare_trials",
     "export_chart",
-    "gates_headline",
     "get_session",
     "interpret_chart",
     "latest_validation",
@@ -234,7 +232,6 @@ _LAZY = {
     "ValidationUnavailable": "alphaloop.ops.validate",
     "latest_validation": "alphaloop.ops.validate",
     "validate_session": "alphaloop.ops.validate",
-    "gates_headline": "alphaloop.ops.validate",
     "ManualRun": "alphaloop.meta_agent.manual",
     "ManualRunSpec": "alphaloop.meta_agent.manual",
     "Objective": "alphaloop.meta_agent.objective",

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from alphaloop.evidence import ExcessEvidence
 from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, TrialNotFound
 from alphaloop.journal import (
     ClipRecord,
@@ -59,17 +60,16 @@ def comparison(final: FinalReport | None, reference: str) -> Comparison | None:
     if final is None or not final.excess or reference not in final.excess:
         return None
     ev = final.excess[reference]
-    test = ev.get("test")
-    if not isinstance(test, dict):
-        return Comparison(reference=reference, note=str(ev.get("note", "no evidence")))
-    p = test.get("p_value")
+    if not isinstance(ev, ExcessEvidence):
+        return Comparison(reference=reference, note=ev.note)
+    test = ev.test
     return Comparison(
         reference=reference,
-        sharpe_pick=test.get("sharpe_a"),
-        sharpe_reference=test.get("sharpe_b"),
-        difference=test.get("difference"),
-        p_value=p,
-        beats=p is not None and p < SIGNIFICANT and (test.get("difference") or 0) > 0,
+        sharpe_pick=test.sharpe_a,
+        sharpe_reference=test.sharpe_b,
+        difference=test.difference,
+        p_value=test.p_value,
+        beats=test.p_value < SIGNIFICANT and test.difference > 0,
     )
 
 

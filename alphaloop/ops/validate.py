@@ -36,7 +36,6 @@ from alphaloop.validation import (
     StressReport,
     crisis_windows_in,
     evaluate_gates,
-    gates_headline,
     search_set,
     session_dsr,
     session_pbo,
@@ -50,7 +49,6 @@ __all__ = [
     "Gates",
     "ValidationReport",
     "ValidationUnavailable",
-    "gates_headline",
     "latest_validation",
     "validate_session",
 ]

@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
+from alphaloop.evidence import GateReport
 from alphaloop.journal import TrialFilter, jsonable
 from alphaloop.ops import dashboard, history, notes, plots
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
@@ -151,7 +152,7 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     return {
         "report": jsonable(report),
         # "NO-GO: does not beat 1/N with confidence; ..." as the terminal says it.
-        "headline": ops.gates_headline(report["gates"]) if report else None,
+        "headline": GateReport.model_validate(report["gates"]).headline() if report else None,
         "verdict": row.model_dump(mode="json") if row else None,
         "command": f"alphaloop validate {session_id}",
     }

@@ -22,7 +22,6 @@ from alphaloop.validation.gates import (
     GateResult,
     Gates,
     evaluate_gates,
-    gates_headline,
 )
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
 from alphaloop.validation.stress import (
@@ -70,7 +69,6 @@ __all__ = [
     "cscv_pbo",
     "evaluate_gates",
     "excess_evidence",
-    "gates_headline",
     "n_combinations",
     "recosted",
     "search_set",

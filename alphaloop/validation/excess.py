@@ -31,9 +31,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from alphaloop.metrics import TRADING_DAYS, DeflatedSharpe
+from alphaloop.evidence import ExcessEvidence, SharpeDifference
+from alphaloop.metrics import TRADING_DAYS
 from alphaloop.validation.summary import aligned_matrix, session_dsr
 
 __all__ = [
@@ -43,33 +43,6 @@ __all__ = [
     "sharpe_difference",
     "vol_matched_excess",
 ]
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-class SharpeDifference(BaseModel):
-    """The paired Sharpe-difference test of ``a`` against ``b`` on the same days.
-
-    Attributes:
-        sharpe_a, sharpe_b: annualised Sharpe ratios (population moments, as the test uses).
-        difference: ``sharpe_a - sharpe_b``, annualised.
-        se: its HAC standard error, annualised.
-        z: ``difference / se``.
-        p_value: one-sided, for the alternative "a has the higher Sharpe".
-        n_obs: days compared.
-        lags: the HAC bandwidth used.
-    """
-
-    model_config = _FROZEN
-
-    sharpe_a: float
-    sharpe_b: float
-    difference: float
-    se: float
-    z: float
-    p_value: float
-    n_obs: int
-    lags: int
 
 
 def newey_west_lags(n_obs: int) -> int:
@@ -147,32 +120,6 @@ def sharpe_difference(
         n_obs=n,
         lags=lag,
     )
-
-
-class ExcessEvidence(BaseModel):
-    """How the pick compares with one reference (the default config, or 1/N) on TEST.
-
-    Attributes:
-        reference: ``default`` or ``equal_weight``.
-        test: the paired Sharpe-difference test of the pick against the reference.
-        deflated: the deflated Sharpe of the excess series, deflated by the search trials'
-            excess Sharpes (None when there were no search trials to deflate by).
-    """
-
-    model_config = _FROZEN
-
-    reference: str
-    test: SharpeDifference
-    deflated: DeflatedSharpe | None = None
-
-    @property
-    def excess_dsr(self) -> float | None:
-        """The excess series' deflated Sharpe under the effective number of trials (the
-        nominal one when that is unknown)."""
-        if self.deflated is None:
-            return None
-        d = self.deflated
-        return d.dsr_effective if d.dsr_effective is not None else d.dsr
 
 
 def vol_matched_excess(

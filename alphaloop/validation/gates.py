@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop.evidence import ExcessEvidence, GateReport, GateResult
 from alphaloop.metrics import Metrics
-from alphaloop.validation.excess import ExcessEvidence
 
 if TYPE_CHECKING:  # the evaluator's walk-forward is only read here
     from alphaloop.trials import WalkForward
@@ -73,58 +73,6 @@ class Gates(BaseModel):
         if max_drawdown is None or "max_drawdown" in self.model_fields_set:
             return self
         return self.model_copy(update={"max_drawdown": max_drawdown})
-
-
-class GateResult(BaseModel):
-    """One gate's verdict and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    gate: str
-    passed: bool
-    value: float | None
-    threshold: float
-    comparison: Literal[">", "<"]
-    reason: str
-
-
-class GateReport(BaseModel):
-    """Every enabled gate's verdict; ``passed`` only when all of them pass."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    passed: bool
-    results: tuple[GateResult, ...]
-
-    @property
-    def failed(self) -> tuple[GateResult, ...]:
-        return tuple(r for r in self.results if not r.passed)
-
-    def headline(self) -> str:
-        """See :func:`gates_headline`."""
-        return gates_headline(self.model_dump())
-
-    def summary(self) -> str:
-        """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the comparison with
-        1/N first."""
-        if self.passed:
-            return self.headline()
-        first = [r for r in self.failed if r.gate == "beats_equal_weight"]
-        reasons = "; ".join(r.reason for r in (*first, *(r for r in self.failed if r not in first)))
-        return f"{self.headline()} ({reasons})"
-
-
-def gates_headline(report: Mapping[str, Any]) -> str:
-    """``GO: 10 of 10 gates passed``, or ``NO-GO: 4 of 10 gates passed``, with ``does not beat
-    1/N with confidence`` first when the pick does not. ``report``: a gate report as journaled
-    (``passed``, and ``results`` with each gate's name and ``passed``)."""
-    verdicts = [(r.get("gate"), bool(r.get("passed"))) for r in report.get("results", [])]
-    n, ok = len(verdicts), sum(1 for _, p in verdicts if p)
-    if report.get("passed"):
-        return f"GO: {ok} of {n} gates passed"
-    beaten = ("beats_equal_weight", False) in verdicts
-    said = "does not beat 1/N with confidence; " if beaten else ""
-    return f"NO-GO: {said}{ok} of {n} gates passed"
 
 
 # gate name -> (Gates field, comparison, what the value is, how to show it)

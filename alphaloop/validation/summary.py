@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from alphaloop.evidence import DeflatedSharpe, PBOSummary
 from alphaloop.metrics import (
-    DeflatedSharpe,
     deflated_sharpe,
     effective_trials,
     luck_variance,
@@ -40,38 +39,6 @@ def search_set(rows: Sequence[Any]) -> list[Any]:
     candidates. Takes journal trial records (anything with ``kind``, ``status`` and
     ``val_returns``), in their order."""
     return [t for t in rows if t.kind == "search" and t.status in SCORED_STATUSES and t.val_returns]
-
-
-class PBOSummary(BaseModel):
-    """PBO and the shape of its logit distribution, small enough to journal.
-
-    Attributes:
-        pbo: share of combinations whose logit is < 0, those at exactly 0 counting half.
-        n_blocks, n_trials, n_days, n_combinations: what CSCV ran over.
-        prob_oos_loss: share of combinations whose in-sample winner lost out of sample.
-        degradation_slope: slope of the winner's OOS Sharpe on its IS Sharpe (None if flat).
-        logit_quantiles: ``"5%"`` ... ``"95%"`` of the logits.
-        histogram_edges, histogram_counts: the logit histogram (``len(edges) = len(counts)+1``).
-        interval: PBO's 95% bootstrap interval (:func:`~alphaloop.validation.pbo.pbo_interval`);
-            None in summaries journaled before it existed.
-        n_trials_left_out: search trials not in the matrix (:func:`fold_block`): raced out
-            after fewer folds than the trials in it ran.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    pbo: float
-    n_blocks: int
-    n_trials: int
-    n_days: int
-    n_combinations: int
-    prob_oos_loss: float
-    degradation_slope: float | None
-    logit_quantiles: dict[str, float]
-    histogram_edges: tuple[float, ...]
-    histogram_counts: tuple[int, ...]
-    interval: tuple[float, float] | None = None
-    n_trials_left_out: int = 0
 
 
 def fold_block(series: Sequence[Sequence[float]]) -> list[int]:

@@ -187,7 +187,7 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds_and_the_folds_day
     assert all(len(folds[t.id]) == 3 for t in scored)
     assert s.final.n_trials == 1 and s.final.best_trial_id == kept.id
     assert s.final.pick == "search" and s.final.pick_reason.startswith(f"trial {kept.idx} beats")
-    assert s.final.folds["n"] == 3 and s.final.folds["windows"][-1][1] == "2016-08-05"
+    assert s.final.folds.n == 3 and s.final.folds.windows[-1][1] == "2016-08-05"
 
 
 def test_failing_trials_are_journaled_and_the_loop_goes_on(

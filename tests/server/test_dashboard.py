@@ -20,10 +20,10 @@ from .helpers import live_server, new_session
 N = 57
 
 
-def _excess(difference: float, p: float) -> dict:
+def _excess(reference: str, difference: float, p: float) -> dict:
     test = {"sharpe_a": 0.5 + difference, "sharpe_b": 0.5, "difference": difference,
             "se": 0.3, "z": difference / 0.3, "p_value": p, "n_obs": 250, "lags": 5}  # fmt: skip
-    return {"test": test}
+    return {"reference": reference, "test": test}
 
 
 @pytest.fixture
@@ -45,8 +45,9 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
         final = FinalReport(stop_reason="budget", n_trials=N, pick="default",
                             best_validation_objective=0.99, best_test_objective=0.2,
                             baseline_test_objective=0.3, gates_passed=True,
-                            excess={"default": _excess(-0.1, 0.7),
-                                    "equal_weight": _excess(-0.2, 0.9)})  # fmt: skip
+                            excess={"default": _excess("default", -0.1, 0.7),
+                                    "equal_weight": _excess("equal_weight", -0.2, 0.9)},
+                            )  # fmt: skip
         j.sessions.update(nogo, status="finished", owner_pid=None, final=final)
         stopped = new_session(j, goal="stopped one")
         j.sessions.update(stopped, status="finished", owner_pid=None,

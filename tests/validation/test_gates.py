@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from alphaloop.evidence import GateReport
 from alphaloop.metrics import Metrics, compute_metrics
 from alphaloop.validation import ExcessEvidence, Gates, evaluate_gates, excess_evidence
-from alphaloop.validation.gates import gates_headline
 
 
 def _metrics(**values: float) -> Metrics:
@@ -142,9 +142,14 @@ def test_a_pick_that_does_not_beat_one_over_n_is_no_go_said_first() -> None:
     )
     assert report.summary().startswith(report.headline() + " (")
     # The headline read from the report as journaled is the same.
-    assert gates_headline(report.model_dump(mode="json")) == report.headline()
-    both = [{"gate": "sharpe", "passed": False}, {"gate": "beats_equal_weight", "passed": True}]
-    assert gates_headline({"passed": False, "results": both}) == "NO-GO: 1 of 2 gates passed"
+    journaled = GateReport.model_validate(report.model_dump(mode="json"))
+    assert journaled.headline() == report.headline()
+    both = [r for r in report.results if r.gate in ("sharpe", "beats_equal_weight")]
+    flipped = (
+        both[0].model_copy(update={"passed": False}),
+        both[1].model_copy(update={"passed": True}),
+    )
+    assert GateReport(passed=False, results=flipped).headline() == "NO-GO: 1 of 2 gates passed"
 
 
 def test_excess_gates_without_evidence_fail_and_say_why() -> None:

@@ -1,0 +1,191 @@
+"""The evidence a pick is judged on, as data: the deflated Sharpe, the paired Sharpe-difference
+test against a reference, the PBO summary and the go/no-go gates' verdicts.
+
+Data only, no statistics: :mod:`alphaloop.validation` (and :mod:`alphaloop.metrics`) compute
+these models, the journal stores them inside a session's final report, and every view reads
+them back as these types. They live below the journal so that the journal can type what it
+stores without knowing the package that computes it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class DeflatedSharpe(BaseModel):
+    """The deflated Sharpe ratio of a selected strategy, under N and under N effective.
+
+    Sharpe figures are per period (daily), as the formulas need; ``None`` marks a ratio that is
+    undefined (too few returns, no variation), so the model journals as plain JSON.
+
+    Attributes:
+        sharpe: the candidate's per-period Sharpe on the returns given.
+        n_obs, skew, kurtosis: the sample behind it (kurtosis 3 for a normal law).
+        psr: probability that the true Sharpe exceeds 0.
+        n_trials: N, the trials the candidate was selected from.
+        sr_variance: the variance of Sharpe ratios the hurdle uses: the trials' (ddof 1), or
+            ``luck_variance`` when that is smaller.
+        hurdle: expected maximum Sharpe of N unskilled trials.
+        dsr: PSR against ``hurdle``.
+        n_effective: effective number of independent trials, when given.
+        hurdle_effective, dsr_effective: the same under ``n_effective``.
+        observed_sr_variance: the trials' own variance, when ``luck_variance`` capped it.
+        luck_variance: the cap given (``metrics.luck_variance``), None when none was.
+    """
+
+    model_config = _FROZEN
+
+    sharpe: float | None
+    n_obs: int
+    skew: float | None
+    kurtosis: float | None
+    psr: float | None
+    n_trials: float
+    sr_variance: float
+    hurdle: float
+    dsr: float | None
+    n_effective: float | None = None
+    hurdle_effective: float | None = None
+    dsr_effective: float | None = None
+    observed_sr_variance: float | None = None
+    luck_variance: float | None = None
+
+
+class SharpeDifference(BaseModel):
+    """The paired Sharpe-difference test of ``a`` against ``b`` on the same days.
+
+    Attributes:
+        sharpe_a, sharpe_b: annualised Sharpe ratios (population moments, as the test uses).
+        difference: ``sharpe_a - sharpe_b``, annualised.
+        se: its HAC standard error, annualised.
+        z: ``difference / se``.
+        p_value: one-sided, for the alternative "a has the higher Sharpe".
+        n_obs: days compared.
+        lags: the HAC bandwidth used.
+    """
+
+    model_config = _FROZEN
+
+    sharpe_a: float
+    sharpe_b: float
+    difference: float
+    se: float
+    z: float
+    p_value: float
+    n_obs: int
+    lags: int
+
+
+class ExcessEvidence(BaseModel):
+    """How the pick compares with one reference (the default config, or 1/N) on TEST.
+
+    Attributes:
+        reference: ``default`` or ``equal_weight``.
+        test: the paired Sharpe-difference test of the pick against the reference.
+        deflated: the deflated Sharpe of the excess series, deflated by the search trials'
+            excess Sharpes (None when there were no search trials to deflate by).
+    """
+
+    model_config = _FROZEN
+
+    reference: str
+    test: SharpeDifference
+    deflated: DeflatedSharpe | None = None
+
+    @property
+    def excess_dsr(self) -> float | None:
+        """The excess series' deflated Sharpe under the effective number of trials (the
+        nominal one when that is unknown)."""
+        if self.deflated is None:
+            return None
+        d = self.deflated
+        return d.dsr_effective if d.dsr_effective is not None else d.dsr
+
+
+class NoEvidence(BaseModel):
+    """Why there is no evidence against a reference (say, "the pick is the default config")."""
+
+    model_config = _FROZEN
+
+    note: str
+
+
+class PBOSummary(BaseModel):
+    """PBO and the shape of its logit distribution, small enough to journal.
+
+    Attributes:
+        pbo: share of combinations whose logit is < 0, those at exactly 0 counting half.
+        n_blocks, n_trials, n_days, n_combinations: what CSCV ran over.
+        prob_oos_loss: share of combinations whose in-sample winner lost out of sample.
+        degradation_slope: slope of the winner's OOS Sharpe on its IS Sharpe (None if flat).
+        logit_quantiles: ``"5%"`` ... ``"95%"`` of the logits.
+        histogram_edges, histogram_counts: the logit histogram (``len(edges) = len(counts)+1``).
+        interval: PBO's 95% bootstrap interval (``validation.pbo.pbo_interval``); None in
+            summaries journaled before it existed.
+        n_trials_left_out: search trials not in the matrix (``validation.summary.fold_block``):
+            raced out after fewer folds than the trials in it ran.
+    """
+
+    model_config = _FROZEN
+
+    pbo: float
+    n_blocks: int
+    n_trials: int
+    n_days: int
+    n_combinations: int
+    prob_oos_loss: float
+    degradation_slope: float | None
+    logit_quantiles: dict[str, float]
+    histogram_edges: tuple[float, ...]
+    histogram_counts: tuple[int, ...]
+    interval: tuple[float, float] | None = None
+    n_trials_left_out: int = 0
+
+
+class GateResult(BaseModel):
+    """One gate's verdict and why."""
+
+    model_config = _FROZEN
+
+    gate: str
+    passed: bool
+    value: float | None
+    threshold: float
+    comparison: Literal[">", "<"]
+    reason: str
+
+
+class GateReport(BaseModel):
+    """Every enabled gate's verdict; ``passed`` only when all of them pass."""
+
+    model_config = _FROZEN
+
+    passed: bool
+    results: tuple[GateResult, ...]
+
+    @property
+    def failed(self) -> tuple[GateResult, ...]:
+        return tuple(r for r in self.results if not r.passed)
+
+    def headline(self) -> str:
+        """``GO: 10 of 10 gates passed``, or ``NO-GO: 4 of 10 gates passed``, with ``does not
+        beat 1/N with confidence`` first when the pick does not."""
+        n, ok = len(self.results), len(self.results) - len(self.failed)
+        if self.passed:
+            return f"GO: {ok} of {n} gates passed"
+        beaten = any(r.gate == "beats_equal_weight" for r in self.failed)
+        said = "does not beat 1/N with confidence; " if beaten else ""
+        return f"NO-GO: {said}{ok} of {n} gates passed"
+
+    def summary(self) -> str:
+        """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the comparison with
+        1/N first."""
+        if self.passed:
+            return self.headline()
+        first = [r for r in self.failed if r.gate == "beats_equal_weight"]
+        reasons = "; ".join(r.reason for r in (*first, *(r for r in self.failed if r not in first)))
+        return f"{self.headline()} ({reasons})"
