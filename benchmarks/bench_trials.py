@@ -6,13 +6,12 @@ seed each run. The first run of a mode in a process pays one-off costs a session
 (cvxpy canonicalising each LP shape, the baselines of the window, torch warming up); it is
 reported apart, and the median is over the runs after it.
 
-Then the ``ppo_only`` trial by each trainer: SB3's own ``PPO``, ``LeanPPO`` (SB3's arithmetic
-with less Python around it) and ``NumpyPPO`` (today's: the gradients worked out in numpy), in
-rounds on the same seeds with the order rotated each round, so load on a shared machine falls
-on all alike. It prints each trainer's median, the ratios, whether LeanPPO gave SB3's daily
-returns bit for bit and how far NumpyPPO's are from them, and where a trial's time goes: model
-and env set-up, rollout collection (and the env stepping inside it), the PPO update, and the
-evaluation (walk-forward, backtest, baselines).
+Then the ``ppo_only`` trial by SB3's own ``PPO`` (the reference) and by ``NumpyPPO`` (the
+trainer: SB3's loops with the gradients worked out in numpy), in rounds on the same seeds with
+the order alternated each round, so load on a shared machine falls on both alike. It prints each
+trainer's median, the ratio, how far NumpyPPO's daily returns are from SB3's, and where a
+trial's time goes: model and env set-up, rollout collection (and the env stepping inside it),
+the PPO update, and the evaluation (walk-forward, backtest, baselines).
 
 Then the ``cufolio_only`` trial's own work before and after: every scenario bootstrap and
 Mean-CVaR solve of a default trial (its reference strategies' included) is recorded, then
@@ -47,7 +46,7 @@ from alphaloop.pipeline import allocate as allocate_module
 from alphaloop.portfolio_opt import _lp, bootstrap_scenarios
 from alphaloop.portfolio_opt import cvar as cvar_module
 from alphaloop.portfolio_opt import scenarios as scenarios_module
-from alphaloop.rl_engine import BatchedPortfolioVecEnv, LeanPPO, NumpyPPO
+from alphaloop.rl_engine import BatchedPortfolioVecEnv, NumpyPPO
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.trials import TrialBudget, run_trial
 from alphaloop.trials import reference as reference_module
@@ -57,7 +56,7 @@ N_RUNS = 3
 N_PAIRS = 5
 # Targets on a 2-core machine (unified has none: it is ppo_only plus a CVaR overlay).
 TARGET_S = {"cufolio_only": 5.0, "ppo_only": 5.0}
-LOOPS: dict[str, type[PPO]] = {"sb3": PPO, "lean": LeanPPO, "numpy": NumpyPPO}
+LOOPS: dict[str, type[PPO]] = {"sb3": PPO, "numpy": NumpyPPO}
 PARTS = ("set-up", "rollouts", "env stepping", "update", "evaluation", "cpu")
 PART_NOTES = {"env stepping": "  (inside rollouts)", "cpu": "  (the whole trial's CPU time)"}
 
@@ -128,13 +127,13 @@ def ppo_trial(loops: type[PPO], data: MarketData, seed: int) -> tuple[float, dic
 
 
 def compare_loops(n_rounds: int) -> dict[str, Any]:
-    """SB3's, the lean and the numpy ``ppo_only`` trials on the same seeds, the order rotated
-    each round so load on a shared machine falls on all alike."""
+    """SB3's and the numpy ``ppo_only`` trials on the same seeds, the order alternated each
+    round so load on a shared machine falls on both alike."""
     data = load_market("sp500")
     times: dict[str, list[float]] = {name: [] for name in LOOPS}
     parts: dict[str, dict[str, list[float]]] = {name: defaultdict(list) for name in LOOPS}
     objectives: dict[str, list[float]] = {name: [] for name in LOOPS}
-    lean_identical, numpy_gap = True, 0.0
+    numpy_gap = 0.0
     names = list(LOOPS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -142,13 +141,12 @@ def compare_loops(n_rounds: int) -> dict[str, Any]:
             ppo_trial(LOOPS[name], data, seed=1000)
         for round_ in range(n_rounds):
             returns = {}
-            for name in names[round_ % 3 :] + names[: round_ % 3]:
+            for name in names if round_ % 2 == 0 else names[::-1]:
                 seconds, split, returns[name], objective = ppo_trial(LOOPS[name], data, round_)
                 times[name].append(seconds)
                 objectives[name].append(objective)
                 for part, value in split.items():
                     parts[name][part].append(value)
-            lean_identical &= returns["sb3"] == returns["lean"]
             gap = np.abs(np.asarray(returns["numpy"]) - np.asarray(returns["sb3"])).max()
             numpy_gap = max(numpy_gap, float(gap))
     medians = {name: statistics.median(values) for name, values in times.items()}
@@ -157,7 +155,6 @@ def compare_loops(n_rounds: int) -> dict[str, Any]:
         "rounds": n_rounds,
         "median_s": medians,
         "cpu_s": cpu,
-        "lean_identical": lean_identical,
         "numpy_gap": numpy_gap,
         "objective_gap": max(
             abs(x - y) for x, y in zip(objectives["numpy"], objectives["sb3"], strict=True)
@@ -172,19 +169,15 @@ def compare_loops(n_rounds: int) -> dict[str, Any]:
 def print_comparison(c: dict[str, Any]) -> None:
     med, cpu = c["median_s"], c["cpu_s"]
     print(
-        f"\nppo_only trial, default knobs and budget, by trainer: SB3's PPO, LeanPPO (SB3 bit "
-        f"for bit), NumpyPPO (today's); {c['rounds']} round(s) on the same seeds"
+        f"\nppo_only trial, default knobs and budget, by trainer: SB3's PPO (the reference), "
+        f"NumpyPPO (the trainer); {c['rounds']} round(s) on the same seeds"
     )
     rows = [(name, f"median {med[name]:6.2f} s   CPU {cpu[name]:6.2f} s") for name in LOOPS]
     rows += [
         (
-            f"{name} / numpy",
-            f"{med[name] / med['numpy']:.2f}x wall, {cpu[name] / cpu['numpy']:.2f}x CPU",
-        )
-        for name in ("sb3", "lean")
-    ]
-    rows += [
-        ("lean: SB3's daily returns", "bit for bit" if c["lean_identical"] else "NO"),
+            "sb3 / numpy",
+            f"{med['sb3'] / med['numpy']:.2f}x wall, {cpu['sb3'] / cpu['numpy']:.2f}x CPU",
+        ),
         (
             "numpy: largest gap to SB3",
             f"{c['numpy_gap']:.1e} in a daily return, {c['objective_gap']:.1e} in the objective",
@@ -412,9 +405,9 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
     med = c["median_s"]
     rows.append(
         (
-            f"ppo_only trial, SB3 / LeanPPO / NumpyPPO (medians of {c['rounds']} rounds)",
-            f"{med['sb3'] / med['numpy']:.2f}x / {med['lean'] / med['numpy']:.2f}x",
-            f"{med['sb3']:.1f} s / {med['lean']:.1f} s / {med['numpy']:.1f} s; numpy within "
+            f"ppo_only trial, SB3's PPO / NumpyPPO (medians of {c['rounds']} rounds)",
+            f"{med['sb3'] / med['numpy']:.2f}x",
+            f"{med['sb3']:.1f} s / {med['numpy']:.1f} s; numpy within "
             f"{c['numpy_gap']:.0e} of SB3's daily returns",
         )
     )

@@ -1,5 +1,6 @@
 """Reinforcement-learning engine: the ``alphaloop/PortfolioCVaR-v0`` env, a batched SB3 VecEnv and
-PPO training (GAE, GRPO or REINFORCE++ advantages), walk-forward weights and policy save/load.
+PPO training by one trainer, :class:`~alphaloop.rl_engine.numpy_ppo.NumpyPPO` (SB3's PPO with its
+loops in numpy; GAE, GRPO or REINFORCE++ advantages), walk-forward weights and policy save/load.
 
 The env is registered with gymnasium as soon as gymnasium is imported (see ``alphaloop``), so
 importing this package imports neither: a Mean-CVaR trial worker reads the engine's defaults and
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
     from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
     from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
-    from alphaloop.rl_engine.lean import LeanPPO
     from alphaloop.rl_engine.numpy_ppo import NumpyPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
     from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
@@ -38,7 +38,6 @@ __all__ = [
     "TRIAL_THREADS",
     "AdvantageEstimator",
     "BatchedPortfolioVecEnv",
-    "LeanPPO",
     "NumpyPPO",
     "PortfolioEnv",
     "TrainResult",
@@ -62,7 +61,6 @@ _LAZY = {
     "ENV_ID": "alphaloop.rl_engine.env",
     "PortfolioEnv": "alphaloop.rl_engine.env",
     "default_returns": "alphaloop.rl_engine.env",
-    "LeanPPO": "alphaloop.rl_engine.lean",
     "NumpyPPO": "alphaloop.rl_engine.numpy_ppo",
     "TRIAL_THREADS": "alphaloop.rl_engine.threads",
     "TrainResult": "alphaloop.rl_engine.ppo",

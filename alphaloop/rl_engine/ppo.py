@@ -46,9 +46,9 @@ __all__ = [
     "train_ppo",
 ]
 
-# The class that trains: the policy SB3's PPO trains, to float32 rounding, two to three times
-# faster than SB3 or LeanPPO (SB3's numbers bit for bit). The tests and
-# ``benchmarks/bench_trials.py`` compare the three.
+# The class that trains: the policy SB3's PPO trains, to float32 rounding, in about a third of
+# its time. SB3's own PPO is the reference: the tests and ``benchmarks/bench_trials.py`` put it
+# here to compare the two.
 PPO_CLASS: type[PPO] = NumpyPPO
 
 # Losses PPO records after each update; explained_variance is left out because SB3 reports

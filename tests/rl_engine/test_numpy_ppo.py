@@ -1,29 +1,80 @@
-"""NumpyPPO against its oracles: autograd for the gradients, torch's Adam for a step, SB3's PPO
-for whole training runs (the same policy to float32 rounding), and itself for determinism."""
+"""NumpyPPO against SB3's PPO, its reference: one minibatch's loss and gradients against SB3's
+policy under autograd, a step against torch's Adam, whole training runs against SB3's (the same
+policy to float32 rounding), and itself for determinism; the SB3 release it reproduces is the
+one installed and pinned."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import stable_baselines3
 import torch
 from stable_baselines3 import PPO
 from torch import nn
+from torch.nn import functional as F
 
+from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine import BatchedPortfolioVecEnv, load_policy, numpy_ppo, save_policy
-from alphaloop.rl_engine import lean as lean_module
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.rl_engine.numpy_ppo import NumpyPPO
 from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
-from tests.rl_engine.test_lean import CASES, SMALL, _returns, _train
 
+SMALL = TrialConfig(lookback=5, episode_len=20, rebal_freq=5, n_steps=64, batch_size=64, n_epochs=3)
 # Float32 rounding in another order: relative differences of about 1e-6 after a short run.
 RUN_RTOL = 2e-5
+PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
+
+
+def _returns(n_assets: int, seed: int = 11) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.0003, 0.01 + 0.004 * np.arange(n_assets), (400, n_assets))
+
+
+def _train(trainer: type[PPO], monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> TrainResult:
+    monkeypatch.setattr(ppo_module, "PPO_CLASS", trainer)
+    result = train_ppo(**kwargs)  # type: ignore[arg-type]
+    assert type(result.model) is trainer
+    return result
 
 
 def _params(result: TrainResult) -> dict[str, np.ndarray]:
     return {n: p.detach().numpy().copy() for n, p in result.model.policy.named_parameters()}
+
+
+# Asset counts 3, 6 and 7 give layer sizes that are not multiples of a SIMD vector or of a
+# 64-byte line, so the one-buffer layout is tested where alignment could bite; uneven
+# minibatches, uneven rollouts, critic-free estimators and drawdown truncation each take a
+# path of their own.
+CASES = {
+    "gae, 3 assets": (SMALL, 3, 256, 2, {}),
+    "gae, 6 assets, uneven batches and rollouts": (
+        SMALL.model_copy(update={"batch_size": 48, "ent_coef": 0.02, "lookback": 7}),
+        6,
+        1000,
+        3,
+        {},
+    ),
+    "grpo with truncation": (
+        SMALL.model_copy(update={"batch_size": 100}),
+        7,
+        512,
+        2,
+        {"advantage": "grpo", "truncate_drawdown": 0.02, "stop_properly": 0.5},
+    ),
+    "reinforce_pp": (
+        SMALL.model_copy(update={"gamma": 0.95}),
+        4,
+        512,
+        4,
+        {"advantage": "reinforce_pp"},
+    ),
+}
 
 
 def _kwargs(case: str, seed: int = 5) -> dict[str, object]:
@@ -75,12 +126,39 @@ def test_numpy_ppo_is_deterministic_at_a_seed(monkeypatch: pytest.MonkeyPatch) -
     assert any(not np.array_equal(a[name], c[name]) for name in a)
 
 
+def _sb3_minibatch_loss(
+    model: PPO, batch: tuple[torch.Tensor, ...], clip_range: float, logs: dict[str, float]
+) -> torch.Tensor:
+    """The loss of one minibatch as SB3's ``PPO.train`` writes it (no value clipping), on SB3's
+    own ``evaluate_actions``, with its log entries."""
+    observations, actions, old_log_prob, advantages, returns = batch
+    values, log_prob, entropy = model.policy.evaluate_actions(observations, actions)
+    values = values.flatten()
+    if model.normalize_advantage and len(advantages) > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    ratio = torch.exp(log_prob - old_log_prob)
+    policy_loss_1 = advantages * ratio
+    policy_loss_2 = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
+    policy_loss = -torch.min(policy_loss_1, policy_loss_2).mean()
+    value_loss = F.mse_loss(returns, values)
+    entropy_loss = -torch.mean(entropy)
+    with torch.no_grad():
+        log_ratio = log_prob - old_log_prob
+        logs["kl"] = torch.mean((torch.exp(log_ratio) - 1) - log_ratio).item()
+    logs["pg"], logs["value"], logs["entropy"] = (
+        policy_loss.item(),
+        value_loss.item(),
+        entropy_loss.item(),
+    )
+    logs["clip"] = torch.mean((torch.abs(ratio - 1) > clip_range).float()).item()
+    return policy_loss + model.ent_coef * entropy_loss + model.vf_coef * value_loss
+
+
 @pytest.mark.parametrize("advantage", ["gae", "grpo"])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_minibatch_loss_and_gradients_equal_autograds(
-    advantage: str, normalize: bool, monkeypatch: pytest.MonkeyPatch
+def test_minibatch_loss_and_gradients_equal_sb3s_under_autograd(
+    advantage: str, normalize: bool
 ) -> None:
-    monkeypatch.setattr(ppo_module, "PPO_CLASS", NumpyPPO)
     env = BatchedPortfolioVecEnv(_returns(7), n_envs=2, lookback=5, episode_len=20)
     model = make_ppo(SMALL.model_copy(update={"ent_coef": 0.03}), env, seed=3, advantage=advantage)
     model.normalize_advantage = normalize
@@ -89,13 +167,13 @@ def test_minibatch_loss_and_gradients_equal_autograds(
         for p in model.policy.parameters():
             if p.requires_grad:
                 p.add_(torch.from_numpy(rng.normal(0, 0.1, p.shape).astype(np.float32)))
-    net, _adam = model._numpy_parts()
+    net, adam = model._numpy_parts()
     n, dim = 64, model.observation_space.shape[0]
     obs = rng.normal(0, 0.02, (n, dim)).astype(np.float32)
     actions = rng.normal(0, 1, (n, 7)).astype(np.float32)
     with torch.no_grad():
-        _v, old_log_prob, _e = lean_module._evaluate_actions(
-            model.policy, torch.from_numpy(obs), torch.from_numpy(actions)
+        _v, old_log_prob, _e = model.policy.evaluate_actions(
+            torch.from_numpy(obs), torch.from_numpy(actions)
         )
     # Old log-probabilities off by up to 0.4 put ratios on both sides of the clip range.
     old = (old_log_prob.numpy() + rng.uniform(-0.4, 0.4, n)).astype(np.float32)
@@ -105,82 +183,34 @@ def test_minibatch_loss_and_gradients_equal_autograds(
     got = net.loss_and_grads(
         (obs, actions, old, advantages, returns), clip, (0.03, model.vf_coef, normalize)
     )
-    logs: dict[str, list] = {"entropy": [], "pg": [], "value": [], "clip": [], "kl": []}
-    batch = tuple(torch.from_numpy(x) for x in (obs, actions, returns, old, advantages, returns))
-    model.ent_coef = 0.03
+    logs: dict[str, float] = {}
+    batch = tuple(torch.from_numpy(x) for x in (obs, actions, old, advantages, returns))
     model.policy.zero_grad(set_to_none=True)
-    loss = model._minibatch_loss(batch, clip, logs)
+    loss = _sb3_minibatch_loss(model, batch, clip, logs)
     loss.backward()
-    assert 0 < logs["clip"][0] < 1  # both sides of the clip range are exercised
+    assert 0 < logs["clip"] < 1  # both sides of the clip range are exercised
     assert got[0] == pytest.approx(loss.item(), rel=1e-5)
-    want_logs = (logs["pg"][0], logs["clip"][0], logs["value"][0], logs["entropy"][0])
+    want_logs = (logs["pg"], logs["clip"], logs["value"], logs["entropy"])
     assert got[1:5] == pytest.approx(want_logs, rel=1e-5, abs=1e-9)
-    assert got[5] == pytest.approx(float(logs["kl"][0]), rel=1e-4, abs=1e-9)
-    flat = model._flat_adam
-    for p, sl in zip(flat.params, flat.slices, strict=True):
+    assert got[5] == pytest.approx(logs["kl"], rel=1e-4, abs=1e-9)
+    for p, sl in zip(adam.params, adam.slices, strict=True):
         want = p.grad.numpy()
         scale = float(np.abs(want).max()) or 1.0
         np.testing.assert_allclose(net.grad[sl].reshape(p.shape), want, rtol=0, atol=1e-5 * scale)
 
 
-def test_a_setup_the_numpy_loops_do_not_cover_runs_the_lean_loops(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    env = BatchedPortfolioVecEnv(_returns(4), n_envs=2, lookback=5, episode_len=20)
-    relu = NumpyPPO(
-        "MlpPolicy",
-        env,
-        n_steps=64,
-        batch_size=64,
-        n_epochs=1,
-        seed=1,
-        device="cpu",
-        policy_kwargs={"activation_fn": nn.ReLU},
-    )
-    assert lean_module.lean_supported(relu)
-    assert not numpy_ppo.numpy_supported(relu)
-    calls: list[str] = []
-    for name in ("train", "_rollout_policy"):  # LeanPPO's, reached only when numpy's is not
-        original = getattr(lean_module.LeanPPO, name)
-
-        def spy(self: PPO, *args: object, _original=original, _name=name) -> object:
-            calls.append(_name)
-            return _original(self, *args)
-
-        monkeypatch.setattr(lean_module.LeanPPO, name, spy)
-    relu.learn(total_timesteps=256)  # two rollouts of 64 steps x 2 envs
-    assert calls.count("train") == 2 and calls.count("_rollout_policy") == 2
-    assert relu._numpy_parts() is None
-
-
-def test_a_numpy_trained_policy_saves_and_loads_with_its_optimizer(tmp_path: Path) -> None:
-    result = train_ppo(_returns(3), SMALL, total_timesteps=256, n_envs=2, seed=1)
-    assert type(result.model) is NumpyPPO
-    path = save_policy(result.model, tmp_path / "policy")
-    loaded = load_policy(path)
-    trained = dict(result.model.policy.named_parameters())
-    for name, value in loaded.policy.named_parameters():
-        assert torch.equal(value, trained[name])
-    # The optimizer state saved is the one the numpy steps moved (its moments live in the
-    # same memory): Adam has taken every minibatch step.
-    state = loaded.policy.optimizer.state_dict()["state"]
-    steps = {float(s["step"]) for s in state.values()}
-    assert steps == {float(256 // 64 * SMALL.n_epochs)}
-    assert all(float(s["exp_avg_sq"].abs().sum()) > 0 for s in state.values())
-
-
-def test_numpy_adam_step_equals_torchs_clipping_and_adam() -> None:
+def test_adam_step_equals_torchs_clipping_and_adam() -> None:
     # Two copies of one policy: torch's clip_grad_norm_ and Adam.step on one, the numpy step
     # on the other's flat buffers, fed the same gradients (some large enough to be clipped).
     env = BatchedPortfolioVecEnv(_returns(7), n_envs=2, lookback=5, episode_len=20)
     reference, fast = (make_ppo(SMALL, env, seed=3) for _ in range(2))
     fast.policy.load_state_dict(reference.policy.state_dict())
-    adam = numpy_ppo._NumpyAdam(lean_module._FlatAdam(fast.policy.optimizer))
+    adam = numpy_ppo._FlatAdam(fast.policy.optimizer)
     grad = np.zeros_like(adam.flat)
     rng = np.random.default_rng(2)
     for step in range(6):
         scale = 10.0 ** (step % 3 - 1)
-        for p_ref, sl in zip(reference.policy.parameters(), adam.adam.slices, strict=True):
+        for p_ref, sl in zip(reference.policy.parameters(), adam.slices, strict=True):
             g = rng.normal(0, scale, p_ref.shape).astype(np.float32)
             p_ref.grad = torch.from_numpy(g.copy())
             grad[sl] = g.reshape(-1)
@@ -191,5 +221,102 @@ def test_numpy_adam_step_equals_torchs_clipping_and_adam() -> None:
             reference.policy.parameters(), fast.policy.parameters(), strict=True
         ):
             np.testing.assert_allclose(p_fast.detach().numpy(), p_ref.detach().numpy(), atol=2e-7)
+    assert adam.intact()
     state = fast.policy.optimizer.state_dict()["state"]
     assert {float(s["step"]) for s in state.values()} == {6.0}
+
+
+def test_a_setup_the_numpy_loops_do_not_train_is_refused() -> None:
+    env = BatchedPortfolioVecEnv(_returns(4), n_envs=2, lookback=5, episode_len=20)
+    with pytest.raises(ValueError, match=r"hidden layers other than Linear .* stable_baselines3"):
+        NumpyPPO(
+            "MlpPolicy",
+            env,
+            n_steps=64,
+            batch_size=64,
+            seed=1,
+            device="cpu",
+            policy_kwargs={"activation_fn": nn.ReLU},
+        )
+    model = make_ppo(SMALL, env, seed=1)
+    model.target_kl = 0.01  # set after construction: refused when training starts
+    with pytest.raises(ValueError, match="a value clip range or a KL target"):
+        model.learn(total_timesteps=128)
+
+
+def test_a_trained_policy_saves_and_loads_with_its_optimizer(tmp_path: Path) -> None:
+    result = train_ppo(_returns(3), SMALL, total_timesteps=256, n_envs=2, seed=1)
+    assert type(result.model) is NumpyPPO
+    path = save_policy(result.model, tmp_path / "policy")
+    loaded = load_policy(path)
+    assert type(loaded) is PPO  # SB3's own zip, loaded by SB3
+    trained = dict(result.model.policy.named_parameters())
+    for name, value in loaded.policy.named_parameters():
+        assert torch.equal(value, trained[name])
+    # The optimizer state saved is the one the numpy steps moved (its moments live in the
+    # same memory): Adam has taken every minibatch step.
+    state = loaded.policy.optimizer.state_dict()["state"]
+    steps = {float(s["step"]) for s in state.values()}
+    assert steps == {float(256 // 64 * SMALL.n_epochs)}
+    assert all(float(s["exp_avg_sq"].abs().sum()) > 0 for s in state.values())
+    trained_state = result.model.policy.optimizer.state_dict()["state"]
+    for key, saved in state.items():
+        for field in ("exp_avg", "exp_avg_sq"):
+            assert torch.equal(saved[field], trained_state[key][field]), (key, field)
+
+
+def test_numpy_ppo_builds_sb3s_adam_and_saves_it_as_sb3_would(tmp_path: Path) -> None:
+    env = BatchedPortfolioVecEnv(_returns(6), n_envs=2, lookback=5, episode_len=20)
+    model = make_ppo(SMALL, env, seed=3)
+    reference = PPO("MlpPolicy", env, seed=3, device="cpu")
+    assert type(model.policy.optimizer) is numpy_ppo.EagerAdam
+    assert type(reference.policy.optimizer) is torch.optim.Adam
+    ours, sb3s = model.policy.optimizer.param_groups[0], reference.policy.optimizer.param_groups[0]
+    assert {k: v for k, v in ours.items() if k not in ("params", "lr")} == {
+        k: v for k, v in sb3s.items() if k not in ("params", "lr")
+    }
+    assert ours["eps"] == 1e-5
+    assert "optimizer_class" not in model.policy_kwargs  # what saved files record
+    model.learn(total_timesteps=128)
+    loaded = PPO.load(save_policy(model, tmp_path / "policy"), device="cpu")
+    assert type(loaded.policy.optimizer) is torch.optim.Adam
+
+
+TRAIN_AND_SAVE = """
+import sys, tempfile
+import numpy as np
+from alphaloop.knobs import TrialConfig
+from alphaloop.rl_engine import save_policy
+from alphaloop.rl_engine.ppo import train_ppo
+
+returns = np.random.default_rng(0).normal(0.0003, 0.01, (400, 4))
+config = TrialConfig(lookback=5, episode_len=20, rebal_freq=5, n_steps=64, batch_size=64)
+result = train_ppo(returns_train=returns, config=config, total_timesteps=256, n_envs=2, seed=1)
+with tempfile.TemporaryDirectory() as folder:
+    save_policy(result.model, folder + "/policy")
+print("torch._dynamo" in sys.modules)
+"""
+
+
+def test_training_and_saving_a_policy_never_imports_torchs_compiler() -> None:
+    """``torch._dynamo`` takes over a second to import; a trial never needs it (``EagerAdam``)."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_AND_SAVE], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_stable_baselines3_is_the_release_the_trainer_reproduces() -> None:
+    """NumpyPPO rewrites SB3's private loops; any other SB3 release must be checked first."""
+    dependencies = tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"]
+    pins = [d for d in dependencies if re.match(r"stable[-_]baselines3\b", d)]
+    assert pins == [f"stable-baselines3=={numpy_ppo.SB3_VERSION}"], (
+        "pyproject.toml must pin stable-baselines3 exactly to the release NumpyPPO reproduces"
+    )
+    assert stable_baselines3.__version__ == numpy_ppo.SB3_VERSION, (
+        f"stable-baselines3 {stable_baselines3.__version__} is installed, but NumpyPPO "
+        f"reproduces the private loops of {numpy_ppo.SB3_VERSION}: run the tests of "
+        "tests/rl_engine against the new release (SB3's PPO is their reference), then move "
+        "numpy_ppo.SB3_VERSION and the pin in pyproject.toml together"
+    )

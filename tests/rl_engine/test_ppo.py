@@ -16,7 +16,6 @@ from alphaloop.rl_engine import (
     DEFAULT_N_ENVS,
     DEFAULT_TOTAL_TIMESTEPS,
     BatchedPortfolioVecEnv,
-    LeanPPO,
     PortfolioEnv,
     TrainResult,
     load_policy,
@@ -112,10 +111,10 @@ def test_same_seed_same_policy(trained: TrainResult, returns: np.ndarray) -> Non
     )
 
 
-@pytest.fixture(params=[NumpyPPO, LeanPPO, PPO], ids=["numpy", "lean", "sb3"])
+@pytest.fixture(params=[NumpyPPO, PPO], ids=["numpy", "sb3"])
 def trainer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type[PPO]:
-    """The class that trains: the numpy loops, the lean loops and SB3's own (divergence is
-    caught each way)."""
+    """The class that trains, and SB3's own PPO, its reference (divergence is caught either
+    way)."""
     monkeypatch.setattr(ppo_module, "PPO_CLASS", request.param)
     return request.param
 
