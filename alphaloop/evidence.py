@@ -9,9 +9,9 @@ stores without knowing the package that computes it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -27,14 +27,11 @@ class DeflatedSharpe(BaseModel):
         n_obs, skew, kurtosis: the sample behind it (kurtosis 3 for a normal law).
         psr: probability that the true Sharpe exceeds 0.
         n_trials: N, the trials the candidate was selected from.
-        sr_variance: the variance of Sharpe ratios the hurdle uses: the trials' (ddof 1), or
-            ``luck_variance`` when that is smaller.
+        sr_variance: the variance of the trials' Sharpe ratios (ddof 1), which the hurdle uses.
         hurdle: expected maximum Sharpe of N unskilled trials.
         dsr: PSR against ``hurdle``.
         n_effective: effective number of independent trials, when given.
         hurdle_effective, dsr_effective: the same under ``n_effective``.
-        observed_sr_variance: the trials' own variance, when ``luck_variance`` capped it.
-        luck_variance: the cap given (``metrics.luck_variance``), None when none was.
     """
 
     model_config = _FROZEN
@@ -51,8 +48,18 @@ class DeflatedSharpe(BaseModel):
     n_effective: float | None = None
     hurdle_effective: float | None = None
     dsr_effective: float | None = None
-    observed_sr_variance: float | None = None
-    luck_variance: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_the_former_cap(cls, data: Any) -> Any:
+        # Reports journaled while the hurdle's variance was capped carry the cap and the
+        # uncapped variance too; they read as what they were, without those two numbers.
+        if isinstance(data, dict) and ("luck_variance" in data or "observed_sr_variance" in data):
+            return {k: v for k, v in data.items() if k not in _FORMER_CAP}
+        return data
+
+
+_FORMER_CAP = ("luck_variance", "observed_sr_variance")
 
 
 class SharpeDifference(BaseModel):

@@ -121,11 +121,10 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
 
 
 def deflated_sharpe(best: list[float], every: list[list[float]], n_trials: int) -> float:
-    """Bailey & Lopez de Prado's deflated Sharpe ratio, written out from the paper, with the
-    variance of Sharpe ratios at most the sampling variance of one, (1 + SR^2 / 2) / T (Lo)."""
+    """Bailey & Lopez de Prado's deflated Sharpe ratio, written out from the paper: the hurdle
+    from the variance of the trials' Sharpe ratios and their number."""
     sharpes = np.array([per_day_sharpe(r) for r in every])
-    luck = (1 + np.mean(sharpes**2) / 2) / min(len(r) for r in every)
-    variance = min(float(np.var(sharpes, ddof=1)), float(luck))
+    variance = float(np.var(sharpes, ddof=1))
     gamma = 0.5772156649015329
     hurdle = math.sqrt(variance) * (
         (1 - gamma) * stats.norm.ppf(1 - 1 / n_trials)

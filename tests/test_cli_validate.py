@@ -81,10 +81,7 @@ def test_finalize_deflates_over_the_search_trials_only(settings: Settings, sessi
     chosen = next(t for t in rows if t.id == (final.get("best_trial_id") or s.best_trial_id))
     matrix = np.column_stack([t.val_returns for t in search])
     sharpes = trial_sharpes(matrix)
-    luck = (1 + np.mean(sharpes**2) / 2) / matrix.shape[0]  # Lo's variance of one Sharpe
-    oracle = deflated_sharpe(
-        chosen.val_returns, sharpes, len(search), effective_trials(matrix), max_sr_variance=luck
-    )
+    oracle = deflated_sharpe(chosen.val_returns, sharpes, len(search), effective_trials(matrix))
     assert (final["dsr_set"], final["dsr_n_trials"]) == (
         "search trials with validation returns",
         len(search),

@@ -13,4 +13,7 @@ __all__ = ["EVALUATOR_VERSION"]
 
 # "2": PPO trains with NumpyPPO, SB3's algorithm rounded in another order (a default trial's
 # daily returns move by up to about 5e-5); Mean-CVaR numbers are those of "1".
-EVALUATOR_VERSION = "2"
+# "3": the Sortino ratio of a series with no losing day (a downside deviation under one basis
+# point) divides by that basis point, as Calmar does with a drawdown, where it was 0; every other
+# number is that of "2".
+EVALUATOR_VERSION = "3"

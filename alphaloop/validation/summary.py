@@ -16,7 +16,6 @@ from alphaloop.evidence import DeflatedSharpe, PBOSummary
 from alphaloop.metrics import (
     deflated_sharpe,
     effective_trials,
-    luck_variance,
     trial_sharpes,
 )
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, pbo_interval
@@ -73,8 +72,8 @@ def aligned_matrix(series: Sequence[Sequence[float]]) -> np.ndarray:
 def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -> DeflatedSharpe:
     """The deflated Sharpe of ``candidate`` selected from the ``search`` trials (N = their
     count), with the effective number of independent trials (Li & Ji) and the DSR under it.
-    The variance of the trials' Sharpe ratios is capped at what luck alone gives on their days
-    (:func:`~alphaloop.metrics.luck_variance`): real differences between configs are not luck.
+    The hurdle uses the variance of the trials' Sharpe ratios, as the paper does (see
+    :func:`~alphaloop.metrics.deflated_sharpe`).
 
     Raises:
         ValueError: no search series, or fewer than 2 common days.
@@ -87,7 +86,6 @@ def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -
         sharpes,
         n_trials=matrix.shape[1],
         n_effective=n_eff if n_eff > 0 else None,
-        max_sr_variance=luck_variance(sharpes, matrix.shape[0]),
     )
 
 

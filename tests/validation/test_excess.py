@@ -87,12 +87,11 @@ def test_the_excess_deflated_sharpe_matches_a_hand_worked_example() -> None:
     out = excess_evidence("default", pick, default, search)
     # By hand (Bailey & Lopez de Prado 2014): per-period Sharpe of the excess series (the pick
     # less the default levered to the pick's volatility), the hurdle from the variance of the
-    # search trials' Sharpes (at most luck's) and N, the PSR at that hurdle.
+    # search trials' Sharpes and N, the PSR at that hurdle.
     e = pick - pick.std(ddof=1) / default.std(ddof=1) * default
     sr = e.mean() / e.std(ddof=1)
     srs = np.array([s.mean() / s.std(ddof=1) for s in search])
-    # Their variance, capped at the variance of one Sharpe over 250 days by luck (Lo 2002).
-    var = min(np.var(srs, ddof=1), (1 + np.mean(srs**2) / 2) / 250)
+    var = np.var(srs, ddof=1)
     n = out.deflated.n_trials
     g = 0.5772156649015329
     hurdle = math.sqrt(var) * (
