@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import re
@@ -402,3 +403,30 @@ def test_a_report_written_by_another_alphaloop_still_reads(journal: Journal) -> 
     assert final == FinalReport(stop_reason="finished", n_trials=3)
     assert final.journaled() == {"stop_reason": "finished", "n_trials": 3}
     assert FinalReport.model_json_schema()["required"] == ["stop_reason", "n_trials"]
+
+
+def test_a_report_whose_deflated_sharpe_was_capped_still_reads_its_evidence(
+    journal: Journal,
+) -> None:
+    # Reports journaled while the deflated Sharpe's trial variance was capped at Lo's i.i.d.
+    # variance carry the cap and the uncapped variance: the evidence reads without them.
+    sid = new_session(journal)
+    deflated = {
+        "sharpe": 0.1, "n_obs": 750, "skew": 0.0, "kurtosis": 3.0, "psr": 0.99,
+        "n_trials": 10.0, "sr_variance": 0.001, "hurdle": 0.05, "dsr": 0.9,
+        "observed_sr_variance": 0.002, "luck_variance": 0.001,
+    }  # fmt: skip
+    test = {
+        "sharpe_a": 1.2, "sharpe_b": 0.9, "difference": 0.3, "se": 0.2, "z": 1.5,
+        "p_value": 0.07, "n_obs": 750, "lags": 7,
+    }  # fmt: skip
+    stored = {
+        "stop_reason": "finished",
+        "n_trials": 3,
+        "excess": {"default": {"reference": "default", "test": test, "deflated": deflated}},
+    }
+    with journal._write() as conn:
+        conn.execute("UPDATE sessions SET final = ? WHERE id = ?", (json.dumps(stored), sid))
+    final = journal.sessions.get(sid).final
+    evidence = final.excess["default"]
+    assert evidence.test.p_value == 0.07 and evidence.deflated.dsr == 0.9
