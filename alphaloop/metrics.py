@@ -284,8 +284,6 @@ def effective_trials(
     return float(min(max(m_eff, 1.0), n))
 
 
-
-
 def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
