@@ -152,9 +152,11 @@ VIEWS: dict[str, Callable[[], Any]] = {
     "trials": lambda: views.trials_table(
         [_trial(1, "finished"), _trial(2, "discard"), _trial(3, "crash", "SolverError(...)")],
         {1: [_clip()]},
+        shown={},
     ),
     "trials, short values": lambda: views.trials_table(
-        [NS(**{**vars(_trial(1, "keep")), "proposer": "tpe", "delta": {}, "reason": ""})]
+        [NS(**{**vars(_trial(1, "keep")), "proposer": "tpe", "delta": {}, "reason": ""})],
+        shown={},
     ),
     "final": lambda: views.final_panel(NS(final=FinalReport(**FINAL))),
     "validation": lambda: views.validation_panel(VALIDATION),
@@ -203,7 +205,7 @@ def test_the_stress_table_says_which_cases_ran_on_unseen_data() -> None:
 
 def test_a_clipped_trial_shows_its_verdict_first_and_its_clips() -> None:
     raced = _trial(1, "discard", "raced out on fold 3 of 3: Sharpe 0.76 vs 1.03")
-    table = views.trials_table([raced], {1: [_clip()]})
+    table = views.trials_table([raced], {1: [_clip()]}, shown={1: "raced out"})
     [note] = [c.plain for c in table.columns[-1].cells]
     assert (
         note
@@ -211,15 +213,18 @@ def test_a_clipped_trial_shows_its_verdict_first_and_its_clips() -> None:
     )
 
 
-def test_seeds_and_the_test_run_show_ran_not_a_verdict() -> None:
-    def row(kind: str, status: str) -> Any:
-        return NS(**{**vars(_trial(1, status)), "kind": kind})
+def test_the_table_says_the_shown_status_and_no_raced_out_objective() -> None:
+    """The words come from the one mapping (``ops.rows``): the table prints them, and a
+    raced-out trial's one-fold score is not in its objective column."""
 
-    rows = [row("search", "discard"), row("confirm", "keep"), row("baseline", "keep")]
-    rows += [row("test", "keep"), row("search", "keep"), row("confirm", "crash")]
-    table = views.trials_table(rows)
-    shown = [c.plain for c in table.columns[2].cells]
-    assert shown == ["discard", "ran", "ran", "ran", "keep", "crash"]
+    def row(i: int, kind: str, status: str) -> Any:
+        return NS(**{**vars(_trial(i, status)), "kind": kind, "id": i})
+
+    rows = [row(1, "search", "discard"), row(2, "confirm", "keep"), row(3, "search", "discard")]
+    table = views.trials_table(rows, shown={1: "discard", 2: "ran", 3: "raced out"})
+    assert [c.plain for c in table.columns[2].cells] == ["discard", "ran", "raced out"]
+    objectives = [str(c) for c in table.columns[3].cells]
+    assert objectives[2] == "-" and objectives[0] != "-"
 
 
 def test_the_sessions_list_says_when_the_default_was_the_pick() -> None:

@@ -122,7 +122,9 @@ def status(
     )
     console.print(f"  cash {b.cash:,.2f}; positions {len(b.positions)}; as of {b.as_of}")
     if st.equity is not None:
-        console.print(f"  equity {st.equity:,.2f}, P&L {st.pnl:+,.2f}")
+        console.print(
+            f"  equity {st.equity:,.2f}, P&L {st.pnl:+,.2f} (marked at the close of {st.marked_at})"
+        )
     for d in st.decisions:
         why = f" ({escape(d.halt_reason)})" if d.halt_reason else ""
         held = " held back" if d.status == "halted" and d.orders else ""

@@ -41,6 +41,7 @@ from alphaloop.cli._app import (
     trial_budget,
 )
 from alphaloop.cli.review import review
+from alphaloop.ops import rows as ops_rows
 from alphaloop.ops.research import folds_note, noise_seeds_note
 from alphaloop.settings import Settings, get_settings
 
@@ -65,10 +66,10 @@ def _live_view(budget: int):
     )
     task = progress.add_task("trials", total=budget)
     recent: deque[Any] = deque(maxlen=8)
-    state: dict[str, Any] = {"running": ""}
+    state: dict[str, Any] = {"running": "", "shown": {}}
 
     def render() -> Group:
-        table = views.trials_table(list(recent), title="last trials")
+        table = views.trials_table(list(recent), title="last trials", shown=state["shown"])
         return Group(progress, table, state["running"])
 
     live = Live(render(), console=console, refresh_per_second=4, transient=False)
@@ -80,6 +81,7 @@ def _live_view(budget: int):
         elif kind == "trial_finished":
             rec = payload["trial"]
             recent.append(rec)
+            state["shown"].update(ops_rows.shown_statuses(get_settings(), [rec]))
             if rec.kind == "search" and rec.counted:
                 progress.advance(task)
             state["running"] = ""

@@ -10,6 +10,7 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, guarded
+from alphaloop.ops import rows as ops_rows
 from alphaloop.settings import Settings, get_settings
 
 _START = 'start one with `alphaloop research "GOAL"`'
@@ -88,7 +89,9 @@ def status(
     console.print(f"trials: {found.counted_trials}/{s.budget} counted, {len(found.trials)} rows")
     if found.llm_mode:
         console.print(f"LLM proposals asked as: {LLM_MODES.get(found.llm_mode, found.llm_mode)}")
-    console.print(views.trials_table(found.trials[-10:], title="last trials"))
+    last = found.trials[-10:]
+    shown = ops_rows.shown_statuses(settings, last)
+    console.print(views.trials_table(last, title="last trials", shown=shown))
     for r in found.running:
         console.print(views.live_curve_text(r.trial, alive=r.process_alive))
     if found.resume:
@@ -132,9 +135,12 @@ def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool
         )
         return
     console.print(views.session_header(r.session))
-    console.print(views.trials_table(r.leaderboard, r.clips, title="leaderboard (validation)"))
+    shown = ops_rows.shown_statuses(settings, [*r.leaderboard, *r.trials])
+    console.print(
+        views.trials_table(r.leaderboard, r.clips, title="leaderboard (validation)", shown=shown)
+    )
     if every_trial:
-        console.print(views.trials_table(r.trials, r.clips, title="every trial"))
+        console.print(views.trials_table(r.trials, r.clips, title="every trial", shown=shown))
     else:
         console.print(f"every trial: `alphaloop journal {session_id}`")
     if r.session.final:

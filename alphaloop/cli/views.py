@@ -46,16 +46,8 @@ STATUS_STYLE = {
     "invalid": "magenta",
     "running": "cyan",
     "ran": "",
+    "raced out": "yellow",
 }
-
-
-def shown_status(trial: Any) -> str:
-    """A trial's status as a person reads it: a baseline or confirmation seed, or the test run,
-    earns no verdict of its own (journaled ``keep`` once it ran), so it shows ``ran``, not a
-    keep beside a candidate its confirmation discarded."""
-    if trial.kind in ("baseline", "confirm", "test") and trial.status == "keep":
-        return "ran"
-    return str(trial.status)
 
 
 class FitTable(Table):
@@ -184,9 +176,16 @@ def describe_changes(changes: dict[str, float] | None) -> str:
 
 
 def trials_table(
-    trials: list[Any], clips_by_trial: dict[int, list[Any]] | None = None, title: str = "trials"
+    trials: list[Any],
+    clips_by_trial: dict[int, list[Any]] | None = None,
+    title: str = "trials",
+    *,
+    shown: dict[int, str],
 ) -> Table:
-    """A row per journaled trial: index, kind, status, objective, changed knobs, clips."""
+    """A row per journaled trial: index, kind, status, objective, changed knobs, clips.
+    ``shown`` is each trial's shown status (``ops.rows.shown_statuses``): the page's and the
+    CSV's words. A raced-out trial's one-fold score is not in the objective column, whose
+    figures rank against each other."""
     clips_by_trial = clips_by_trial or {}
     table = FitTable(title=title, title_justify="left", expand=False)
     for col, kw in (
@@ -209,12 +208,14 @@ def trials_table(
         # The verdict first (a long note is cut at its end), then the knobs clipped to bounds.
         parts += [f"clipped {c.knob}: {c.proposed:g}->{c.applied:g}" for c in clips]
         note = "; ".join(p for p in parts if p)
-        status = shown_status(t)
+        status = shown.get(t.id, str(t.status))
+        # a raced-out trial's score is one fold's: its reason says it, the column does not
+        objective = "-" if status == "raced out" else fmt(t.objective)
         table.add_row(
             str(t.idx),
             t.kind,
             Text(status, style=STATUS_STYLE.get(status, "")),
-            fmt(t.objective),
+            objective,
             fmt((t.metrics or {}).get("max_drawdown"), "{:.1%}"),
             plain(t.proposer),
             plain(describe_changes((t.delta or {}).get("changes"))),

@@ -110,6 +110,33 @@ class Folds:
         )
         return [FoldRecord.from_row(r) for r in rows]
 
+    def counts(self, trial_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
+        """(folds run, folds the session has) of each of ``trial_ids`` that has folds."""
+        out: dict[int, tuple[int, int]] = {}
+        ids = list(trial_ids)
+        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[lo : lo + 500]
+            rows = self._journal._rows(
+                "SELECT trial_id, COUNT(*) AS run, MAX(n_folds) AS n FROM trial_folds "
+                f"WHERE trial_id IN ({', '.join('?' for _ in chunk)}) GROUP BY trial_id",
+                tuple(chunk),
+            )
+            out.update({r["trial_id"]: (r["run"], r["n"]) for r in rows})
+        return out
+
+    def objectives(self, session_id: str) -> dict[int, list[float]]:
+        """Each of a session's trials' objective on each fold it ran, oldest window first (the
+        intermediate values a race is decided on), without their daily returns."""
+        rows = self._journal._rows(
+            "SELECT f.trial_id, f.objective FROM trial_folds f JOIN trials t ON t.id = "
+            "f.trial_id WHERE t.session_id = ? ORDER BY f.trial_id, f.fold",
+            (session_id,),
+        )
+        out: dict[int, list[float]] = {}
+        for r in rows:
+            out.setdefault(r["trial_id"], []).append(r["objective"])
+        return out
+
     def of_session(self, session_id: str) -> dict[int, list[FoldRecord]]:
         """Every fold of a session's trials, by trial id, oldest window first."""
         rows = self._journal._rows(

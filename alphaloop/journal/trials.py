@@ -30,6 +30,7 @@ from alphaloop.journal.models import (
 )
 from alphaloop.journal.pages import PAGE_COLUMNS, TrialFilter, order_by, where
 from alphaloop.journal.refs import check_refs, session_not_found, trial_not_found
+from alphaloop.journal.status import PARTLY_SCORED_SQL, SHOWN_SQL
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +53,7 @@ _BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
 _BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
 # A trial raced out ran fewer of its folds than there were: its objective is one fold's, not
 # comparable with a mean over all of them, so it ranks below every trial scored on all its folds.
-_PARTLY_SCORED = (
-    "(SELECT COUNT(*) < MAX(f.n_folds) FROM trial_folds f WHERE f.trial_id = trials.id)"
-)
+_PARTLY_SCORED = PARTLY_SCORED_SQL
 _LEADERBOARD_FIRST = (
     f"ORDER BY violation IS NOT NULL, COALESCE({_PARTLY_SCORED}, 0), objective DESC, idx ASC"
 )
@@ -712,9 +711,11 @@ class Trials:
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
-        index order: what a history chart of 50,000 trials needs, without a model per row."""
+        index order: what a history chart of 50,000 trials needs, without a model per row.
+        ``status`` is the shown one (:mod:`.status`: a raced-out trial is told apart)."""
         rows = self._journal._rows(
-            "SELECT idx, kind, status, objective FROM trials WHERE session_id = ? ORDER BY idx",
+            f"SELECT idx, kind, {SHOWN_SQL} AS status, objective FROM trials "
+            "WHERE session_id = ? ORDER BY idx",
             (session_id,),
         )
         return {k: [r[k] for r in rows] for k in ("idx", "kind", "status", "objective")}

@@ -5,8 +5,9 @@ page of a session's trials sorted and filtered in SQL (and its CSV export), one 
 from __future__ import annotations
 
 import csv
+import functools
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -17,14 +18,17 @@ from alphaloop.journal import (
     ClipRecord,
     FinalReport,
     FoldRecord,
+    Journal,
     SessionRecord,
     TrialFilter,
     TrialRecord,
 )
-from alphaloop.journal.pages import SORTS
+from alphaloop.journal.pages import METRIC_SORT, SORTS
 from alphaloop.knobs import KNOB_NAMES
+from alphaloop.market.load import DataSpec
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.tally import tally
+from alphaloop.ops.rows import TrialRow, row_of, rows_of
+from alphaloop.ops.tally import Tally, tally
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -81,8 +85,40 @@ def display_status(s: SessionRecord) -> str:
     return status
 
 
+class Best(BaseModel):
+    """A session's best, as every view says it: finalize's pick once it ran (the search trial
+    that beat the default with confidence, else the default's baseline run), before that the
+    incumbent (the best kept search trial, else the best baseline): ``final`` tells which."""
+
+    model_config = _FROZEN
+
+    trial_id: int | None
+    idx: int
+    kind: str
+    objective: float | None
+    final: bool
+
+
+def best_of(j: Journal, s: SessionRecord, t: Tally) -> Best | None:
+    """The best of session ``s`` whose tally is ``t`` (see :class:`Best`); None before any
+    trial could rank."""
+    f = s.final
+    if f is not None and f.pick is not None and s.best_trial_id is not None:
+        chosen = j.trials.get(s.best_trial_id)
+        return Best(trial_id=chosen.id, idx=chosen.idx, kind=str(chosen.kind),
+                    objective=chosen.objective, final=True)  # fmt: skip
+    ranked = t.search or t.baseline
+    if ranked is None:
+        return None
+    return Best(
+        trial_id=None, idx=-ranked[0][2], kind="search" if t.search else "baseline",
+        objective=ranked[1], final=False,
+    )  # fmt: skip
+
+
 class SessionRow(BaseModel):
-    """One session of the dashboard's list."""
+    """One session of the dashboard's list: ``trials`` counts the search trials the budget
+    counts, ``rows`` every journaled trial (baseline seeds, confirmations, TEST)."""
 
     model_config = _FROZEN
 
@@ -94,6 +130,7 @@ class SessionRow(BaseModel):
     status: str
     budget: int
     trials: int
+    best: Best | None
     best_validation: float | None
     best_test: float | None
     default_test: float | None
@@ -105,7 +142,7 @@ class SessionRow(BaseModel):
     created_at: str
 
 
-def _row(n: int, s: SessionRecord, trials: int, best: float | None) -> SessionRow:
+def _row(n: int, s: SessionRecord, trials: int, best: Best | None) -> SessionRow:
     f = s.final
     vs_ew = comparison(f, "equal_weight")
     go = None
@@ -113,10 +150,10 @@ def _row(n: int, s: SessionRecord, trials: int, best: float | None) -> SessionRo
         go = bool(f.gates_passed) and f.pick == "search" and bool(vs_ew and vs_ew.beats)
     return SessionRow(
         n=n, id=s.id, goal=s.goal, mode=s.mode, proposer=s.proposer, status=display_status(s),
-        budget=s.budget, trials=trials,
-        best_validation=f.best_validation_objective if f and f.best_validation_objective
-        is not None else best,
-        best_test=f.best_test_objective if f else None,
+        budget=s.budget, trials=trials, best=best,
+        best_validation=best.objective if best else None,
+        best_test=(f.best_test_objective if f.best_trial_id is not None
+                   else f.baseline_test_objective) if f else None,
         default_test=f.baseline_test_objective if f else None,
         pick=f.pick if f else None, gates_passed=f.gates_passed if f else None,
         vs_default=comparison(f, "default"), vs_equal_weight=vs_ew, go=go,
@@ -137,16 +174,17 @@ def session_rows(settings: Settings) -> list[SessionRow]:
         for n, s in numbered:
             if s.proposer != "manual":
                 t = tally(j, s.id)
-                rows.append(_row(n, s, t.counted, t.best_objective))
+                rows.append(_row(n, s, t.counted, best_of(j, s, t)))
         return rows
 
 
 def _check(f: TrialFilter) -> None:
     for name in (f.knob, f.sort):
-        if name is not None and name not in SORTS and name not in KNOB_NAMES:
+        metric = name is not None and name == f.sort and name.startswith(METRIC_SORT)
+        if name is not None and name not in SORTS and name not in KNOB_NAMES and not metric:
             raise UnknownColumn(
-                f"unknown column {name!r}: sort or filter by one of {', '.join(SORTS)} or a "
-                f"knob ({', '.join(KNOB_NAMES)})"
+                f"unknown column {name!r}: sort or filter by one of {', '.join(SORTS)}, a "
+                f"knob ({', '.join(KNOB_NAMES)}) or sort by a metric (metric_sharpe...)"
             )
 
 
@@ -156,7 +194,7 @@ class TrialPage(BaseModel):
     total: int
     offset: int
     limit: int
-    items: list[TrialRecord]
+    items: list[TrialRow]
     clips: dict[int, list[ClipRecord]]  # by trial id, for the trials of the page
 
 
@@ -177,12 +215,17 @@ def trial_page(
             total=j.trials.count(session_id, f),
             offset=offset,
             limit=limit,
-            items=items,
+            items=rows_of(j, items),
             clips={t.id: clips for t in items if (clips := j.logs.clips(t.id))},
         )
 
 
-CSV_FIELDS = ("id", "idx", "kind", "status", "objective", "proposer", "elapsed_s", "started_at")
+# The shown status and the comparable objective, as on the page; a raced-out trial's score and
+# the TEST run's in columns of their own.
+CSV_FIELDS = (
+    "id", "idx", "kind", "status", "objective", "partial_objective", "folds_run", "n_folds",
+    "test_objective", "seed", "proposer", "elapsed_s", "started_at", "finished_at",
+)  # fmt: skip
 
 
 def _csv_line(values: list[Any]) -> str:
@@ -201,12 +244,16 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
     with open_journal(settings) as j:
         j.sessions.get(session_id)
         batches = list(j.trials.batches(session_id, f))
+        folds = j.folds.counts([t.id for rows in batches for t in rows])
+
+    def shown_rows(rows: Sequence[TrialRecord]) -> list[TrialRow]:
+        return [row_of(t, folds.get(t.id)) for t in rows]
+
     metrics = sorted({k for rows in batches for t in rows for k in (t.metrics or {})})
     yield _csv_line([*CSV_FIELDS, *KNOB_NAMES, *(f"metric_{m}" for m in metrics), "rationale"])
     for rows in batches:
-        for t in rows:
-            values = [getattr(t, name) for name in CSV_FIELDS]
-            values = [v.value if hasattr(v, "value") else v for v in values]
+        for t, r in zip(rows, shown_rows(rows), strict=True):
+            values = [getattr(r, name) for name in CSV_FIELDS]
             knobs = [t.config.get(k) for k in KNOB_NAMES]
             yield _csv_line(
                 [*values, *knobs, *((t.metrics or {}).get(m) for m in metrics), t.rationale]
@@ -246,6 +293,7 @@ class TrialFull(BaseModel):
     model_config = _FROZEN
 
     trial: TrialRecord
+    row: TrialRow
     clips: list[ClipRecord]
     parent: TrialRecord | None
     folds: list[FoldRow] = []
@@ -261,9 +309,25 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
         t = j.trials.get(trial_id)
         if t.session_id != session_id:
             raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
-        parent = j.trials.get(t.parent_id) if t.parent_id else None
-        folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
-        return TrialFull(trial=t, clips=j.logs.clips(t.id), parent=parent, folds=folds)
+        return _full(j, t)
+
+
+def trial_at(settings: Settings, session_id: str, idx: int) -> TrialFull:
+    """Trial ``#idx`` of ``session_id`` in full (the page's address names trials by index).
+
+    Raises:
+        NoJournal, SessionNotFound, TrialNotFound: no such session or trial.
+    """
+    with open_journal(settings) as j:
+        return _full(j, j.trials.at(session_id, idx))
+
+
+def _full(j: Journal, t: TrialRecord) -> TrialFull:
+    parent = j.trials.get(t.parent_id) if t.parent_id else None
+    folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
+    run = (len(folds), folds[0].n_folds) if folds else None
+    return TrialFull(trial=t, row=row_of(t, run), clips=j.logs.clips(t.id), parent=parent,
+                     folds=folds)  # fmt: skip
 
 
 class Pulse(BaseModel):
@@ -274,9 +338,10 @@ class Pulse(BaseModel):
 
     session: SessionRecord
     status: str
-    trials: int
-    tail: list[TrialRecord]
-    best: TrialRecord | None
+    trials: int  # every journaled row
+    counted: int  # search trials the budget counts
+    tail: list[TrialRow]
+    best: Best | None
 
 
 def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
@@ -295,13 +360,41 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
             s = found[0]
         else:
             s = j.sessions.get(session_id)
-        best = None
-        if s.best_trial_id is not None:
-            best = j.trials.get(s.best_trial_id).model_copy(
-                update=dict.fromkeys(("val_returns", "final_weights", "curve", "prompt"))
-            )
+        t = tally(j, s.id)
         return Pulse(session=s, status=display_status(s), trials=j.trials.total(s.id),
-                     tail=j.trials.tail(s.id), best=best)  # fmt: skip
+                     counted=t.counted, tail=rows_of(j, j.trials.tail(s.id)),
+                     best=best_of(j, s, t))  # fmt: skip
+
+
+class Calendar(BaseModel):
+    """The trading days of a session's VALIDATION and TEST windows: the dates of a trial's
+    daily returns (its equity curve's time axis)."""
+
+    model_config = _FROZEN
+
+    validation: list[str]
+    test: list[str]
+
+
+@functools.lru_cache(maxsize=8)
+def _calendar(spec: str) -> Calendar:
+    market = DataSpec.model_validate_json(spec).load()
+    days = [d.date().isoformat() for d in market.dates]
+    return Calendar(validation=days[market.val], test=days[market.test])
+
+
+def calendar(settings: Settings, session_id: str) -> Calendar:
+    """The trading days of the session's windows, from its data as it stored it (loaded once
+    per data set and kept).
+
+    Raises:
+        NoJournal, SessionNotFound: no such session. DataError: its data cannot be loaded.
+    """
+    with open_journal(settings) as j:
+        s = j.sessions.get(session_id)
+    stored = s.settings.get("spec") or {}
+    spec = DataSpec.model_validate({k: stored[k] for k in DataSpec.model_fields if k in stored})
+    return _calendar(spec.model_dump_json())
 
 
 class BookHistory(BaseModel):
@@ -336,7 +429,9 @@ def book_history(settings: Settings, book: str, limit: int = 2000) -> BookHistor
 
 
 __all__ = [
+    "Best",
     "BookHistory",
+    "Calendar",
     "Comparison",
     "FoldRow",
     "Pulse",
@@ -344,12 +439,15 @@ __all__ = [
     "TrialFull",
     "TrialPage",
     "UnknownColumn",
+    "best_of",
     "book_history",
+    "calendar",
     "comparison",
     "display_status",
     "fold_row",
     "pulse",
     "session_rows",
+    "trial_at",
     "trial_csv",
     "trial_full",
     "trial_page",

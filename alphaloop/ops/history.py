@@ -9,11 +9,12 @@ finish changes (a finished trial's status and objective are never written again)
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal import TrialFilter
+from alphaloop.journal import Journal, TrialFilter
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -44,7 +45,8 @@ class History(BaseModel):
 
 _RUNNING = TrialFilter(statuses=("running",))
 _CACHED = 16  # histories kept: a few pages following a few sessions
-_CACHE: dict[tuple[Any, ...], History] = {}
+_CACHE: dict[tuple[Any, ...], Any] = {}
+T = TypeVar("T")
 _LOCK = threading.Lock()  # the server's routes run in a pool of threads
 
 
@@ -87,18 +89,34 @@ def history(settings: Settings, session_id: str, points: int = HISTORY_POINTS) -
     Raises:
         NoJournal, SessionNotFound: no such session.
     """
+    return read_cached(
+        settings, session_id, ("history", points),
+        lambda j: _columns(j.trials.objective_columns(session_id), points),
+    )  # fmt: skip
+
+
+def read_cached(
+    settings: Settings, session_id: str, what: tuple[Any, ...], read: Callable[[Journal], T]
+) -> T:
+    """``read(journal)`` of a session, kept under the session's trial count and count of
+    running trials (every start and every finish changes them; a finished trial's row is never
+    written again): a page polling a session of 50,000 trials reads it again only when it
+    changed. ``what`` names the read.
+
+    Raises:
+        NoJournal, SessionNotFound: no such session.
+    """
     with open_journal(settings) as j:
         j.sessions.get(session_id)
         key = (
-            str(settings.journal_path), session_id, points,
+            str(settings.journal_path), session_id, *what,
             j.trials.total(session_id), j.trials.count(session_id, _RUNNING),
         )  # fmt: skip
         with _LOCK:
             cached = _CACHE.get(key)
         if cached is not None:
-            return cached
-        cols = j.trials.objective_columns(session_id)
-    found = _columns(cols, points)
+            return cached  # type: ignore[no-any-return]
+        found = read(j)
     with _LOCK:
         _CACHE[key] = found
         while len(_CACHE) > _CACHED:
@@ -125,4 +143,4 @@ def _columns(cols: dict[str, list[Any]], points: int) -> History:
     )
 
 
-__all__ = ["HISTORY_POINTS", "History", "history"]
+__all__ = ["HISTORY_POINTS", "History", "history", "read_cached"]

@@ -35,8 +35,10 @@ __all__ = [
 
 
 class BookStatus(BaseModel):
-    """A book, its equity at the last close of its data, P&L, its latest decisions and its
-    latest halts and resumes (who, why, from where)."""
+    """A book, its equity at the last close of its data (``marked_at``), P&L since it opened,
+    each position's value at that close, its latest decisions and its latest halts and
+    resumes (who, why, from where). Every front end shows these numbers: the page's equity
+    chart ends on ``equity`` at ``marked_at``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -45,6 +47,8 @@ class BookStatus(BaseModel):
     pnl: float | None
     decisions: list[DecisionRecord]
     events: list[BookEvent] = []
+    marked_at: str | None = None
+    values: dict[str, float] = {}
 
 
 class RunReport(BaseModel):
@@ -254,18 +258,23 @@ def pm_status(
         if record is None:
             known = ", ".join(b.name for b in journal.books.list()) or "none yet"
             raise PmError(f"no book named {book!r} (books: {known}); `alphaloop pm tick` opens one")
-        equity = None
+        equity, marked_at, values = None, None, {}
         pid = library.active_policy_id(settings)
         if pid is not None:
             prices, _ = load_data(journal.policies.get(pid), data)
             if set(record.positions) <= set(prices.columns):
-                equity = equity_at(record.cash, record.positions, prices.iloc[-1])
+                close = prices.iloc[-1]
+                equity = equity_at(record.cash, record.positions, close)
+                marked_at = str(prices.index[-1].date())
+                values = {s: float(n * close[s]) for s, n in record.positions.items()}
         return BookStatus(
             book=record,
             equity=equity,
             pnl=None if equity is None else equity - record.initial_cash,
             decisions=journal.books.list_decisions(book, limit=last),
             events=journal.books.events(book, limit=last),
+            marked_at=marked_at,
+            values=values,
         )
 
 

@@ -24,7 +24,7 @@ def test_a_long_history_is_sampled_with_its_incumbent_exact(dashboard_home) -> N
     settings, ids = dashboard_home
     sid = ids["nogo"]
     with Journal(settings.journal_path) as j:
-        every = j.trials.of_session(sid)
+        every = j.trials.of_session(sid, "search")
     with live_server(settings) as base:
         full = httpx.get(f"{base}/api/sessions/{sid}/history").json()
         h = httpx.get(f"{base}/api/sessions/{sid}/history", params={"points": 20}).json()

@@ -1,0 +1,88 @@
+"""A trial as every front end shows it: the page's tables, the CSV export, the command line's
+tables and the API give each trial the same shown status (:mod:`alphaloop.journal.status`) and
+keep a raced-out trial's partial score out of the comparable objective."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from alphaloop.journal import Journal, TrialRecord
+from alphaloop.journal.status import (
+    RACED_OUT,
+    SHOWN_STATUSES,
+    ShownStatus,
+    comparable,
+    shown_status,
+)
+from alphaloop.ops._journal import open_journal
+from alphaloop.settings import Settings
+
+
+class TrialRow(BaseModel):
+    """One trial of a table: ``status`` is the shown status; ``objective`` the comparable one
+    (None for a raced-out trial, whose one-fold score is ``partial_objective``, and for the
+    TEST run, which scores another window: ``test_objective``); ``folds_run`` of ``n_folds``
+    (None for a trial scored without folds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    idx: int
+    kind: str
+    status: ShownStatus
+    objective: float | None
+    partial_objective: float | None = None
+    test_objective: float | None = None
+    folds_run: int | None = None
+    n_folds: int | None = None
+    seed: int | None = None
+    proposer: str | None = None
+    parent_id: int | None = None
+    metrics: dict[str, float] | None = None
+    config: dict[str, Any]
+    changes: dict[str, Any]
+    reason: str | None = None
+    error: str | None = None
+    violation: str | None = None
+    n_seeds: int | None = None
+    seed_mean: float | None = None
+    elapsed_s: float | None = None
+    started_at: str
+    finished_at: str | None = None
+
+
+def row_of(t: TrialRecord, folds: tuple[int, int] | None) -> TrialRow:
+    """``t`` as a table shows it, given (folds run, folds) when it has folds."""
+    run, n = folds if folds else (None, None)
+    shown = shown_status(t.kind, t.status, run, n)
+    objective = comparable(shown, t.kind, t.objective)
+    return TrialRow(
+        id=t.id, idx=t.idx, kind=str(t.kind), status=shown, objective=objective,
+        partial_objective=t.objective if shown == RACED_OUT else None,
+        test_objective=t.objective if str(t.kind) == "test" else None,
+        folds_run=run, n_folds=n, seed=t.seed, proposer=t.proposer, parent_id=t.parent_id,
+        metrics=t.metrics, config=t.config, changes=(t.delta or {}).get("changes") or {},
+        reason=t.reason, error=t.error, violation=t.violation, n_seeds=t.n_seeds,
+        seed_mean=t.seed_mean, elapsed_s=t.elapsed_s, started_at=t.started_at,
+        finished_at=t.finished_at,
+    )  # fmt: skip
+
+
+def rows_of(journal: Journal, trials: Sequence[TrialRecord]) -> list[TrialRow]:
+    """``trials`` as a table shows them (their folds read in one query)."""
+    folds = journal.folds.counts([t.id for t in trials])
+    return [row_of(t, folds.get(t.id)) for t in trials]
+
+
+def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[int, str]:
+    """The shown status of each of ``trials``, by id (what the command line's tables print)."""
+    if not trials:
+        return {}
+    with open_journal(settings) as j:
+        return {r.id: r.status for r in rows_of(j, trials)}
+
+
+__all__ = ["SHOWN_STATUSES", "ShownStatus", "TrialRow", "row_of", "rows_of", "shown_statuses"]
