@@ -13,15 +13,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from alphaloop import ops
 from alphaloop.evidence import GateReport
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard, history, notes, plots
+from alphaloop.ops import dashboard, history, notes, plots, study
+from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
 SessionPath = Path(pattern=SESSION_ID, max_length=40)
 _NAME = r"^[a-z_]{1,32}$"
-Status = Literal["running", "keep", "discard", "crash", "timeout", "invalid"]
 Kind = Literal["baseline", "search", "confirm", "test"]
-Statuses = Query([], description="only trials of these statuses (repeat the parameter)")
+Statuses = Query(
+    [],
+    description="only trials of these shown statuses (repeat the parameter): "
+    + ", ".join(SHOWN_STATUSES),
+)
 Kinds = Query([], description="only trials of these kinds (repeat the parameter)")
 
 
@@ -30,7 +34,7 @@ def _settings(request: Request) -> Any:
 
 
 def trial_filter(
-    status: list[Status] = Statuses,
+    status: list[ShownStatus] = Statuses,
     kind: list[Kind] = Kinds,
     kept: bool = Query(False, description="only kept trials (status keep)"),
     knob: str | None = Query(None, pattern=_NAME, description="filter on this knob's value"),
@@ -86,6 +90,26 @@ def session_history(
     return jsonable(found.model_dump(mode="json"))
 
 
+@router.get("/sessions/{session_id}/study")
+def session_study(
+    request: Request,
+    session_id: str = SessionPath,
+    points: int = Query(study.STUDY_POINTS, ge=10, le=20_000, description="rows at most"),
+) -> dict[str, Any]:
+    """The session's search trials as columns for the search plots (slice, contour, parallel
+    coordinates, EDF, timeline, per-fold intermediate values): shown status, comparable
+    objective, start and finish, each knob that varied, each fold's objective; a sample past
+    ``points`` trials (the best kept), the objective's distribution exact."""
+    return jsonable(study.study(_settings(request), session_id, points).model_dump(mode="json"))
+
+
+@router.get("/sessions/{session_id}/calendar")
+def session_calendar(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+    """The trading days of the session's VALIDATION and TEST windows (the dates of a trial's
+    daily returns)."""
+    return dashboard.calendar(_settings(request), session_id).model_dump(mode="json")
+
+
 @router.get("/sessions/{session_id}/trials")
 def trials(
     request: Request,
@@ -119,6 +143,15 @@ def trial(request: Request, session_id: str = SessionPath, trial_id: int = IdPat
     """One trial in full: config, delta, clips, rationale, the exact prompt it was proposed
     with, metrics, and its validation returns (the equity curve)."""
     full = dashboard.trial_full(_settings(request), session_id, trial_id)
+    return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
+
+
+@router.get("/sessions/{session_id}/trials/at/{idx}")
+def trial_at(
+    request: Request, session_id: str = SessionPath, idx: int = Path(ge=0, le=MAX_ID)
+) -> Any:
+    """Trial ``#idx`` of the session in full, as ``/trials/{trial_id}`` answers it."""
+    full = dashboard.trial_at(_settings(request), session_id, idx)
     return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
 
 

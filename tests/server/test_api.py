@@ -241,11 +241,19 @@ def test_env_knobs_and_page_assets(settings: Settings) -> None:
         assert env["action_space"]["shape"] == [3] and len(env["knobs"]) == 16
         assert len(httpx.get(f"{base}/api/knobs").json()["knobs"]) == 16
         page = httpx.get(f"{base}/").text
-        assert page.index("panel-env") < page.index("panel-research") < page.index("panel-train")
-        assert page.index("panel-train") < page.index("panel-ratio") < page.index("panel-policies")
-        assert (
-            page.index("panel-policies") < page.index("panel-prefs") < page.index("panel-schedule")
+        # the header links every view, in the order of the work; each is an ES module served
+        views = ["sessions", "compare", "deploy", "feedback", "schedule", "lab", "knobs"]
+        assert [page.index(f'href="#/{v}"') for v in views] == sorted(
+            page.index(f'href="#/{v}"') for v in views
         )
+        assert '<script type="module" src="/static/js/main.js">' in page
+        for v in [*views, "session", "trial"]:
+            module = httpx.get(f"{base}/static/js/views/{v}.js")
+            assert module.status_code == 200, v
+            assert (
+                "javascript" in module.headers["content-type"]
+                and "export async function render" in module.text
+            )
         js = httpx.get(f"{base}/plotly.min.js")
         assert js.status_code == 200 and "plotly.js" in js.text[:200]
         assert "openapi" in httpx.get(f"{base}/openapi.json").json()
@@ -276,11 +284,11 @@ def test_halt_and_resume_through_the_api_are_journaled_with_their_origin(
         halted = httpx.post(f"{base}/api/pm/halt", json={"why": "broker outage"})
         resumed = httpx.post(f"{base}/api/pm/resume", params={"why": "broker back"}, headers=PAGE)
         status = httpx.get(f"{base}/api/pm/status").json()
-        page = httpx.get(f"{base}/static/app.js").text
+        page = httpx.get(f"{base}/static/js/views/deploy.js").text
     assert halted.status_code == 200 and halted.json()["halted"] == "broker outage"
     assert resumed.status_code == 200 and resumed.json()["halted"] is None
     assert [(e["kind"], e["reason"], e["origin"]) for e in status["events"]] == [
         ("resume", "broker back", "api"),
         ("halt", "broker outage", "api"),
     ]
-    assert "/api/pm/status" in page and "book-events" in page  # the page shows them
+    assert "/api/pm/status" in page and "events-table" in page  # the page shows them

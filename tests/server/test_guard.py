@@ -194,7 +194,7 @@ def test_reads_from_a_rebound_name_are_refused_too(home, clean_env: pytest.Monke
     settings, _ = home
     with live_server(settings) as base:
         port = base.rsplit(":", 1)[1]
-        for path in ("/api/sessions", "/", "/static/app.js", "/docs", "/openapi.json"):
+        for path in ("/api/sessions", "/", "/static/js/main.js", "/docs", "/openapi.json"):
             r = httpx.get(base + path, headers={"host": f"rebind.evil.example:{port}"})
             assert r.status_code == 403 and r.json()["error"] == "Forbidden", (path, r.text)
         assert httpx.get(base + "/api/sessions", headers={"host": "127.0.0.1"}).status_code == 200

@@ -1,6 +1,7 @@
 """The page in a real browser (the system Chromium) against ``alphaloop serve`` in a subprocess:
-a short session's chart gains points, it is stopped, a policy activated, a decision decided,
-a job run now. A screenshot is kept as a test artifact."""
+a session started from the page opens its view, whose chart gains points; it is stopped, a
+policy activated through its form, a decision decided, a job run now. A screenshot is kept as
+a test artifact."""
 
 from __future__ import annotations
 
@@ -49,25 +50,23 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
 
     policy_id, decision_id = _seed(settings)
     with serve_subprocess(settings.home) as base, page_at(base, 2400) as (page, errors):
-        # the first paint: plotly.js and the env's description, slow on a loaded machine
-        expect(page.locator("#knobs-table tbody tr")).to_have_count(16, timeout=30_000)
-        # panels in workflow order
-        ids = page.eval_on_selector_all("section", "els => els.map(e => e.id)")
-        assert ids == ["panel-env", "panel-research", "panel-sessions", "panel-plots",
-                       "panel-frontier", "panel-validation", "panel-train", "panel-ratio",
-                       "panel-policies", "panel-prefs", "panel-schedule"]  # fmt: skip
+        # the views, linked from the header
+        expect(page.locator("#sessions-table tbody tr")).to_have_count(1, timeout=30_000)
+        links = page.eval_on_selector_all("#nav a", "els => els.map(e => e.getAttribute('href'))")
+        assert links[:5] == ["#/sessions", "#/compare", "#/deploy", "#/feedback", "#/schedule"]
 
         # a short session: the chart gains points as trials finish, then it is stopped
+        page.click("#new-session summary")
         page.fill("#research-form input[name=goal]", "maximise Sharpe")
         page.fill("#research-form input[name=budget]", "30")
         page.fill("#research-form input[name=data]", "synthetic")
         # a double click: the button is disabled while the start is in flight, shows its
-        # progress, and the start carries an idempotency key; one session starts
+        # progress, and the start carries an idempotency key; one session starts, and the
+        # page opens its view
         page.dblclick("#research-start")
         expect(page.locator("#research-start")).to_be_disabled()
         expect(page.locator("#research-progress")).to_contain_text("starting a worker")
-        expect(page.locator("#research-progress")).to_contain_text("started", timeout=90_000)
-        expect(page.locator("#research-start")).to_be_enabled()
+        expect(page).to_have_url(re.compile(r"#/session/s-"), timeout=90_000)
         chart = page.locator("#research-chart")
         page.wait_for_function(
             "() => Number(document.querySelector('#research-chart').dataset.points) > 0",
@@ -79,36 +78,44 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
             timeout=90_000,
         )
         page.click("#research-stop")
-        expect(page.locator("#research-status")).to_contain_text(
+        expect(page.locator("#pulse")).to_contain_text(
             re.compile("stopping|stopped|finished"), timeout=60_000
         )
-        assert page.locator("#trials-table tbody tr").count() >= 2
-        # a baseline seed earns no verdict: it shows "ran", not "keep"
-        baseline = page.locator("#trials-table tbody tr", has_text="baseline").first
-        expect(baseline.locator("td").nth(2)).to_have_text("ran")
 
         # Analyze: 4-6 bullets signed by the embedded reader
-        page.click("button.analyze[data-chart=research-chart]")
+        page.click("button.analyze")
         read = page.locator("#research-chart-read")
         expect(read.locator(".sig")).to_contain_text("embedded reader", timeout=30_000)
         assert 4 <= read.locator("li").count() <= 6
 
+        # a baseline seed earns no verdict: it shows "ran", not "keep"
+        page.click("nav.tabs a[data-tab=trials]")
+        baseline = page.locator("#trials-table tbody tr", has_text="baseline").first
+        expect(baseline.locator("td").nth(2)).to_have_text("ran")
+
         # the policy library: activate (a policy without a GO asks for the reason of the
-        # override, which is journaled)
-        page.once("dialog", lambda dialog: dialog.accept("a page test: paper book only"))
+        # override in a form, and it is journaled)
+        page.click("#nav a[data-view=deploy]")
         page.click(f"button.activate[data-id='{policy_id}']", timeout=15_000)
+        form = page.locator(f"#activate-{policy_id}")
+        form.locator("textarea").fill("a page test: paper book only")
+        form.locator("input[name=confirm]").check()
+        form.locator("button.confirm-activate").click()
         expect(page.locator("#policies-table tr.active")).to_have_count(1, timeout=15_000)
 
         # a decision: approve
+        page.click("#nav a[data-view=feedback]")
         page.click(f"button.verdict-approve[data-id='{decision_id}']", timeout=15_000)
-        expect(page.locator("#decisions-table tbody tr")).to_have_count(0, timeout=15_000)
+        expect(page.locator("#decisions-table tbody tr", has_text="awaits")).to_have_count(
+            1, timeout=15_000
+        )
 
         # the scheduler: run now, then its last run shows up
+        page.click("#nav a[data-view=schedule]")
         page.click("button.run-now[data-job=retrain]", timeout=15_000)
         expect(page.locator("#jobs-table tr[data-job=retrain]")).not_to_contain_text(
             "never", timeout=60_000
         )
-        # its outcome and a readable summary of what it did, not the journaled JSON
         # a job that ends at once shows its outcome and why, in words, not the journaled JSON
         page.click("button.run-now[data-job=dpo_check]", timeout=15_000)
         expect(page.locator("#jobs-table tr[data-job=dpo_check]")).to_contain_text(

@@ -44,12 +44,13 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
         assert answer["headline"] == f"{lead}{ok} of {len(results)} gates passed"
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 2000})
-        page.goto(base + "/")
-        page.locator(f"#sessions-table tr[data-id='{sid}']").click()
+        page.goto(f"{base}/#/session/{sid}/validation")
         summary = page.locator("#validation-summary")
         expect(summary).to_contain_text("PBO", timeout=15_000)
         assert report["pbo"]["interval"] is not None  # its digits: JS and Python round apart
         expect(summary).to_contain_text("(95% ")
+        # PBO as a percentage, like every fraction on the page
+        expect(summary).to_contain_text(f"PBO {100 * report['pbo']['pbo']:.0f}%")
         expect(summary).to_contain_text(f"\u00d7 {report['pbo']['n_days']} days")
         expect(summary).to_contain_text(answer["headline"])
         gates = page.locator("#validation-gates tbody tr")

@@ -113,9 +113,9 @@ def test_page_files_are_cached_with_etags(settings: Settings) -> None:
         assert again.status_code == 304 and again.content == b""
         # an address without the version is revalidated, not kept
         assert c.get("/plotly.min.js").headers["cache-control"] == "no-cache"
-        app_js = c.get("/static/app.js")
+        app_js = c.get("/static/js/main.js")
         assert app_js.headers["cache-control"] == "no-cache"
-        revalidated = c.get("/static/app.js", headers={"If-None-Match": app_js.headers["etag"]})
+        revalidated = c.get("/static/js/main.js", headers={"If-None-Match": app_js.headers["etag"]})
         assert revalidated.status_code == 304
 
 

@@ -1,44 +1,71 @@
 // The API reference: the server's OpenAPI schema as a list of routes, drawn with no library.
-"use strict";
+// Descriptions are the routes' docstrings: their RST ``literals`` are shown as code; a limit
+// that is no limit (a 64-bit integer's range) is left out.
+
+const NO_LIMIT = 2 ** 53;  // past this a bound is the type's range, not a rule of the route
 
 function el(tag, text, cls) { const e = document.createElement(tag); if (text != null) e.textContent = text; if (cls) e.className = cls; return e; }
+// "the ``sort`` column" -> the text with <code>sort</code>, built from text nodes (no markup).
+function rst(text, tag = "p", cls = "muted") {
+  const out = el(tag, null, cls);
+  String(text).split(/``(.+?)``/g).forEach((part, i) => out.append(i % 2 ? el("code", part) : document.createTextNode(part)));
+  return out;
+}
 function typeOf(schema) {
   if (!schema) return "";
   if (schema.$ref) return schema.$ref.split("/").pop();
-  if (schema.anyOf) return schema.anyOf.map(typeOf).join(" | ");
+  if (schema.anyOf) return schema.anyOf.map(typeOf).filter((t) => t !== "null").join(" | ") + (schema.anyOf.some((s) => s.type === "null") ? " (optional)" : "");
   if (schema.type === "array") return typeOf(schema.items) + "[]";
   return schema.type || "";
 }
+// 4294967295 -> "2³² − 1": a bound at a power of two reads as one.
+const SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹";
+function bound(n) {
+  const v = Number(n), k = Math.log2(Math.abs(v) + 1);
+  if (Math.abs(v) >= 65535 && Number.isInteger(k)) return (v < 0 ? "−" : "") + "2" + String(k).split("").map((d) => SUP[d]).join("") + " − 1";
+  return v.toLocaleString("en-US");
+}
 function limits(schema) {
   const s = schema || {}, parts = [];
-  for (const [k, sym] of [["minimum", ">="], ["maximum", "<="], ["exclusiveMinimum", ">"], ["exclusiveMaximum", "<"]]) if (s[k] != null) parts.push(sym + " " + s[k]);
+  for (const [k, sym] of [["minimum", "\u2265"], ["maximum", "\u2264"], ["exclusiveMinimum", ">"], ["exclusiveMaximum", "<"], ["minLength", "length \u2265"], ["maxLength", "length \u2264"]]) {
+    if (s[k] != null && Math.abs(s[k]) < NO_LIMIT) parts.push(`${sym} ${bound(s[k])}`);
+  }
   if (s.pattern) parts.push("pattern " + s.pattern);
   if (s.enum) parts.push("one of " + s.enum.join(", "));
+  for (const sub of s.anyOf || []) { const l = limits(sub); if (l) parts.push(l); }
   return parts.join(", ");
 }
 function schemaTable(rows) {
   const t = el("table", null, "grid"), head = el("tr");
   for (const h of ["name", "in", "type", "limits", "description"]) head.append(el("th", h));
   t.append(el("thead")); t.tHead.append(head);
-  const body = el("tbody"); for (const r of rows) { const tr = el("tr"); for (const v of r) tr.append(el("td", v)); body.append(tr); }
-  t.append(body); return el("div", null, "scroll").appendChild(t).parentNode;
+  const body = el("tbody");
+  for (const r of rows) { const tr = el("tr"); r.forEach((v, i) => tr.append(i === 4 ? rst(v, "td", "wrap") : el("td", v))); body.append(tr); }
+  t.append(body); const wrap = el("div", null, "scroll"); wrap.append(t); return wrap;
 }
 function bodyRows(spec, op) {
   const content = op.requestBody && op.requestBody.content && op.requestBody.content["application/json"];
   if (!content) return [];
   const name = typeOf(content.schema), model = spec.components.schemas[name] || content.schema;
-  return Object.entries(model.properties || {}).map(([k, s]) => [k, "body", typeOf(s) || typeOf(s.anyOf && s.anyOf[0]), limits(s), s.description || ""]);
+  return Object.entries(model.properties || {}).map(([k, s]) => [k, "body", typeOf(s), limits(s), s.description || ""]);
+}
+function answer(op) {
+  const ok = Object.entries(op.responses || {}).filter(([code]) => code.startsWith("2"));
+  return ok.map(([code, r]) => { const schema = r.content?.["application/json"]?.schema; return `${code}: ${schema ? typeOf(schema) || "JSON" : r.description || ""}`; }).join("; ");
 }
 async function main() {
   const spec = await (await fetch("/openapi.json")).json();
   const out = document.getElementById("routes"); out.replaceChildren();
   for (const [path, ops] of Object.entries(spec.paths)) {
     for (const [method, op] of Object.entries(ops)) {
-      const sec = el("section"); sec.dataset.route = method.toUpperCase() + " " + path;
-      sec.append(el("h2", method.toUpperCase() + " " + path));
-      if (op.description || op.summary) sec.append(el("p", op.description || op.summary, "muted"));
+      const sec = el("section", null, "route"); sec.dataset.route = method.toUpperCase() + " " + path;
+      const h = el("h2"); h.append(el("span", method.toUpperCase(), "method " + method), document.createTextNode(path));
+      sec.append(h);
+      if (op.description || op.summary) sec.append(rst(op.description || op.summary));
       const rows = (op.parameters || []).map((p) => [p.name, p.in, typeOf(p.schema), limits(p.schema), p.description || ""]).concat(bodyRows(spec, op));
       if (rows.length) sec.append(schemaTable(rows));
+      const a = answer(op);
+      if (a) sec.append(el("p", "answers " + a, "muted"));
       out.append(sec);
     }
   }

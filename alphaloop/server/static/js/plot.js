@@ -1,0 +1,72 @@
+// plotly.js, served by the server from the installed plotly package (no network), run once
+// when the first chart is drawn: after the next frame, so what is drawn already (tables, a
+// preview) is painted before its second of parsing on a cold load.
+import { el } from "./dom.js";
+
+let loading = null;
+export function plotlyReady() {
+  if (window.Plotly) return Promise.resolve();
+  loading = loading || new Promise((resolve, reject) => requestAnimationFrame(() => setTimeout(() => {
+    const script = document.createElement("script");
+    script.src = document.getElementById("plotly-js").href;
+    script.onload = resolve; script.onerror = () => reject(new Error("plotly.js did not load"));
+    document.head.append(script);
+  }, 0)));
+  return loading;
+}
+
+const FONT = { family: "system-ui, sans-serif", size: 12, color: "#1d2330" };
+// The page's look for every chart: compact margins, the legend above the plot (it never takes
+// the plot's width on a phone), 4 significant digits on hover.
+// A title wrapped to lines of about `width` characters (plotly draws "<br>" as a line break).
+function wrap(text, width) {
+  const lines = [""];
+  for (const word of String(text).split(" ")) {
+    const last = lines[lines.length - 1];
+    if (last && (last + " " + word).length > width) lines.push(word); else lines[lines.length - 1] = last ? last + " " + word : word;
+  }
+  return lines;
+}
+
+export function layout(extra = {}) {
+  const narrow = window.innerWidth < 600;
+  // on a phone a long title takes as many lines as it needs, never more than the width
+  const lines = extra.title ? wrap(extra.title, narrow ? Math.floor((window.innerWidth - 60) / 8.5) : 200) : [];
+  if (extra.title) extra = { ...extra, title: lines.join("<br>") };
+  const base = { l: narrow ? 48 : 64, r: 16, t: extra.title ? 46 + 18 * lines.length : 28, b: 48 };
+  const margin = { ...base, ...(extra.margin || {}) };
+  margin.t = Math.max(base.t, margin.t);
+  if (narrow) margin.l = Math.min(margin.l, 100);
+  return {
+    font: FONT,
+    legend: { orientation: "h", y: 1.01, yanchor: "bottom", x: 0, font: { size: 11 } },
+    hoverlabel: { namelength: -1 }, paper_bgcolor: "#fff", plot_bgcolor: "#fff",
+    ...extra,
+    margin,
+    title: extra.title ? { text: extra.title, font: { size: 14 }, x: 0, xanchor: "left", xref: "container", y: 1, yref: "container", yanchor: "top", pad: { t: 8, l: 8 } } : undefined,
+  };
+}
+
+// A figure the server drew (plotly JSON), in the page's look: its title wrapped on a phone.
+export function ours(fig) {
+  const title = fig.layout?.title?.text ?? fig.layout?.title;
+  const { title: _, margin: __, ...rest } = fig.layout || {};
+  return { data: fig.data, layout: layout({ ...rest, title: title ? String(title).replace(/<[^>]+>/g, " ") : undefined }) };
+}
+
+// Counted on the plotted traces: plotly.js has decoded any binary-encoded arrays by then.
+export function countPoints(div) {
+  return (div.data || []).reduce((n, tr) => n + ((tr.x || tr.y || tr.dimensions?.[0]?.values || []).length || 0), 0);
+}
+
+// Draws fig into div (an element or id) at height px; div.dataset.points counts what it drew.
+export async function plot(div, fig, height = 320) {
+  await plotlyReady();
+  const node = typeof div === "string" ? document.getElementById(div) : div;
+  if (!node.isConnected) return;
+  node.querySelector("canvas.preview")?.remove();
+  Plotly.react(node, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
+  node.dataset.points = String(countPoints(node));
+}
+
+export function chartBox(id, cls = "chart") { return el("div", { class: cls, id, dataset: { points: "0" } }); }

@@ -1,0 +1,80 @@
+// #/compare/{a}/{b}: two sessions side by side (their picks, TEST, verdicts, histories on one
+// chart) or two trials ("{session}:{idx}": metrics, configs, equity curves on the same dates).
+import { api } from "../api.js";
+import { el, link, section, table } from "../dom.js";
+import { METRICS, knob, metric, num, statusClass, versus } from "../format.js";
+import { historyFigure } from "../history.js";
+import { chartBox, plot } from "../plot.js";
+import { bestText } from "./sessions.js";
+import { equityFigure } from "./trial.js";
+
+const COLORS = ["#1d5fbf", "#c2410c"];
+
+async function chooser(root) {
+  const list = (await api("/api/dashboard/sessions")).items;
+  const select = (name) => el("select", { name, required: true }, list.map((s) => el("option", { value: s.id }, `${s.id} \u2014 ${s.goal}`)));
+  const trialIn = (name) => el("input", { name, type: "number", min: 0, placeholder: "trial # (blank: the session)", class: "short" });
+  const form = el("form", { class: "row", id: "compare-form" },
+    el("label", { class: "grow" }, "first", select("a")), el("label", null, "trial", trialIn("ia")),
+    el("label", { class: "grow" }, "second", select("b")), el("label", null, "trial", trialIn("ib")),
+    el("button", { type: "submit" }, "Compare"));
+  if (list.length > 1) form.querySelector("[name=b]").selectedIndex = 1;
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form), part = (s, i) => (i !== "" ? `${s}:${i}` : s);
+    location.hash = `#/compare/${part(f.get("a"), f.get("ia"))}/${part(f.get("b"), f.get("ib"))}`;
+  });
+  root.append(section("Compare two sessions or two trials", list.length ? form : el("p", { class: "muted" }, "no session yet")));
+}
+
+async function sessions(root, ids, ctx) {
+  const list = (await api("/api/dashboard/sessions")).items;
+  const rows = ids.map((id) => list.find((s) => s.id === id) || { id, goal: "(no such session)" });
+  const fields = [
+    ["goal", (r) => r.goal], ["mode", (r) => r.mode], ["proposer", (r) => r.proposer], ["status", (r) => r.status],
+    ["search trials", (r) => (r.budget ? `${r.trials}/${r.budget}` : "\u2013")], ["best (validation)", bestText],
+    ["pick", (r) => r.pick ?? "\u2013"], ["pick TEST", (r) => num(r.best_test)], ["default TEST", (r) => num(r.default_test)],
+    ["vs 1/N (TEST)", (r) => versus(r.vs_equal_weight)], ["vs default (TEST)", (r) => versus(r.vs_default)],
+    ["verdict", (r) => (r.go == null ? "\u2013" : r.go ? "GO" : "NO-GO")]];
+  root.append(section("Sessions side by side", table([
+    { label: "", value: ([name]) => name },
+    ...rows.map((r, i) => ({ label: r.id, value: ([, f]) => f(r), cls: () => "side-" + i }))], fields, { id: "compare-table" })));
+  const chart = chartBox("compare-history");
+  root.append(section("Optimisation histories", chart));
+  const hs = await Promise.all(ids.map((id) => api(`/api/sessions/${id}/history`).catch(() => null)));
+  if (!ctx.alive) return;
+  const data = [];
+  hs.forEach((h, i) => { if (!h) return;
+    const fig = historyFigure(h, `${ids[i]}: `);
+    for (const tr of fig.data) { if (tr.marker) tr.marker.color = COLORS[i]; if (tr.line) tr.line.color = COLORS[i]; tr.opacity = tr.mode === "markers" ? 0.5 : 1; data.push(tr); } });
+  await plot(chart, { data, layout: { ...historyFigure(hs.find(Boolean) || { idx: [], status: [], objective: [], incumbent: [], total: 0 }).layout, title: { text: "Optimisation histories", x: 0, xanchor: "left" } } }, 380);
+}
+
+async function trials(root, parts, ctx) {
+  const fulls = await Promise.all(parts.map(([sid, idx]) => api(`/api/sessions/${sid}/trials/at/${idx}`)));
+  if (!ctx.alive) return;
+  const names = parts.map(([sid, idx]) => `${sid} #${idx}`);
+  const m = METRICS.filter(([k]) => fulls.some((f) => f.trial.metrics && k in f.trial.metrics));
+  root.append(section("Trials side by side", table([
+    { label: "", value: ([label]) => label },
+    ...fulls.map((f, i) => ({ label: names[i], num: true, value: ([, g]) => g(f) }))], [
+    ["status", (f) => el("span", { class: statusClass(f.row.status) }, f.row.status)], ["objective", (f) => num(f.row.objective)],
+    ...m.map(([k, label]) => [label, (f) => metric(k, f.trial.metrics?.[k])])], { id: "compare-metrics" }),
+  el("h3", null, "Knobs that differ"),
+  table([{ label: "knob", value: (k) => k }, ...fulls.map((f, i) => ({ label: names[i], num: true, value: (k) => knob(f.trial.config[k]) }))],
+    Object.keys(fulls[0].trial.config).filter((k) => fulls[0].trial.config[k] !== fulls[1].trial.config[k]), { id: "compare-config", empty: "the same config" })));
+  const chart = chartBox("compare-equity");
+  root.append(section("Equity and drawdown", chart));
+  const cals = await Promise.all(parts.map(([sid]) => api(`/api/sessions/${sid}/calendar`).catch(() => null)));
+  if (!ctx.alive) return;
+  await plot(chart, equityFigure(fulls.map((f, i) => ({ name: names[i], returns: f.trial.val_returns || [],
+    dates: cals[i] ? (f.row.kind === "test" ? cals[i].test : cals[i].validation) : null, color: COLORS[i] })), "Equity and drawdown"), 400);
+}
+
+export async function render(root, params, ctx) {
+  root.append(el("div", { class: "crumbs" }, link("#/sessions", "Sessions"), " / compare"));
+  if (!params.a || !params.b) return chooser(root);
+  const parts = [params.a, params.b].map((p) => p.split(":"));
+  if (parts.every((p) => p.length === 2)) return trials(root, parts.map(([s, i]) => [s, Number(i)]), ctx);
+  return sessions(root, parts.map((p) => p[0]), ctx);
+}

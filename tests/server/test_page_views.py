@@ -1,0 +1,173 @@
+"""Every view of the page in the system Chromium, by its address, at 1440 and 390 px, over one
+home populated through the command line (two real short sessions, a validation, an activation
+and three paper ticks) and served once. Each view is screenshotted (the artifacts folder) and
+fails on an element cut off or overflowing its panel, a button out of reach, a console error,
+or a number printed with more than 6 significant digits. The portfolio manager's equity and
+P&L on the page are `pm status`'s."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from alphaloop.cli import app
+from alphaloop.ops import dashboard
+from alphaloop.settings import Settings, get_settings
+
+from .helpers import ARGS, CHROMIUM, live_server
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH"),
+]
+WIDTHS = (1440, 390)
+SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic",
+           "--proposer", "tpe", "--seed", "3", "--json"]  # fmt: skip
+
+
+def _cli(*args: str) -> Any:
+    run = CliRunner().invoke(app, list(args))
+    assert run.exit_code == 0, run.output
+    return json.loads(run.stdout) if "--json" in args else run.output
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Settings, dict[str, Any]]]:
+    """Two finished sessions (the first validated), its policy active, three paper ticks."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ALPHALOOP_HOME", str(tmp_path_factory.mktemp("views") / "home"))
+        settings = get_settings()
+        first = _cli(*SESSION, "--budget", "8")["session"]["id"]
+        second = _cli(*SESSION[:-1], "--budget", "3", "--seed", "4", "--json")["session"]["id"]
+        _cli("validate", first, "--json")
+        policy = next(p for p in _cli("policies", "list", "--json")["policies"]
+                      if p["session_id"] == first)  # fmt: skip
+        _cli("policies", "activate", str(policy["id"]), "--force", "--reason", "a page test")
+        for day in dashboard.calendar(settings, first).test[-3:]:
+            _cli("pm", "tick", "--date", day, "--json")
+        status = _cli("pm", "status", "--json")
+        yield settings, {"first": first, "second": second, "status": status}
+
+
+@pytest.fixture(scope="module")
+def browser(home: tuple[Settings, dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    from playwright.sync_api import sync_playwright
+
+    settings, _ = home
+    with live_server(settings) as base, sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield base, b
+        b.close()
+
+
+# What each view shows once it has drawn: (view, address, selectors that must be there).
+def _views(ids: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    s, t = ids["first"], ids["second"]
+    return [
+        ("sessions", "#/sessions", ["#sessions-table tbody tr"]),
+        ("session", f"#/session/{s}", ["#pulse", "#research-chart .main-svg"]),
+        ("trials", f"#/session/{s}/trials", ["#trials-table tbody tr", "#test-table tbody tr"]),
+        (
+            "plots",
+            f"#/session/{s}/plots",
+            [
+                "#parallel-chart .main-svg",
+                "#contour-chart .main-svg",
+                "#edf-chart .main-svg",
+                "#timeline-chart .main-svg",
+                "#intermediate-chart .main-svg",
+                "#slice-charts .main-svg",
+                "#importance-chart .main-svg",
+            ],
+        ),
+        ("validation", f"#/session/{s}/validation", ["#validation-gates tbody tr"]),
+        ("notes", f"#/session/{s}/notes", ["#session-note-version:not(:empty)"]),
+        ("trial", f"#/session/{s}/trial/4", ["#trial-equity .main-svg", "#trial-config tbody tr"]),
+        (
+            "compare",
+            f"#/compare/{s}/{t}",
+            ["#compare-table tbody tr", "#compare-history .main-svg"],
+        ),
+        ("compare-trials", f"#/compare/{s}:3/{t}:3", ["#compare-equity .main-svg"]),
+        (
+            "deploy",
+            "#/deploy",
+            ["#book-equity .main-svg", "#policies-table tbody tr", "#positions-table tbody tr"],
+        ),
+        ("feedback", "#/feedback", ["#decisions-table tbody tr"]),
+        ("schedule", "#/schedule", ["#jobs-table tbody tr"]),
+        ("lab", "#/lab", ["#ratio-chart .main-svg", "#train-form"]),
+        ("knobs", "#/knobs", ["#knobs-table tbody tr"]),
+        ("docs", "docs", ["section.route table"]),
+    ]
+
+
+# Evaluated in each view (see the file): what sticks out, what is out of reach, long numbers.
+_SOURCE = (Path(__file__).parent / "page_checks.js").read_text(encoding="utf-8").splitlines()
+CHECKS = "\n".join(line for line in _SOURCE if not line.startswith("//"))
+
+
+def _artifacts(tmp: Path) -> Path:
+    target = Path(os.environ.get("ALPHALOOP_TEST_ARTIFACTS") or tmp) / "views"
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_view_by_its_address(home, browser, width: int, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    _, ids = home
+    base, b = browser
+    shots = _artifacts(tmp_path)
+    page = b.new_page(viewport={"width": width, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
+    page.on(
+        "console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None
+    )
+    problems = {}
+    try:
+        for name, address, ready in _views(ids):
+            page.goto(f"{base}/{address}")
+            for selector in ready:
+                expect(page.locator(selector).first).to_be_attached(timeout=60_000)
+            page.wait_for_timeout(300)  # a poll's redraw settles
+            page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
+            found = page.evaluate(CHECKS)
+            if any(found.values()):
+                problems[name] = {k: v[:6] for k, v in found.items() if v}
+    finally:
+        page.close()
+    assert not problems, problems
+    assert not errors, errors
+
+
+def test_the_book_shows_pm_status(home, browser) -> None:
+    """The equity and P&L on the page are `alphaloop pm status`'s, and the equity chart ends
+    on that equity at the close it is marked at."""
+    from playwright.sync_api import expect
+
+    _, ids = home
+    base, b = browser
+    st = ids["status"]
+    page = b.new_page(viewport={"width": 1440, "height": 900})
+    try:
+        page.goto(f"{base}/#/deploy")
+        equity = page.locator("#book-status .kpi.equity dd")
+        expect(equity).to_have_text(f"{st['equity']:,.0f}", timeout=30_000)
+        pct = 100 * st["pnl"] / st["book"]["initial_cash"]
+        expect(page.locator("#book-status .kpi.pnl dd")).to_have_text(
+            f"{st['pnl']:+,.0f} ({pct:+.2f}%)"
+        )
+        expect(page.locator("#book-status")).to_contain_text(st["marked_at"])
+        page.wait_for_function("() => document.querySelector('#book-equity').dataset.last")
+        assert float(page.locator("#book-equity").get_attribute("data-last")) == st["equity"]
+    finally:
+        page.close()
