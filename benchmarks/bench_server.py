@@ -14,28 +14,30 @@ Each measure is taken twice in one run, side by side:
    context each time, nothing cached) and warm (a reload, plotly.js from the cache).
 3. Concurrent pollers: 8/32/64/128 clients each polling the snapshot in a loop for a few seconds
    against one uvicorn; errors (any non-200 or transport error) and requests per second.
-4. At scale (:func:`scale`): a 50,000-trial session (5,000 with ``--quick``) and a small one.
-   In chromium, medians of cold loads: the first useful render (the first table rows, the
-   history chart: first drawn, then interactive once plotly.js has run), a switch to the big
-   session from the session list once the small one is shown (its status line, its table
-   page, its chart drawn, plotly's chart of it), and the DOM's size; and the median latency of
-   the polls the page makes (the session's pulse, the session list; and the list's first read
-   by the server). Times in the page are the first painted frame showing each, marked in the
-   page from the navigation's start or from the click. The server stays up across the loads
-   (its caches of the history and of each session's tally are warm after the first): the
-   first load is reported on its own.
+4. At scale (:func:`scale`): sessions of 1,000, 10,000 and 50,000 trials (1,000 and 5,000 with
+   ``--quick``), each exported through ``alphaloop export optuna`` and served by
+   optuna-dashboard's own app beside ours. In one chromium, medians of cold opens (a new
+   context each, after a first open of each view warmed both servers), taken in turn: our
+   session view to its history drawn by plotly, its trials view to its first rows, its plots
+   view to its first plot; optuna-dashboard's study page to its history plot drawn, its trial
+   list to its first trials. Times are the first painted frame showing each, marked in the page
+   from the navigation's start. And the poll each page makes: our pulse, optuna-dashboard's
+   ``/api/studies/ID?after=N`` (an up-to-date poll).
 
 Reports numbers only; it asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import shutil
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +49,8 @@ from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.server import create_app
 from alphaloop.settings import Settings
-from benchmarks._report import SummaryRow, parse_quick, print_rows
-from tests.server.helpers import live_server, new_session
+from benchmarks._report import SummaryRow, print_rows, timed
+from tests.server.helpers import ARGS, CHROMIUM, live_server, new_session
 
 N_DAYS = 754  # validation days of the embedded S&P 500 data
 N_ASSETS = 20
@@ -174,7 +176,7 @@ async def _pollers(base: str, path: str, clients: int, seconds: float) -> tuple[
 _FIRST_CHART = "() => Number(document.querySelector('#research-chart').dataset.points) > 0"
 
 
-def _page_load(base: str, loads: int) -> tuple[float, float] | None:
+def _page_load(base: str, sid: str, loads: int) -> tuple[float, float] | None:
     """Median seconds to the first chart drawn: cold (a new context) and warm (a reload)."""
     chromium = shutil.which("chromium")
     if chromium is None:
@@ -189,7 +191,7 @@ def _page_load(base: str, loads: int) -> tuple[float, float] | None:
         for _ in range(loads):
             page = browser.new_page()
             t0 = time.perf_counter()
-            page.goto(base + "/")
+            page.goto(f"{base}/#/session/{sid}")
             page.wait_for_function(_FIRST_CHART, timeout=60_000)
             cold.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
@@ -206,7 +208,13 @@ def _ms(m: tuple[float, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> list[SummaryRow]:
-    quick = parse_quick(__doc__ or "", argv)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller sessions")
+    parser.add_argument(
+        "--sizes", help="the sessions' sizes beside optuna-dashboard (default 1000,10000,50000)"
+    )
+    args = parser.parse_args(argv)
+    quick = args.quick
     n_trials, n_req, loads = (300, 20, 2) if quick else (1000, 60, 3)
     ramp, seconds = ((8, 32), 2.0) if quick else ((8, 32, 64, 128), 4.0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -252,7 +260,7 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
                         if both[col]:
                             lat[f"{name} {tag}"] = _latency(base, both[col], n)
                     if tag == "after":
-                        load = _page_load(base, loads)
+                        load = _page_load(base, sid, loads)
                     for clients in ramp:
                         path = paths["snapshot, up to date"][col]
                         ok, errors = asyncio.run(_pollers(base, path, clients, seconds))
@@ -313,15 +321,12 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
             f"full read {polls[('before', top)][0]:.0f} req/s",
         )
     )
-    return rows + scale(5_000 if quick else 50_000, loads=2 if quick else 3)
+    return rows + scale(
+        (1_000, 5_000) if quick else (1_000, 10_000, 50_000), loads=2 if quick else 3
+    )
 
 
-# --- 50,000 trials: the page at scale -----------------------------------------------------------
-
-_SCALE_PLOTLY = "() => !!document.querySelector('#research-chart .main-svg')"
-_RANGE = "() => document.querySelector('#trials-range').textContent.endsWith(' of {total}')"
-_DRAWN = "() => Number(document.querySelector('#research-chart').dataset.points) > 0"
-_VARIED = ("idx", "status", "config", "seed", "objective", "metrics", "id")
+# --- 1,000 / 10,000 / 50,000 trials: the page beside optuna-dashboard -------------------------
 
 
 def _clone_trials(settings: Settings, session_id: str, n: int) -> None:
@@ -346,176 +351,151 @@ def _clone_trials(settings: Settings, session_id: str, n: int) -> None:
         )
 
 
-# Marks in the page, in ms since navigation: the first frame with the table's rows, with the
-# chart drawn, with plotly's chart. Taken in the page, since a check from outside cannot run
-# while the page's thread is busy (running plotly.js) even when those are painted already.
-_MARKS = """
-window.__marks = {};
-const tick = () => requestAnimationFrame(() => {
-  const m = window.__marks, now = Math.round(performance.now());
-  const chart = document.querySelector('#research-chart');
-  if (!m.table && document.querySelectorAll('#trials-table tbody tr').length) m.table = now;
-  if (!m.chart && chart && Number(chart.dataset.points) > 0) m.chart = now;
-  if (!m.plotly && chart && chart.querySelector('.main-svg')) m.plotly = now;
-  if (!m.plotly) tick();
-});
-tick();
-"""
+_VARIED = ("idx", "status", "config", "seed", "objective", "metrics", "id")
 
 
-def _until(page: Any, *checks: str) -> float:
-    t0 = time.perf_counter()
-    for check in checks:
-        page.wait_for_function(check, timeout=120_000)
-    return time.perf_counter() - t0
+@contextmanager
+def _optuna_dashboard(storage: str) -> Iterator[str]:
+    """optuna-dashboard's own WSGI app on the study's storage, served on a loopback port by a
+    threaded WSGI server (as ``optuna-dashboard`` serves it, with threads)."""
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    from optuna_dashboard import wsgi
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Threaded(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    server = make_server("127.0.0.1", 0, wsgi(storage), Threaded, Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(10)
 
 
-# A switch from the session list, measured in the page from the click: the first painted frame
-# with the session's status line, with its table page (its count of trials shown), with its
-# chart drawn (a preview or plotly's), and with plotly's chart of it.
-_SWITCH = """([sid, total]) => new Promise((resolve) => {
-  const $ = (q) => document.querySelector(q), m = {}, chart = $('#research-chart');
-  chart.dataset.points = '0';
-  const t0 = performance.now();
-  const tick = () => requestAnimationFrame(() => {
-    const now = performance.now() - t0, drawn = Number(chart.dataset.points) > 0;
-    m.status ??= $('#research-status').textContent.startsWith(sid) ? now : undefined;
-    m.table ??= $('#trials-range').textContent.endsWith(' of ' + total) ? now : undefined;
-    m.chart ??= drawn ? now : undefined;
-    const plotly = chart.querySelector('.main-svg') && !chart.querySelector('canvas.preview');
-    m.plotly ??= drawn && plotly ? now : undefined;
-    if (m.status && m.table && m.plotly) resolve(m); else tick();
-  });
-  $(`#sessions-table tr[data-id='${sid}']`).click();
+# Done when: our session view has its history drawn (the canvas drawn at once, then plotly's
+# interactive chart); our trials view its first rows; the
+# plots view its first plot; optuna-dashboard's study page a plot with data; its trial list
+# a trial. Each is checked in the page at each painted frame (see _MARK), from the navigation.
+_OURS_DRAWN = "() => Number(document.querySelector('#research-chart')?.dataset.points) > 0"
+_OURS_HISTORY = (
+    "() => !!document.querySelector('#research-chart .main-svg') && "
+    "Number(document.querySelector('#research-chart').dataset.points) > 0"
+)
+_OURS_TRIALS = "() => document.querySelectorAll('#trials-table tbody tr').length > 0"
+_OURS_PLOTS = "() => !!document.querySelector('#parallel-chart .main-svg')"
+_THEIRS_STUDY = "() => !!document.querySelector('.js-plotly-plot .main-svg .scatterlayer .trace')"
+_THEIRS_TRIALS = (
+    "() => [...document.querySelectorAll('li')].some((li) => /^Trial \\d/.test(li.textContent))"
+)
+# Resolves with the milliseconds from the navigation's start to the first frame where
+# ``done`` holds (a check from outside the page cannot run while plotly.js runs).
+_MARK = """(done) => new Promise((resolve, reject) => {
+  const check = new Function('return (' + done + ')()');
+  const tick = () => requestAnimationFrame(() => check() ? resolve(performance.now()) : tick());
+  setTimeout(() => reject(new Error('not drawn in 120 s: ' + done)), 120000);
   tick();
 })"""
 
 
-def _scale_page(base: str, big: str, small: str, loads: int) -> dict[str, Any] | None:
-    """Medians in chromium: a cold load to the first chart and first table rows; switching to
-    the big session from the small one (status line, table page, chart drawn, plotly's chart);
-    DOM elements after the load."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        return None
+def _open(browser: Any, url: str, done: str) -> float:
+    """Seconds from navigation to the first painted frame where ``done`` holds, cold."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="commit")
+        return float(page.evaluate(_MARK, done)) / 1e3
+    finally:
+        context.close()
+
+
+def _views(base: str, theirs: str, sid: str, study_id: int, loads: int) -> dict[str, float]:
+    """Medians of ``loads`` cold opens of each view, ours and optuna-dashboard's, in one
+    chromium, taken in turn (like against like)."""
     from playwright.sync_api import sync_playwright
 
-    total, small_total = (
-        httpx.get(f"{base}/api/sessions/{sid}/trials?limit=1").json()["total"]
-        for sid in (big, small)
-    )
-    first, table, nodes, plotly = [], [], [], []
-    switch: dict[str, list[float]] = {"status": [], "table": [], "chart": [], "plotly": []}
-    on = "() => document.querySelector('#research-status').textContent.startsWith('{sid}')"
+    views = {
+        "ours: a session (history drawn)": (f"{base}/#/session/{sid}", _OURS_DRAWN),
+        "ours: a session (plotly's history)": (f"{base}/#/session/{sid}", _OURS_HISTORY),
+        "ours: its trials (first page)": (f"{base}/#/session/{sid}/trials", _OURS_TRIALS),
+        "ours: its plots (first plot)": (f"{base}/#/session/{sid}/plots", _OURS_PLOTS),
+        "optuna-dashboard: the study (history drawn)": (
+            f"{theirs}/dashboard/studies/{study_id}", _THEIRS_STUDY),
+        "optuna-dashboard: its trials (first rows)": (
+            f"{theirs}/dashboard/studies/{study_id}/trials", _THEIRS_TRIALS),
+    }  # fmt: skip
+    times: dict[str, list[float]] = {name: [] for name in views}
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for url, done in views.values():  # a first open of each warms the servers
+            _open(browser, url, done)
         for _ in range(loads):
-            context = browser.new_context()  # cold: nothing cached
-            page = context.new_page()
-            page.add_init_script(_MARKS)
-            page.goto(base + "/")
-            _until(page, _SCALE_PLOTLY, "() => window.__marks.plotly > 0")
-            marks = page.evaluate("window.__marks")
-            table.append(marks["table"] / 1e3)
-            first.append(marks["chart"] / 1e3)
-            plotly.append(marks["plotly"] / 1e3)
-            nodes.append(page.evaluate("document.getElementsByTagName('*').length"))
-            page.wait_for_function(
-                "() => document.querySelectorAll('#sessions-table tbody tr').length === 2"
-            )
-            # The small session followed: its status line, table page and chart drawn; the
-            # switch to the big one follows at once (its note and report may be in flight).
-            page.evaluate("document.querySelector('#research-chart').dataset.points = '0'")
-            page.click(f"#sessions-table tr[data-id='{small}']")
-            _until(page, on.format(sid=small), _RANGE.format(total=small_total), _DRAWN)
-            marks = page.evaluate(_SWITCH, [big, total])
-            for name, values in switch.items():
-                values.append(marks[name] / 1e3)
-            context.close()
+            for name, (url, done) in views.items():
+                times[name].append(_open(browser, url, done))
         browser.close()
-    return {
-        "first": statistics.median(first),
-        "table": statistics.median(table),
-        "nodes": statistics.median(nodes),
-        "plotly": statistics.median(plotly),
-        "first_load": (table[0], first[0], plotly[0]),
-        **{f"switch_{name}": statistics.median(values) for name, values in switch.items()},
-    }
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def _first_request(base: str, path: str) -> float:
-    """Milliseconds of one request, the server's first of ``path``."""
-    t0 = time.perf_counter()
-    httpx.get(base + path, timeout=120).raise_for_status()
-    return (time.perf_counter() - t0) * 1e3
+def _study_id(theirs: str, name: str) -> int:
+    studies = httpx.get(f"{theirs}/api/studies", timeout=120).json()["study_summaries"]
+    return int(next(s["study_id"] for s in studies if s["study_name"] == name))
 
 
-def scale(n_trials: int, loads: int = 3, n_req: int = 50) -> list[SummaryRow]:
-    """The page and the polls over a session of ``n_trials`` (and a small one to switch from)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(ALPHALOOP_HOME=str(Path(tmp) / "home"))
-        with Journal(settings.journal_path) as j:
-            small = new_session(j, budget=100)
-            _add_trials(j, small, 50)
-            big = new_session(j, budget=n_trials)
-        t0 = time.perf_counter()
-        _clone_trials(settings, big, n_trials)
-        built = time.perf_counter() - t0
-        with live_server(settings) as base:
-            poll = _latency(base, f"/api/pulse?session_id={big}", n_req)
-            history = _latency(base, f"/api/sessions/{big}/history", max(5, n_req // 5))
-            sessions_first = _first_request(base, "/api/dashboard/sessions")
-            sessions = _latency(base, "/api/dashboard/sessions", n_req)
-            page_rows = _latency(
-                base, f"/api/sessions/{big}/trials?sort=objective&order=desc", max(5, n_req // 5)
-            )
-            page = _scale_page(base, big, small, loads)
-    print(f"The page over a {n_trials:,}-trial session (journal built in {built:.0f} s); "
-          f"medians of {loads} cold loads in chromium, of {n_req} polls")  # fmt: skip
-    lines = [
-        ("status poll, /api/pulse (what the page polls)", _ms(poll)),
-        ("session list poll (what the page polls)", _ms(sessions)),
-        ("session list, the server's first read", f"{sessions_first:.1f} ms"),
-        ("history, sampled to 2,000 rows (the chart's data)", _ms(history)),
-        ("trial page, sorted by objective", _ms(page_rows)),
-    ]
-    rows: list[SummaryRow] = [
-        (
-            f"poll over {n_trials:,} trials, median (p95)",
-            f"{poll[0]:.1f} ms ({poll[1]:.1f})",
-            "target <= 30 ms",
-        ),
-        (
-            f"session list poll, {n_trials:,} trials, median (p95)",
-            f"{sessions[0]:.1f} ms ({sessions[1]:.1f})",
-            f"the server's first read {sessions_first:.0f} ms",
-        ),
-    ]
-    if page:
+def scale(sizes: tuple[int, ...], loads: int = 3, n_req: int = 40) -> list[SummaryRow]:
+    """Each view of a session of each size opened cold in chromium, and the poll, beside
+    optuna-dashboard's on the same study (exported by ``alphaloop export optuna``)."""
+    from alphaloop.ops.export import export_optuna
+
+    table: list[tuple[str, ...]] = []
+    rows: list[SummaryRow] = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = Settings(ALPHALOOP_HOME=str(Path(tmp) / "home"))
+            with Journal(settings.journal_path) as j:
+                sid = new_session(j, budget=n)
+            _clone_trials(settings, sid, n)
+            storage = f"sqlite:///{Path(tmp) / 'study.db'}"
+            exported, _ = timed(lambda: export_optuna(settings, sid, storage))  # noqa: B023
+            with live_server(settings) as base, _optuna_dashboard(storage) as theirs:
+                study_id = _study_id(theirs, sid)
+                ours_poll = _latency(base, f"/api/pulse?session_id={sid}", n_req)
+                their_poll = _latency(theirs, f"/api/studies/{study_id}?after={n}", n_req)
+                opened = _views(base, theirs, sid, study_id, loads)
+        print(f"{n:,} trials (exported to Optuna in {exported:.0f} s): medians of {loads} "
+              f"cold opens in chromium at 1440 px, of {n_req} polls", flush=True)  # fmt: skip
+        lines = [(name, f"{t:.2f} s") for name, t in opened.items()]
         lines += [
-            ("first table page and status line, cold", f"{page['table']:.2f} s"),
-            ("first chart drawn (history), cold", f"{page['first']:.2f} s"),
-            ("the chart interactive (plotly.js run), cold", f"{page['plotly']:.2f} s"),
-            (
-                "first load alone: table / chart / interactive",
-                " / ".join(f"{x:.2f} s" for x in page["first_load"]),
-            ),
-            ("session switch: status line", f"{page['switch_status']:.2f} s"),
-            ("session switch: table page", f"{page['switch_table']:.2f} s"),
-            ("session switch: chart drawn", f"{page['switch_chart']:.2f} s"),
-            ("session switch: the chart interactive (plotly)", f"{page['switch_plotly']:.2f} s"),
-            ("DOM elements after the load", f"{page['nodes']:.0f}"),
+            ("ours: the poll (/api/pulse), median / p95", _ms(ours_poll)),
+            ("optuna-dashboard: the poll (/api/studies/ID?after=N), median / p95", _ms(their_poll)),
         ]
+        print_rows(lines)
+        ours_open = opened["ours: a session (history drawn)"]
+        theirs_open = opened["optuna-dashboard: the study (history drawn)"]
+        table.append((f"{n:,}", f"{ours_open:.2f} s", f"{theirs_open:.2f} s",
+                      f"{opened['ours: its trials (first page)']:.2f} s",
+                      f"{opened['optuna-dashboard: its trials (first rows)']:.2f} s",
+                      f"{opened['ours: its plots (first plot)']:.2f} s",
+                      f"{ours_poll[0]:.1f} ms", f"{their_poll[0]:.1f} ms"))  # fmt: skip
         rows += [
-            (f"first useful render, {n_trials:,} trials", f"table {page['table']:.2f} s",
-             f"chart {page['first']:.2f} s; target <= 2 s"),
-            (f"session switch, {n_trials:,} trials", f"table {page['switch_table']:.2f} s",
-             f"chart {page['switch_chart']:.2f} s, interactive {page['switch_plotly']:.2f} s; "
+            (f"open a session, {n:,} trials (history drawn)", f"{ours_open:.2f} s",
+             f"optuna-dashboard {theirs_open:.2f} s ({theirs_open / ours_open:.1f}x); "
              "target <= 1 s"),
+            (f"poll, {n:,} trials, median", f"{ours_poll[0]:.1f} ms",
+             f"optuna-dashboard {their_poll[0]:.1f} ms; target <= 30 ms"),
         ]  # fmt: skip
-    print_rows(lines)
+    head = ("trials", "session: ours", "optuna-dashboard", "trials: ours",
+            "optuna-dashboard", "plots: ours", "poll: ours", "optuna-dashboard")  # fmt: skip
+    print("\nOpen a view (cold, to drawn) and poll, beside optuna-dashboard on the same study:")
+    widths = [max(len(r[i]) for r in (head, *table)) for i in range(len(head))]
+    for r in (head, *table):
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
     return rows
 
 
