@@ -124,17 +124,20 @@ class Folds:
             out.update({r["trial_id"]: (r["run"], r["n"]) for r in rows})
         return out
 
-    def objectives(self, session_id: str) -> dict[int, list[float]]:
-        """Each of a session's trials' objective on each fold it ran, oldest window first (the
+    def objectives(self, trial_ids: Sequence[int]) -> dict[int, list[float]]:
+        """Each of ``trial_ids``' objective on each fold it ran, oldest window first (the
         intermediate values a race is decided on), without their daily returns."""
-        rows = self._journal._rows(
-            "SELECT f.trial_id, f.objective FROM trial_folds f JOIN trials t ON t.id = "
-            "f.trial_id WHERE t.session_id = ? ORDER BY f.trial_id, f.fold",
-            (session_id,),
-        )
         out: dict[int, list[float]] = {}
-        for r in rows:
-            out.setdefault(r["trial_id"], []).append(r["objective"])
+        ids = list(trial_ids)
+        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[lo : lo + 500]
+            rows = self._journal._rows(
+                "SELECT trial_id, objective FROM trial_folds WHERE trial_id IN "
+                f"({', '.join('?' for _ in chunk)}) ORDER BY trial_id, fold",
+                tuple(chunk),
+            )
+            for r in rows:
+                out.setdefault(r["trial_id"], []).append(r["objective"])
         return out
 
     def of_session(self, session_id: str) -> dict[int, list[FoldRecord]]:

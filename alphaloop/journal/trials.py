@@ -709,6 +709,32 @@ class Trials:
             baseline=next((r for r in found if r.kind == TrialKind.baseline.value), None),
         )
 
+    def search_columns(self, session_id: str) -> dict[str, list[Any]]:
+        """The session's search trials as columns (``id``, ``idx``, shown ``status``,
+        ``objective``), in index order: read from the covering index of the history, so a
+        search of 50,000 trials is sampled without reading its rows."""
+        names = ("id", "idx", "status", "objective")
+        rows = self._journal._rows(
+            f"SELECT id, idx, {SHOWN_SQL} AS status, objective FROM trials "
+            "WHERE session_id = ? AND kind = 'search' ORDER BY idx",
+            (session_id,),
+        )
+        return {k: [r[k] for r in rows] for k in names}
+
+    def sampled(self, trial_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The config, start and finish of each of ``trial_ids`` (the rows a plot draws)."""
+        out: dict[int, dict[str, Any]] = {}
+        ids = list(trial_ids)
+        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+            chunk = ids[lo : lo + 500]
+            rows = self._journal._rows(
+                "SELECT id, config, started_at, finished_at FROM trials "
+                f"WHERE id IN ({', '.join('?' for _ in chunk)})",
+                tuple(chunk),
+            )
+            out.update({r["id"]: {**r, "config": json.loads(r["config"])} for r in rows})
+        return out
+
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
         index order: what a history chart of 50,000 trials needs, without a model per row.

@@ -367,11 +367,12 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
 
 
 class Calendar(BaseModel):
-    """The trading days of a session's VALIDATION and TEST windows: the dates of a trial's
-    daily returns (its equity curve's time axis)."""
+    """The trading days of a session's data (``days``), and of its VALIDATION and TEST windows:
+    the dates of a trial's daily returns (its folds' windows are spans of ``days``)."""
 
     model_config = _FROZEN
 
+    days: list[str]
     validation: list[str]
     test: list[str]
 
@@ -380,7 +381,7 @@ class Calendar(BaseModel):
 def _calendar(spec: str) -> Calendar:
     market = DataSpec.model_validate_json(spec).load()
     days = [d.date().isoformat() for d in market.dates]
-    return Calendar(validation=days[market.val], test=days[market.test])
+    return Calendar(days=days, validation=days[market.val], test=days[market.test])
 
 
 def calendar(settings: Settings, session_id: str) -> Calendar:

@@ -113,6 +113,12 @@ _SOURCE = (Path(__file__).parent / "page_checks.js").read_text(encoding="utf-8")
 CHECKS = "\n".join(line for line in _SOURCE if not line.startswith("//"))
 
 
+# Charts over time whose x axis is not a date axis.
+TIME_CHARTS = "#trial-equity, #compare-equity, #book-equity, #book-weights, #timeline-chart"
+UNDATED = f"""() => [...document.querySelectorAll('{TIME_CHARTS}')]
+  .filter((d) => d.layout && d.layout.xaxis.type !== 'date').map((d) => d.id)"""
+
+
 def _artifacts(tmp: Path) -> Path:
     target = Path(os.environ.get("ALPHALOOP_TEST_ARTIFACTS") or tmp) / "views"
     target.mkdir(parents=True, exist_ok=True)
@@ -141,6 +147,8 @@ def test_every_view_by_its_address(home, browser, width: int, tmp_path: Path) ->
             page.wait_for_timeout(300)  # a poll's redraw settles
             page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
             found = page.evaluate(CHECKS)
+            if name in ("trial", "compare-trials", "deploy", "plots"):  # time axes are dates
+                found["undated"] = page.evaluate(UNDATED)
             if any(found.values()):
                 problems[name] = {k: v[:6] for k, v in found.items() if v}
     finally:

@@ -6,7 +6,7 @@ import { METRICS, knob, metric, num, statusClass, versus } from "../format.js";
 import { historyFigure } from "../history.js";
 import { chartBox, plot } from "../plot.js";
 import { bestText } from "./sessions.js";
-import { equityFigure } from "./trial.js";
+import { datesOf, equityFigure } from "./trial.js";
 
 const COLORS = ["#1d5fbf", "#c2410c"];
 
@@ -68,7 +68,7 @@ async function trials(root, parts, ctx) {
   const cals = await Promise.all(parts.map(([sid]) => api(`/api/sessions/${sid}/calendar`).catch(() => null)));
   if (!ctx.alive) return;
   await plot(chart, equityFigure(fulls.map((f, i) => ({ name: names[i], returns: f.trial.val_returns || [],
-    dates: cals[i] ? (f.row.kind === "test" ? cals[i].test : cals[i].validation) : null, color: COLORS[i] })), "Equity and drawdown"), 400);
+    dates: datesOf(f, cals[i]), color: COLORS[i] })), "Equity and drawdown"), 400);
 }
 
 export async function render(root, params, ctx) {

@@ -7,6 +7,21 @@ import { METRICS, knob, metric, num, pct, seconds, statusClass, when } from "../
 import { noteEditor } from "../notes.js";
 import { chartBox, layout, plot } from "../plot.js";
 
+// The dates of a trial's daily returns: its folds' windows one after the other (the returns
+// it was scored on), else the window's (VALIDATION or TEST) last days; null when unknown.
+export function datesOf(full, cal) {
+  if (!cal) return null;
+  const n = (full.trial.val_returns || []).length;
+  if (full.row.kind === "test") return cal.test;
+  if (!full.folds.length) return cal.validation;
+  // each fold's days: the n_days trading days that end on its last date
+  const joined = full.folds.flatMap((f) => {
+    const end = cal.days.lastIndexOf(f.end_date);
+    return end < 0 ? [] : cal.days.slice(Math.max(0, end - f.n_days + 1), end + 1);
+  });
+  return joined.length === n ? joined : null;
+}
+
 export function equitySeries(returns, dates) {
   let equity = 1, peak = 1;
   const eq = [], dd = [];
@@ -55,7 +70,7 @@ export async function render(root, params, ctx) {
   const chart = chartBox("trial-equity");
   root.append(
     why.length ? section("Why", el("dl", { class: "facts", id: "trial-facts" }, why.map(([k, v]) => el("div", null, el("dt", null, k), el("dd", null, v))))) : null,
-    section(r.kind === "test" ? "Metrics on TEST" : r.status === "raced out" ? "Metrics on the folds it ran" : "Metrics on VALIDATION", kpis(metrics, "trial-metrics"), chart),
+    section(r.kind === "test" ? "Metrics on TEST" : r.status === "raced out" ? "Metrics on the folds it ran" : full.folds.length ? "Metrics on its folds" : "Metrics on VALIDATION", kpis(metrics, "trial-metrics"), chart),
     section("Folds", el("p", { class: "muted", id: "trial-folds-note" }, full.folds.length ? `scored on ${full.folds[0].n_folds} walk-forward folds` +
       (full.folds.length < full.folds[0].n_folds ? ` (${full.folds.length} run: raced out)` : "") : "no folds: scored on VALIDATION alone"),
     table([
@@ -76,7 +91,8 @@ export async function render(root, params, ctx) {
   if (!returns.length) { chart.replaceChildren(el("p", { class: "muted" }, "no daily returns journaled")); return; }
   const cal = await api(`/api/sessions/${sid}/calendar`).catch(() => null);
   if (!ctx.alive) return;
-  const dates = cal ? (r.kind === "test" ? cal.test : cal.validation) : null;
-  await plot(chart, equityFigure([{ name: `#${idx}`, returns, dates, color: "#1d5fbf" }], `Equity and drawdown over ${r.kind === "test" ? "TEST" : "VALIDATION"}`), 380);
+  const dates = datesOf(full, cal);
+  const over = r.kind === "test" ? "TEST" : full.folds.length ? "its folds" : "VALIDATION";
+  await plot(chart, equityFigure([{ name: `#${idx}`, returns, dates, color: "#1d5fbf" }], `Equity and drawdown over ${over}`), 380);
   chart.dataset.points = String(returns.length);
 }
