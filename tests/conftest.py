@@ -48,6 +48,29 @@ def settings(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> Settings:
     return get_settings()
 
 
+# A short session that finishes with its TEST evaluation: a Mean-CVaR random search.
+FINISHED_SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic",
+                    "--noise-seeds", "2", "--proposer", "random", "--seed", "5", "--budget", "4",
+                    "--json"]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def finished_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(home, session id) of :data:`FINISHED_SESSION`, run once for the whole test run in a
+    home of its own: for tests that read a finished session and write nothing into its
+    journal."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from alphaloop.cli import app
+
+    home = tmp_path_factory.mktemp("finished-session") / "home"
+    result = CliRunner().invoke(app, FINISHED_SESSION, env={"ALPHALOOP_HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    return home, json.loads(result.stdout)["session"]["id"]
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A running scripted OpenAI-compatible server (see ``tests/fake_openai.py``)."""

@@ -19,33 +19,21 @@ from alphaloop.journal import Journal
 from alphaloop.knobs import KNOBS
 from alphaloop.settings import Settings, get_settings
 
-SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic"]
-SESSION += ["--noise-seeds", "2", "--proposer", "random", "--seed", "5", "--budget", "4"]
-
 
 def run_cli(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("export") / "home"
-
-
 @pytest.fixture
-def settings(home: Path, clean_env: pytest.MonkeyPatch) -> Settings:
+def session(finished_session: tuple[Path, str], clean_env: pytest.MonkeyPatch) -> str:
+    home, session_id = finished_session
     clean_env.setenv("ALPHALOOP_HOME", str(home))
-    return get_settings()
+    return session_id
 
 
 @pytest.fixture
-def session(settings: Settings) -> str:
-    if settings.journal_path.exists():
-        with Journal(settings.journal_path) as j:
-            return j.sessions.list()[0].id
-    result = run_cli(*SESSION, "--json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)["session"]["id"]
+def settings(session: str) -> Settings:
+    return get_settings()
 
 
 def _export(session: str, url: str, *more: str) -> dict[str, Any]:

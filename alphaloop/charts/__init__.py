@@ -22,6 +22,7 @@ from alphaloop.charts.export import (
     plotlyjs_name,
     png_size,
     render_png,
+    render_pngs,
     write_html,
     write_plotlyjs,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "read_figure",
     "read_with_vlm",
     "render_png",
+    "render_pngs",
     "research_progress",
     "training_curve",
     "weights",

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 TEMPLATE = "plotly_white"
 # The evaluator's baselines, as charts name them.
 BASELINE_NAMES = {"equal_weight": "equal weight", "min_cvar": "min CVaR"}
+# What a comparison names beside the baselines: the session's default config.
+REFERENCE_NAMES = {**BASELINE_NAMES, "default": "default config"}
 COLORS = {
     "strategy": "#1f77b4",
     "baseline": "#1f77b4",
@@ -19,6 +21,7 @@ COLORS = {
     "band": "rgba(31, 119, 180, 0.12)",
     "equal_weight": "#7f7f7f",
     "min_cvar": "#9467bd",
+    "default": "#8c564b",
     "drawdown": "#d62728",
     "manual": "#ff7f0e",
 }

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
-from alphaloop.charts._style import BASELINE_NAMES, COLORS, new_figure
+from alphaloop.charts._style import COLORS, REFERENCE_NAMES, new_figure
 from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import TrialRecord
 from alphaloop.metrics import equity_curve
@@ -28,7 +28,8 @@ def equity_trace_name(label: str, window: str) -> str:
 
 def equity_curves(trial: TrialRecord, windows: Sequence[WindowReturns]) -> go.Figure:
     """Growth of 1 invested in the trial and in the equal-weight and minimum-CVaR baselines, on
-    the validation window and, once the session is finalized, on the test window.
+    the validation window and, once the session is finalized, on the test window (a tear
+    sheet's window also holds the session's default config, under ``default``).
 
     Each window starts again at 1.0 at the close before its first day. Test-window lines are
     dashed: those numbers were seen once, at the end.
@@ -55,7 +56,7 @@ def equity_curves(trial: TrialRecord, windows: Sequence[WindowReturns]) -> go.Fi
         dash = "dash" if w.window == "test" else "solid"
         series = [(f"trial #{trial.idx}", w.strategy, COLORS["strategy"], 2.5)]
         series += [
-            (BASELINE_NAMES[k], v, COLORS[k], 1.5) for k, v in w.baselines.items() if k in COLORS
+            (REFERENCE_NAMES[k], v, COLORS[k], 1.5) for k, v in w.baselines.items() if k in COLORS
         ]
         for label, returns, color, width in series:
             fig.add_trace(

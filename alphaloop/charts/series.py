@@ -43,6 +43,8 @@ class Allocation(BaseModel):
     symbols: list[str]
     weights: list[list[float]]  # one row per day, one column per symbol; rows sum to 1
     final_weights: list[float]  # after the last day's drift, as the evaluator reports them
+    # One-way turnover traded at each day's open (0 between rebalances), as the cost was paid.
+    turnover: list[float] | None = None
 
 
 class SeriesSource(Protocol):

@@ -183,6 +183,7 @@ def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBu
         symbols=list(data.symbols),
         weights=book.holdings.tolist(),
         final_weights=book.final.tolist(),
+        turnover=book.turnover.tolist(),
     )
 
 

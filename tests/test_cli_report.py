@@ -1,0 +1,96 @@
+"""``alphaloop report`` end to end on a finished session: the tear sheet of the session and of
+the policy it published, as one HTML file or as PNGs rendered by kaleido; bad input exits 2
+before anything is written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from alphaloop.charts import png_size
+from alphaloop.cli import app
+from alphaloop.journal import Journal
+from tests.server.helpers import new_session
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def session(finished_session: tuple[Path, str], clean_env: pytest.MonkeyPatch) -> str:
+    home, session_id = finished_session
+    clean_env.setenv("ALPHALOOP_HOME", str(home))
+    return session_id
+
+
+def _title(path: Path) -> str:
+    found = re.search(r"<title>(.*?)</title>", path.read_text(encoding="utf-8"))
+    assert found is not None
+    return found[1]
+
+
+def test_a_session_and_its_policy_get_a_tear_sheet(session: str, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = run_cli("report", session, "--out", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)
+    assert done["session_id"] == session and done["paths"] == [str(out)]
+    assert done["figures"][:4] == ["equity", "drawdown", "monthly_returns", "rolling_sharpe"]
+    assert _title(out) == f"Tear sheet: session {session}"
+    html = out.read_text(encoding="utf-8")
+    assert "the test that decided it" in html
+    assert done["gates_summary"].split(":")[0] in html  # the verdict heads the sheet
+    policy = run_cli("report", "--policy", "1", "--out", str(tmp_path / "p.html"), "--json")
+    assert policy.exit_code == 0, policy.output
+    assert json.loads(policy.stdout)["policy_id"] == 1
+    assert _title(tmp_path / "p.html").startswith("Tear sheet: policy #1 ")
+
+
+def test_bad_input_exits_2_and_writes_nothing(session: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    cases = {
+        "one of the two": ["report"],
+        "one of the two ": ["report", session, "--policy", "1"],
+        "no session 's-nope'": ["report", "s-nope", "--out", str(out)],
+        "no policy 99": ["report", "--policy", "99", "--out", str(out)],
+        "does not end in .html": ["report", session, "--out", str(tmp_path / "r.png")],
+        "does not exist": ["report", session, "--out", str(tmp_path / "missing" / "r.html")],
+        "unknown format": ["report", session, "--format", "pdf"],
+    }
+    for said, args in cases.items():
+        result = run_cli(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert said.strip() in result.stderr, (args, result.stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_session_still_running_has_no_sheet_yet(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    clean_env.setenv("ALPHALOOP_HOME", str(home))
+    with Journal(home / "journal.db") as j:
+        running = new_session(j)
+    result = run_cli("report", running)
+    assert result.exit_code == 2
+    assert "no TEST evaluation yet; a tear sheet needs a finished session" in result.stderr
+
+
+@pytest.mark.slow
+def test_png_renders_each_figure_through_kaleido(session: str, tmp_path: Path) -> None:
+    result = run_cli("report", session, "--format", "png", "--out", str(tmp_path / "r.png"))
+    assert result.exit_code == 0, result.output
+    written = sorted(tmp_path.iterdir())
+    assert [p.name for p in written] == sorted(
+        f"r-{name}.png"
+        for name in ("equity", "drawdown", "monthly_returns", "rolling_sharpe", "turnover",
+                     "weights")
+    )  # fmt: skip
+    assert {png_size(p.read_bytes()) for p in written} == {(1100, 620)}
