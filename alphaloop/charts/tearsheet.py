@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.charts._style import COLORS, new_figure
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import Allocation, WindowReturns
+from alphaloop.evidence import GateReport
 from alphaloop.journal import TrialRecord
 from alphaloop.metrics import TRADING_DAYS, equity_curve
 
@@ -43,20 +44,6 @@ class SheetLine(BaseModel):
     returns: list[float]
     metrics: dict[str, float]
     turnover: list[float] | None = None
-
-
-class GateRow(BaseModel):
-    """One go/no-go gate as finalize decided it: the evidence, the threshold and the test's
-    own words."""
-
-    model_config = _FROZEN
-
-    gate: str
-    passed: bool
-    value: float | None
-    threshold: float
-    comparison: str
-    reason: str
 
 
 class SearchSummary(BaseModel):
@@ -95,8 +82,7 @@ class TearSheet(BaseModel):
     dates: list[str]
     lines: list[SheetLine]
     allocation: Allocation | None = None
-    gates: list[GateRow]
-    gates_passed: bool | None = None
+    gates: GateReport | None = None  # finalize's verdicts, as the final report types them
     gates_summary: str | None = None
     search: SearchSummary
     notes: list[str]
@@ -224,7 +210,6 @@ def turnover(sheet: TearSheet, meta: dict) -> go.Figure:
 
 __all__ = [
     "FIGURES",
-    "GateRow",
     "SearchSummary",
     "SheetLine",
     "TearSheet",

@@ -9,7 +9,8 @@ from html import escape
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from alphaloop.charts.tearsheet import GateRow, TearSheet
+from alphaloop.charts.tearsheet import TearSheet
+from alphaloop.evidence import GateReport
 
 # The TEST metrics the sheet's table shows, with their formats.
 METRICS: dict[str, tuple[str, str]] = {
@@ -71,7 +72,7 @@ def _header(sheet: TearSheet) -> str:
     window = f"{sheet.dates[0]} .. {sheet.dates[-1]}" if sheet.dates else "-"
     verdict = ""
     if sheet.gates_summary:
-        cls = "go" if sheet.gates_passed else "nogo"
+        cls = "go" if sheet.gates is not None and sheet.gates.passed else "nogo"
         verdict = f"<div class='verdict {cls}'>{escape(sheet.gates_summary)}</div>"
     return (
         f"<h1>{escape(sheet.title)}</h1>"
@@ -110,9 +111,9 @@ def _figure(name: str, fig: go.Figure) -> str:
     )
 
 
-def _gates_table(gates: list[GateRow]) -> str:
+def _gates_table(gates: GateReport) -> str:
     rows = []
-    for g in gates:
+    for g in gates.results:
         verdict = "<span class=pass>pass</span>" if g.passed else "<span class=fail>FAIL</span>"
         value = "-" if g.value is None else f"{g.value:.4g}"
         rows.append(

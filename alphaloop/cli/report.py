@@ -78,6 +78,6 @@ def _report_json(drawn: Any, written: Any) -> dict[str, Any]:
         "format": written.format,
         "paths": [str(p) for p in written.paths],
         "figures": list(drawn.figures),
-        "gates_passed": sheet.gates_passed,
+        "gates_passed": sheet.gates.passed if sheet.gates is not None else None,
         "gates_summary": sheet.gates_summary,
     }

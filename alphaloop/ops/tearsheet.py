@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts.series import Allocation, WindowReturns
-from alphaloop.charts.tearsheet import GateRow, SearchSummary, SheetLine, TearSheet
+from alphaloop.charts.tearsheet import SearchSummary, SheetLine, TearSheet
 from alphaloop.exceptions import ChartDataError, InvalidChartExport, OutputFolderMissing
 from alphaloop.journal import (
     FinalReport,
@@ -110,8 +110,7 @@ def build_tearsheet(
         dates=window.dates,
         lines=lines,
         allocation=allocation,
-        gates=_gates(final),
-        gates_passed=final.gates_passed,
+        gates=final.gates,
         gates_summary=final.gates_summary or final.gates_note,
         search=_search(session, final, rows, pick_row),
         notes=notes,
@@ -205,15 +204,6 @@ def _evaluated(
     return pick, default
 
 
-def _gates(final: FinalReport) -> list[GateRow]:
-    if not final.gates:
-        return []
-    from alphaloop.validation.gates import GateReport
-
-    report = GateReport.model_validate(final.gates)
-    return [GateRow(**r.model_dump(include=set(GateRow.model_fields))) for r in report.results]
-
-
 def _search(
     session: SessionRecord, final: FinalReport, rows: list[TrialRecord], pick: TrialRecord
 ) -> SearchSummary:
@@ -225,7 +215,7 @@ def _search(
         n_discarded=sum(t.status == TrialStatus.discard for t in search),
         n_failed=sum(t.status in _FAILED for t in search),
         n_invalid=sum(t.status == TrialStatus.invalid for t in search),
-        n_folds=(final.folds or {}).get("n"),
+        n_folds=final.folds.n if final.folds is not None else None,
         stop_reason=final.stop_reason,
         pick=final.pick,
         pick_reason=final.pick_reason,
