@@ -65,7 +65,16 @@ export async function plot(div, fig, height = 320) {
   const node = typeof div === "string" ? document.getElementById(div) : div;
   if (!node.isConnected) return;
   node.querySelector("canvas.preview")?.remove();
-  Plotly.react(node, fig.data, { ...fig.layout, autosize: true, height }, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
+  // a legend of more than one row (long names, a narrow chart) takes room above the plot, not
+  // the title's: rows estimated at 7 px a character and 40 px a swatch
+  const lay = { ...fig.layout, autosize: true, height };
+  const named = (fig.data || []).filter((t) => t.name && t.showlegend !== false && t.type !== "parcoords");
+  if (lay.margin && lay.showlegend !== false && named.length > 1) {
+    const width = (node.clientWidth || 600) - lay.margin.l - lay.margin.r;
+    const rows = Math.ceil(named.reduce((w, t) => w + 7 * String(t.name).length + 40, 0) / Math.max(width, 100));
+    lay.margin = { ...lay.margin, t: lay.margin.t + 20 * Math.max(0, rows - 1) };
+  }
+  Plotly.react(node, fig.data, lay, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] });
   node.dataset.points = String(countPoints(node));
 }
 

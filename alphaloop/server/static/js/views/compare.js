@@ -4,7 +4,7 @@ import { api } from "../api.js";
 import { el, link, section, table } from "../dom.js";
 import { METRICS, knob, metric, num, statusClass, versus } from "../format.js";
 import { historyFigure } from "../history.js";
-import { chartBox, plot } from "../plot.js";
+import { chartBox, layout, plot } from "../plot.js";
 import { bestText } from "./sessions.js";
 import { datesOf, equityFigure } from "./trial.js";
 
@@ -38,22 +38,23 @@ async function sessions(root, ids, ctx) {
     ["verdict", (r) => (r.go == null ? "\u2013" : r.go ? "GO" : "NO-GO")]];
   root.append(section("Sessions side by side", table([
     { label: "", value: ([name]) => name },
-    ...rows.map((r, i) => ({ label: r.id, value: ([, f]) => f(r), cls: () => "side-" + i }))], fields, { id: "compare-table" })));
+    ...rows.map((r, i) => ({ label: `${"AB"[i]}: ${r.id}`, value: ([, f]) => f(r), cls: () => "wrap side-" + i }))], fields, { id: "compare-table" })));
   const chart = chartBox("compare-history");
   root.append(section("Optimisation histories", chart));
   const hs = await Promise.all(ids.map((id) => api(`/api/sessions/${id}/history`).catch(() => null)));
   if (!ctx.alive) return;
   const data = [];
   hs.forEach((h, i) => { if (!h) return;
-    const fig = historyFigure(h, `${ids[i]}: `);
+    const fig = historyFigure(h, `${"AB"[i]}: `);
     for (const tr of fig.data) { if (tr.marker) tr.marker.color = COLORS[i]; if (tr.line) tr.line.color = COLORS[i]; tr.opacity = tr.mode === "markers" ? 0.5 : 1; data.push(tr); } });
-  await plot(chart, { data, layout: { ...historyFigure(hs.find(Boolean) || { idx: [], status: [], objective: [], incumbent: [], total: 0 }).layout, title: { text: "Optimisation histories", x: 0, xanchor: "left" } } }, 380);
+  await plot(chart, { data, layout: layout({ title: "Optimisation histories of A and B", hovermode: "closest",
+    xaxis: { title: { text: "trial #" } }, yaxis: { title: { text: "validation objective" }, tickformat: ".3~g" } }) }, 380);
 }
 
 async function trials(root, parts, ctx) {
   const fulls = await Promise.all(parts.map(([sid, idx]) => api(`/api/sessions/${sid}/trials/at/${idx}`)));
   if (!ctx.alive) return;
-  const names = parts.map(([sid, idx]) => `${sid} #${idx}`);
+  const names = parts.map(([sid, idx], i) => `${"AB"[i]}: #${idx}` + (parts[0][0] === parts[1][0] ? "" : ` of ${sid}`));
   const m = METRICS.filter(([k]) => fulls.some((f) => f.trial.metrics && k in f.trial.metrics));
   root.append(section("Trials side by side", table([
     { label: "", value: ([label]) => label },
