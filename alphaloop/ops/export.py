@@ -12,12 +12,13 @@ How the journal maps onto the study:
 - params: the knobs the session's mode uses, with distributions from the knobs' bounds (log
   scales as ``log=True``, :func:`alphaloop.knobs.optuna_distributions`);
 - value: the trial's objective; the study maximises it, as the session did;
-- state: ``keep`` and ``discard`` COMPLETE; a search trial raced out (scored on fewer folds than
-  the session has) PRUNED; ``crash``, ``timeout`` and ``invalid`` FAIL; ``running`` RUNNING;
+- state: ``keep`` and ``discard`` COMPLETE; a trial raced out (scored on fewer folds than the
+  session has) PRUNED; ``crash``, ``timeout`` and ``invalid`` FAIL; ``running`` RUNNING;
 - intermediate values: each fold's objective, at step = the fold's number (0 the oldest
   window), so a raced-out trial shows the one fold it ran;
-- user attrs: ``kind``, ``status``, ``proposer``, ``reason`` (and the journal's ids, seed,
-  error, rationale, metrics over the folds);
+- user attrs: ``kind``, ``status`` (as every front end says it: ``ran``, ``raced out``...),
+  ``proposer``, ``reason`` (and the journal's ids, seed, error, rationale, metrics over the
+  folds);
 - TEST: finalize's one evaluation of the pick and of the default on the sealed window is not a
   trial of the study. Its value is measured on other days and would enter the search's history
   and ``best_trial`` as if the search had seen it; its results are ``test_*`` user attrs of the
@@ -54,6 +55,7 @@ from alphaloop.journal import (
     TrialStatus,
     jsonable,
 )
+from alphaloop.journal.status import RACED_OUT, shown_status
 from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
 from alphaloop.ops._journal import NoJournal, open_journal
 from alphaloop.settings import Settings
@@ -184,6 +186,11 @@ def _trials(
     return built, sum(1 for t in rows if t.kind == TrialKind.test)
 
 
+def _shown(row: TrialRecord, folds: list[FoldRecord]) -> str:
+    """The row's status as every front end says it (``ran``, ``raced out``...)."""
+    return shown_status(row.kind, row.status, len(folds), folds[0].n_folds if folds else None)
+
+
 def _state(row: TrialRecord, folds: list[FoldRecord]) -> Any:
     from optuna.trial import TrialState
 
@@ -191,8 +198,8 @@ def _state(row: TrialRecord, folds: list[FoldRecord]) -> Any:
         return TrialState.RUNNING
     if row.status not in (TrialStatus.keep, TrialStatus.discard) or not _finite(row.objective):
         return TrialState.FAIL
-    if row.kind == TrialKind.search and folds and len(folds) < folds[0].n_folds:
-        return TrialState.PRUNED  # raced out: its other folds were never run
+    if _shown(row, folds) == RACED_OUT:
+        return TrialState.PRUNED  # its other folds were never run
     return TrialState.COMPLETE
 
 
@@ -211,7 +218,7 @@ def _trial(
         value=row.objective if state in (TrialState.COMPLETE, TrialState.PRUNED) else None,
         params=params,
         distributions={k: dists[k] for k in params},
-        user_attrs=_attrs(row, test),
+        user_attrs=_attrs(row, _shown(row, folds), test),
         intermediate_values={f.fold: f.objective for f in folds if _finite(f.objective)},
     )
     made.datetime_start = _local(row.started_at)
@@ -220,12 +227,12 @@ def _trial(
     return made
 
 
-def _attrs(row: TrialRecord, test: TrialRecord | None) -> dict[str, Any]:
+def _attrs(row: TrialRecord, status: str, test: TrialRecord | None) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         TRIAL_ID_ATTR: row.id,
         "idx": row.idx,
         "kind": row.kind.value,
-        "status": row.status.value,
+        "status": status,
         "proposer": row.proposer,
         "reason": row.reason,
         "seed": row.seed,
@@ -240,7 +247,7 @@ def _attrs(row: TrialRecord, test: TrialRecord | None) -> dict[str, Any]:
     if test is not None:
         attrs |= {
             "test_trial_id": test.id,
-            "test_status": test.status.value,
+            "test_status": shown_status(test.kind, test.status),
             "test_objective": test.objective,
             "test": test.metrics,
         }

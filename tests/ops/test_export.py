@@ -121,6 +121,9 @@ def test_each_row_becomes_one_trial_in_its_state(
         assert name in CVAR_KNOBS  # the mode's knobs only
         assert (dist.low, dist.high) == (KNOBS[name].low, KNOBS[name].high)
     assert kept.user_attrs["kind"] == "search" and kept.user_attrs["proposer"] == "tpe"
+    shown = {k: got[rows[k].id].user_attrs["status"] for k in rows if k != "sid"}
+    assert shown == {"base": "ran", "kept": "keep", "raced": "raced out", "crash": "crash",
+                     "invalid": "invalid", "running": "running"}  # fmt: skip
     assert kept.user_attrs["reason"] == "beats the incumbent"
     assert got[rows["crash"].id].user_attrs["error"] == "SolverError('no solution')"
     assert got[rows["invalid"].id].params == {}
