@@ -101,8 +101,9 @@ def check(
     model: Path = typer.Option(None, help="model directory (default: ALPHALOOP_DPO_MODEL)"),
     as_json: JsonFlag = False,
 ) -> None:
-    """Train only when enough new labelled pairs exist (ALPHALOOP_DPO_MIN_PAIRS); otherwise
-    journal a skipped run saying why.
+    """Train only when enough new labelled pairs exist, else journal a skipped run and why.
+
+    "Enough" is ALPHALOOP_DPO_MIN_PAIRS new labelled pairs.
 
     Example: alphaloop dpo check --model ./models/base --json
     """

@@ -25,10 +25,11 @@ def frontier(
     seed: Annotated[int, typer.Option(help="seed of the scenario bootstrap")] = 0,
     as_json: JsonFlag = False,
 ) -> None:
-    """Trace the Mean-CVaR efficient frontier, each point certified optimal: from minimum CVaR
-    to the largest return, each point the minimum-CVaR portfolio for its target return, on
-    21-day returns bootstrapped from the two years that end with VALIDATION (TEST stays
-    sealed), at the default CVaR level (95%) and position cap (25%).
+    """Trace the Mean-CVaR efficient frontier of the S&P 500 set, each point certified optimal.
+
+    From minimum CVaR to the largest return, each point the minimum-CVaR portfolio for its
+    target return, on 21-day returns bootstrapped from the two years that end with VALIDATION
+    (TEST stays sealed), at the default CVaR level (95%) and position cap (25%).
 
     Example: alphaloop frontier --assets 20 --points 10 --scenarios 10000
     """

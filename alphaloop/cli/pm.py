@@ -80,8 +80,10 @@ def run(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Deployment check: tick every trading day of a window in a separate book and compare
-    its equity with the evaluator's backtest of the same strategy.
+    """Deployment check: tick a window in a separate book and compare with the backtest.
+
+    Every trading day of the window is ticked, and the book's equity is compared with the
+    evaluator's backtest of the same strategy.
 
     Example: alphaloop pm run --start 2021-01-04 --end 2021-03-31 --json
     """

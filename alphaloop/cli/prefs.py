@@ -31,8 +31,9 @@ def extract(
     ),
     as_json: JsonFlag = False,
 ) -> None:
-    """Label due T+5 decision outcomes and extract research pairs (running it twice adds
-    nothing).
+    """Label due T+5 decision outcomes and extract research pairs (idempotent).
+
+    Running it twice adds nothing.
 
     Example: alphaloop prefs extract --data prices.csv --json
     """

@@ -28,8 +28,9 @@ def replay(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Re-run a trial or a library policy on a new window with the frozen evaluator; nothing
-    trains. The replay is journaled, pointing to its parent with the same config hash.
+    """Re-run a trial or a library policy on a new window with the frozen evaluator.
+
+    Nothing trains. The replay is journaled, pointing to its parent with the same config hash.
 
     A window outside the data, or without the history the strategy looks back on, is refused
     (exit 2). A window overlapping a PPO policy's training window is replayed with a warning.

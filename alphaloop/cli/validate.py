@@ -62,10 +62,12 @@ def validate(
     ),
     as_json: JsonFlag = False,
 ) -> None:
-    """Validate a session: PBO by CSCV over its search trials, deflated Sharpe (N and N
-    effective), walk-forward of the reported config (anchored and rolling windows) and stress
-    (+50% cost, crisis windows) on days the search never scored, next to equal weight, and
-    pass/fail per go/no-go gate, the pick's excess over the default and 1/N included.
+    """Validate a session: PBO, deflated Sharpe, walk-forward, stress and the go/no-go gates.
+
+    PBO by CSCV over its search trials, the deflated Sharpe (N and N effective), walk-forward
+    of the reported config (anchored and rolling windows) and stress (+50% cost, crisis
+    windows) on days the search never scored, next to equal weight, and pass/fail per go/no-go
+    gate, the pick's excess over the default and 1/N included.
 
     Unseen data starts at TEST, or at --oos-start (say, the first of prices appended to the
     session's data file since). The report is journaled; `alphaloop journal` and `alphaloop
