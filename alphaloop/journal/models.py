@@ -64,6 +64,8 @@ class EventKind(StrEnum):
     tools_unsupported = "ToolsUnsupported"
     llm_mode_changed = "LLMModeChanged"
     duplicate_proposal = "DuplicateProposal"
+    moved = "Moved"  # a resumed session's trials run elsewhere from now on
+    trial_retried = "TrialRetried"  # a trial's task lost with its Ray worker or node, sent again
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}
@@ -216,6 +218,8 @@ class TrialRecord(_Record):
     prompt: str | None = None
     # Which version of the frozen evaluator produced its numbers (None before schema 5).
     evaluator_version: str | None = None
+    # Where it ran: ``local`` (this machine) or ``ray:ADDRESS`` (None before schema 13).
+    ran_on: str | None = None
 
     @property
     def score(self) -> float | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from alphaloop.exceptions import JournalError
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -87,6 +87,7 @@ TABLES: dict[str, str] = {
             prompt TEXT,
             evaluator_version TEXT,
             outcome TEXT,
+            ran_on TEXT,
             UNIQUE (session_id, idx)
         )""",
     "bounds_clips": """
@@ -600,6 +601,22 @@ def _add_trial_revisions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _add_where_trials_ran(conn: sqlite3.Connection) -> None:
+    """Schema 12 -> 13: ``trials.ran_on``, where a trial ran (``local``, or ``ray:ADDRESS``
+    for a Ray cluster), since a resumed session can move between clusters and this machine.
+    Trials journaled before stay NULL: where they ran was not recorded."""
+    _add_missing_columns(conn, "trials", {"ran_on": "TEXT"})
+
+
+def _add_missing_columns(conn: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:
+    """Adds each of ``columns`` (name -> SQL type) ``table`` lacks: a journal an earlier step
+    rebuilt from today's definitions has them already, and nothing is added twice."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    for name, kind in columns.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+
+
 # MIGRATIONS[v] takes a journal at schema version v to v + 1.
 MIGRATIONS: dict[int, Migration] = {
     1: _add_env_steps_and_violation,
@@ -613,6 +630,7 @@ MIGRATIONS: dict[int, Migration] = {
     9: _add_dpo_lengths,
     10: _add_page_indexes,
     11: _add_trial_revisions,
+    12: _add_where_trials_ran,
 }
 
 

@@ -167,10 +167,12 @@ class Trials:
         rationale: str | None,
         proposer: str | None,
         prompt: str | None = None,
+        ran_on: str | None = None,
     ) -> TrialRecord:
         """Journals a trial about to run: status ``running``, owned by this process, with the
         session's next index (assigned inside the transaction, so never twice). ``prompt`` is
-        the exact prompt an LLM proposal was made from (chat messages as JSON text).
+        the exact prompt an LLM proposal was made from (chat messages as JSON text); ``ran_on``
+        where it runs (``local``, or ``ray:ADDRESS``).
 
         Raises:
             SessionNotFound: no such session.
@@ -189,6 +191,7 @@ class Trials:
                 "rationale": rationale,
                 "proposer": proposer,
                 "prompt": prompt,
+                "ran_on": ran_on,
                 "owner_pid": os.getpid(),
                 "started_at": now(),
             },
