@@ -49,6 +49,7 @@ def test_a_finished_session_reads_back_as_the_journal_has_it(
     done = _export(session, url)
     with Journal(settings.journal_path) as j:
         rows = j.trials.of_session(session, series=False)
+        folds = j.folds.of_session(session)
     scored = [t for t in rows if t.kind != "test"]
     tests = [t for t in rows if t.kind == "test"]  # the default's, and the pick's if searched
     study = optuna.load_study(study_name=session, storage=url)
@@ -57,9 +58,17 @@ def test_a_finished_session_reads_back_as_the_journal_has_it(
     for row, trial in zip(scored, study.trials, strict=True):
         assert trial.user_attrs["alphaloop_trial_id"] == row.id
         assert trial.value == row.objective  # equal, not close: the journal's number
+        raced = row.status == "discard" and len(folds[row.id]) < folds[row.id][0].n_folds
         assert trial.user_attrs["status"] == (
-            "ran" if row.kind != "search" and row.status == "keep" else row.status.value
+            "ran"
+            if row.kind != "search" and row.status == "keep"
+            else "raced out"
+            if raced
+            else row.status.value
         )
+        if raced:  # PRUNED, with the folds it ran as intermediate values
+            assert trial.state == optuna.trial.TrialState.PRUNED
+            assert trial.intermediate_values == {f.fold: f.objective for f in folds[row.id]}
         for name, value in trial.params.items():
             assert KNOBS[name].low <= value <= KNOBS[name].high
             assert value == row.config[name]
