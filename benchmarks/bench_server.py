@@ -113,6 +113,7 @@ def _before_routes(settings: Settings) -> APIRouter:
     def journal(session_id: str, after: int = 0) -> dict[str, Any]:
         r = ops.session_review(settings, session_id)
         rows = [t for t in r.trials if t.id > after]
+        validation = ops.latest_validation(settings, session_id)
         return {
             "session": r.session.model_dump(mode="json"),
             "leaderboard": [t.model_dump(mode="json") for t in r.leaderboard],
@@ -124,7 +125,7 @@ def _before_routes(settings: Settings) -> APIRouter:
                 for t in rows
             ],
             "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
-            "validation": ops.latest_validation(settings, session_id),
+            "validation": validation.journaled() if validation else None,
             "next_after": cursor(rows, after),
         }
 

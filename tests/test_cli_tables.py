@@ -26,6 +26,7 @@ from alphaloop.cli import trial as trial_cli
 from alphaloop.cli import views
 from alphaloop.journal import FinalReport
 from alphaloop.settings import Settings
+from alphaloop.validation.report import ValidationReport
 
 WIDTH = 80
 ELLIPSIS = "\u2026"
@@ -36,7 +37,7 @@ SESSION_ID = "s-20260101-120000-ab12"
 METRICS = {
     "sharpe": 1.2345, "sortino": 1.9, "calmar": 0.8, "annual_return": 0.1234,
     "total_return": 0.4567, "volatility": 0.1523, "max_drawdown": -0.1432, "cvar_95": -0.0231,
-    "annual_turnover": 4.2, "hit_rate": 0.532,
+    "annual_turnover": 4.2, "hit_rate": 0.532, "profit_factor": 1.3, "n_days": 754,
 }  # fmt: skip
 
 
@@ -107,34 +108,42 @@ FINAL = {
     "admissible_reason": "max drawdown -14.3% within the -15.0% limit",
 }  # fmt: skip
 
-VALIDATION = {
-    "session_id": SESSION_ID, "trial_idx": 7, "reported": "best", "elapsed_s": 9.5,
+VALIDATION = ValidationReport.read({
+    "session_id": SESSION_ID, "mode": "cufolio_only", "trial_id": 9, "trial_idx": 7,
+    "reported": "best", "elapsed_s": 9.5, "timings_s": {"stress": 4.0},
     "n_search_trials": 40, "dsr_set": "search trials", "gates_evidence": "walk-forward windows",
-    "deflated_sharpe": {"dsr": 0.97, "dsr_effective": 0.98, "n_effective": 12.3, "psr": 0.99},
+    "deflated_sharpe": {"sharpe": 0.08, "n_obs": 754, "skew": -0.2, "kurtosis": 4.1,
+                        "psr": 0.99, "n_trials": 40, "sr_variance": 0.001, "hurdle": 0.05,
+                        "dsr": 0.97, "dsr_effective": 0.98, "n_effective": 12.3},
     "pbo": PBO,
     "walk_forward": {
+        "mode": "cufolio_only", "eval_cost_bps": 10.0,
         "windows": [
             {"scheme": "anchored", "index": i, "train_start": "2005-01-03",
              "train_end": "2016-12-30", "eval_start": "2017-01-03", "eval_end": "2019-12-31",
+             "train_days": 3000, "eval_days": 754,
              "metrics": METRICS, "baselines": {"equal_weight": METRICS}}
             for i in range(2)
         ],
         "summaries": [
-            {"scheme": "rolling", "mean_sharpe": 1.1, "worst_sharpe": 0.2,
-             "beat_equal_weight": 3, "n_windows": 4, "pooled_sharpe": 1.0,
-             "pooled_max_drawdown": -0.18}
+            {"scheme": "rolling", "mean_sharpe": 1.1, "median_sharpe": 1.0, "worst_sharpe": 0.2,
+             "positive_windows": 3, "beat_equal_weight": 3, "n_windows": 4,
+             "pooled_sharpe": 1.0, "pooled_max_drawdown": -0.18}
         ],
     },
     "stress": {
+        "reference": "equal_weight", "cost_bps": 10.0, "cost_multiplier": 1.5,
         "cases": [
-            {"scenario": "cost +50%", "start": "2017-01-03", "end": "2019-12-31",
+            {"scenario": "cost +50%", "description": "the evaluation cost times 1.5",
+             "start": "2017-01-03", "end": "2019-12-31", "cost_bps": 15.0,
              "metrics": {"reported": METRICS, "equal_weight": METRICS, "min_cvar": METRICS}},
-            {"scenario": "covid crash", "start": "2020-02-19", "end": "2020-03-23",
+            {"scenario": "covid crash", "description": "February to March 2020",
+             "start": "2020-02-19", "end": "2020-03-23", "cost_bps": 10.0,
              "metrics": {"reported": METRICS, "equal_weight": METRICS, "min_cvar": METRICS}},
         ]
     },
     "gates": GATES, "unseen_start": "2020-01-02", "unseen_days": 754,
-}  # fmt: skip
+})  # fmt: skip
 
 SESSION = NS(
     id=SESSION_ID, status="interrupted", mode="cufolio_only", proposer=PROPOSER, goal=GOAL,
@@ -199,7 +208,7 @@ def test_the_stress_table_says_which_cases_ran_on_unseen_data() -> None:
     rows = {line.split("│")[2].strip(): line.split("│")[4].strip() for line in drawn.splitlines()
             if line.count("│") > 6 and ".." in line and "20" in line.split("│")[3]}  # fmt: skip
     assert rows == {"cost +50%": "in sample", "covid crash": "unseen"}
-    legacy = {k: v for k, v in VALIDATION.items() if k not in ("unseen_start", "unseen_days")}
+    legacy = VALIDATION.model_copy(update={"unseen_start": None, "unseen_days": None})
     assert "in sample" not in _draw(views.validation_panel(legacy), 200)
 
 

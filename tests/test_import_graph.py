@@ -58,7 +58,17 @@ ALLOWED: dict[str, set[str]] = {
     "llm": {"exceptions", "settings", "telemetry", "llm_json"},
     # what the operations layer composes
     "validation": {"exceptions", "knobs", "market", "metrics", "trials"},
-    "charts": {"exceptions", "settings", "telemetry", "journal", "llm", "market", "metrics"},
+    # the validation chart draws the validation report
+    "charts": {
+        "exceptions",
+        "settings",
+        "telemetry",
+        "journal",
+        "llm",
+        "market",
+        "metrics",
+        "validation",
+    },
     "library": {"exceptions", "settings", "journal", "knobs", "market", "trials"},
     "broker": {"exceptions", "settings", "journal"},
     "pm": {

@@ -13,9 +13,10 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import SeriesSource
-from alphaloop.charts.validation import validation_figure, validation_report
+from alphaloop.charts.validation import validation_figure
 from alphaloop.exceptions import ChartDataError, UnknownChartKind
-from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
+from alphaloop.validation.report import ValidationReport
 
 CHART_KINDS: dict[str, str] = {
     "training_curve": "mean episode reward per PPO update of a manual run or a PPO trial",
@@ -25,7 +26,6 @@ CHART_KINDS: dict[str, str] = {
     "weights": "a trial's allocation over its window",
     "validation": "a session's PBO logit histogram and walk-forward windows' Sharpe",
 }
-VALIDATED_EVENT = "Validated"
 ALL_RUNS_GOAL = "compare every completed trial of every research session and manual run"
 
 
@@ -144,8 +144,9 @@ def _session_chart(name: str, journal: Journal, session: SessionRecord) -> Chart
     if name == "research_progress":
         figure = research_progress(session, journal.trials.of_session(session.id))
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
-    report = validation_report(session, journal.logs.events(session.id, kind=VALIDATED_EVENT))
-    figure = validation_figure(report)
+    events = journal.logs.events(session.id, kind=EventKind.validated)
+    report = ValidationReport.read(events[-1].payload) if events else None
+    figure = validation_figure(session, report)
     return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
 
 

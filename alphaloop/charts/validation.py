@@ -1,59 +1,82 @@
 """The validation chart of a session: the PBO logit histogram next to the walk-forward windows.
 
-Drawn from a journaled validation report (``alphaloop validate``'s ``Validated`` event), or,
-before any, from finalize's PBO summary and gates in the session's ``final``. Like the other
-figures it takes records and returns a ``go.Figure``; trace names are fixed for the reader.
+Drawn from a validation report (``alphaloop validate``'s), or, before any, from finalize's PBO
+summary and gates in the session's ``final``. Like the other figures it takes records and
+returns a ``go.Figure``; trace names are fixed for the reader.
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from alphaloop.charts._style import COLORS, TEMPLATE
+from alphaloop.evidence import GateReport, PBOSummary
 from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import SessionRecord
+from alphaloop.validation.report import ValidationReport, WalkForward
 
 LOGIT_TRACE = "PBO logits"
 WINDOW_TRACE = "walk-forward Sharpe ({})"
 EQUAL_WEIGHT_TRACE = "equal weight Sharpe"
 
 
-def validation_report(session: SessionRecord, events: list[Any]) -> dict[str, Any]:
-    """The newest validation report of ``session`` (``events``: its ``Validated`` events), or
-    the PBO summary and gates finalize stored, shaped alike (no walk-forward).
+@dataclass(frozen=True)
+class _Drawn:
+    """What the chart draws, from a validation report or from finalize's report."""
+
+    session_id: str
+    pbo: PBOSummary
+    deflated_sharpe: dict[str, Any]
+    n_search_trials: int
+    gates: GateReport | None
+    walk_forward: WalkForward | None
+
+
+def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
+    """What the chart draws: the newest validation report of ``session``, or, before any, the
+    PBO summary and gates finalize stored (no walk-forward).
 
     Raises:
         ChartDataError: neither exists (fewer than 2 search trials, or not finalized).
     """
-    if events:
-        return dict(events[-1].payload)
+    if report is not None:
+        return _Drawn(
+            session_id=report.session_id,
+            pbo=report.pbo,
+            deflated_sharpe=report.deflated_sharpe.model_dump(mode="json"),
+            n_search_trials=report.n_search_trials,
+            gates=report.gates,
+            walk_forward=report.walk_forward,
+        )
     final = session.final
-    if final is None or not final.pbo_summary:
+    if final is None or final.pbo_summary is None:
         why = (final.pbo_note if final else None) or "the session has no PBO yet"
         raise ChartDataError(
             f"session {session.id} has no validation to draw ({why}); run "
             f"`alphaloop validate {session.id}`"
         )
-    return {
-        "session_id": session.id,
-        "pbo": final.pbo_summary.model_dump(mode="json"),
-        "deflated_sharpe": {
+    return _Drawn(
+        session_id=session.id,
+        pbo=final.pbo_summary,
+        deflated_sharpe={
             "dsr": final.deflated_sharpe,
             "n_trials": final.dsr_n_trials,
             "n_effective": final.n_effective_trials,
             "dsr_effective": final.deflated_sharpe_effective,
         },
-        "gates": final.gates.model_dump(mode="json") if final.gates else None,
-        "walk_forward": None,
-    }
+        n_search_trials=final.pbo_summary.n_trials,
+        gates=final.gates,
+        walk_forward=None,
+    )
 
 
-def _histogram(fig: go.Figure, pbo: dict[str, Any]) -> None:
-    edges, counts = pbo["histogram_edges"], pbo["histogram_counts"]
+def _histogram(fig: go.Figure, pbo: PBOSummary) -> None:
+    edges, counts = pbo.histogram_edges, pbo.histogram_counts
     mids = [(a + b) / 2 for a, b in itertools.pairwise(edges)]
     fig.add_trace(
         go.Bar(
@@ -71,28 +94,29 @@ def _histogram(fig: go.Figure, pbo: dict[str, Any]) -> None:
     fig.add_vline(x=0.0, line={"color": COLORS["failed"], "dash": "dash"}, row=1, col=1)
 
 
-def _windows(fig: go.Figure, wf: dict[str, Any]) -> None:
-    windows = wf.get("windows") or []
-    for scheme in dict.fromkeys(w["scheme"] for w in windows):
-        rows = [w for w in windows if w["scheme"] == scheme]
+def _windows(fig: go.Figure, wf: WalkForward) -> None:
+    windows = wf.windows
+    for scheme in dict.fromkeys(w.scheme for w in windows):
+        rows = [w for w in windows if w.scheme == scheme]
         fig.add_trace(
             go.Bar(
-                x=[f"{w['eval_start']}..{w['eval_end']}" for w in rows],
-                y=[w["metrics"]["sharpe"] for w in rows],
+                x=[f"{w.eval_start}..{w.eval_end}" for w in rows],
+                y=[w.metrics.sharpe for w in rows],
                 name=WINDOW_TRACE.format(scheme),
-                customdata=[[w["index"], w["train_start"], w["train_end"]] for w in rows],
+                customdata=[[w.index, w.train_start, w.train_end] for w in rows],
                 hovertemplate="Sharpe %{y:.3f}<br>trained %{customdata[1]}..%{customdata[2]}"
                 "<extra>" + scheme + "</extra>",
             ),
             row=1,
             col=2,
         )
-    first = [w for w in windows if w["scheme"] == windows[0]["scheme"]] if windows else []
+    first = [w for w in windows if w.scheme == windows[0].scheme] if windows else []
     if first:
+        equal_weight = [w.baselines.get("equal_weight") for w in first]
         fig.add_trace(
             go.Scatter(
-                x=[f"{w['eval_start']}..{w['eval_end']}" for w in first],
-                y=[(w["baselines"].get("equal_weight") or {}).get("sharpe") for w in first],
+                x=[f"{w.eval_start}..{w.eval_end}" for w in first],
+                y=[m.sharpe if m is not None else None for m in equal_weight],
                 name=EQUAL_WEIGHT_TRACE,
                 mode="markers",
                 marker={"color": COLORS["equal_weight"], "symbol": "diamond", "size": 10},
@@ -102,40 +126,44 @@ def _windows(fig: go.Figure, wf: dict[str, Any]) -> None:
         )
 
 
-def validation_figure(report: dict[str, Any]) -> go.Figure:
+def validation_figure(session: SessionRecord, report: ValidationReport | None) -> go.Figure:
     """PBO logit histogram (left; the dashed line at 0 splits overfit from not) and the
-    walk-forward windows' Sharpe next to equal weight (right)."""
-    pbo = report["pbo"]
-    dsr = report.get("deflated_sharpe") or {}
-    wf = report.get("walk_forward") or {}
+    walk-forward windows' Sharpe next to equal weight (right), of ``report`` (the session's
+    newest validation report), or before any of the PBO and gates finalize stored.
+
+    Raises:
+        ChartDataError: there is neither (fewer than 2 search trials, or not finalized).
+    """
+    drawn = _drawn(session, report)
+    pbo, wf = drawn.pbo, drawn.walk_forward
     fig = make_subplots(
         rows=1,
         cols=2,
         column_widths=[0.45, 0.55],
         subplot_titles=(
-            f"PBO {pbo['pbo']:.2f}: logits of {pbo['n_combinations']:,} CSCV splits",
+            f"PBO {pbo.pbo:.2f}: logits of {pbo.n_combinations:,} CSCV splits",
             "walk-forward windows (annualised Sharpe)" if wf else "walk-forward: not run yet",
         ),
     )
     _histogram(fig, pbo)
     if wf:
         _windows(fig, wf)
-    gates = report.get("gates") or {}
+    gates = drawn.gates
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"Validation of {report.get('session_id')}", "x": 0.01},
+        title={"text": f"Validation of {drawn.session_id}", "x": 0.01},
         barmode="group",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.08, "xanchor": "right", "x": 1},
         margin={"l": 60, "r": 30, "t": 100, "b": 60},
         meta={
             "kind": "validation",
-            "session_id": report.get("session_id"),
-            "pbo": {k: v for k, v in pbo.items() if k not in ("histogram_edges",)},
-            "deflated_sharpe": dsr,
-            "n_search_trials": report.get("n_search_trials") or pbo.get("n_trials"),
-            "gates": gates.get("results") or [],
-            "gates_passed": gates.get("passed"),
-            "summaries": wf.get("summaries") or [],
+            "session_id": drawn.session_id,
+            "pbo": pbo.model_dump(mode="json", exclude={"histogram_edges"}),
+            "deflated_sharpe": drawn.deflated_sharpe,
+            "n_search_trials": drawn.n_search_trials,
+            "gates": [r.model_dump(mode="json") for r in gates.results] if gates else [],
+            "gates_passed": gates.passed if gates else None,
+            "summaries": [m.model_dump(mode="json") for m in wf.summaries] if wf else [],
         },
     )
     fig.update_xaxes(title_text="logit of the IS winner's OOS rank", row=1, col=1)

@@ -129,7 +129,7 @@ def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool
                     ],
                     "final": r.session.final.journaled() if r.session.final else None,
                     "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
-                    "validation": validation,
+                    "validation": validation.journaled() if validation else None,
                 }
             )
         )

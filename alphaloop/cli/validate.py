@@ -99,4 +99,4 @@ def validate(
     if as_json:
         typer.echo(json.dumps(report.journaled()))
         return
-    console.print(views.validation_panel(report.journaled()))
+    console.print(views.validation_panel(report))

@@ -23,8 +23,9 @@ from rich.text import Text
 from alphaloop.evidence import ExcessEvidence, GateReport, PBOSummary
 from alphaloop.knobs import BoundsClip
 
-if TYPE_CHECKING:  # the journal's read models are what ops returns; the CLI starts without it
+if TYPE_CHECKING:  # the reports are what ops returns; the CLI starts without their modules
     from alphaloop.journal import FinalReport
+    from alphaloop.ops.validate import StressReport, ValidationReport, WalkForward
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (
     ("sharpe", "Sharpe", "{:.3f}"),
@@ -361,77 +362,74 @@ def gates_table(report: GateReport, title: str) -> Table:
     return table
 
 
-def validation_panel(report: dict[str, Any]) -> Panel:
-    """A journaled validation report (``alphaloop validate``): DSR, PBO, walk-forward windows,
-    stress cases next to equal weight, and the gates."""
-    dsr = report.get("deflated_sharpe") or {}
-    pbo = report.get("pbo") or {}
+def validation_panel(report: ValidationReport) -> Panel:
+    """A validation report (``alphaloop validate``): DSR, PBO, walk-forward windows, stress
+    cases next to equal weight, and the gates."""
+    dsr, pbo = report.deflated_sharpe, report.pbo
     selection = Selection(
-        n_trials=report.get("n_search_trials"),
-        deflated_sharpe=dsr.get("dsr"),
-        deflated_sharpe_effective=dsr.get("dsr_effective"),
-        n_effective_trials=dsr.get("n_effective"),
-        dsr_set=report.get("dsr_set"),
-        probabilistic_sharpe=dsr.get("psr"),
-        pbo=PBOSummary.model_validate(pbo) if pbo else None,
+        n_trials=report.n_search_trials,
+        deflated_sharpe=dsr.dsr,
+        deflated_sharpe_effective=dsr.dsr_effective,
+        n_effective_trials=dsr.n_effective,
+        dsr_set=report.dsr_set,
+        probabilistic_sharpe=dsr.psr,
+        pbo=pbo,
     )
-    lines = [f"trial #{report.get('trial_idx')} ({report.get('reported')})"]
-    lines += selection_lines(selection, f"the {report.get('reported')}")
-    quantiles = ", ".join(f"{k} {v:+.2f}" for k, v in (pbo.get("logit_quantiles") or {}).items())
+    lines = [f"trial #{report.trial_idx} ({report.reported})"]
+    lines += selection_lines(selection, f"the {report.reported}")
+    quantiles = ", ".join(f"{k} {v:+.2f}" for k, v in pbo.logit_quantiles.items())
     lines.append(f"  logit quantiles: {quantiles}")
-    lines.append(f"suite took {fmt(report.get('elapsed_s'), '{:.1f}')} s")
-    unseen = report.get("unseen_start")
+    lines.append(f"suite took {fmt(report.elapsed_s, '{:.1f}')} s")
+    unseen = report.unseen_start
     if unseen:
         lines.append(
-            f"unseen data (no search scored it): {unseen} on, {report.get('unseen_days', 0):,} "
+            f"unseen data (no search scored it): {unseen} on, {report.unseen_days or 0:,} "
             "days; walk-forward and stress run there"
         )
-    if report.get("walk_forward_note"):
-        lines.append(f"walk-forward: {report['walk_forward_note']}")
+    if report.walk_forward_note:
+        lines.append(f"walk-forward: {report.walk_forward_note}")
     body: list[Any] = [plain("\n".join(lines))]
-    body.append(walk_forward_table(report.get("walk_forward") or {}))
-    body.append(stress_table(report.get("stress") or {}, unseen))
-    evidence = report.get("gates_evidence", "")
-    gates = GateReport.model_validate(report.get("gates") or {"passed": False, "results": []})
-    body.append(gates_table(gates, f"go/no-go gates ({evidence})"))
-    return Panel(Group(*body), title=f"validation of {report.get('session_id')}")
+    body.append(walk_forward_table(report.walk_forward))
+    body.append(stress_table(report.stress, unseen))
+    body.append(gates_table(report.gates, f"go/no-go gates ({report.gates_evidence})"))
+    return Panel(Group(*body), title=f"validation of {report.session_id}")
 
 
-def walk_forward_table(wf: dict[str, Any]) -> Table:
+def walk_forward_table(wf: WalkForward | None) -> Table:
     table = FitTable(title="walk-forward (evaluation cost charged)", title_justify="left")
     for col in ("scheme", "#", "train", "evaluation", "Sharpe", "equal weight", "MDD"):
         right = col in ("#", "Sharpe", "equal weight", "MDD")
         table.add_column(col, justify="right" if right else "left", no_wrap=col != "scheme")
-    for w in wf.get("windows", []):
-        ew = (w.get("baselines") or {}).get("equal_weight") or {}
+    for w in wf.windows if wf else ():
+        ew = w.baselines.get("equal_weight")
         table.add_row(
-            w["scheme"],
-            str(w["index"]),
-            f"{w['train_start']}..{w['train_end']}",
-            f"{w['eval_start']}..{w['eval_end']}",
-            fmt(w["metrics"]["sharpe"], "{:.3f}"),
-            fmt(ew.get("sharpe"), "{:.3f}"),
-            fmt(w["metrics"]["max_drawdown"], "{:.1%}"),
+            w.scheme,
+            str(w.index),
+            f"{w.train_start}..{w.train_end}",
+            f"{w.eval_start}..{w.eval_end}",
+            fmt(w.metrics.sharpe, "{:.3f}"),
+            fmt(ew.sharpe if ew else None, "{:.3f}"),
+            fmt(w.metrics.max_drawdown, "{:.1%}"),
         )
-    for m in wf.get("summaries", []):
+    for m in wf.summaries if wf else ():
         table.add_row(
-            m["scheme"],
+            m.scheme,
             "all",
-            f"mean {m['mean_sharpe']:.2f}, min {m['worst_sharpe']:.2f}",
-            f"> equal weight: {m['beat_equal_weight']} of {m['n_windows']}",
-            fmt(m["pooled_sharpe"], "{:.3f}"),
+            f"mean {m.mean_sharpe:.2f}, min {m.worst_sharpe:.2f}",
+            f"> equal weight: {m.beat_equal_weight} of {m.n_windows}",
+            fmt(m.pooled_sharpe, "{:.3f}"),
             "",
-            fmt(m["pooled_max_drawdown"], "{:.1%}"),
+            fmt(m.pooled_max_drawdown, "{:.1%}"),
         )
     return table
 
 
-def stress_table(stress: dict[str, Any], unseen_start: str | None = None) -> Table:
+def stress_table(stress: StressReport, unseen_start: str | None = None) -> Table:
     """The stress cases by strategy; with ``unseen_start`` (an ISO date), a column saying
     whether each case runs on unseen data or in sample (a named crisis before it)."""
     table = FitTable(title="stress (Sharpe / max drawdown)", title_justify="left")
-    cases = stress.get("cases", [])
-    names = list((cases[0]["metrics"] if cases else {}).keys())
+    cases = stress.cases
+    names = list(cases[0].metrics) if cases else []
     table.add_column("scenario")
     table.add_column("span")
     if unseen_start:
@@ -440,12 +438,13 @@ def stress_table(stress: dict[str, Any], unseen_start: str | None = None) -> Tab
         table.add_column(name, justify="right")
     for c in cases:
         cells = [
-            f"{fmt(m.get('sharpe'), '{:.2f}')} / {fmt(m.get('max_drawdown'), '{:.1%}')}"
-            for m in (c["metrics"].get(n) or {} for n in names)
+            f"{fmt(m.sharpe if m else None, '{:.2f}')} / "
+            f"{fmt(m.max_drawdown if m else None, '{:.1%}')}"
+            for m in (c.metrics.get(n) for n in names)
         ]
         if unseen_start:
-            cells.insert(0, "unseen" if c["start"] >= unseen_start else "in sample")
-        table.add_row(c["scenario"], f"{c['start']}..{c['end']}", *cells)
+            cells.insert(0, "unseen" if c.start >= unseen_start else "in sample")
+        table.add_row(c.scenario, f"{c.start}..{c.end}", *cells)
     return table
 
 

@@ -66,6 +66,7 @@ class EventKind(StrEnum):
     duplicate_proposal = "DuplicateProposal"
     moved = "Moved"  # a resumed session's trials run elsewhere from now on
     trial_retried = "TrialRetried"  # a trial's task lost with its Ray worker or node, sent again
+    validated = "Validated"
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}

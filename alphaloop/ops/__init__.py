@@ -90,7 +90,6 @@ if TYPE_CHECKING:
         trial_budget,
     )
     from alphaloop.ops.validate import (
-        VALIDATED_EVENT,
         Gates,
         ValidationReport,
         ValidationUnavailable,
@@ -102,7 +101,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIP_RULES",
     "SESSION_SEED_MAX",
-    "VALIDATED_EVENT",
     "DataWarning",
     "ExportedChart",
     "FrontierRequest",
@@ -226,7 +224,6 @@ _LAZY = {
     "run_trial": "alphaloop.ops.trial",
     "trial_budget": "alphaloop.ops.trial",
     "training_options": "alphaloop.ops.trial",
-    "VALIDATED_EVENT": "alphaloop.ops.validate",
     "Gates": "alphaloop.ops.validate",
     "ValidationReport": "alphaloop.ops.validate",
     "ValidationUnavailable": "alphaloop.ops.validate",

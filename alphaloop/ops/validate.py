@@ -14,13 +14,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, ReplayError
-from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.metrics import DeflatedSharpe, Metrics
 from alphaloop.ops._journal import open_journal
@@ -41,19 +40,21 @@ from alphaloop.validation import (
     session_pbo,
     stress_test,
 )
+from alphaloop.validation.report import ValidationReport, WalkForward
 
 logger = logging.getLogger(__name__)
 
+# The report and the types of its parts, for the front ends that show it.
 __all__ = [
-    "VALIDATED_EVENT",
     "Gates",
+    "StressReport",
     "ValidationReport",
     "ValidationUnavailable",
+    "WalkForward",
     "latest_validation",
     "validate_session",
 ]
 
-VALIDATED_EVENT = "Validated"
 DEFAULT_WINDOWS = 4
 
 
@@ -62,42 +63,6 @@ class ValidationUnavailable(AlphaloopError, ValueError):
 
     exit_code = EXIT_USAGE
     http_status = USAGE_STATUS
-
-
-class ValidationReport(BaseModel):
-    """What the validation suite concluded about a session's reported trial.
-
-    ``walk_forward`` is a :class:`alphaloop.trials.WalkForward`; its windows' daily returns
-    are left out of the journaled copy.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    session_id: str
-    mode: str
-    trial_id: int
-    trial_idx: int
-    reported: Literal["best", "baseline"]
-    dsr_set: str
-    n_search_trials: int
-    deflated_sharpe: DeflatedSharpe
-    pbo: PBOSummary
-    unseen_start: str
-    unseen_days: int
-    walk_forward: Any | None
-    walk_forward_note: str | None = None
-    stress: StressReport
-    gates: GateReport
-    gates_evidence: str
-    timings_s: dict[str, float]
-    elapsed_s: float
-
-    def journaled(self) -> dict[str, Any]:
-        """The report as the ``Validated`` event holds it: no daily series."""
-        out = self.model_dump(mode="json")
-        for w in (out["walk_forward"] or {}).get("windows", []):
-            w.pop("net", None)
-        return out
 
 
 def _reported(j: Journal, s: SessionRecord, rows: list[TrialRecord]) -> TrialRecord:
@@ -382,13 +347,13 @@ def validate_session(
 def _journaled(settings: Settings, report: ValidationReport) -> ValidationReport:
     """Journals ``report`` as the session's newest ``Validated`` event."""
     with open_journal(settings) as j:
-        j.logs.add_event(report.session_id, VALIDATED_EVENT, report.journaled())
+        j.logs.add_event(report.session_id, EventKind.validated, report.journaled())
     logger.info("validated session %s in %.1f s", report.session_id, report.elapsed_s)
     return report
 
 
-def latest_validation(settings: Settings, session_id: str) -> dict[str, Any] | None:
+def latest_validation(settings: Settings, session_id: str) -> ValidationReport | None:
     """The newest journaled ``Validated`` report of a session, or None."""
     with open_journal(settings) as j:
-        events = j.logs.events(j.sessions.get(session_id).id, kind=VALIDATED_EVENT)
-    return events[-1].payload if events else None
+        events = j.logs.events(j.sessions.get(session_id).id, kind=EventKind.validated)
+    return ValidationReport.read(events[-1].payload) if events else None

@@ -11,7 +11,6 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.evidence import GateReport
 from alphaloop.journal import TrialFilter, jsonable
 from alphaloop.ops import dashboard, history, notes, plots, study
 from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
@@ -183,9 +182,9 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     report = ops.latest_validation(settings, session_id)
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
     return {
-        "report": jsonable(report),
+        "report": jsonable(report.journaled()) if report else None,
         # "NO-GO: does not beat 1/N with confidence; ..." as the terminal says it.
-        "headline": GateReport.model_validate(report["gates"]).headline() if report else None,
+        "headline": report.gates.headline() if report else None,
         "verdict": row.model_dump(mode="json") if row else None,
         "command": f"alphaloop validate {session_id}",
     }

@@ -99,6 +99,7 @@ def session_journal(
     their per-day series unless ``series=true``."""
     settings = _settings(request)
     r = ops_sessions.session_review_after(settings, session_id, after=after, series=series)
+    validation = ops.latest_validation(settings, session_id)
     return {
         "session": r.session.model_dump(mode="json"),
         "counted_trials": r.counted_trials,
@@ -106,7 +107,7 @@ def session_journal(
         "trials": [_trial(t, r.clips, series=series) for t in r.trials],
         "final": jsonable(report_json(r.session.final)),
         "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
-        "validation": jsonable(ops.latest_validation(settings, session_id)),
+        "validation": jsonable(validation.journaled() if validation else None),
         "next_after": _cursor(r.trials, after),
     }
 

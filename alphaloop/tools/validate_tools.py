@@ -31,7 +31,9 @@ def validate_session(args: ValidateArgs, ctx: ToolContext) -> dict[str, Any]:
             "set": r.dsr_set,
         },
         "pbo": {k: v for k, v in r.pbo.model_dump().items() if not k.startswith("histogram")},
-        "walk_forward": [s.model_dump() for s in r.walk_forward.summaries],
+        "walk_forward": [s.model_dump() for s in r.walk_forward.summaries]
+        if r.walk_forward
+        else r.walk_forward_note,
         "stress": {
             c.scenario: {k: round(m.sharpe, 3) for k, m in c.metrics.items()}
             for c in r.stress.cases

@@ -4,7 +4,9 @@ stress tests.
 
 Pure functions over return series and metrics. This package reads journaled numbers handed to
 it; it never imports the journal, the meta-agent or the CLI, so the evaluator, the loop and any
-front end can call it alike.
+front end can call it alike. The validation report itself (:mod:`.report`) is imported from its
+module: it types the walk-forward with the evaluator's model, which this package's statistics
+do not need.
 """
 
 from __future__ import annotations

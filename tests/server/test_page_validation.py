@@ -31,8 +31,9 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
     sid = json.loads(run.stdout)["session"]["id"]
     checked = CliRunner().invoke(app, ["validate", sid, "--json"])
     assert checked.exit_code == 0, checked.output
-    report = ops.latest_validation(settings, sid)
-    assert report is not None
+    found = ops.latest_validation(settings, sid)
+    assert found is not None
+    report = found.journaled()
     with live_server(settings) as base, sync_playwright() as pw:
         answer = httpx.get(f"{base}/api/sessions/{sid}/validation").json()
         assert answer["report"]["gates"] == report["gates"]
