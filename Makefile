@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Where the browser tests leave their screenshots of the page (wide, dashboard, 390 px).
 ARTIFACTS ?= test-output
 
-.PHONY: install lock demo test test-fast lint bench bench-quick clean
+.PHONY: install lock demo test test-fast lint docs bench bench-quick clean
 
 $(STAMP): pyproject.toml requirements.lock scripts/install.sh
 	PY=$(PY) VENV=$(VENV) bash scripts/install.sh
@@ -34,6 +34,11 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check alphaloop tests benchmarks
 	$(BIN)/ruff format --check alphaloop tests benchmarks
+
+# The docs site in build/site, offline and strict (a broken link or reference fails it): the
+# command and API reference pages are written from the code at build time.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run_all

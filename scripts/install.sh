@@ -22,4 +22,4 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev,dpo,alpaca,ray]"
+"$VENV/bin/python" -m pip install -q -c requirements.lock -e ".[dev,dpo,alpaca,ray,docs]"

@@ -13,7 +13,7 @@ rm -rf "$LOCK_VENV"
 trap 'rm -rf "$LOCK_VENV"' EXIT
 "$LOCK_VENV/bin/python" -m pip install -q --upgrade pip
 "$LOCK_VENV/bin/python" -m pip install -q "torch==2.13.0"
-"$LOCK_VENV/bin/python" -m pip install -q -e ".[dev,dpo,alpaca,ray]"
+"$LOCK_VENV/bin/python" -m pip install -q -e ".[dev,dpo,alpaca,ray,docs]"
 {
   echo "# Exact versions alphaloop's tests passed with; make install applies them as constraints."
   echo "# Refresh with 'make lock' (after changing dependencies in pyproject.toml), then 'make test'."
