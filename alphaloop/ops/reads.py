@@ -17,6 +17,7 @@ from alphaloop.journal import (
 )
 from alphaloop.journal.preferences import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.rows import pick_of
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -46,7 +47,7 @@ def session_digest(settings: Settings, session_id: str) -> SessionDigest:
         return SessionDigest(
             session=s,
             trials=j.trials.of_session(s.id),
-            best=j.trials.best(s.id),
+            best=pick_of(j, s),
             counted_trials=j.trials.counted(s.id),
             llm_calls=j.logs.llm_calls(s.id),
             events=j.logs.events(s.id),

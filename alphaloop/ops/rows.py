@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal import Journal, TrialRecord
+from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.journal.status import (
     RACED_OUT,
     SHOWN_STATUSES,
@@ -77,6 +77,16 @@ def rows_of(journal: Journal, trials: Sequence[TrialRecord]) -> list[TrialRow]:
     return [row_of(t, folds.get(t.id)) for t in trials]
 
 
+def pick_of(journal: Journal, session: SessionRecord) -> TrialRecord | None:
+    """The session's best as every front end says it: finalize's pick once it ran (the search
+    trial that beat the default with confidence, else the default's baseline run), before that
+    the incumbent (the best kept search trial, else the best baseline)."""
+    final = session.final
+    if final is not None and final.pick is not None and session.best_trial_id is not None:
+        return journal.trials.get(session.best_trial_id)
+    return journal.trials.best(session.id)
+
+
 def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[int, str]:
     """The shown status of each of ``trials``, by id (what the command line's tables print)."""
     if not trials:
@@ -85,4 +95,12 @@ def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[in
         return {r.id: r.status for r in rows_of(j, trials)}
 
 
-__all__ = ["SHOWN_STATUSES", "ShownStatus", "TrialRow", "row_of", "rows_of", "shown_statuses"]
+__all__ = [
+    "SHOWN_STATUSES",
+    "ShownStatus",
+    "TrialRow",
+    "pick_of",
+    "row_of",
+    "rows_of",
+    "shown_statuses",
+]

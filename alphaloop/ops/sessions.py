@@ -16,6 +16,7 @@ from alphaloop.journal import (
     pid_alive,
 )
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.rows import pick_of
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -81,7 +82,7 @@ def list_sessions(
                 session=s,
                 counted_trials=(counted := j.trials.counted(s.id)),
                 resume=resume_command(s, counted),
-                best=j.trials.best(s.id) if with_best else None,
+                best=pick_of(j, s) if with_best else None,
             )
             for s in rows
         ]
@@ -151,7 +152,7 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
                 return None
             session_id = rows[0].id
         s, trials = j.sessions.get(session_id), j.trials.of_session(session_id)
-        top = j.trials.leaderboard(session_id, 1)
+        top = [b] if (b := pick_of(j, s)) else []
         counted = j.trials.counted(session_id)
         modes = [c.mode for c in j.logs.llm_calls(session_id) if c.purpose == "propose" and c.mode]
     return SessionStatus(
@@ -227,6 +228,9 @@ def _clips_by_trial(rows: list[ClipRecord]) -> dict[int, list[ClipRecord]]:
     return clips
 
 
+_SERIES = ("val_returns", "final_weights", "curve", "prompt")  # a poll sends no per-day series
+
+
 def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> SessionSnapshot:
     """A session as a poller sees it, reading only what changed since its cursor ``after`` (a
     journal trial id): the cost of a poll follows the trials it returns, not the session's size.
@@ -237,11 +241,11 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
-        top = j.trials.leaderboard(session_id, 1, series=False)
+        best = pick_of(j, s)
         return SessionSnapshot(
             session=s,
             counted_trials=(counted := j.trials.counted(session_id)),
-            best=top[0] if top else None,
+            best=best.model_copy(update=dict.fromkeys(_SERIES)) if best else None,
             running=[LiveTrial.of(t) for t in j.trials.running(session_id)],
             resume=resume_command(s, counted),
             trials=j.trials.after(session_id, after),

@@ -249,3 +249,31 @@ def test_trials_sort_by_a_metric(home) -> None:
         page = _query(base, sid, sort="metric_sharpe", order="desc", limit=500)
     want = sorted(every, key=lambda t: (-(t.metrics or {}).get("sharpe", float("-inf")), t.idx))
     assert [t["id"] for t in page["items"]] == [t.id for t in want]
+
+
+def test_best_is_the_pick_everywhere(home) -> None:
+    """A session whose pick is the default (a kept search trial scored higher, without
+    confidence): the list, the pulse, the snapshot and `alphaloop status` all name the
+    default's run as its best."""
+    from typer.testing import CliRunner
+
+    from alphaloop.cli import app
+
+    settings, ids = home
+    sid = ids["nogo"]
+    with Journal(settings.journal_path) as j:
+        pick = j.sessions.get(sid).best_trial_id
+        kept = max((t.objective or 0) for t in j.trials.of_session(sid, "search")
+                   if t.status == "keep")  # fmt: skip
+    assert kept > 0.5  # a higher kept search trial exists
+    with live_server(settings) as base:
+        row = next(r for r in httpx.get(f"{base}/api/dashboard/sessions").json()["items"]
+                   if r["id"] == sid)  # fmt: skip
+        pulse = httpx.get(f"{base}/api/pulse", params={"session_id": sid}).json()
+        snap = httpx.get(f"{base}/api/research/current", params={"session_id": sid}).json()
+    status = CliRunner().invoke(app, ["status", sid, "--json"])
+    assert status.exit_code == 0, status.output
+    import json
+
+    assert row["best"]["trial_id"] == pulse["best"]["trial_id"] == pick
+    assert snap["best"]["id"] == json.loads(status.stdout)["best"]["id"] == pick
