@@ -72,6 +72,14 @@ def finished_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
 
 
 @pytest.fixture
+def in_finished_session(finished_session: tuple[Path, str], clean_env: pytest.MonkeyPatch) -> str:
+    """The id of :data:`FINISHED_SESSION`, its home set as ``ALPHALOOP_HOME`` for the test."""
+    home, session_id = finished_session
+    clean_env.setenv("ALPHALOOP_HOME", str(home))
+    return session_id
+
+
+@pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A running scripted OpenAI-compatible server (see ``tests/fake_openai.py``)."""
     with FakeOpenAI() as server:

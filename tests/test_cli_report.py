@@ -23,10 +23,8 @@ def run_cli(*args: str) -> Any:
 
 
 @pytest.fixture
-def session(finished_session: tuple[Path, str], clean_env: pytest.MonkeyPatch) -> str:
-    home, session_id = finished_session
-    clean_env.setenv("ALPHALOOP_HOME", str(home))
-    return session_id
+def session(in_finished_session: str) -> str:
+    return in_finished_session
 
 
 def _title(path: Path) -> str:

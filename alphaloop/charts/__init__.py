@@ -23,6 +23,7 @@ from alphaloop.charts.export import (
     png_size,
     render_png,
     render_pngs,
+    write_atomically,
     write_html,
     write_plotlyjs,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "research_progress",
     "training_curve",
     "weights",
+    "write_atomically",
     "write_html",
     "write_plotlyjs",
 ]

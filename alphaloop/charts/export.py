@@ -125,16 +125,22 @@ def write_plotlyjs(folder: str | Path) -> Path:
     code = get_plotlyjs().encode("utf-8")
     if target.is_file() and target.stat().st_size == len(code):
         return target
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".plotly-", suffix=".js.tmp")
+    return write_atomically(target, code)
+
+
+def write_atomically(path: Path, data: bytes) -> Path:
+    """Writes ``data`` to a temporary file beside ``path`` and renames it there: a reader of
+    ``path`` sees the old file or the whole new one, never a half."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(code)
+            f.write(data)
         os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+    return path
 
 
 def write_html(fig: go.Figure, path: str | Path) -> Path:

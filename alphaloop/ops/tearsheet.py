@@ -13,8 +13,6 @@ PNGs.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -270,34 +268,23 @@ def write_tearsheet(
         InvalidChartExport, OutputFolderMissing: a bad ``out``.
         ChromiumNotFound, ChartExportError: PNG asked for and no Chromium, or it failed.
     """
+    from alphaloop.charts import write_atomically
+
     check_output(out, fmt)
     target = out or settings.charts_dir / f"{drawn.name}.{fmt}"
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "html":
         from alphaloop.charts.tearsheet_html import tearsheet_html
 
-        _write_atomically(target, tearsheet_html(drawn.sheet, drawn.figures).encode("utf-8"))
+        write_atomically(target, tearsheet_html(drawn.sheet, drawn.figures).encode("utf-8"))
         return WrittenSheet(format=fmt, paths=[target])
     from alphaloop.charts import find_chromium, render_pngs
 
     pngs = render_pngs(list(drawn.figures.values()), chromium=find_chromium(settings.chromium))
     paths = [target.with_name(f"{target.stem}-{name}.png") for name in drawn.figures]
     for path, png in zip(paths, pngs, strict=True):
-        _write_atomically(path, png)
+        write_atomically(path, png)
     return WrittenSheet(format=fmt, paths=paths)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """A reader of ``path`` sees the old file or the whole new one, never a half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = ["Tearsheet", "WrittenSheet", "build_tearsheet", "check_output", "write_tearsheet"]
