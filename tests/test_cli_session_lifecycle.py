@@ -52,8 +52,8 @@ def test_a_stopped_session_resumes_to_its_budget_and_is_finalized_again(
 ) -> None:
     sid = create_session(spec(budget=4), settings)
 
-    def stop_after_first_search(kind: str, payload: dict[str, Any]) -> None:
-        if kind == "trial_finished" and payload["trial"].kind == "search":
+    def stop_after_first_search(event: Any) -> None:
+        if event.name == "trial_finished" and event.trial.kind == "search":
             request_stop(sid, settings)
 
     first = run_session(sid, settings, stop_after_first_search)

@@ -203,8 +203,6 @@ def _search(settings: Settings, sid: str) -> list[tuple[Any, ...]]:
 def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_rerun(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from langgraph.runtime import Runtime
-
     from alphaloop.meta_agent import nodes
     from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 
@@ -222,7 +220,7 @@ def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_r
 
     real = nodes.record
 
-    def killed(state: Any, runtime: Runtime) -> dict:  # a kill once the outcome is held
+    def killed(ctx: Any) -> None:  # a kill once the outcome is held
         raise KeyboardInterrupt
 
     sid = create_session(spec, settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Group
@@ -45,6 +45,9 @@ from alphaloop.ops import rows as ops_rows
 from alphaloop.ops.research import folds_note, noise_seeds_note
 from alphaloop.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from alphaloop.ops.research import LoopEvent
+
 
 class _DefaultToStart(typer.core.TyperGroup):
     """``alphaloop research "GOAL" ...`` runs ``start``; ``resume`` / ``stop`` are subcommands."""
@@ -74,18 +77,17 @@ def _live_view(budget: int):
 
     live = Live(render(), console=console, refresh_per_second=4, transient=False)
 
-    def on_event(kind: str, payload: dict[str, Any]) -> None:
-        if kind == "trial_started":
-            changes = views.describe_changes((payload.get("proposal") or {}).get("changes"))
-            state["running"] = f"running trial {payload['idx']} ({payload['kind']}): {changes}"
-        elif kind == "trial_finished":
-            rec = payload["trial"]
-            recent.append(rec)
-            state["shown"].update(ops_rows.shown_statuses(get_settings(), [rec]))
-            if rec.kind == "search" and rec.counted:
+    def on_event(event: LoopEvent) -> None:
+        if event.name == "trial_started":
+            changes = views.describe_changes(event.proposal.changes if event.proposal else None)
+            state["running"] = f"running trial {event.idx} ({event.kind}): {changes}"
+        elif event.name == "trial_finished":
+            recent.append(event.trial)
+            state["shown"].update(ops_rows.shown_statuses(get_settings(), [event.trial]))
+            if event.trial.kind == "search" and event.trial.counted:
                 progress.advance(task)
             state["running"] = ""
-        elif kind == "finalized":
+        elif event.name == "finalized":
             state["running"] = "finalized"
         live.update(render())
 

@@ -1,11 +1,10 @@
-"""The meta-agent: the research loop (a LangGraph graph) and its proposers.
+"""The meta-agent: the research loop (:mod:`.loop`) and its proposers.
 
 Importing this package does not import the LLM proposer; it loads with
 ``alphaloop.meta_agent.proposers.llm``. Its names load on first use: a trial worker process
-imports ``executors`` through this package and needs neither LangGraph nor the loop's nodes,
-which would add about a second to every session's worker start-up. The compiled graph is
-``alphaloop.meta_agent.graph.graph`` (the package's ``graph`` attribute is that module). The
-chat agent is a front end: ``alphaloop.chat``.
+imports ``executors`` through this package and needs neither the proposers nor the loop's
+steps, which would add about a second to every session's worker start-up. The chat agent is a
+front end: ``alphaloop.chat``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 from alphaloop._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from alphaloop.meta_agent.graph import compile_graph
+    from alphaloop.meta_agent.events import LoopEvent, Proposal
     from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
     from alphaloop.meta_agent.proposers import (
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
         request_stop,
         run_session,
     )
-    from alphaloop.meta_agent.state import LoopEvent, Proposal
 
 __all__ = [
     "LoopEvent",
@@ -51,7 +49,6 @@ __all__ = [
     "TPEProposer",
     "TrialOutcome",
     "TrialView",
-    "compile_graph",
     "create_session",
     "request_stop",
     "run_session",
@@ -59,12 +56,12 @@ __all__ = [
 
 _PROPOSERS = "alphaloop.meta_agent.proposers"
 _SESSION = "alphaloop.meta_agent.session"
-_STATE = "alphaloop.meta_agent.state"
+_EVENTS = "alphaloop.meta_agent.events"
 _LAZY = {
-    "LoopEvent": _STATE,
+    "LoopEvent": _EVENTS,
     "Objective": "alphaloop.meta_agent.objective",
     "OutcomeStatus": "alphaloop.meta_agent.outcome",
-    "Proposal": _STATE,
+    "Proposal": _EVENTS,
     "ProposalContext": _PROPOSERS,
     "Proposer": _PROPOSERS,
     "ProposerBase": _PROPOSERS,
@@ -75,7 +72,6 @@ _LAZY = {
     "TPEProposer": _PROPOSERS,
     "TrialOutcome": "alphaloop.meta_agent.outcome",
     "TrialView": _PROPOSERS,
-    "compile_graph": "alphaloop.meta_agent.graph",
     "create_session": _SESSION,
     "request_stop": _SESSION,
     "run_session": _SESSION,

@@ -10,7 +10,6 @@ import shutil
 from typing import Any
 
 import numpy as np
-from langgraph.runtime import Runtime
 
 from alphaloop import library
 from alphaloop.exceptions import AlphaloopError
@@ -27,9 +26,10 @@ from alphaloop.journal import (
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MarketData
 from alphaloop.meta_agent import flight, folding, keep_rule, nodes
+from alphaloop.meta_agent.events import Finalized
 from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
-from alphaloop.meta_agent.state import LoopEvent, SessionContext, SessionState
+from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics, effective_trials, probabilistic_sharpe_ratio
 from alphaloop.trials import PURGE_ROWS, TrialBudget, equal_weight_backtest
 from alphaloop.validation import (
@@ -53,11 +53,10 @@ ONE_FOLD_NOTE = (
 )
 
 
-def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def finalize(ctx: SessionContext) -> None:
     """Evaluates the best config and the baseline once on TEST, computes the deflated Sharpe of
     the best with N = the search trials that produced validation returns, PBO and the gates,
     and closes the session."""
-    ctx = runtime.context
     reason = nodes.stop_reason(ctx) or "finished"
     rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
     base_rows = [t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep]
@@ -94,15 +93,14 @@ def finalize(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     final.update(_overfitting(rows, final, excess, ctx.objective.max_drawdown))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
-    report = FinalReport.model_validate(final).journaled()
+    report = FinalReport.model_validate(final)
     ctx.journal.sessions.update(
         ctx.session_id,
         status=SessionStatus.finished,
-        final=report,
+        final=report.journaled(),
         best_trial_id=chosen.id if chosen is not None else None,
     )
-    ctx.on_event(LoopEvent.finalized, report)
-    return {"stop_reason": reason}
+    ctx.on_event(Finalized(report=report))
 
 
 def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | None, str]:

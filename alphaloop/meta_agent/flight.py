@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from alphaloop import telemetry
 from alphaloop.journal import EventKind, TrialKind, TrialRecord
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
+from alphaloop.meta_agent.events import Proposal, TrialStarted
 from alphaloop.meta_agent.executors import Pending, TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
 from alphaloop.meta_agent.outcome import TrialOutcome
@@ -34,7 +35,7 @@ from alphaloop.meta_agent.recording import (
     finished_trials,
     proposal_context,
 )
-from alphaloop.meta_agent.state import InFlight, LoopEvent, Proposal, SessionContext
+from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.meta_agent.tracing import ITERATION, PROPOSE, TRIAL, OpenSpan, iteration_attributes
 from alphaloop.trials import Window
 
@@ -103,7 +104,7 @@ def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
             rationale="baseline: default config",
             proposer="baseline",
         )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "baseline"})
+        ctx.on_event(TrialStarted(idx=row.idx, kind=TrialKind.baseline))
         yield row
 
 
@@ -130,7 +131,7 @@ def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator
             rationale=why,
             proposer="confirm",
         )
-        ctx.on_event(LoopEvent.trial_started, {"idx": row.idx, "kind": "confirm"})
+        ctx.on_event(TrialStarted(idx=row.idx, kind=TrialKind.confirm))
         yield row
 
 
@@ -251,8 +252,7 @@ def _start(
         ctx.journal.logs.add_clips(row.id, clips)
     iteration.set({"alphaloop.trial.idx": row.idx})
     ctx.on_event(
-        LoopEvent.trial_started,
-        {"idx": row.idx, "kind": "search", "proposal": proposal.model_dump(), "clips": clips},
+        TrialStarted(idx=row.idx, kind=TrialKind.search, proposal=proposal, clips=tuple(clips))
     )
     trial_span = iteration.child(TRIAL, trial_attributes(row))
     return InFlight(row, FoldedRun(ctx, row, config, race=True), iteration, trial_span)

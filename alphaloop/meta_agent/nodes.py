@@ -1,20 +1,15 @@
-"""The research loop's nodes (verbs) and routers, for one worker or many; the keep rule's
-statistics are in :mod:`.keep_rule`, trials in flight in :mod:`.flight`, ``finalize`` in
-:mod:`.finalize`.
-
-    baseline -> (route_next) -> propose -> (route_after_propose) -> run_trial
-             -> (route_after_trial) -> [confirm ->] record -> (route_next) -> ... -> finalize
+"""The research loop's steps (verbs), for one worker or many; the loop that calls them is
+:mod:`.loop`, the keep rule's statistics are in :mod:`.keep_rule`, trials in flight in
+:mod:`.flight`, ``finalize`` in :mod:`.finalize`.
 
 ``propose`` starts search trials until one per worker is in flight, one more with several
 workers (:data:`LOOKAHEAD`; trials a killed run interrupted first, each run again once);
 ``run_trial`` waits for the oldest trial in flight and holds its outcome in the journal;
 ``confirm`` re-runs a candidate that passed the keep rule's screen on fresh seeds; ``record``
 gives the verdict against the best so far as of its index.
-``route_next`` proposes while there is room, waits for the oldest trial while any is in flight,
-and finalizes when neither. With one worker that is propose, run, [confirm,] record, in turn.
 
-Each node reads the journal, does one thing, and writes its result to the journal before
-returning, and every node is idempotent on resume, so the graph needs no checkpoint: a resumed
+Each step reads the journal, does one thing, and writes its result to the journal before
+returning, and every step is idempotent on resume, so the loop needs no checkpoint: a resumed
 session starts at ``baseline`` (which runs only the seeds without an outcome) and rebuilds its
 flight from the journal.
 """
@@ -26,7 +21,6 @@ import statistics
 from collections import deque
 from collections.abc import Iterator
 
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import telemetry
@@ -34,6 +28,7 @@ from alphaloop.exceptions import TrialCrashed
 from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import flight, folding, keep_rule
+from alphaloop.meta_agent.events import TrialFinished
 from alphaloop.meta_agent.executors import Pending, outcome_of
 from alphaloop.meta_agent.keep_rule import SeedMean
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
@@ -48,7 +43,7 @@ from alphaloop.meta_agent.recording import (
     trial_view,
     violation_of,
 )
-from alphaloop.meta_agent.state import InFlight, LoopEvent, SessionContext, SessionState
+from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.meta_agent.tracing import RECORD, TRIAL, OpenSpan
 from alphaloop.trials import TrialResult
 from alphaloop.validation import aligned_matrix
@@ -58,12 +53,11 @@ __all__ = [
     "baseline",
     "confirm",
     "decide",
+    "may_start",
+    "passed_screen",
     "proposal_context",
     "propose",
     "record",
-    "route_after_propose",
-    "route_after_trial",
-    "route_next",
     "run_trial",
     "screened",
     "stop_reason",
@@ -80,19 +74,17 @@ logger = logging.getLogger(__name__)
 LOOKAHEAD = 1
 
 
-# --- nodes ---------------------------------------------------------------------------------
+# --- steps ---------------------------------------------------------------------------------
 
 
-def baseline(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def baseline(ctx: SessionContext) -> None:
     """Runs the default config on the ``noise_seeds`` seeds without an outcome (side by side
     when there are workers), sets the noise floor (the spread of their objectives), and takes
     up what a killed run left: trials awaiting their verdict, and interrupted ones to rerun."""
-    ctx = runtime.context
     run_seeds(ctx, flight.start_baselines(ctx), TrialConfig(), "baseline")
     set_noise_floor(ctx)
     ctx.flight.extend(flight.awaiting_verdict(ctx))
     ctx.reruns.extend(flight.interrupted_without_rerun(ctx))
-    return {"session_id": ctx.session_id}
 
 
 def set_noise_floor(ctx: SessionContext) -> None:
@@ -109,10 +101,9 @@ def set_noise_floor(ctx: SessionContext) -> None:
     ctx.journal.sessions.update(ctx.session_id, noise_floor=spread)
 
 
-def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def propose(ctx: SessionContext) -> None:
     """Starts search trials while there is room: interrupted ones again first, then new
     proposals. Stops short when a stop is requested while the proposer thinks."""
-    ctx = runtime.context
     while may_start(ctx):
         if ctx.reruns:
             started = flight.rerun(ctx, ctx.reruns.popleft())
@@ -121,33 +112,36 @@ def propose(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
         if started is None:
             break
         ctx.flight.append(started)
-    return {}
 
 
-def run_trial(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def run_trial(ctx: SessionContext) -> None:
     """Waits for the oldest trial in flight and holds its outcome in the journal, where its
     verdict will read it (a kill from here on judges it on resume instead of rerunning it)."""
-    ctx = runtime.context
     trial = ctx.flight[0]
     outcome = trial.outcome = outcome_of(trial.pending)
     telemetry.set_attributes(trial.trial_span.span, {"alphaloop.outcome": outcome.status.value})
     trial.trial_span.end()
     ctx.journal.trials.hold_outcome(trial.row.id, outcome.model_dump_json())
-    return {}
 
 
-def confirm(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def passed_screen(ctx: SessionContext) -> bool:
+    """Whether the oldest trial in flight is a search trial that passed the keep rule's screen
+    and so is confirmed on fresh seeds before its verdict."""
+    trial = ctx.flight[0]
+    first = screened(ctx, trial.outcome or outcome_of(trial.pending))
+    return first is not None and first.passed
+
+
+def confirm(ctx: SessionContext) -> None:
     """Re-runs the oldest trial in flight, which passed the screen, on the session's
     confirmation seeds side by side, one ``confirm`` row each (not counted against the budget;
     their time counts against the time budget). Seeds whose row already has an outcome are
     skipped, so a resumed session runs only the confirmations a kill cut short."""
-    ctx = runtime.context
     trial = ctx.flight[0]
     candidate = trial.row
     rows = flight.start_confirmations(ctx, candidate)
     why = flight.confirmation_reason(candidate)
     run_seeds(ctx, rows, TrialConfig(**candidate.config), why, trial.iteration)
-    return {}
 
 
 def run_seeds(
@@ -169,7 +163,7 @@ def run_seeds(
         if span is not None:
             span.end()
         rec = finish_outcome(ctx, row.id, outcome, kept_if_ok(outcome), why)
-        ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
+        ctx.on_event(TrialFinished(trial=rec))
 
     for row in rows:
         span = iteration.child(TRIAL, flight.trial_attributes(row)) if iteration else None
@@ -180,10 +174,9 @@ def run_seeds(
         finish()
 
 
-def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+def record(ctx: SessionContext) -> None:
     """Gives the oldest trial in flight its verdict (keep / discard, or the crash), journals
     it and takes it out of flight."""
-    ctx = runtime.context
     trial: InFlight = ctx.flight[0]
     outcome = trial.outcome or outcome_of(trial.pending)
 
@@ -195,8 +188,7 @@ def record(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
     ctx.flight.popleft()
     trial.iteration.set({"alphaloop.trial.status": rec.status.value})
     trial.iteration.end()
-    ctx.on_event(LoopEvent.trial_finished, {"trial": rec})
-    return {}
+    ctx.on_event(TrialFinished(trial=rec))
 
 
 def decide(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> TrialRecord:
@@ -353,30 +345,3 @@ def may_start(ctx: SessionContext) -> bool:
     if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
         return False
     return stop_reason(ctx) is None
-
-
-# --- routers -------------------------------------------------------------------------------
-
-
-def route_next(state: SessionState, runtime: Runtime[SessionContext]) -> str:
-    """Propose while there is room, wait for the oldest trial while any is in flight, else
-    finalize."""
-    ctx = runtime.context
-    if may_start(ctx):
-        return "propose"
-    return "run_trial" if ctx.flight else "finalize"
-
-
-def route_after_propose(state: SessionState, runtime: Runtime[SessionContext]) -> str:
-    """Nothing in flight after ``propose`` means a stop came while the proposer was thinking:
-    the session ends before another trial starts."""
-    return "run_trial" if runtime.context.flight else "finalize"
-
-
-def route_after_trial(state: SessionState, runtime: Runtime[SessionContext]) -> str:
-    """A search trial that passed the keep rule's screen is confirmed on fresh seeds before its
-    verdict; any other goes straight to ``record``."""
-    ctx = runtime.context
-    trial = ctx.flight[0]
-    first = screened(ctx, trial.outcome or outcome_of(trial.pending))
-    return "confirm" if first is not None and first.passed else "record"

@@ -3,11 +3,11 @@
 The journal is the checkpoint of record: it holds everything that happened (trials, verdicts,
 counts, the incumbent, the stop flag) and what was in flight (a trial's row is journaled before
 it runs, a search trial's outcome before its verdict). A resumed session reaps the trials a dead
-process left running (``crash``, "interrupted", not counted), then runs the graph from the
-start: ``baseline`` runs only the seeds without an outcome, search trials awaiting their verdict
+process left running (``crash``, "interrupted", not counted), then runs the loop from the
+top: ``baseline`` runs only the seeds without an outcome, search trials awaiting their verdict
 are judged from their held outcome, each interrupted search trial runs again once (same config,
 seed and parent), confirmations skip the seeds already confirmed, and ``finalize`` reuses test
-rows already written. One worker or many, it is the same graph (:mod:`.graph`).
+rows already written. One worker or many, it is the same loop (:mod:`.loop`).
 
 A session finished by a stop request before its budget was used up can be resumed too: it is
 reopened (its previous ``final`` kept in a ``ResumedAfterStop`` event), the search goes on from
@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from typing import Any, Self
+from typing import Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -36,9 +35,10 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec, MarketData
+from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.executors import open_runner, warm_up
-from alphaloop.meta_agent.graph import compile_graph
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
+from alphaloop.meta_agent.loop import run_loop
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
@@ -146,7 +146,7 @@ def _context(
     session_id: str,
     spec: SessionSpec,
     settings: Settings,
-    on_event: Callable[[str, dict[str, Any]], None] | None,
+    on_event: OnEvent | None,
 ) -> SessionContext:
     data = spec.load()
     session = journal.sessions.get(session_id)
@@ -173,7 +173,7 @@ def _context(
         policy_dir=settings.policies_dir,
         time_budget_s=spec.time_budget_s,
         max_tokens_total=spec.max_tokens_total,
-        on_event=on_event or (lambda kind, payload: None),
+        on_event=on_event or ignore,
         workers=spec.workers,
         ray_address=spec.ray_address,
         folds=build_folds(data, spec.folds or 1),
@@ -220,7 +220,7 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
 def run_session(
     session_id: str,
     settings: Settings,
-    on_event: Callable[[str, dict[str, Any]], None] | None = None,
+    on_event: OnEvent | None = None,
 ) -> FinalReport | None:
     """Runs (or resumes) a session until a stop rule fires and finalize has run.
 
@@ -297,7 +297,7 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
 
 
 def _invoke(ctx: SessionContext, resumed: bool) -> None:
-    """Runs the graph after reaping the trials a dead process left running (journaling the
+    """Runs the loop after reaping the trials a dead process left running (journaling the
     resume when this run takes up an earlier one); marks the session interrupted if anything
     stops it."""
     journal, session_id = ctx.journal, ctx.session_id
@@ -316,12 +316,8 @@ def _invoke(ctx: SessionContext, resumed: bool) -> None:
             {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
         )
     ctx.runner = open_runner(ctx.data, ctx.workers, ctx.ray_address, ctx.mode)
-    # Trials, baselines, confirmations and tests each take one step or more: a generous bound
-    # that still stops a graph that would loop forever.
-    limit = 10 * (ctx.budget + ctx.noise_seeds + ctx.confirm_seeds + ctx.workers) + 100
     try:
-        graph = compile_graph()
-        graph.invoke({"session_id": session_id}, {"recursion_limit": limit}, context=ctx)
+        run_loop(ctx)
     except BaseException as err:
         ctx.end_flight(err)
         ctx.runner.close(wait=False)

@@ -1,28 +1,23 @@
-"""The research loop's state and its runtime context.
+"""What the research loop runs with: the session's settings and the live objects (the runner,
+the trials in flight, the proposer), rebuilt on resume.
 
 The journal is the checkpoint of record: everything that happened (trials, verdicts, counts,
 the incumbent, the stop flag) and what is in flight (a trial's row is journaled before it runs,
-and its outcome before its verdict, see ``Journal.trials.hold_outcome``) is there, so the graph
-keeps no checkpoint of its own and a resumed session rebuilds its flight from the journal alone.
-
-The graph's state carries only the session id and why it stopped; live objects (the runner, the
-trials in flight, the proposer) are in the runtime context, rebuilt on resume.
+and its outcome before its verdict, see ``Journal.trials.hold_outcome``) is there, so the loop
+keeps no state of its own beyond this context, and a resumed session rebuilds its flight from
+the journal alone.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypedDict
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING
 
 from alphaloop.journal import FollowedTrials, Journal, TrialRecord
-from alphaloop.knobs import ConfigDelta
 from alphaloop.market import MarketData
+from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import TrialOutcome
@@ -33,47 +28,6 @@ from alphaloop.trials import Rows, TrialBudget
 
 if TYPE_CHECKING:  # executors import this module
     from alphaloop.meta_agent.executors import Pending, TrialRunner
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
-
-
-class Proposal(BaseModel):
-    """An edit a proposer made, and who made it (journaled with the trial it becomes), with
-    the exact prompt an LLM made it from (chat messages as JSON text; None for TPE)."""
-
-    model_config = _FROZEN
-
-    changes: dict[str, float]
-    rationale: str
-    proposer: str
-    prompt: str | None = None
-
-    @classmethod
-    def of(cls, delta: ConfigDelta, proposer: str, prompt: str | None = None) -> Self:
-        return cls(
-            changes=dict(delta.changes),
-            rationale=delta.rationale,
-            proposer=proposer,
-            prompt=prompt,
-        )
-
-    def delta(self) -> ConfigDelta:
-        return ConfigDelta(changes=self.changes, rationale=self.rationale)
-
-
-class LoopEvent(StrEnum):
-    """What the loop tells ``on_event`` (the payload is a dict: ``trial_started`` carries
-    ``idx`` and ``kind``, and for a search trial the ``proposal`` and ``clips``;
-    ``trial_finished`` the ``trial`` record; ``finalized`` the session's final record)."""
-
-    trial_started = "trial_started"
-    trial_finished = "trial_finished"
-    finalized = "finalized"
-
-
-class SessionState(TypedDict, total=False):
-    session_id: str
-    stop_reason: str | None
 
 
 @dataclass
@@ -108,7 +62,7 @@ class SessionContext:
     confirm_seeds: int = CONFIRM_SEEDS
     time_budget_s: float | None = None
     max_tokens_total: int | None = None
-    on_event: Callable[[str, dict[str, Any]], None] = lambda kind, payload: None
+    on_event: OnEvent = ignore
     workers: int = 1
     ray_address: str | None = None
     # The walk-forward folds every trial is scored on (oldest first; see ``trials.folds``).

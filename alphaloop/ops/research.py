@@ -1,13 +1,13 @@
 """Research sessions: start, run, resume and stop one.
 
 The loop itself lives in :mod:`alphaloop.meta_agent`; these are the user-level actions over it.
-It is imported on first use (LangGraph, the proposers), so reading the journal stays fast.
+It is imported on first use (the proposers, the evaluator), so reading the journal stays fast.
+A run tells its ``on_event`` what happens as typed events (:mod:`alphaloop.meta_agent.events`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from alphaloop.exceptions import AlphaloopError, Conflict
 from alphaloop.ops._journal import open_journal
@@ -15,9 +15,11 @@ from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from alphaloop.journal import FinalReport, SessionRecord
-    from alphaloop.meta_agent.session import SessionSpec
 
-OnEvent = Callable[[str, dict[str, Any]], None]
+    # The events a run tells its on_event, for the front ends that watch one.
+    from alphaloop.meta_agent.events import LoopEvent as LoopEvent
+    from alphaloop.meta_agent.events import OnEvent
+    from alphaloop.meta_agent.session import SessionSpec
 
 
 class SessionRunning(Conflict):
@@ -68,7 +70,7 @@ def run_session(
     Args:
         session_id: a created session.
         settings: the alphaloop home and the endpoint.
-        on_event: told ``("trial_started" | "trial_finished" | "finalized", payload)``.
+        on_event: told each ``TrialStarted``, ``TrialFinished`` and the ``Finalized`` report.
 
     Raises:
         SessionBusy: another live process is running it.
@@ -81,15 +83,16 @@ def run_session(
 def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None = None) -> str:
     """Starts a session and runs it to its end; returns its id.
 
-    ``on_event`` is also told ``("session_created", {"session_id": ...})`` before the first
-    trial.
+    ``on_event`` is also told ``SessionCreated`` before the first trial.
 
     Raises:
         SessionFailed: the session stopped with an error (it can be resumed).
     """
+    from alphaloop.meta_agent.events import SessionCreated
+
     session_id = start_session(spec, settings)
     if on_event is not None:
-        on_event("session_created", {"session_id": session_id})
+        on_event(SessionCreated(session_id=session_id))
     try:
         run_session(session_id, settings, on_event)
     except AlphaloopError as err:

@@ -8,7 +8,7 @@ validation window only; it is not journaled (it belongs to no session).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,9 @@ from alphaloop.knobs import Mode
 from alphaloop.metrics import ObjectiveMetric
 from alphaloop.tools.base import Tool, ToolContext
 from alphaloop.tools.journal_tools import trial_summary
+
+if TYPE_CHECKING:
+    from alphaloop.ops.research import LoopEvent
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")
 _DATA = "sp500 (the embedded S&P 500 set), synthetic[:SEED], or a CSV/Parquet path"
@@ -101,11 +104,11 @@ def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
         trial_budget=ops.trial_budget(args.total_timesteps),
     )
 
-    def on_event(kind: str, payload: dict[str, Any]) -> None:
-        if kind == "session_created":
-            ctx.progress(f"session {payload['session_id']} started ({args.budget} trials)")
-        elif kind == "trial_finished":
-            t = payload["trial"]
+    def on_event(event: LoopEvent) -> None:
+        if event.name == "session_created":
+            ctx.progress(f"session {event.session_id} started ({args.budget} trials)")
+        elif event.name == "trial_finished":
+            t = event.trial
             objective = "-" if t.objective is None else f"{t.objective:.4f}"
             ctx.progress(f"trial {t.idx} ({t.kind}) {t.status}, objective {objective}")
 

@@ -1,7 +1,7 @@
 """Research sessions through the library: the keep rule and its noise floor, crashes that do not
 stop the loop, resuming after an interruption at any step, and what the proposer may see.
 
-Sessions run for real (SQLite journal, LangGraph graph, Mean-CVaR trials) on the seeded
+Sessions run for real (SQLite journal, the research loop, Mean-CVaR trials) on the seeded
 synthetic data, each in a temporary alphaloop home.
 """
 
@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langgraph.runtime import Runtime
 from rich.console import Console
 from scipy import stats
 
@@ -29,7 +28,7 @@ from alphaloop.meta_agent import executors, nodes, session
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
-from alphaloop.meta_agent.state import SessionContext, SessionState
+from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 from alphaloop.validation import sharpe_difference
@@ -231,8 +230,7 @@ def where_is(name: str) -> Any:
 
 def interrupt(name: str, at_call: int) -> Callable[..., Any]:
     """``<module>.<name>`` raising KeyboardInterrupt (a kill, as far as the journal can tell)
-    on its n-th call; every other call goes through. Graph nodes keep their (state, runtime)
-    signature, which is how LangGraph knows to pass the runtime."""
+    on its n-th call; every other call goes through."""
     real, calls = getattr(where_is(name), name), []
 
     def check() -> None:
@@ -244,9 +242,9 @@ def interrupt(name: str, at_call: int) -> Callable[..., Any]:
         check()
         return real(*args, **kwargs)
 
-    def node(state: SessionState, runtime: Runtime[SessionContext]) -> dict:
+    def node(ctx: SessionContext) -> None:
         check()
-        return real(state, runtime)
+        real(ctx)
 
     return evaluate if name == "evaluate" else node
 
