@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard, history, notes, plots, study
+from alphaloop.ops import dashboard, history, notes, plots, study, tearsheet
 from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
@@ -188,6 +188,21 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
         "verdict": row.model_dump(mode="json") if row else None,
         "command": f"alphaloop validate {session_id}",
     }
+
+
+@router.get("/sessions/{session_id}/report")
+def session_report(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+    """The tear sheet of a finished session (what ``alphaloop report`` writes): the pick
+    against the default config and 1/N on TEST, its allocation, the gates, the search and the
+    notes, with its figures (plotly figure JSON by name)."""
+    return jsonable(tearsheet.build_tearsheet(_settings(request), session_id).as_json())
+
+
+@router.get("/policies/{policy_id}/report")
+def policy_report(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
+    """The tear sheet of a library policy: its session's, with the policy's trial as the
+    pick."""
+    return jsonable(tearsheet.build_tearsheet(_settings(request), policy_id=policy_id).as_json())
 
 
 @router.get("/pm/history")

@@ -2,7 +2,7 @@
 // elements that stick out of their panel (or the page), buttons out of sight in a table, a
 // chart's titles out of the chart, and numbers printed with more than 6 significant digits.
 () => {
-  const out = { overflow: [], hidden: [], digits: [] };
+  const out = { overflow: [], hidden: [], digits: [], missing: [] };
   const vw = document.documentElement.clientWidth;
   if (document.documentElement.scrollWidth > vw) out.overflow.push('page ' + document.documentElement.scrollWidth);
   const name = (e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ')[0] : '');
@@ -29,6 +29,8 @@
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const p = n.parentElement;
     if (!p || p.closest('.mono, pre, code, textarea, script, style, option, #toast') || p.closest('[hidden]')) continue;
+    // a value that was missing, printed as such
+    if (/\b(undefined|NaN)\b|^\s*null\s*$/.test(n.textContent)) out.missing.push(name(p) + ': ' + n.textContent.slice(0, 60));
     const text = n.textContent.replace(/s-\d{8}-\d{6}-\w+/g, ' ').replace(/\d{4}-\d{2}-\d{2}/g, ' ').replace(/\d{1,2}:\d{2}(:\d{2})?/g, ' ').replace(/#\d+/g, ' ');
     for (const m of text.matchAll(/\d[\d,]*(\.\d+)?(e[-+]?\d+)?/gi)) {
       // significant digits: no leading zeros, nor an integer's trailing ones (1,000,000 has 1)

@@ -2,8 +2,9 @@
 home populated through the command line (two real short sessions, a validation, an activation
 and three paper ticks) and served once. Each view is screenshotted (the artifacts folder) and
 fails on an element cut off or overflowing its panel, a button out of reach, a console error,
-or a number printed with more than 6 significant digits. The portfolio manager's equity and
-P&L on the page are `pm status`'s."""
+a number printed with more than 6 significant digits, a missing value printed as "null",
+"undefined" or "NaN", or a time chart without dates. The portfolio manager's equity and P&L
+on the page are `pm status`'s."""
 
 from __future__ import annotations
 
@@ -95,6 +96,11 @@ def _views(ids: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
             ["#compare-table tbody tr", "#compare-history .main-svg"],
         ),
         ("compare-trials", f"#/compare/{s}:3/{t}:3", ["#compare-equity .main-svg"]),
+        (
+            "report",
+            f"#/report/session/{s}",
+            ["#report-metrics tbody tr", "#report-equity .main-svg", "#report-gates"],
+        ),
         (
             "deploy",
             "#/deploy",

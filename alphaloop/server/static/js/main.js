@@ -10,6 +10,7 @@ const ROUTES = [
   [/^#\/sessions$/, "sessions", () => ({})],
   [/^#\/session\/([\w-]+)\/trial\/(\d+)$/, "trial", (m) => ({ session: m[1], idx: Number(m[2]) })],
   [/^#\/session\/([\w-]+)(?:\/(history|trials|plots|validation|notes))?$/, "session", (m) => ({ session: m[1], tab: m[2] || "history" })],
+  [/^#\/report\/(session|policy)\/([\w-]+)$/, "report", (m) => ({ kind: m[1], id: m[2] })],
   [/^#\/compare(?:\/([\w:-]+)\/([\w:-]+))?$/, "compare", (m) => ({ a: m[1], b: m[2] })],
   [/^#\/deploy$/, "deploy", () => ({})],
   [/^#\/feedback$/, "feedback", () => ({})],
@@ -18,7 +19,7 @@ const ROUTES = [
   [/^#\/knobs$/, "knobs", () => ({})],
 ];
 // The header's link of each view (a trial and a session light "Sessions").
-const NAV = { trial: "sessions", session: "sessions" };
+const NAV = { trial: "sessions", session: "sessions", report: "sessions" };
 
 let current = null;
 async function route() {

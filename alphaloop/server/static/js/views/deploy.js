@@ -121,6 +121,7 @@ function libraryPanel(ctx, afterActivate) {
       { label: "vs 1/N (TEST)", value: (p) => versus(p.session_verdict?.vs_equal_weight), cls: () => "wrap" },
       { label: "verdict", value: (p) => { const v = p.session_verdict; const go = p.gates_passed === true && v?.go === true;
         return el("span", { class: go ? "go" : "nogo" }, go ? "GO" : v?.go == null ? "no verdict yet" : v.pick === "default" ? "NO-GO: default picked" : "NO-GO"); } },
+      { label: "", value: (p) => el("a", { href: `#/report/policy/${p.id}`, class: "sheet-link" }, "tear sheet") },
       { label: "", value: (p) => {
         if (p.active) return el("strong", { class: "active-mark" }, "active");
         const v = p.session_verdict, go = p.gates_passed === true && v?.go === true;

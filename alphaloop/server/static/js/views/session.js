@@ -24,7 +24,8 @@ function header(root, sid, tab) {
     el("div", { id: "session-kpis" }),
     el("div", { class: "row actions" },
       el("button", { type: "button", id: "research-stop", hidden: true }, "Stop after this trial"),
-      link("#/compare", "Compare with\u2026", { id: "compare-with", class: "button" })));
+      link("#/compare", "Compare with\u2026", { id: "compare-with", class: "button" }),
+      link(`#/report/session/${sid}`, "Tear sheet", { id: "tear-sheet", class: "button", hidden: true })));
   const nav = el("nav", { class: "tabs", "aria-label": "session views" }, TABS.map((t) =>
     link(`#/session/${sid}/${t}`, t, { class: t === tab ? "current" : null, "aria-current": t === tab ? "page" : null, dataset: { tab: t } })));
   root.append(head, nav);
@@ -52,6 +53,8 @@ function showPulse(p, row) {
     ["started", when(s.created_at), null, "secondary"],
   ], "pulse"));
   document.getElementById("research-stop").hidden = !["running"].includes(p.status);
+  // a tear sheet once finalize has evaluated the pick on TEST
+  document.getElementById("tear-sheet").hidden = !s.final?.pick;
 }
 
 // The history tab: the optimisation history (a preview at once for a long one), then plotly.

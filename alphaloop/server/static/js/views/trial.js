@@ -32,12 +32,12 @@ export function equitySeries(returns, dates) {
 }
 
 export function equityFigure(series, title) {
-  const data = [], any = series.find((s) => s.returns?.length);
+  const data = [], any = series.find((s) => s.returns?.length), one = series.length === 1;
   for (const s of series) {
     if (!s.returns?.length) continue;
     const { x, eq, dd } = equitySeries(s.returns, s.dates);
     data.push({ type: "scatter", mode: "lines", name: s.name, x, y: eq, line: { color: s.color }, hovertemplate: "%{x}: %{y:.4f}<extra>" + s.name + "</extra>" });
-    data.push({ type: "scatter", mode: "lines", name: s.name + " drawdown", x, y: dd, yaxis: "y2", line: { color: s.color, width: 1 }, fill: "tozeroy", showlegend: false, hovertemplate: "%{x}: %{y:.1%}<extra>drawdown</extra>" });
+    data.push({ type: "scatter", mode: "lines", name: s.name + " drawdown", x, y: dd, yaxis: "y2", line: { color: s.color, width: 1 }, fill: one ? "tozeroy" : "none", showlegend: false, hovertemplate: "%{x}: %{y:.1%}<extra>drawdown</extra>" });
   }
   const dated = any && equitySeries(any.returns, any.dates).dated;
   return { data, layout: layout({ title, xaxis: { title: { text: dated ? "date" : "trading day" }, type: dated ? "date" : "linear", anchor: "y2" },
@@ -69,7 +69,7 @@ export async function render(root, params, ctx) {
   const metrics = METRICS.filter(([k]) => t.metrics && k in t.metrics).map(([k, label]) => [label, metric(k, t.metrics[k])]);
   const chart = chartBox("trial-equity");
   root.append(
-    why.length ? section("Why", el("dl", { class: "facts", id: "trial-facts" }, why.map(([k, v]) => el("div", null, el("dt", null, k), el("dd", null, v))))) : null,
+    ...(why.length ? [section("Why", el("dl", { class: "facts", id: "trial-facts" }, why.map(([k, v]) => el("div", null, el("dt", null, k), el("dd", null, v)))))] : []),
     section(r.kind === "test" ? "Metrics on TEST" : r.status === "raced out" ? "Metrics on the folds it ran" : full.folds.length ? "Metrics on its folds" : "Metrics on VALIDATION", kpis(metrics, "trial-metrics"), chart),
     section("Folds", el("p", { class: "muted", id: "trial-folds-note" }, full.folds.length ? `scored on ${full.folds[0].n_folds} walk-forward folds` +
       (full.folds.length < full.folds[0].n_folds ? ` (${full.folds.length} run: raced out)` : "") : "no folds: scored on VALIDATION alone"),
