@@ -5,29 +5,26 @@ rebalance: fresh scenarios and :func:`~alphaloop.portfolio_opt.start_sequence` f
 is carried over from an earlier solve. It compares, side by side in one run and on the same
 scenarios:
 
-* ours: :func:`~alphaloop.portfolio_opt.solve_mean_cvar` (scenario generation around a dense
-  interior point, certified by a CVaR lower bound);
-* former: the previous solver (HiGHS dual simplex on the full dual LP, whose arrays now go to
-  HiGHS directly rather than through cvxpy), still selectable through the private
-  ``cvar._SOLVER`` flag; its first solve of a new shape (building the LP's layout) is excluded
-  (a session pays it once), and its warm re-solve of the *identical* problem is reported
-  apart, never as the headline;
+* ours: :func:`~alphaloop.portfolio_opt.solve_mean_cvar` (HiGHS on the Mean-CVaR dual, by
+  scenario generation above 1,024 distinct scenarios, certified by a CVaR lower bound);
+* whole: the same LP of every scenario in one HiGHS solve (what ``solve_mean_cvar`` does up to
+  1,024 distinct scenarios), to show what scenario generation saves; the first solve of a new
+  shape (laying out the LP) is excluded, and a warm re-solve of the *identical* problem is
+  reported apart, never as the headline;
 * skfolio's ``MeanRisk`` (CVaR, maximise utility, same caps and risk aversion; Clarabel).
 
 Scenario sets: ``distinct`` fat-tailed random scenarios with no repeats (the headline, at 20
 assets and at 50/100/200/392 assets), and ``bootstrap`` (a block bootstrap of a 504-day window
-at a 21-day horizon: at most 484 distinct rows among 10,000, which both our solvers merge
-exactly and skfolio does not; at up to 1,024 distinct rows ``solve_mean_cvar`` keeps the cached
-dual simplex, so there "ours" and "former" are the same code, both cold). Each cell is the
+at a 21-day horizon: at most 484 distinct rows among 10,000, which our solver merges exactly and
+skfolio does not; there "ours" and "whole" are the same code, both cold). Each cell is the
 median over several scenario sets; the objective gap is the worst ``(theirs - ours) / |ours|``
 (positive: ours is better) and ``cert`` is our own certificate (exact objective minus the lower
-bound, relative).
+bound, relative). The former interior point, and trials before and after, are timed against
+the code of an earlier commit by ``benchmarks/bench_engines.py``.
 
-It also times whole trials (``cufolio_only`` and ``unified`` on the embedded sp500 data, a small
-PPO budget, median of 5 seeds) with each solver and prints the largest change of the trial
-objective between them. ``--quick`` uses fewer scenario sets, skips skfolio and the former
-solver where they take tens of seconds, and runs 2 seeds per mode. Reports numbers only; it
-asserts nothing, since timings depend on the machine and its load.
+``--quick`` uses fewer scenario sets and skips skfolio and the whole-set solve where they take
+tens of seconds. Reports numbers only; it asserts nothing, since timings depend on the machine
+and its load.
 """
 
 from __future__ import annotations
@@ -47,7 +44,6 @@ from alphaloop.portfolio_opt import (
     _cutting,
     _lp,
     bootstrap_scenarios,
-    cvar,
     empirical_cvar,
     solve_mean_cvar,
     start_sequence,
@@ -107,14 +103,14 @@ def _skfolio(scenarios: np.ndarray) -> np.ndarray:
 
 
 @contextmanager
-def solver(name: str) -> Iterator[None]:
-    """Selects ``"cutting"`` (ours) or ``"simplex"`` (the former solver) for the block."""
-    before = cvar._SOLVER
-    cvar._SOLVER = name
+def whole_set() -> Iterator[None]:
+    """Every problem of the block solved in one HiGHS solve of all its scenarios."""
+    before = _cutting.WHOLE_SET
+    _cutting.WHOLE_SET = 10**9
     try:
         yield
     finally:
-        cvar._SOLVER = before
+        _cutting.WHOLE_SET = before
 
 
 def _cold(scenarios: np.ndarray) -> tuple[float, Any]:
@@ -140,74 +136,40 @@ def _certificate(scenarios: np.ndarray) -> float:
 
 
 def bench_case(
-    make: Callable[[int], np.ndarray], n_runs: int, with_former: bool, n_skfolio: int
+    make: Callable[[int], np.ndarray], n_runs: int, with_whole: bool, n_skfolio: int
 ) -> dict[str, float]:
-    """Medians (ours, former, skfolio) over ``n_runs`` problems, worst gaps and certificate."""
-    ours_t, former_t, warm_t, sk_t, gaps, former_gaps, certs = [], [], [], [], [], [], []
-    if with_former:  # the former solver's first solve of a shape lays it out; not timed
-        with solver("simplex"):
+    """Medians (ours, whole, skfolio) over ``n_runs`` problems, worst gaps and certificate."""
+    ours_t, whole_t, warm_t, sk_t, gaps, whole_gaps, certs = [], [], [], [], [], [], []
+    if with_whole:  # the whole-set first solve of a shape lays it out; not timed
+        with whole_set():
             _cold(make(-1))
     for run in range(n_runs):
         scen = make(run)
         t, sol = _cold(scen)
         ours_t.append(t)
         certs.append(_certificate(scen))
-        if with_former:
-            with solver("simplex"):
+        if with_whole:
+            with whole_set():
                 t, old = _cold(scen)
-                former_t.append(t)
+                whole_t.append(t)
                 # The identical problem again, warm-started: what a cached re-solve costs.
                 t, _ = timed(lambda s=scen: solve_mean_cvar(s, ALPHA, _cap(s.shape[1]), 2.0))
                 warm_t.append(t)
-            former_gaps.append((old.objective - sol.objective) / abs(sol.objective))
+            whole_gaps.append((old.objective - sol.objective) / abs(sol.objective))
         if run < n_skfolio:
             t, w = timed(lambda s=scen: _skfolio(s))
             sk_t.append(t)
             gaps.append((_objective(scen, w) - sol.objective) / abs(sol.objective))
     out: dict[str, float] = {"ours_s": statistics.median(ours_t), "cert": max(certs)}
-    if with_former:
-        out["former_s"] = statistics.median(former_t)
-        out["former_warm_s"] = statistics.median(warm_t)
-        out["former_gap"] = max(former_gaps, key=abs)
+    if with_whole:
+        out["whole_s"] = statistics.median(whole_t)
+        out["whole_warm_s"] = statistics.median(warm_t)
+        out["whole_gap"] = max(whole_gaps, key=abs)
     if sk_t:
         out["skfolio_s"] = statistics.median(sk_t)
         out["skfolio_runs"] = len(sk_t)
         out["ratio"] = out["skfolio_s"] / out["ours_s"]
         out["gap"] = max(gaps, key=abs)
-    return out
-
-
-def bench_trials(n_seeds: int) -> dict[str, Any]:
-    """Trial wall times per mode with each solver (median over seeds) and the largest change of
-    the trial objective between the solvers."""
-    from alphaloop.knobs import TrialConfig
-    from alphaloop.market import load_market
-    from alphaloop.trials import TrialBudget, run_trial
-
-    data = load_market("sp500")
-    budget = TrialBudget(total_timesteps=2_048, n_envs=2)
-    out: dict[str, Any] = {}
-    for mode in ("cufolio_only", "unified"):
-        run_trial(mode, TrialConfig(), data, budget, seed=99)  # one-off costs, both solvers
-        with solver("simplex"):
-            run_trial(mode, TrialConfig(), data, budget, seed=99)
-        times: dict[str, list[float]] = {"cutting": [], "simplex": []}
-        objectives: dict[str, list[float]] = {"cutting": [], "simplex": []}
-        for seed in range(n_seeds):
-            for name in ("cutting", "simplex"):
-                with solver(name):
-                    t, result = timed(
-                        lambda s=seed, m=mode: run_trial(m, TrialConfig(), data, budget, seed=s)
-                    )
-                times[name].append(t)
-                objectives[name].append(result.objective)
-        diffs = np.abs(np.subtract(objectives["cutting"], objectives["simplex"]))
-        out[mode] = {
-            "ours_s": statistics.median(times["cutting"]),
-            "former_s": statistics.median(times["simplex"]),
-            "max_objective_change": float(diffs.max()),
-            "seeds": n_seeds,
-        }
     return out
 
 
@@ -227,9 +189,8 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
         (
             "the same, 20 x 10,000 bootstrap (484 distinct rows): skfolio / ours",
             f"{boot['ratio']:.1f}x",
-            f"{boot['ours_s'] * 1e3:.0f} ms vs {boot['skfolio_s'] * 1e3:.0f} ms; former solver "
-            f"cold {boot['former_s'] * 1e3:.0f} ms, warm re-solve "
-            f"{boot['former_warm_s'] * 1e3:.0f} ms",
+            f"{boot['ours_s'] * 1e3:.0f} ms vs {boot['skfolio_s'] * 1e3:.0f} ms; a warm "
+            f"re-solve of the identical problem {boot['whole_warm_s'] * 1e3:.0f} ms",
         )
     )
     big = results[f"distinct_{SIZES[-1]}"]
@@ -242,13 +203,12 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
             + f"; certificate {big['cert']:.0e}",
         )
     )
-    for mode, r in results.get("trials", {}).items():
+    if "whole_s" in head:
         rows.append(
             (
-                f"one {mode} trial (small PPO budget, median of {r['seeds']}): former / ours",
-                f"{r['former_s'] / r['ours_s']:.2f}x",
-                f"{r['ours_s']:.2f} s vs {r['former_s']:.2f} s; objective change "
-                f"{r['max_objective_change']:.1e}",
+                "the same 20 x 10,000 distinct in one HiGHS solve of all: whole / ours",
+                f"{head['whole_s'] / head['ours_s']:.1f}x",
+                f"{head['whole_s'] * 1e3:.0f} ms vs {head['ours_s'] * 1e3:.0f} ms",
             )
         )
     return rows
@@ -277,41 +237,34 @@ def main(quick: bool = False) -> dict[str, Any]:
                 f"distinct_{n}",
                 lambda run, n=n: _distinct(n, run),
                 runs,
-                not large and not quick,  # the former solver takes minutes there
+                not large and not quick,  # one solve of all scenarios takes long there
                 (1 if large else runs) if not quick or n <= 50 else 0,
             )
         )
     began = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # skfolio's solver chatter is not the measurement
-        for name, make, runs, with_former, n_sk in cases:
-            results[name] = bench_case(make, runs, with_former, n_sk)
+        for name, make, runs, with_whole, n_sk in cases:
+            results[name] = bench_case(make, runs, with_whole, n_sk)
             print(f"  ... {name} done ({time.perf_counter() - began:.0f} s)", flush=True)
-        results["trials"] = bench_trials(2 if quick else 5)
 
     print(
         f"Mean-CVaR cold solves, alpha={ALPHA}, risk_aversion={RISK_AVERSION}, 10,000 scenarios, "
         f"cap {CAP_SMALL} (20 assets) / {CAP_LARGE}; medians"
     )
     print(
-        f"  {'problem':<18}{'ours':>10}{'former':>10}{'warm*':>10}{'skfolio':>10}"
+        f"  {'problem':<18}{'ours':>10}{'whole':>10}{'warm*':>10}{'skfolio':>10}"
         f"{'sk/ours':>9}{'gap':>10}{'cert':>9}"
     )
     for name, *_ in cases:
         r = results[name]
         print(
-            f"  {name:<18}{_ms(r['ours_s'])}{_ms(r.get('former_s'))}{_ms(r.get('former_warm_s'))}"
+            f"  {name:<18}{_ms(r['ours_s'])}{_ms(r.get('whole_s'))}{_ms(r.get('whole_warm_s'))}"
             f"{_ms(r.get('skfolio_s'))}"
             + (f"{r['ratio']:>8.1f}x{r['gap']:>10.1e}" if "ratio" in r else f"{'-':>9}{'-':>10}")
             + f"{r['cert']:>9.0e}"
         )
-    print("  * former solver re-solving the identical problem, warm-started (not a trial's case)")
-    for mode, r in results["trials"].items():
-        print(
-            f"  one {mode} trial, median of {r['seeds']}: ours {r['ours_s']:.2f} s, former "
-            f"{r['former_s']:.2f} s ({r['former_s'] / r['ours_s']:.2f}x); largest objective "
-            f"change {r['max_objective_change']:.1e}"
-        )
+    print("  * the whole-set solve re-solving the identical problem, warm-started (not a trial's)")
     results["summary"] = summary(results)
     return results
 

@@ -9,14 +9,14 @@ scenarios, side by side in one run:
 * cold per point: every point starts from the equal-weight portfolio's tail, as a lone solve
   does (``warm_start=False``); same points, same certificates;
 * warm-started on 2 threads (``n_jobs=2``): one walks up from minimum CVaR, one down from the
-  largest return, each solve with one BLAS thread;
+  largest return;
 * skfolio's ``MeanRisk(efficient_frontier_size=30)`` (CVaR, minimise risk, same cap; Clarabel)
   at 20 assets, a size it solves in seconds (at 392 assets one skfolio solve takes over a
   minute). Its CVaR gap is measured on the returns its own portfolios reach: ours is solved at
   those targets and ``(theirs - ours) / ours`` is reported (positive: ours is lower).
 
 The goal set for the frontier is 30 points at 392 assets x 10,000 scenarios in 30 s or less on
-2 CPU cores; the solver runs with one BLAS thread (see :mod:`alphaloop.portfolio_opt._cutting`).
+2 CPU cores (see :mod:`alphaloop.portfolio_opt._cutting` for how a point is solved).
 Each cell is the median over several scenario sets. ``--quick`` (a smoke run) uses one
 scenario set and 10 points. Reports numbers only; it asserts nothing, since timings depend on
 the machine and its load.

@@ -13,15 +13,7 @@ trainer's median, the ratio, how far NumpyPPO's daily returns are from SB3's, an
 trial's time goes: model and env set-up, rollout collection (and the env stepping inside it),
 the PPO update, and the evaluation (walk-forward, backtest, baselines).
 
-Then the ``cufolio_only`` trial's own work before and after: every scenario bootstrap and
-Mean-CVaR solve of a default trial (its reference strategies' included) is recorded, then
-replayed through the former pieces (every draw compounded on its own; repeated scenarios found
-by sorting all rows; the dual LP's parameters filled in by cvxpy) and today's (each block
-compounded once; rows grouped by hash; the LP's arrays handed to HiGHS directly), in
-alternating rounds. It prints each piece's seconds per trial, the ratios, and whether every
-output matched bit for bit.
-
-``--quick`` runs each mode once after the first, and one round of each comparison. Reports
+``--quick`` runs each mode once after the first, and one round of the comparison. Reports
 numbers only; it asserts nothing, since timings depend on the machine and its load.
 """
 
@@ -42,14 +34,9 @@ from stable_baselines3 import PPO
 
 from alphaloop.knobs import MODES, TrialConfig
 from alphaloop.market import MarketData, load_market
-from alphaloop.pipeline import allocate as allocate_module
-from alphaloop.portfolio_opt import _lp, bootstrap_scenarios
-from alphaloop.portfolio_opt import cvar as cvar_module
-from alphaloop.portfolio_opt import scenarios as scenarios_module
 from alphaloop.rl_engine import BatchedPortfolioVecEnv, NumpyPPO
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.trials import TrialBudget, run_trial
-from alphaloop.trials import reference as reference_module
 from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
 
 N_RUNS = 3
@@ -192,192 +179,6 @@ def print_comparison(c: dict[str, Any]) -> None:
     print_rows(rows)
 
 
-# --- the Mean-CVaR trial's solves, former pieces against today's --------------------------
-
-
-def _recorded_solves(data: MarketData) -> tuple[list[tuple], list[tuple]]:
-    """What one default ``cufolio_only`` trial (its reference strategies included) hands the
-    scenario bootstrap and the Mean-CVaR solver: (window, horizon, draws, generator state)
-    per bootstrap, and the arguments of every solve, in order."""
-    draws: list[tuple] = []
-    solves: list[tuple] = []
-    bootstrap, solve = allocate_module.bootstrap_scenarios, cvar_module._solve_dual
-
-    def recording_bootstrap(
-        history: np.ndarray, horizon: int, n_scenarios: int, rng: np.random.Generator
-    ) -> np.ndarray:
-        draws.append((np.array(history), horizon, n_scenarios, dict(rng.bit_generator.state)))
-        return bootstrap(history, horizon, n_scenarios, rng)
-
-    def recording_solve(*args: Any) -> Any:
-        solves.append(args)
-        return solve(*args)
-
-    with (
-        mock.patch.object(allocate_module, "bootstrap_scenarios", recording_bootstrap),
-        mock.patch.object(cvar_module, "_solve_dual", recording_solve),
-        mock.patch.object(reference_module, "_BASELINES", {}),  # computed, not remembered
-    ):
-        run_trial("cufolio_only", TrialConfig(), data, TrialBudget(), seed=0)
-    return draws, solves
-
-
-def _per_draw_bootstrap(history: np.ndarray, horizon: int, n: int, state: dict) -> np.ndarray:
-    """The former bootstrap: every draw compounded on its own."""
-    rng = np.random.default_rng()
-    rng.bit_generator.state = state
-    if history.shape[0] <= horizon:
-        return bootstrap_scenarios(history, horizon, n, rng)  # iid days: unchanged
-    starts = rng.integers(0, history.shape[0] - horizon + 1, size=n)
-    if horizon == 1:
-        return history[starts]
-    return scenarios_module._compound(history, starts[:, None] + np.arange(horizon))
-
-
-def _sorted_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The former grouping of repeated scenarios: ``np.unique`` over every row's bytes."""
-    keys = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
-    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    return first, counts
-
-
-def _lp_inputs(args: tuple) -> tuple[tuple[int, int, bool], dict[str, Any]] | None:
-    """The dual LP's shape and numbers for one recorded solve, as ``_solve_dual`` makes them
-    (None: a solve with many distinct scenarios, which the cutting-plane path takes)."""
-    r, alpha, cap, lam, mean, prev, cost = args
-    atoms = _lp.compress(r, pad=False)
-    if len(atoms.probabilities) > cvar_module._FEW_ATOMS:
-        return None
-    atoms = _lp.padded(atoms, r.shape[0])
-    numbers = cvar_module.dual_numbers(atoms, alpha, cap, lam, mean, prev, cost)
-    return (atoms.returns.shape[0], r.shape[1], prev is not None), numbers
-
-
-def _through_cvxpy(shape: tuple[int, int, bool], numbers: dict[str, Any], warm: bool) -> Any:
-    """The former solve: cvxpy fills the cached problem's parameters and calls HiGHS."""
-    built = _lp._cvxpy_mean_cvar(*shape)
-    built.set(**numbers)
-    built.problem.solve(solver="HIGHS", warm_start=warm)
-    return built.asset_rows.dual_value
-
-
-def _direct(
-    lps: dict[tuple[int, int, bool], _lp.MeanCvarLP],
-    shape: tuple[int, int, bool],
-    numbers: dict[str, Any],
-    warm: bool,
-) -> Any:
-    """Today's solve: the numbers go into the LP's own arrays and straight to HiGHS."""
-    lp = lps.setdefault(shape, _lp.MeanCvarLP(*shape))
-    lp.set(**numbers)
-    lp.run_highs(warm)
-    return lp.weights
-
-
-def compare_mean_cvar(n_rounds: int) -> dict[str, Any]:
-    """A default ``cufolio_only`` trial's bootstraps, scenario grouping and LP solves, replayed
-    through the former pieces and today's in alternating rounds: seconds per trial of each
-    piece (medians over rounds), their ratios, and whether every output matched bit for bit."""
-    data = load_market("sp500")
-    draws, solves = _recorded_solves(data)
-    lp_runs = [x for x in map(_lp_inputs, solves) if x is not None]
-    seconds: dict[str, dict[str, list[float]]] = {
-        piece: {"old": [], "new": []} for piece in ("bootstrap", "grouping", "LP")
-    }
-    identical = True
-
-    def bootstraps(old: bool) -> list[np.ndarray]:
-        if old:
-            return [_per_draw_bootstrap(*d) for d in draws]
-        out = []
-        for history, horizon, n, state in draws:
-            rng = np.random.default_rng()
-            rng.bit_generator.state = state
-            out.append(bootstrap_scenarios(history, horizon, n, rng))
-        return out
-
-    def groupings(old: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-        group = _sorted_rows if old else _lp._distinct_rows
-        return [group(np.ascontiguousarray(args[0])) for args in solves]
-
-    def lps(old: bool) -> list[Any]:
-        _lp._cvxpy_mean_cvar.cache_clear()
-        fresh: dict[tuple[int, int, bool], _lp.MeanCvarLP] = {}
-        seen: set[tuple[int, int, bool]] = set()
-        out = []
-        for shape, numbers in lp_runs:  # warm within the trial, as a trial's sequence is
-            warm = shape in seen
-            seen.add(shape)
-            out.append(
-                _through_cvxpy(shape, numbers, warm)
-                if old
-                else _direct(fresh, shape, numbers, warm)
-            )
-        return out
-
-    pieces = {"bootstrap": bootstraps, "grouping": groupings, "LP": lps}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for piece in pieces.values():  # each side once before timing (cvxpy's canonical forms)
-            piece(True), piece(False)
-        for round_ in range(n_rounds):
-            for name, piece in pieces.items():
-                outputs = {}
-                for side in ("old", "new") if round_ % 2 == 0 else ("new", "old"):
-                    began = time.perf_counter()
-                    outputs[side] = piece(side == "old")
-                    seconds[name][side].append(time.perf_counter() - began)
-                identical &= all(
-                    _same(a, b) for a, b in zip(outputs["old"], outputs["new"], strict=True)
-                )
-    medians = {
-        name: {side: statistics.median(values) for side, values in sides.items()}
-        for name, sides in seconds.items()
-    }
-    return {
-        "rounds": n_rounds,
-        "bootstraps": len(draws),
-        "solves": len(solves),
-        "lp_solves": len(lp_runs),
-        "medians": medians,
-        "identical": identical,
-    }
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Bit for bit: arrays, or tuples of arrays."""
-    if isinstance(a, tuple):
-        return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-    return np.array_equal(np.asarray(a), np.asarray(b))
-
-
-def print_mean_cvar(c: dict[str, Any]) -> None:
-    print(
-        f"\ncufolio_only before/after: one default trial's {c['bootstraps']} bootstraps, "
-        f"{c['solves']} solves ({c['lp_solves']} by the dual LP) replayed through the former "
-        f"pieces and today's, {c['rounds']} alternating round(s)"
-    )
-    rows = []
-    old_total = new_total = 0.0
-    for name, m in c["medians"].items():
-        old_total += m["old"]
-        new_total += m["new"]
-        rows.append(
-            (
-                f"  {name}",
-                f"old {m['old']:6.3f} s   new {m['new']:6.3f} s   {m['old'] / m['new']:5.1f}x",
-            )
-        )
-    rows.append(
-        (
-            "  the three",
-            f"old {old_total:6.3f} s   new {new_total:6.3f} s   {old_total / new_total:5.1f}x",
-        )
-    )
-    rows.append(("same outputs", "yes, bit for bit" if c["identical"] else "NO"))
-    print_rows(rows)
-
-
 def summary(results: dict[str, Any]) -> list[SummaryRow]:
     rows = []
     for mode in MODES:
@@ -390,17 +191,6 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
                 f"< {target:g} s" if target else f"first run {r['first_s']:.1f} s",
             )
         )
-    m = results["mean_cvar"]
-    old = sum(piece["old"] for piece in m["medians"].values())
-    new = sum(piece["new"] for piece in m["medians"].values())
-    rows.append(
-        (
-            "cufolio_only trial's bootstrap, scenario grouping and LP, former / today",
-            f"{old / new:.2f}x",
-            f"{old:.2f} s -> {new:.2f} s a trial"
-            + (", same outputs" if m["identical"] else ", OUTPUTS DIFFER"),
-        )
-    )
     c = results["ppo_loops"]
     med = c["median_s"]
     rows.append(
@@ -415,7 +205,7 @@ def summary(results: dict[str, Any]) -> list[SummaryRow]:
 
 
 def main(quick: bool = False) -> dict[str, Any]:
-    """Times every mode and the PPO loops before and after, prints tables, returns the numbers."""
+    """Times every mode and the PPO trainer against SB3's, prints tables, returns the numbers."""
     n_runs = 1 if quick else N_RUNS
     results: dict[str, Any] = {mode: bench_mode(mode, n_runs) for mode in MODES}
     print(
@@ -434,8 +224,6 @@ def main(quick: bool = False) -> dict[str, Any]:
             )
         )
     print_rows(rows)
-    results["mean_cvar"] = compare_mean_cvar(1 if quick else N_PAIRS)
-    print_mean_cvar(results["mean_cvar"])
     results["ppo_loops"] = compare_loops(1 if quick else N_PAIRS)
     print_comparison(results["ppo_loops"])
     results["summary"] = summary(results)

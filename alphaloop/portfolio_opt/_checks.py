@@ -1,4 +1,5 @@
-"""Input checks shared by the solvers (internal): every problem is refused before solving."""
+"""Checks shared by the solvers (internal): every problem is refused before solving, and
+weights a solver returns are checked against the constraints before anyone sees them."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ import math
 
 import numpy as np
 
-from alphaloop.exceptions import InfeasibleProblem
+from alphaloop.exceptions import InfeasibleProblem, SolverError
 
 # Slack when testing ``max_weight * n_assets >= 1``: knobs.clip() rounds the cap up to 1e-6
 # steps, so a cap of exactly 1/n computed in floating point must still count as feasible.
 _CAP_SLACK = 1e-12
+# Returned weights may miss the constraints by this much before they count as a failed solve;
+# smaller misses (solver tolerance) are clipped away and the weights renormalised.
+_WEIGHT_TOL = 1e-6
 
 
 def check_scenarios(scenarios: object) -> np.ndarray:
@@ -77,3 +81,17 @@ def check_problem(
     """The checked ``(scenarios, alpha, cap)`` every CVaR problem starts from."""
     r = check_scenarios(scenarios)
     return r, check_alpha(alpha), check_cap(max_weight, r.shape[1])
+
+
+def clean_weights(raw: np.ndarray, cap: float) -> np.ndarray:
+    """Clips solver round-off so weights are exactly in [0, cap] and sum to 1 (to 1e-15).
+
+    Raises:
+        SolverError: the weights miss a constraint by more than solver round-off.
+    """
+    raw = np.asarray(raw, dtype=np.float64)
+    miss = max(float(-raw.min()), float(raw.max() - cap), abs(float(raw.sum()) - 1.0))
+    if not np.isfinite(raw).all() or miss > _WEIGHT_TOL:
+        raise SolverError(f"solver weights violate the constraints by {miss:.3g}")
+    w = np.clip(raw, 0.0, cap)
+    return w / w.sum()

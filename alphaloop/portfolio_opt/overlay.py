@@ -14,13 +14,8 @@ import time
 import numpy as np
 
 from alphaloop.portfolio_opt import _lp
-from alphaloop.portfolio_opt._checks import check_problem, check_weights
-from alphaloop.portfolio_opt.cvar import (
-    CvarSolution,
-    clean_weights,
-    empirical_cvar,
-    solve_min_cvar,
-)
+from alphaloop.portfolio_opt._checks import check_problem, check_weights, clean_weights
+from alphaloop.portfolio_opt.cvar import CvarSolution, empirical_cvar, solve_min_cvar
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Scenario generation and its certificate against independent LPs on random problems."""
+"""Scenario generation and its certificate against independent LPs on random problems: scipy's
+``linprog`` on the full primal and skfolio's ``MeanRisk``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from scipy.optimize import linprog
 from skfolio import RiskMeasure
 from skfolio.optimization import MeanRisk, ObjectiveFunction
 
+from alphaloop.exceptions import SolverError
 from alphaloop.portfolio_opt import (
     _cutting,
-    _ipm,
+    _lp,
     bootstrap_scenarios,
     cvar,
     solve_mean_cvar,
@@ -74,15 +76,29 @@ def test_matches_the_full_lp_on_random_problems(
     assert sol.status == "optimal"
 
 
-def test_small_scenario_sets_keep_the_cached_simplex(make_history, monkeypatch, caplog):
-    # A trial's bootstrap merges 5,000 draws into at most ~500 atoms: the former path solves it.
+def test_a_bootstrap_is_solved_whole_in_the_kept_lp_and_distinct_scenarios_by_rounds(
+    make_history, make_scenarios
+):
+    # A trial's bootstrap merges 5,000 draws into at most ~500 atoms: one solve of them all, in
+    # the LP kept for its padded shape (warm-started within a sequence).
     history = make_history(seed=3, n_days=300, n_assets=20)
     scen = bootstrap_scenarios(history, 21, 5000, np.random.default_rng(1))
-    assert len(np.unique(scen, axis=0)) <= cvar._FEW_ATOMS
-    monkeypatch.setattr(_ipm, "_MAX_ITER", 1)  # the interior point would fail if it were used
-    sol = solve_mean_cvar(scen, 0.95, 0.25, 2.0)
-    assert sol.status == "optimal"
-    assert "scenario generation failed" not in caplog.text  # it was never tried
+    atoms = _lp.compress(scen, pad=False)
+    assert len(atoms.probabilities) <= _cutting.WHOLE_SET
+    _lp.mean_cvar_lp.cache_clear()
+    found = _cutting.solve(
+        atoms.returns, atoms.probabilities, 0.95, 0.25, 2.0, scen.mean(0), None, 0.0,
+        merged_from=len(scen),
+    )  # fmt: skip
+    assert (found.rounds, found.n_scenarios_used) == (1, len(atoms.probabilities))
+    assert _lp.mean_cvar_lp.cache_info().currsize == 1
+    assert found.upper - found.lower <= 1e-9 * abs(found.upper)
+    # 3,000 distinct scenarios: rounds on a part of them.
+    many = make_scenarios(2, 3000, 20)
+    pi = np.full(len(many), 1.0 / len(many))
+    found = _cutting.solve(many, pi, 0.95, 0.25, 2.0, many.mean(0), None, 0.0)
+    assert found.rounds > 1 and found.n_scenarios_used < len(many)
+    assert found.upper - found.lower <= 1e-9 * abs(found.upper)
 
 
 def test_certificate_brackets_the_optimum(make_scenarios):
@@ -124,12 +140,14 @@ def test_forty_assets_match_skfolio(make_scenarios):
     assert sol.objective == pytest.approx(theirs, rel=1e-6)
 
 
-def test_former_simplex_path_gives_the_same_optimum(make_scenarios, monkeypatch):
+def test_scenario_generation_finds_the_whole_set_s_optimum(make_scenarios, monkeypatch):
     scen = make_scenarios(13, 2500, 20)
-    new = solve_mean_cvar(scen, 0.95, 0.25, 2.0)
-    monkeypatch.setattr(cvar, "_SOLVER", "simplex")
-    old = solve_mean_cvar(scen, 0.95, 0.25, 2.0)
-    assert new.objective == pytest.approx(old.objective, rel=1e-8)
+    prev = np.random.default_rng(13).dirichlet(np.ones(20))
+    rounds = solve_mean_cvar(scen, 0.95, 0.25, 2.0, prev_weights=prev, turnover_cost=0.002)
+    monkeypatch.setattr(_cutting, "WHOLE_SET", len(scen))  # one solve of every scenario
+    whole = solve_mean_cvar(scen, 0.95, 0.25, 2.0, prev_weights=prev, turnover_cost=0.002)
+    assert rounds.objective == pytest.approx(whole.objective, rel=1e-10)
+    np.testing.assert_allclose(rounds.weights, whole.weights, atol=1e-7)
 
 
 def test_same_inputs_give_the_same_bits_whatever_ran_before(make_scenarios):
@@ -140,13 +158,11 @@ def test_same_inputs_give_the_same_bits_whatever_ran_before(make_scenarios):
     np.testing.assert_array_equal(first.weights, again.weights)
 
 
-def test_interior_point_failure_falls_back_to_the_simplex(make_scenarios, monkeypatch, caplog):
+def test_a_round_highs_cannot_solve_is_a_solver_error(make_scenarios, monkeypatch):
     scen = make_scenarios(19, 1500, 10)
-    reference = solve_mean_cvar(scen, 0.95, 0.3)
-    monkeypatch.setattr(_ipm, "_MAX_ITER", 1)  # a real non-convergence
-    sol = solve_mean_cvar(scen, 0.95, 0.3)
-    assert "scenario generation failed" in caplog.text
-    assert sol.objective == pytest.approx(reference.objective, rel=1e-8)
+    monkeypatch.setattr(_lp.MeanCvarLP, "add_scenarios", lambda self, *a: "user_limit")
+    with pytest.raises(SolverError, match="HiGHS returned no solution \\(status 'user_limit'\\)"):
+        solve_mean_cvar(scen, 0.95, 0.3)
 
 
 @pytest.mark.parametrize("with_prev", [False, True])

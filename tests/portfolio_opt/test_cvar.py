@@ -231,7 +231,7 @@ def _fake_lp(status: str) -> SimpleNamespace:
 
 
 def test_solver_without_solution_raises_solver_error():
-    with pytest.raises(SolverError, match="no solver returned a solution"):
+    with pytest.raises(SolverError, match="HiGHS returned no solution"):
         _lp.solve(_fake_lp(cp.SOLVER_ERROR))
     with pytest.raises(SolverError, match="status 'infeasible'"):
         _lp.solve(_fake_lp(cp.INFEASIBLE))
@@ -243,7 +243,7 @@ def test_inaccurate_solution_warns_and_is_recorded():
 
 
 def test_weights_far_off_the_constraints_are_a_solver_error():
-    from alphaloop.portfolio_opt.cvar import clean_weights
+    from alphaloop.portfolio_opt._checks import clean_weights
 
     with pytest.raises(SolverError, match="violate the constraints"):
         clean_weights(np.array([0.7, 0.7]), 0.8)

@@ -1,18 +1,45 @@
-"""The dual Mean-CVaR LP handed to HiGHS directly against the same LP through cvxpy: the same
-matrix, costs and bounds, and the same answers bit for bit, cold and warm-started."""
+"""The dual Mean-CVaR LP handed to HiGHS directly against the same LP written in cvxpy, the
+reference: the same matrix, costs and bounds and the same answers bit for bit; warm-started,
+with a return target and with scenarios added, the same optimum."""
 
 from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from scipy import sparse
 
 from alphaloop.exceptions import SolverError
 from alphaloop.portfolio_opt import _lp
 
 
+def cvxpy_mean_cvar(
+    numbers: dict, has_prev: bool, has_target: bool = False
+) -> tuple[cp.Problem, cp.Constraint]:
+    """The dual LP of :class:`_lp.MeanCvarLP`'s docstring written term by term in cvxpy, with
+    ``numbers`` as constants; the problem and its asset rows (whose duals are the weights)."""
+    scaled, mass = numbers["scaled_returns"], numbers["mass"]
+    n_rows, n_assets = scaled.shape
+    q = cp.Variable(n_rows, bounds=[np.zeros(n_rows), mass])
+    nu = cp.Variable()
+    eta = cp.Variable(n_assets, bounds=[0, None])
+    lhs = scaled.T @ q + numbers["mean"] + nu - eta
+    objective = nu - numbers["cap"] * cp.sum(eta)
+    if has_prev:
+        d = cp.Variable(n_assets, bounds=[-1, 1])
+        lhs = lhs - numbers["cost"] * d
+        objective = objective - numbers["cost_prev"] @ d
+    if has_target:
+        t = cp.Variable(nonneg=True)
+        lhs = lhs + t * numbers["target_returns"]
+        objective = objective + numbers["target"] * t
+    asset_rows = lhs <= 0
+    problem = cp.Problem(cp.Maximize(objective), [asset_rows, cp.sum(q) == numbers["tail_mass"]])
+    return problem, asset_rows
+
+
 def _problem(rng: np.random.Generator, n_rows: int, n_assets: int, n_padding: int) -> dict:
-    """One problem's numbers as ``cvar._solve_dual`` makes them, with zero-mass padding."""
+    """One problem's numbers as ``_cutting`` makes them, with zero-mass padding."""
     returns = rng.normal(0.0005, 0.02, size=(n_rows, n_assets))
     mass = rng.dirichlet(np.ones(n_rows))
     returns[n_rows - n_padding :] = 0.0
@@ -20,20 +47,20 @@ def _problem(rng: np.random.Generator, n_rows: int, n_assets: int, n_padding: in
     mass /= mass.sum()
     alpha, lam, cost = 0.95, float(rng.uniform(0.5, 3.0)), 0.001
     return {
-        "scaled_returns": returns * (mass * (lam / (1.0 - alpha)))[:, None],
+        "scaled_returns": returns / (1.0 - alpha),
         "mass": mass,
         "tail_mass": 1.0 - alpha,
-        "mean": returns.T @ mass,
+        "mean": (returns.T @ mass) / lam,
         "cap": float(rng.uniform(1.2 / n_assets, 0.6)),
-        "cost": cost,
-        "cost_prev": cost * rng.dirichlet(np.ones(n_assets)),
+        "cost": cost / lam,
+        "cost_prev": cost / lam * rng.dirichlet(np.ones(n_assets)),
     }
 
 
-def _through_cvxpy(built: _lp._CvxpyMeanCvar, numbers: dict, warm: bool):
-    built.set(**numbers)
-    built.problem.solve(solver="HIGHS", warm_start=warm)
-    return np.asarray(built.asset_rows.dual_value), float(built.problem.value)
+def _through_cvxpy(numbers: dict, has_prev: bool, has_target: bool = False):
+    problem, asset_rows = cvxpy_mean_cvar(numbers, has_prev, has_target)
+    problem.solve(solver="HIGHS")
+    return np.asarray(asset_rows.dual_value), float(problem.value)
 
 
 @pytest.mark.parametrize(("n_rows", "n_assets", "has_prev"), [(12, 4, False), (256, 20, True)])
@@ -41,13 +68,13 @@ def test_the_matrix_is_cvxpy_canonical_form(n_rows: int, n_assets: int, has_prev
     numbers = _problem(np.random.default_rng(1), n_rows, n_assets, n_padding=3)
     direct = _lp.MeanCvarLP(n_rows, n_assets, has_prev)
     direct.set(**numbers)
-    built = _lp._cvxpy_mean_cvar(n_rows, n_assets, has_prev)
-    _through_cvxpy(built, numbers, warm=False)
-    data, _, _ = built.problem.get_problem_data(cp.HIGHS)
-    matrix = data[cp.settings.A].tocsc()
-    assert np.array_equal(matrix.indptr, direct.start)
-    assert np.array_equal(matrix.indices, direct.index)
-    assert np.array_equal(matrix.data, direct.value)  # explicit zeros of the padding included
+    problem, _ = cvxpy_mean_cvar(numbers, has_prev)
+    data, _, _ = problem.get_problem_data(cp.HIGHS)
+    ours = sparse.csc_array(
+        (direct.value, direct.index, direct.start), shape=(n_assets + 1, direct.n_cols)
+    )
+    # The same entries; ours keeps a padding row's zeros, which cvxpy's constants drop.
+    assert np.array_equal(data[cp.settings.A].toarray(), ours.toarray())
     assert np.array_equal(data[cp.settings.C], direct.cost)
     assert np.array_equal(data[cp.settings.B], direct.row_upper)
     assert data["dims"].zero == 1  # the one equality row, first: its bounds are both b's
@@ -57,40 +84,69 @@ def test_the_matrix_is_cvxpy_canonical_form(n_rows: int, n_assets: int, has_prev
 
 
 @pytest.mark.parametrize(("n_rows", "n_assets", "has_prev"), [(16, 5, False), (256, 20, True)])
-def test_answers_are_cvxpy_s_bit_for_bit_cold_and_warm(
+def test_answers_are_cvxpy_s_bit_for_bit_and_warm_starts_find_them(
     n_rows: int, n_assets: int, has_prev: bool
 ) -> None:
     rng = np.random.default_rng(7)
     direct = _lp.MeanCvarLP(n_rows, n_assets, has_prev)
-    built = _lp._cvxpy_mean_cvar(n_rows, n_assets, has_prev)
-    for step in range(12):
+    for step in range(8):
         numbers = _problem(rng, n_rows, n_assets, n_padding=step % 3)
-        warm = step % 4 != 0  # a new sequence every fourth solve, as trials start them
         direct.set(**numbers)
-        assert direct.run_highs(warm) == "optimal"
-        weights, value = _through_cvxpy(built, numbers, warm)
+        weights, value = _through_cvxpy(numbers, has_prev)
+        assert direct.run_highs(warm=False) == "optimal"
         assert np.array_equal(direct.weights, weights), step
         assert direct.objective == value, step
+        # Started from the previous problem's optimum, as a backtest's solves are: the same
+        # optimum (a vertex reached by another path may differ in the last bits).
+        direct.set(**_problem(np.random.default_rng(step), n_rows, n_assets, n_padding=0))
+        assert direct.run_highs(warm=False) == "optimal"
+        direct.set(**numbers)
+        assert direct.run_highs(warm=True) == "optimal"
+        assert direct.objective == pytest.approx(value, rel=1e-12, abs=1e-15), step
+        np.testing.assert_allclose(direct.weights, weights, atol=1e-10)
 
 
-def test_a_failed_highs_solve_falls_back_to_clarabel(monkeypatch: pytest.MonkeyPatch) -> None:
-    numbers = _problem(np.random.default_rng(3), 16, 5, n_padding=0)
-    lp = _lp.MeanCvarLP(16, 5, True)
-    lp.set(**numbers)
-    monkeypatch.setattr(_lp.MeanCvarLP, "run_highs", lambda self, warm: "user_limit")
-    assert _lp.solve(lp) == cp.OPTIMAL
-    reference = _lp._cvxpy_mean_cvar(16, 5, True)
-    weights, value = _through_cvxpy(reference, numbers, warm=False)
-    np.testing.assert_allclose(lp.weights, weights, atol=1e-6)
-    assert lp.objective == pytest.approx(value, abs=1e-7)
+def test_a_target_column_gives_cvxpy_s_optimum() -> None:
+    rng = np.random.default_rng(8)
+    numbers = _problem(rng, 200, 12, n_padding=0)
+    # Minimum CVaR (no mean term) at a return no capped portfolio of the cheapest assets has.
+    target_returns = rng.normal(0.001, 0.002, 12)
+    numbers |= {"mean": np.zeros(12), "cap": 0.3, "target_returns": target_returns}
+    numbers["target"] = float(np.quantile(target_returns, 0.6))
+    direct = _lp.MeanCvarLP(200, 12, True, has_target=True)
+    direct.set(**numbers)
+    assert direct.run_highs(warm=False) == "optimal"
+    weights, value = _through_cvxpy(numbers, True, has_target=True)
+    assert direct.objective == pytest.approx(value, rel=1e-9)
+    np.testing.assert_allclose(direct.weights, weights, atol=1e-7)
+    assert direct.weights @ numbers["target_returns"] >= numbers["target"] - 1e-9
+    assert direct.target_multiplier > 0  # the target binds
 
 
-def test_no_solver_at_all_is_a_solver_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_scenarios_added_to_a_solved_lp_give_the_whole_lp_s_optimum() -> None:
+    numbers = _problem(np.random.default_rng(9), 300, 10, n_padding=0)
+    whole = _lp.MeanCvarLP(300, 10, True)
+    whole.set(**numbers)
+    assert whole.run_highs(warm=False) == "optimal"
+    first = {**numbers, "scaled_returns": numbers["scaled_returns"][:120]}
+    first["mass"] = numbers["mass"][:120]
+    grown = _lp.MeanCvarLP(120, 10, True)
+    grown.set(**first)
+    assert grown.run_highs(warm=False) == "optimal"
+    for rows in (slice(120, 200), slice(200, 300)):
+        status = grown.add_scenarios(numbers["scaled_returns"][rows], numbers["mass"][rows])
+        assert status == "optimal"
+    assert grown.n_rows == 300
+    assert grown.objective == pytest.approx(whole.objective, rel=1e-12)
+    np.testing.assert_allclose(grown.weights, whole.weights, atol=1e-9)
+    np.testing.assert_allclose(grown.tail_mass.sum(), 0.05, rtol=1e-12)
+
+
+def test_a_failed_highs_solve_is_a_solver_error(monkeypatch: pytest.MonkeyPatch) -> None:
     lp = _lp.MeanCvarLP(16, 5, False)
     lp.set(**_problem(np.random.default_rng(4), 16, 5, n_padding=0))
     monkeypatch.setattr(_lp.MeanCvarLP, "run_highs", lambda self, warm: "infeasible")
-    monkeypatch.setattr(_lp, "SOLVER_OPTIONS", {"HIGHS": {}})
-    with pytest.raises(SolverError, match="HIGHS: status 'infeasible'"):
+    with pytest.raises(SolverError, match="HiGHS returned no solution \\(status 'infeasible'\\)"):
         _lp.solve(lp)
 
 
