@@ -9,8 +9,8 @@ included (a lazy import is still an arrow). Arrows point one way (DESIGN.md)::
 
 The journal is read and written from ``ops`` and the loop's packages, never from the engines or
 the evaluator. :data:`ALLOWED` names, for each package, every package it may import; a new arrow
-is a decision made here, in review, not by accident. The README's package map says the same in
-words.
+is a decision made here, in review, not by accident. The package map in docs/development.md
+says the same in words.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class AutoActivation(BaseModel):
 
 
 class FinalReport(BaseModel):
-    """What finalize concluded about a session (see the README's "How a session works").
+    """What finalize concluded about a session (see docs/how-a-session-decides.md).
 
     Attributes:
         stop_reason: why the loop stopped.

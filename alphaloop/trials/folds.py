@@ -53,7 +53,8 @@ __all__ = [
 # allows (``cufolio_hold_days`` <= 60 is a re-solve interval, not a label horizon; a month of
 # trading days covers the reward horizons of every mode's training).
 PURGE_ROWS = 21
-# The session default. Measured side by side in ``benchmarks/bench_generalisation.py`` (README):
+# The session default. Measured side by side in ``benchmarks/bench_generalisation.py``
+# (docs/benchmarks.md):
 # on planted-edge markets 3 folds found the edge (a pick that beat the default on TEST) in 5 of
 # 8 sessions against 3 of 8 with 1; 3 is also the most that fit the synthetic markets' 12 years
 # before TEST (VALIDATION-long folds after two years of training history).
