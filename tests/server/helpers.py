@@ -35,9 +35,12 @@ ARGS = [
 
 
 @contextmanager
-def page_at(base: str, height: int = 1600, **options: Any) -> Iterator[tuple[Any, list[str]]]:
-    """The page served at ``base`` in the system chromium, 1280 px wide, and the errors its
-    scripts raise (the caller asserts there were none, after the block)."""
+def page_at(
+    base: str, height: int = 1600, view: str = "", **options: Any
+) -> Iterator[tuple[Any, list[str]]]:
+    """The page served at ``base`` in the system chromium, 1280 px wide, opened at ``view``
+    (an address such as ``#/lab``; default: the sessions), and the errors its scripts raise
+    (the caller asserts there were none, after the block)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -46,7 +49,7 @@ def page_at(base: str, height: int = 1600, **options: Any) -> Iterator[tuple[Any
             page = browser.new_page(viewport={"width": 1280, "height": height}, **options)
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(base + "/")
+            page.goto(base + "/" + view)
             yield page, errors
         finally:
             browser.close()

@@ -54,7 +54,7 @@ def test_the_route_leaves_the_server_answering_while_it_traces(settings: Setting
 def test_the_frontier_panel_traces_and_draws(settings: Settings) -> None:
     from playwright.sync_api import expect
 
-    with live_server(settings) as base, page_at(base) as (page, errors):
+    with live_server(settings) as base, page_at(base, view="#/lab") as (page, errors):
         page.fill("#frontier-form input[name=assets]", "6")
         page.fill("#frontier-form input[name=points]", "4")
         page.click("#frontier-draw")

@@ -51,15 +51,19 @@ def test_the_trial_panel_shows_its_folds(folded) -> None:
     from playwright.sync_api import expect
 
     settings, ids = folded
-    with live_server(settings) as base, page_at(base) as (page, errors):
-        page.click(f"#sessions-table tr[data-id='{ids['nogo']}']")
-        page.click(f"#trials-table tr[data-id='{ids['trial']}']")
+    sid = ids["nogo"]
+    with Journal(settings.journal_path) as j:
+        trials = j.trials.of_session(sid)
+    idx = next(t.idx for t in trials if str(t.id) == ids["trial"])
+    bare = next(t.idx for t in trials if str(t.id) != ids["trial"])
+    view = f"#/session/{sid}/trial/{idx}"
+    with live_server(settings) as base, page_at(base, view=view) as (page, errors):
         rows = page.locator("#trial-folds tbody tr")
         expect(rows).to_have_count(3)
         expect(page.locator("#trial-folds-note")).to_have_text("scored on 3 walk-forward folds")
         expect(rows.nth(1)).to_contain_text("2020-01-02 \u2192 2020-12-31")
         expect(rows.nth(2).locator("td").nth(4)).to_have_text("2.500")
-        page.locator("#trials-table tbody tr").first.click()  # a trial without folds
+        page.goto(f"{base}/#/session/{sid}/trial/{bare}")  # a trial without folds
         note = page.locator("#trial-folds-note")
         expect(note).to_have_text("no folds: scored on VALIDATION alone")
         expect(page.locator("#trial-folds")).to_be_hidden()

@@ -73,12 +73,12 @@ export async function render(root, params, ctx) {
     section(r.kind === "test" ? "Metrics on TEST" : r.status === "raced out" ? "Metrics on the folds it ran" : full.folds.length ? "Metrics on its folds" : "Metrics on VALIDATION", kpis(metrics, "trial-metrics"), chart),
     section("Folds", el("p", { class: "muted", id: "trial-folds-note" }, full.folds.length ? `scored on ${full.folds[0].n_folds} walk-forward folds` +
       (full.folds.length < full.folds[0].n_folds ? ` (${full.folds.length} run: raced out)` : "") : "no folds: scored on VALIDATION alone"),
-    table([
+    full.folds.length ? table([
       { label: "fold", value: (f) => `${f.fold + 1}/${f.n_folds}` }, { label: "window", value: (f) => `${f.start_date} \u2192 ${f.end_date}` },
       { label: "days", num: true, value: (f) => f.n_days }, { label: "objective", num: true, value: (f) => num(f.objective) },
       { label: "Sharpe", num: true, value: (f) => num(f.metrics?.sharpe) }, { label: "max drawdown", num: true, value: (f) => pct(f.metrics?.max_drawdown, 1) },
       { label: "annual return", num: true, value: (f) => pct(f.metrics?.annual_return, 1) }, { label: "CVaR 95%", num: true, value: (f) => pct(f.metrics?.cvar_95, 2) },
-      { label: "turnover", num: true, value: (f) => num(f.metrics?.annual_turnover, 3) }], full.folds, { id: "trial-folds" })),
+      { label: "turnover", num: true, value: (f) => num(f.metrics?.annual_turnover, 3) }], full.folds, { id: "trial-folds" }) : null),
     section("Config", table([
       { label: "knob", value: ([k]) => k }, { label: "value", num: true, value: ([, v]) => knob(v) },
       { label: "changed", value: ([k]) => (k in changed ? (full.parent ? `from ${knob(full.parent.config?.[k])}` : "changed") : "") }],
