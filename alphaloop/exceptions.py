@@ -128,7 +128,12 @@ class LLMError(AlphaloopError):
 
 
 class LLMNotConfigured(LLMError):
-    """No endpoint base URL or model is set."""
+    """No endpoint base URL or model is set: the message names the settings to set."""
+
+    # What was asked needs an endpoint this installation lacks: ask for something else (another
+    # proposer) or configure one. Not a failure of the server, and retrying cannot help.
+    exit_code = EXIT_USAGE
+    http_status = USAGE_STATUS
 
 
 class LLMAuthError(LLMError):

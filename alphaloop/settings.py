@@ -198,6 +198,14 @@ class Settings(BaseSettings):
         "address it binds (e.g. a LAN name); any other Host header gets a 403, which stops DNS "
         "rebinding",
     )
+    max_jobs: int = Field(
+        default=4,
+        ge=0,
+        le=64,
+        validation_alias=AliasChoices("ALPHALOOP_MAX_JOBS"),
+        description="worker processes the server's jobs run in at once; a job started beyond "
+        "them is refused (409) before anything is journaled (0: the server starts none)",
+    )
     cron_prefs_extract: str = Field(
         default="0 22 * * mon-fri", validation_alias=AliasChoices("ALPHALOOP_CRON_PREFS_EXTRACT")
     )

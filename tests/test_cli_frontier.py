@@ -52,7 +52,7 @@ def test_the_same_seed_gives_the_same_frontier() -> None:
     ("args", "says"),
     [
         (["--points", "1"], "--points"),
-        (["--assets", "30"], "--assets 30 is more than the 20 assets"),
+        (["--assets", "30"], "--assets: Input should be less than or equal to 20"),
         (["--assets", "1"], "--assets"),
         (["--assets", "4"], "greater than or equal to 5"),  # equal weights only: no frontier
         (["--scenarios", "10"], "--scenarios"),

@@ -256,10 +256,10 @@ def test_interactive_chat_asks_before_acting_and_never_before_reading(
     agent = Chat(env, confirm=lambda q: asked.append(q) or False)
     fake_openai.push(
         fake.tool_call("list_sessions", {}),
-        fake.tool_call("stop_research", {"session_id": "s-x"}),
+        fake.tool_call("stop_research", {"session_id": "s-20260101-120000-ab12"}),
         fake.text("You declined."),
     )
-    answer = agent.ask("stop s-x")
-    assert asked == ['stop_research({"session_id": "s-x"})']
+    answer = agent.ask("stop s-20260101-120000-ab12")
+    assert asked == ['stop_research({"session_id": "s-20260101-120000-ab12"})']
     assert [t.ok for t in answer.tool_calls] == [True, False]
     assert "declined" in json.loads(answer.tool_calls[1].result)["error"]

@@ -222,7 +222,7 @@ def test_knobs_help_has_an_example() -> None:
     [
         (["trial", "--seed", "-1"], "--seed must be in 0..4294967295, got -1"),
         (["trial", "--seed", "4294967296"], "--seed must be in 0..4294967295, got 4294967296"),
-        (["train", "--seed", "-1"], "--seed must be in 0..4294967295, got -1"),
+        (["train", "--seed", "-1"], "--seed: Input should be greater than or equal to 0, got -1"),
         (["trial", "--symbols", ","], "no symbols in --symbols ','"),
         (["train", "--symbols", ""], "no symbols in --symbols ''"),
     ],

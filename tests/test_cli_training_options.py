@@ -64,7 +64,7 @@ def test_research_start_shows_the_options(
     [
         (["--truncate-drawdown", "1"], "--truncate-drawdown: Input should be less than 1, got 1.0"),
         (["--stop-properly", "0.3"], "stop_properly 0.3 only applies to episodes ended by"),
-        (["--advantage", "ppo"], "unknown advantage estimator 'ppo'; choose one of gae, grpo"),
+        (["--advantage", "ppo"], "unknown advantage 'ppo'; choose one of gae, grpo"),
     ],
 )
 @pytest.mark.parametrize("command", ["research", "train"])

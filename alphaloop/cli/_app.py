@@ -161,8 +161,12 @@ def flag_error(err: ValidationError) -> typer.Exit:
     message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix for our own checks
     if not first["loc"]:  # a rule across fields: its message names them
         return fail(message, exit_code_of(err))
-    field = str(first["loc"][-1])
+    field = str(next((p for p in reversed(first["loc"]) if isinstance(p, str)), first["loc"][0]))
     where = _FLAGS.get(field, "--" + field.replace("_", "-"))
+    if first["type"] == "literal_error":  # one of a vocabulary: say which words it has
+        expected = first.get("ctx", {}).get("expected", "").replace("'", "").replace(" or ", ", ")
+        name = field.replace("_", " ")
+        return fail(f"unknown {name} {first.get('input')!r}; choose one of {expected}", 2)
     return fail(f"{where}: {message}, got {first.get('input')!r}", exit_code_of(err))
 
 

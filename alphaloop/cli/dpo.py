@@ -11,7 +11,9 @@ import typer
 
 from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, guarded, step_progress
+from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.views import FitTable
+from alphaloop.ops.requests import DpoTrainRequest
 from alphaloop.settings import get_settings
 
 if TYPE_CHECKING:
@@ -53,17 +55,11 @@ def _print_run(run: dpo.DpoRunRecord) -> None:
 
 
 @dpo_app.command()
+@request_command(DpoTrainRequest, cli={"lora": Cli(flag="--lora")})
 def train(
+    request: DpoTrainRequest,
     model: Path = typer.Option(..., help="local causal LM directory (config, weights, tokenizer)"),
     out: Path = typer.Option(..., help="new directory for the trained model (or LoRA adapter)"),
-    lora: bool = typer.Option(False, "--lora", help="train a LoRA adapter instead of all weights"),
-    max_steps: int = typer.Option(50, min=1, help="optimizer steps"),
-    max_length: int = typer.Option(
-        None,
-        min=16,
-        help="tokens of the longest prompt + answer (default: ALPHALOOP_DPO_MAX_LENGTH, else "
-        "the model's context length); longer prompts have their oldest history cut",
-    ),
     as_json: JsonFlag = False,
 ) -> None:
     """Run DPO on every labelled pair; a held-out fifth measures preference accuracy.
@@ -72,6 +68,7 @@ def train(
 
     Example: alphaloop dpo train --model ./models/base --out ./models/dpo-1 --max-steps 100
     """
+    max_steps = request.max_steps
     progress = None if as_json else step_progress("DPO", "steps", "loss")
     task = None if progress is None else progress.add_task("dpo", total=max_steps, loss="-")
 
@@ -85,9 +82,9 @@ def train(
             get_settings(),
             model,
             out,
-            lora=lora,
+            lora=request.lora,
             max_steps=max_steps,
-            max_length=max_length,
+            max_length=request.max_length,
             on_log=on_log,
         )
     if as_json:

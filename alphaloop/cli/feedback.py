@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from alphaloop._lazy import lazy_module
-from alphaloop.cli._app import JsonFlag, console, fail, guarded
+from alphaloop.cli._app import JsonFlag, console, guarded
+from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.views import FitTable
+from alphaloop.ops.requests import VerdictRequest
 from alphaloop.settings import get_settings
 
 if TYPE_CHECKING:
     from alphaloop.ops import prefs
 else:  # loaded by the first command that calls it
     prefs = lazy_module("alphaloop.ops.prefs")
-
-VERDICTS = ("approve", "reject", "override")
 
 
 def _weights(weights: dict[str, float]) -> str:
@@ -56,13 +56,24 @@ def review(as_json: JsonFlag = False) -> None:
     console.print("record a verdict with `alphaloop pm decide ID approve|reject|override`")
 
 
+def _weights_arg(text: str) -> dict[str, float]:
+    return guarded(prefs.parse_weights, text)
+
+
+@request_command(
+    VerdictRequest,
+    cli={
+        "verdict": Cli(argument=True),
+        "weights": Cli(
+            type=str,
+            parse=_weights_arg,
+            help="the weights to hold instead, with override: AAPL=0.3,MSFT=0.2 (rest cash)",
+        ),
+    },
+)
 def decide(
+    request: VerdictRequest,
     decision_id: int = typer.Argument(..., help="the decision's id (see `alphaloop pm review`)"),
-    verdict: str = typer.Argument(..., help="approve, reject or override"),
-    weights: str = typer.Option(
-        None, help="the weights to hold instead, with override: AAPL=0.3,MSFT=0.2 (rest cash)"
-    ),
-    note: str = typer.Option(None, help="why, in a few words (journaled with the verdict)"),
     as_json: JsonFlag = False,
 ) -> None:
     """Record a verdict on a portfolio decision: approve, reject or override it.
@@ -71,12 +82,9 @@ def decide(
 
     Example: alphaloop pm decide 12 override --weights AAPL=0.3,MSFT=0.2 --note "too much tech"
     """
-    if verdict not in VERDICTS:
-        raise fail(f"unknown verdict {verdict!r}; choose one of {', '.join(VERDICTS)}", 2)
-    parsed = None
-    if weights is not None:
-        parsed = guarded(prefs.parse_weights, weights)
-    decision = guarded(prefs.decide, get_settings(), decision_id, verdict, parsed, note)
+    decision = guarded(
+        prefs.decide, get_settings(), decision_id, request.verdict, request.weights, request.note
+    )
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
         return

@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
-
 import typer
 from rich.markup import escape
 
 from alphaloop import ops
 from alphaloop.cli import views
-from alphaloop.cli._app import JsonFlag, check_seed, console, guarded
+from alphaloop.cli._app import JsonFlag, console, guarded
+from alphaloop.cli._options import request_command
+from alphaloop.ops.frontier import FrontierRequest
 
 # Holdings shown per point in the table (the JSON has every weight).
 TOP_HOLDINGS = 3
 
 
-def frontier(
-    assets: Annotated[int, typer.Option(help="the first N assets of the S&P 500 set")] = 20,
-    points: Annotated[int, typer.Option(help="points on the frontier, at least 2")] = 20,
-    scenarios: Annotated[
-        int | None, typer.Option(help="bootstrapped return scenarios (default 5,000)")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="seed of the scenario bootstrap")] = 0,
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(FrontierRequest)
+def frontier(request: FrontierRequest, as_json: JsonFlag = False) -> None:
     """Trace the Mean-CVaR efficient frontier of the S&P 500 set, each point certified optimal.
 
     From minimum CVaR to the largest return, each point the minimum-CVaR portfolio for its
@@ -33,9 +26,6 @@ def frontier(
 
     Example: alphaloop frontier --assets 20 --points 10 --scenarios 10000
     """
-    check_seed(seed, 2**32 - 1)
-    given = {"assets": assets, "points": points, "scenarios": scenarios, "seed": seed}
-    request = guarded(ops.FrontierRequest, **{k: v for k, v in given.items() if v is not None})
     if as_json:
         run = guarded(ops.trace_frontier, request)
         typer.echo(json.dumps(run.model_dump(mode="json")))

@@ -10,6 +10,8 @@ from rich.markup import escape
 
 from alphaloop._lazy import lazy_module
 from alphaloop.cli._app import JsonFlag, console, guarded
+from alphaloop.cli._options import Cli, request_command
+from alphaloop.ops.requests import FILES, HaltRequest, ResumeBookRequest, TickRequest
 from alphaloop.settings import MAIN_BOOK, get_settings
 
 if TYPE_CHECKING:
@@ -23,23 +25,15 @@ pm_app = typer.Typer(
 )
 
 BookOption = Annotated[str, typer.Option(help="the book's name")]
+DATA_CLI = Cli(help="prices to use instead of the policy's own data (a name or a CSV/Parquet path)")
 DataPathOption = Annotated[
     str | None, typer.Option("--data", help="prices to use instead of the policy's own data")
 ]
 
 
 @pm_app.command("tick")
-def tick(
-    date: Annotated[
-        str | None, typer.Option(help="the day decided, YYYY-MM-DD (default: after the data)")
-    ] = None,
-    data: DataPathOption = None,
-    broker: Annotated[
-        str | None, typer.Option(help="paper or alpaca (default: ALPHALOOP_BROKER)")
-    ] = None,
-    book: BookOption = MAIN_BOOK,
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(TickRequest, cli={"data": DATA_CLI}, context={FILES: True})
+def tick(request: TickRequest, as_json: JsonFlag = False) -> None:
     """Decide one day with the active policy from prices up to the day before, and trade.
 
     The kill switch (a manual halt, stale prices, pm_max_drawdown, pm_max_turnover) journals
@@ -47,10 +41,15 @@ def tick(
 
     Example: alphaloop pm tick --date 2022-06-01 --json
     """
-    if broker not in (None, "paper", "alpaca"):
-        raise typer.Exit(_bad(f"unknown broker {broker!r}; choose paper or alpaca"))
+    day = None if request.date is None else request.date.isoformat()
+    book = request.book
     decision = guarded(
-        ops_pm.pm_tick, get_settings(), date=date, data=data, broker=broker, book=book
+        ops_pm.pm_tick,
+        get_settings(),
+        date=day,
+        data=request.data,
+        broker=request.broker,
+        book=book,
     )
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))
@@ -136,37 +135,33 @@ def status(
 
 
 @pm_app.command("halt")
-def halt(
-    why: Annotated[str, typer.Option("--why", help="the reason, journaled with every tick")],
-    book: BookOption = MAIN_BOOK,
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(HaltRequest, cli={"why": Cli(flag="--why")})
+def halt(request: HaltRequest, as_json: JsonFlag = False) -> None:
     """Halt a book: ticks journal the reason and send nothing until `pm resume`.
 
     Example: alphaloop pm halt --why "earnings week"
     """
-    record = guarded(ops_pm.pm_halt, get_settings(), why, book=book, origin="cli")
+    record = guarded(ops_pm.pm_halt, get_settings(), request.why, book=request.book, origin="cli")
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    console.print(f"book {escape(book)} halted: {escape(record.halted or '')}")
+    console.print(f"book {escape(request.book)} halted: {escape(record.halted or '')}")
 
 
 @pm_app.command("resume")
-def resume(
-    book: BookOption = MAIN_BOOK,
-    why: Annotated[str, typer.Option("--why", help="the reason, journaled")] = "",
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(ResumeBookRequest, cli={"why": Cli(flag="--why")})
+def resume(request: ResumeBookRequest, as_json: JsonFlag = False) -> None:
     """Lift a book's manual halt (journaled with the reason and the origin).
 
     Example: alphaloop pm resume --why "earnings are out"
     """
-    record = guarded(ops_pm.pm_resume, get_settings(), book=book, why=why, origin="cli")
+    record = guarded(
+        ops_pm.pm_resume, get_settings(), book=request.book, why=request.why, origin="cli"
+    )
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
-    console.print(f"book {escape(book)} resumed")
+    console.print(f"book {escape(request.book)} resumed")
 
 
 def _bad(message: str) -> int:

@@ -11,7 +11,9 @@ from rich.markup import escape
 from alphaloop._lazy import lazy_module
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, guarded
+from alphaloop.cli._options import Cli, request_command
 from alphaloop.exceptions import ActivePolicyError
+from alphaloop.ops.requests import ActivateRequest
 from alphaloop.settings import get_settings
 
 if TYPE_CHECKING:
@@ -135,16 +137,11 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
 
 @policies_app.command()
-def activate(
-    policy_id: PolicyId,
-    force: Annotated[
-        bool, typer.Option("--force", help="activate without a GO from the gates (needs --reason)")
-    ] = False,
-    reason: Annotated[
-        str | None, typer.Option("--reason", help="why the gates are overridden (journaled)")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(
+    ActivateRequest,
+    cli={"force": Cli(flag="--force"), "reason": Cli(flag="--reason")},
+)
+def activate(request: ActivateRequest, policy_id: PolicyId, as_json: JsonFlag = False) -> None:
     """Make a library entry the active policy (by id only; its file is checked first).
 
     An entry without a GO from its gates is refused (exit 2) unless overridden with --force
@@ -153,7 +150,11 @@ def activate(
     Example: alphaloop policies activate 3
     """
     record = guarded(
-        ops_policies.activate_policy, get_settings(), policy_id, force=force, reason=reason
+        ops_policies.activate_policy,
+        get_settings(),
+        policy_id,
+        force=request.force,
+        reason=request.reason,
     )
     if as_json:
         typer.echo(

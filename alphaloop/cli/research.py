@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -16,33 +15,25 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
-    AdvantageOption,
-    DataOption,
-    DateFormatOption,
-    FillOption,
-    FoldsOption,
     JsonFlag,
-    MetricOption,
-    ModeOption,
-    SeedOption,
-    StopProperlyOption,
-    SymbolsOption,
-    TruncateDrawdownOption,
-    check_seed,
-    choice,
     console,
     err_console,
     fail,
-    flag_error,
     guarded,
     parse_duration,
     parse_symbols,
     training_note,
-    trial_budget,
 )
+from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.review import review
 from alphaloop.ops import rows as ops_rows
-from alphaloop.ops.research import folds_note, noise_seeds_note
+from alphaloop.ops.requests import FILES, ResearchRequest
+from alphaloop.ops.research import (
+    check_proposer,
+    folds_note,
+    noise_seeds_note,
+    session_spec,
+)
 from alphaloop.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -113,45 +104,28 @@ def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> Non
     review(session_id, settings, as_json, every_trial=False)
 
 
+def _duration(text: str) -> float | None:
+    return parse_duration(text)
+
+
+# How the research request's fields read on the command line (the rest: --field-name VALUE).
+RESEARCH_CLI = {
+    "goal": Cli(argument=True),
+    "time_budget_s": Cli(
+        flag="--time-budget",
+        type=str,
+        parse=_duration,
+        help="stop after this much trial time, with a unit (90s, 10m, 1h30m)",
+    ),
+    "symbols": Cli(
+        type=str, parse=parse_symbols, help="comma-separated subset of the data's columns"
+    ),
+}
+
+
 @research_app.command("start")
-def research_start(
-    goal: str = typer.Argument(..., help='what to achieve, e.g. "maximise Sharpe, drawdown < 15%"'),
-    mode: ModeOption = "cufolio_only",
-    budget: int = typer.Option(20, help="number of search trials"),
-    proposer: str = typer.Option(
-        "auto",
-        # The loop's own list (loaded when the flag is parsed: research start runs the loop).
-        **choice(lambda: [p.value for p in ops.ProposerName], "proposer"),
-        help="auto (LLM if configured, else tpe), tpe, random, llm",
-    ),
-    metric: MetricOption = "sharpe",
-    max_drawdown: float = typer.Option(None, help="discard trials with a larger drawdown (0.15)"),
-    max_turnover: float = typer.Option(None, help="discard trials with more annual turnover"),
-    time_budget: str = typer.Option(
-        None, help="stop after this much trial time, with a unit (90s, 10m, 1h30m)"
-    ),
-    max_tokens_total: int = typer.Option(None, help="stop when LLM usage reaches this many tokens"),
-    data: DataOption = "sp500",
-    fill: FillOption = "none",
-    date_format: DateFormatOption = None,
-    symbols: SymbolsOption = None,
-    seed: SeedOption = 0,
-    noise_seeds: int = typer.Option(
-        3, help="baseline seeds that estimate the seed noise of the keep rule (at least 2)"
-    ),
-    folds: FoldsOption = None,
-    total_timesteps: int = typer.Option(None, help="PPO env steps per trial"),
-    truncate_drawdown: TruncateDrawdownOption = None,
-    stop_properly: StopProperlyOption = None,
-    advantage: AdvantageOption = "gae",
-    workers: int = typer.Option(
-        1, help="trials in flight at once, each in a single-threaded worker process"
-    ),
-    ray_address: str = typer.Option(
-        None, help="run the trials as Ray tasks on this cluster: auto or ray://HOST:PORT"
-    ),
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(ResearchRequest, cli=RESEARCH_CLI, context={FILES: True})
+def research_start(request: ResearchRequest, as_json: JsonFlag = False) -> None:
     """Start a research session.
 
     With --json there is no live view: the review is printed as JSON at the end. With
@@ -160,60 +134,17 @@ def research_start(
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
     --budget 20 --max-drawdown 0.15 --folds 3 --workers 2
     """
-    flags = dict(locals())  # every flag above, by name
     settings = get_settings()
-    spec = _session_spec(flags, settings)
+    guarded(check_proposer, request.proposer, settings)
+    spec = guarded(session_spec, request)
     for note in (noise_seeds_note(spec.noise_seeds), folds_note(spec.folds)):
         if note:
             err_console.print(escape(f"warning: {note}"))
     session_id = guarded(ops.start_session, spec, settings)
-    training = training_note(spec.trial_budget) if mode != "cufolio_only" else None
+    training = training_note(spec.trial_budget) if request.mode != "cufolio_only" else None
     if training and not as_json:
         console.print(training)
     _run_session_view(session_id, settings, as_json)
-
-
-def _session_spec(flags: dict[str, Any], settings: Settings) -> Any:
-    """The session ``research start``'s flags ask for, or exit 2 naming the flag at fault."""
-    from pydantic import ValidationError
-
-    f = SimpleNamespace(**flags)
-    check_seed(f.seed, ops.SESSION_SEED_MAX, " (the baselines use the seeds after it)")
-    if f.budget < 1:
-        raise fail(f"--budget must be at least 1 trial, got {f.budget}", 2)
-    if f.workers < 1:
-        raise fail(f"--workers must be at least 1, got {f.workers}", 2)
-    if f.proposer == "llm" and not settings.llm_configured:
-        raise fail("--proposer llm needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL", 2)
-    try:
-        return ops.SessionSpec(
-            goal=f.goal,
-            mode=f.mode,
-            budget=f.budget,
-            proposer=f.proposer,
-            objective=ops.Objective(
-                metric=f.metric, max_drawdown=f.max_drawdown, max_turnover=f.max_turnover
-            ),
-            time_budget_s=parse_duration(f.time_budget),
-            max_tokens_total=f.max_tokens_total,
-            data=f.data,
-            fill=f.fill,
-            date_format=f.date_format,
-            symbols=parse_symbols(f.symbols),
-            seed=f.seed,
-            noise_seeds=f.noise_seeds,
-            folds=f.folds,
-            workers=f.workers,
-            ray_address=f.ray_address,
-            trial_budget=trial_budget(
-                f.total_timesteps,
-                truncate_drawdown=f.truncate_drawdown,
-                stop_properly=f.stop_properly,
-                advantage=f.advantage,
-            ),
-        )
-    except ValidationError as err:
-        raise flag_error(err) from None
 
 
 @research_app.command("resume")

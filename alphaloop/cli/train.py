@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from contextlib import nullcontext
-from types import SimpleNamespace
 from typing import Any
 
 import typer
@@ -13,45 +12,35 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import (
-    AdvantageOption,
-    DataOption,
-    DateFormatOption,
-    FillOption,
     JsonFlag,
-    MetricOption,
-    SeedOption,
-    SetOption,
-    StopProperlyOption,
-    SymbolsOption,
-    TruncateDrawdownOption,
-    check_seed,
     console,
     guarded,
-    parse_sets,
     parse_symbols,
     step_progress,
     training_note,
-    trial_budget,
 )
-from alphaloop.knobs import SEED_MAX
+from alphaloop.cli._options import Cli, pairs, request_command
+from alphaloop.ops.requests import FILES, TrainRequest
+from alphaloop.ops.train import manual_spec
 from alphaloop.settings import get_settings
 
+TRAIN_CLI = {
+    "symbols": Cli(
+        type=str, parse=parse_symbols, help="comma-separated subset of the data's columns"
+    ),
+    "knobs": Cli(
+        flag="--set",
+        type=list[str],
+        parse=pairs("--set"),
+        default=[],
+        metavar="KNOB=VALUE",
+        help="knob=value (repeatable)",
+    ),
+}
 
-def train(
-    symbols: SymbolsOption = None,
-    total_timesteps: int = typer.Option(None, help="PPO env steps (default 16,384)"),
-    set_: SetOption = [],  # noqa: B006  (typer reads the default; it is never mutated)
-    data: DataOption = "sp500",
-    fill: FillOption = "none",
-    date_format: DateFormatOption = None,
-    seed: SeedOption = 0,
-    n_envs: int = typer.Option(None, help="parallel training environments (default 4)"),
-    truncate_drawdown: TruncateDrawdownOption = None,
-    stop_properly: StopProperlyOption = None,
-    advantage: AdvantageOption = "gae",
-    metric: MetricOption = "sharpe",
-    as_json: JsonFlag = False,
-) -> None:
+
+@request_command(TrainRequest, cli=TRAIN_CLI, context={FILES: True})
+def train(request: TrainRequest, as_json: JsonFlag = False) -> None:
     """Train PPO once, outside any research session; the run is journaled like a session.
 
     Its reward curve is journaled as it trains (200 points at most): `alphaloop status` shows it.
@@ -61,7 +50,7 @@ def train(
 
     Example: alphaloop train --advantage reinforce_pp --truncate-drawdown 0.2 --stop-properly 0.5
     """
-    spec = _manual_spec(SimpleNamespace(**locals()))
+    spec = guarded(manual_spec, request)
     progress = step_progress("PPO", "steps", "reward") if not as_json else None
     task: dict[str, Any] = {}
 
@@ -69,7 +58,7 @@ def train(
         if progress is not None:
             progress.console.print(
                 f"manual run [bold]{trial.session_id}[/bold] (trial #{trial.idx}) on "
-                f"{escape(data)}: {planned:,} env steps"
+                f"{escape(request.data)}: {planned:,} env steps"
             )
             training = training_note(spec.trial_budget)
             if training:
@@ -85,29 +74,7 @@ def train(
     if as_json:
         typer.echo(json.dumps(_run_json(run, spec)))
         return
-    _print_run(run, spec, metric)
-
-
-def _manual_spec(f: SimpleNamespace) -> Any:
-    """The manual run ``train``'s flags (``f``) ask for, or exit 2 naming the flag at fault."""
-    check_seed(f.seed, SEED_MAX)
-    delta = parse_sets(f.set_)
-    return ops.ManualRunSpec(
-        data=f.data,
-        fill=f.fill,
-        date_format=f.date_format,
-        symbols=parse_symbols(f.symbols),
-        changes=dict(delta.changes),
-        seed=f.seed,
-        metric=f.metric,
-        trial_budget=trial_budget(
-            f.total_timesteps,
-            f.n_envs,
-            truncate_drawdown=f.truncate_drawdown,
-            stop_properly=f.stop_properly,
-            advantage=f.advantage,
-        ),
-    )
+    _print_run(run, spec, request.metric)
 
 
 def _run_json(run: Any, spec: Any) -> dict[str, Any]:

@@ -26,6 +26,7 @@ DATA = "sp500"
 # The trials' default trailing window for scenarios (``TrialBudget.scenario_window``).
 SCENARIO_WINDOW = 504
 MAX_POINTS = 500
+SP500_ASSETS = 20  # the embedded S&P 500 set's stocks (the frontier's data)
 MAX_SCENARIOS = 100_000
 
 
@@ -37,6 +38,7 @@ class FrontierRequest(BaseModel):
     assets: int = Field(
         20,
         ge=5,
+        le=SP500_ASSETS,
         description="the first N assets of the embedded S&P 500 set (at least 5: under the "
         "default 25% cap, 4 or fewer can only be held in equal weights, a frontier of one point)",
     )

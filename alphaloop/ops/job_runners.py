@@ -13,20 +13,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from alphaloop.exceptions import AlphaloopError, LLMNotConfigured
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.ops.jobs import (
     DpoJob,
     DpoResult,
     Job,
-    PmTickJob,
     PmTickResult,
-    ResearchJob,
     ResumeJob,
     ScheduleJob,
     ScheduleResult,
     SessionResult,
-    TrainJob,
     TrainResult,
+    ValidateResult,
 )
 from alphaloop.settings import Settings
 
@@ -42,31 +40,16 @@ def run(job: Job, settings: Settings, link: Link) -> BaseModel:
     return _RUNNERS[job.kind](job, settings, link)
 
 
-def _research(job: ResearchJob, settings: Settings, link: Link) -> SessionResult:
+def _research(job: Any, settings: Settings, link: Link) -> SessionResult:
     from alphaloop import ops
+    from alphaloop.ops.requests import FILES, ResearchRequest
+    from alphaloop.ops.research import check_proposer, session_spec
 
-    if job.proposer == "llm" and not settings.llm_configured:
-        raise LLMNotConfigured(
-            "the llm proposer needs ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL"
-        )
-    spec = ops.SessionSpec(
-        goal=job.goal,
-        mode=job.mode,
-        budget=job.budget,
-        proposer=job.proposer,
-        objective=ops.Objective(
-            metric=job.metric, max_drawdown=job.max_drawdown, max_turnover=job.max_turnover
-        ),
-        time_budget_s=job.time_budget_s,
-        max_tokens_total=job.max_tokens_total,
-        data=job.data,
-        symbols=job.symbols,
-        seed=job.seed,
-        noise_seeds=job.noise_seeds,
-        folds=job.folds,
-        trial_budget=ops.trial_budget(job.total_timesteps),
+    check_proposer(job.proposer, settings)  # the setting may have changed since it was queued
+    request = ResearchRequest.model_validate(
+        job.model_dump(exclude={"kind"}), context={FILES: True}
     )
-    session_id = ops.start_session(spec, settings)
+    session_id = ops.start_session(session_spec(request), settings)
     link(session_id)
     return _run_session("research", session_id, settings)
 
@@ -92,20 +75,15 @@ def _run_session(kind: Literal["research", "resume"], sid: str, settings: Settin
     )
 
 
-def _train(job: TrainJob, settings: Settings, link: Link) -> TrainResult:
+def _train(job: Any, settings: Settings, link: Link) -> TrainResult:
     from alphaloop import ops
-    from alphaloop.knobs import ConfigDelta
+    from alphaloop.ops.requests import FILES, TrainRequest
+    from alphaloop.ops.train import manual_spec
 
-    delta = ConfigDelta(changes=job.knobs, rationale="set by hand")
-    spec = ops.ManualRunSpec(
-        data=job.data,
-        symbols=job.symbols,
-        changes=dict(delta.changes),
-        seed=job.seed,
-        metric=job.metric,
-        trial_budget=ops.trial_budget(job.total_timesteps),
+    request = TrainRequest.model_validate(job.model_dump(exclude={"kind"}), context={FILES: True})
+    run = ops.train(
+        manual_spec(request), settings, on_start=lambda trial, _planned: link(trial.session_id)
     )
-    run = ops.train(spec, settings, on_start=lambda trial, _planned: link(trial.session_id))
     return TrainResult(
         session_id=run.session.id,
         trial_id=run.trial.id,
@@ -120,21 +98,55 @@ def _dpo(job: DpoJob, settings: Settings, link: Link) -> DpoResult:
     from alphaloop.ops.dpo import train_dpo
 
     run = train_dpo(
-        settings, Path(job.model_dir), Path(job.out_dir), lora=job.lora, max_steps=job.max_steps
+        settings,
+        Path(job.model_dir),
+        Path(job.out_dir),
+        lora=job.lora,
+        max_steps=job.max_steps,
+        max_length=job.max_length,
     )
     return DpoResult(dpo_run_id=run.id, status=run.status.value)
 
 
-def _pm_tick(job: PmTickJob, settings: Settings, link: Link) -> PmTickResult:
+def _pm_tick(job: Any, settings: Settings, link: Link) -> PmTickResult:
     from alphaloop.ops.pm import pm_tick
 
-    decision = pm_tick(settings, date=job.date, data=job.data, book=job.book)
+    day = None if job.date is None else job.date.isoformat()
+    decision = pm_tick(settings, date=day, data=job.data, broker=job.broker, book=job.book)
     return PmTickResult(
         decision_id=decision.id,
         book=decision.book,
         date=decision.date,
         status=decision.status,
     )
+
+
+def _validate(job: Any, settings: Settings, link: Link) -> ValidateResult:
+    from alphaloop.ops.validate import validate_session
+    from alphaloop.validation.gates import gates_headline
+
+    link(job.session_id)
+    report = validate_session(
+        settings,
+        job.session_id,
+        n_blocks=job.blocks,
+        n_windows=job.windows,
+        gates=job_gates(job),
+        oos_start=None if job.oos_start is None else job.oos_start.isoformat(),
+    )
+    return ValidateResult(
+        session_id=report.session_id,
+        trial_idx=report.trial_idx,
+        gates_passed=report.gates.passed,
+        headline=gates_headline(report.gates.model_dump(mode="json")),
+    )
+
+
+def job_gates(job: Any) -> Any:
+    """The gate thresholds a validate job asks for (None: the defaults)."""
+    from alphaloop.validation.gates import Gates
+
+    return Gates(**job.gates) if job.gates else None
 
 
 def _schedule(job: ScheduleJob, settings: Settings, link: Link) -> ScheduleResult:
@@ -160,4 +172,5 @@ _RUNNERS: dict[str, Callable[[Any, Settings, Link], BaseModel]] = {
     "dpo": _dpo,
     "pm_tick": _pm_tick,
     "schedule": _schedule,
+    "validate": _validate,
 }

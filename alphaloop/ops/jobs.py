@@ -27,10 +27,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from alphaloop.exceptions import exit_code_of, http_status_of
+from alphaloop.exceptions import Conflict, exit_code_of, http_status_of
 from alphaloop.journal import JobRecord, JobStatus, Journal
 from alphaloop.journal.books import DecisionStatus
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.requests import (
+    ResearchRequest,
+    SessionId,
+    TickRequest,
+    TrainRequest,
+    ValidateRequest,
+    derive,
+)
 from alphaloop.settings import Settings
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -40,27 +48,16 @@ WAIT_S = 60.0
 _TRACEBACK_CHARS = 2000
 
 
-class ResearchJob(BaseModel):
-    """Start a research session and run it to its end."""
+def _kind(name: str) -> dict[str, Any]:
+    return {"kind": (Literal[name], name)}  # type: ignore[valid-type]
 
-    model_config = _STRICT
 
-    kind: Literal["research"] = "research"
-    goal: str = Field(min_length=1)
-    mode: str = "cufolio_only"
-    budget: int = 20
-    proposer: str = "auto"
-    metric: str = "sharpe"
-    max_drawdown: float | None = None
-    max_turnover: float | None = None
-    time_budget_s: float | None = None
-    max_tokens_total: int | None = None
-    data: str = "sp500"
-    symbols: list[str] | None = None
-    seed: int = 0
-    noise_seeds: int = 3
-    folds: int | None = None
-    total_timesteps: int | None = None
+# A job's payload is its request as declared once (alphaloop.ops.requests), checked completely
+# before it is journaled, plus its kind.
+ResearchJob: Any = derive(
+    ResearchRequest, "ResearchJob", check=False, extra=_kind("research"),
+    doc="Start a research session and run it to its end.",
+)  # fmt: skip
 
 
 class ResumeJob(BaseModel):
@@ -72,18 +69,10 @@ class ResumeJob(BaseModel):
     session_id: str
 
 
-class TrainJob(BaseModel):
-    """One manual PPO run, journaled as a session of one trial."""
-
-    model_config = _STRICT
-
-    kind: Literal["train"] = "train"
-    data: str = "sp500"
-    symbols: list[str] | None = None
-    knobs: dict[str, float] = Field(default_factory=dict)
-    seed: int = 0
-    metric: str = "sharpe"
-    total_timesteps: int | None = None
+TrainJob: Any = derive(
+    TrainRequest, "TrainJob", check=False, extra=_kind("train"),
+    doc="One manual PPO run, journaled as a session of one trial.",
+)  # fmt: skip
 
 
 class DpoJob(BaseModel):
@@ -96,17 +85,18 @@ class DpoJob(BaseModel):
     out_dir: str
     lora: bool = False
     max_steps: int = 50
+    max_length: int | None = None
 
 
-class PmTickJob(BaseModel):
-    """One portfolio-manager tick of the active policy."""
-
-    model_config = _STRICT
-
-    kind: Literal["pm_tick"] = "pm_tick"
-    date: str | None = None
-    data: str | None = None
-    book: str = "main"
+PmTickJob: Any = derive(
+    TickRequest, "PmTickJob", check=False, extra=_kind("pm_tick"),
+    doc="One portfolio-manager tick of the active policy.",
+)  # fmt: skip
+ValidateJob: Any = derive(
+    ValidateRequest, "ValidateJob", check=False,
+    extra={**_kind("validate"), "session_id": (SessionId, ...)},
+    doc="The validation suite of a session.",
+)  # fmt: skip
 
 
 class ScheduleJob(BaseModel):
@@ -119,7 +109,7 @@ class ScheduleJob(BaseModel):
 
 
 Job = Annotated[
-    ResearchJob | ResumeJob | TrainJob | DpoJob | PmTickJob | ScheduleJob,
+    ResearchJob | ResumeJob | TrainJob | DpoJob | PmTickJob | ScheduleJob | ValidateJob,
     Field(discriminator="kind"),
 ]
 
@@ -163,6 +153,16 @@ class PmTickResult(BaseModel):
     status: DecisionStatus
 
 
+class ValidateResult(BaseModel):
+    model_config = _STRICT
+
+    kind: Literal["validate"] = "validate"
+    session_id: str
+    trial_idx: int | None = None
+    gates_passed: bool
+    headline: str
+
+
 class ScheduleResult(BaseModel):
     model_config = _STRICT
 
@@ -175,7 +175,7 @@ class ScheduleResult(BaseModel):
 
 
 JobResult = Annotated[
-    SessionResult | TrainResult | DpoResult | PmTickResult | ScheduleResult,
+    SessionResult | TrainResult | DpoResult | PmTickResult | ScheduleResult | ValidateResult,
     Field(discriminator="kind"),
 ]
 JOB: TypeAdapter[Job] = TypeAdapter(Job)
@@ -242,6 +242,14 @@ class JobView(BaseModel):
 # --- starting and reading jobs (the front end's side) -------------------------------------------
 
 
+class JobsBusy(Conflict):
+    """As many jobs as the server runs at once (``ALPHALOOP_MAX_JOBS``) are running."""
+
+
+KINDS = ("research", "resume", "train", "dpo", "pm_tick", "schedule", "validate")
+_starting = threading.Lock()
+
+
 def start_job(settings: Settings, job: Job) -> JobView:
     """Journals ``job`` and starts its worker, detached (its own session; stdout and stderr to
     ``<home>/jobs/<id>.log``, for people: nothing reads it). A thread waits on the child so an
@@ -249,8 +257,23 @@ def start_job(settings: Settings, job: Job) -> JobView:
 
     Returns:
         The job as journaled (``failed`` when the worker could not be started at all).
+
+    Raises:
+        JobsBusy: ``settings.max_jobs`` jobs are queued or running (nothing is journaled).
     """
-    with Journal(settings.journal_path) as journal:
+    if settings.max_jobs == 0:
+        raise JobsBusy(
+            "this server runs no jobs (ALPHALOOP_MAX_JOBS=0); run the work from the command "
+            "line, or restart the server with a capacity"
+        )
+    with _starting, Journal(settings.journal_path) as journal:
+        live = [j.id for kind in KINDS for j in journal.jobs.live(kind)]
+        if len(live) >= settings.max_jobs:
+            raise JobsBusy(
+                f"{len(live)} job(s) running ({', '.join(map(str, sorted(live))) or 'none'}) "
+                f"and this server runs at most {settings.max_jobs} at once "
+                "(ALPHALOOP_MAX_JOBS); wait for one to end (GET /api/jobs) and start again"
+            )
         job_id = journal.jobs.queue(job.kind, job.model_dump(mode="json"))
     logs = settings.home / "jobs"
     logs.mkdir(parents=True, exist_ok=True)

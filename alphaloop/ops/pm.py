@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
 from alphaloop.broker import broker_for
-from alphaloop.exceptions import MissingReason, PmError
+from alphaloop.exceptions import EXIT_USAGE, MissingReason, PmError
 from alphaloop.journal import Journal, PolicyRecord
 from alphaloop.journal.books import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
@@ -23,6 +23,7 @@ from alphaloop.settings import MAIN_BOOK, Settings
 
 __all__ = [
     "MAIN_BOOK",
+    "BookNotFound",
     "BookStatus",
     "RunReport",
     "check_tick_date",
@@ -32,6 +33,28 @@ __all__ = [
     "pm_status",
     "pm_tick",
 ]
+
+
+class BookNotFound(PmError):
+    """No book of that name: actions on it are refused, and none is created by them."""
+
+    exit_code = EXIT_USAGE
+    http_status = 404
+
+
+def _known_book(journal: Journal, name: str) -> BookRecord:
+    """The book called ``name``.
+
+    Raises:
+        BookNotFound: there is none (the message lists the books there are).
+    """
+    record = journal.books.get(name)
+    if record is None:
+        known = ", ".join(b.name for b in journal.books.list()) or "none yet"
+        raise BookNotFound(
+            f"no book named {name!r} (books: {known}); `alphaloop pm tick` opens the book it ticks"
+        )
+    return record
 
 
 class BookStatus(BaseModel):
@@ -254,10 +277,7 @@ def pm_status(
     """The book, its equity marked at the latest close of the active policy's data (None when
     there is no active policy), P&L since it opened and its ``last`` decisions."""
     with open_journal(settings) as journal:
-        record = journal.books.get(book)
-        if record is None:
-            known = ", ".join(b.name for b in journal.books.list()) or "none yet"
-            raise PmError(f"no book named {book!r} (books: {known}); `alphaloop pm tick` opens one")
+        record = _known_book(journal, book)
         equity, marked_at, values = None, None, {}
         pid = library.active_policy_id(settings)
         if pid is not None:
@@ -282,19 +302,34 @@ def pm_halt(
     settings: Settings, why: str, *, book: str = MAIN_BOOK, origin: HaltOrigin = "cli"
 ) -> BookRecord:
     """Halts the book: every tick journals the reason and sends nothing until resumed. The
-    halt is journaled as an event with its reason and origin."""
+    halt is journaled as an event with its reason and origin.
+
+    The main book, the one every tick opens unless told another, may be halted before its
+    first tick (a person pulls the kill switch before trading starts); any other book must
+    exist: a halt never creates one.
+
+    Raises:
+        MissingReason: a blank reason.
+        BookNotFound: no book of that name (and it is not the main book).
+    """
     if not why.strip():
         raise MissingReason("a halt needs a reason (--why TEXT)")
     with open_journal(settings) as journal:
-        _book(journal, book, settings.broker, settings.pm_initial_cash)
+        if book == MAIN_BOOK:
+            _book(journal, book, settings.broker, settings.pm_initial_cash)
+        else:
+            _known_book(journal, book)
         return journal.books.set_halt(book, why.strip(), origin=origin)
 
 
 def pm_resume(
     settings: Settings, *, book: str = MAIN_BOOK, why: str = "", origin: HaltOrigin = "cli"
 ) -> BookRecord:
-    """Lifts a manual halt, journaled as an event with its reason and origin."""
+    """Lifts a manual halt, journaled as an event with its reason and origin.
+
+    Raises:
+        BookNotFound: no book of that name.
+    """
     with open_journal(settings) as journal:
-        if journal.books.get(book) is None:
-            raise PmError(f"no book named {book!r}")
+        _known_book(journal, book)
         return journal.books.set_halt(book, None, origin=origin, reason=why.strip())

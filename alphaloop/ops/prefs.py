@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import DataError, InvalidVerdict, OutputFolderMissing, PolicyNotFound
+from alphaloop.exceptions import Conflict, DataError, OutputFolderMissing, PolicyNotFound
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
@@ -244,6 +244,10 @@ def review_decisions(settings: Settings) -> list[ReviewItem]:
         ]
 
 
+class AlreadyDecided(Conflict):
+    """A verdict on a decision that has one: a verdict is given once (exit 2, HTTP 409)."""
+
+
 def decide(
     settings: Settings,
     decision_id: int,
@@ -255,12 +259,13 @@ def decide(
 
     Raises:
         DecisionNotFound: no such decision.
-        InvalidVerdict: a bad verdict or bad weights, or a decision already decided.
+        InvalidVerdict: a bad verdict or bad weights.
+        AlreadyDecided: the decision has its verdict already.
     """
     with open_journal(settings) as journal:
         decision = journal.preferences.decision_view(decision_id)
         if decision.verdict is not None:
-            raise InvalidVerdict(
+            raise AlreadyDecided(
                 f"decision {decision_id} already has the verdict {decision.verdict.value!r}"
             )
         kind, checked = check_verdict(verdict, weights, decision.symbols)

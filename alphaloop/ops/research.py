@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alphaloop.exceptions import AlphaloopError, Conflict
+from alphaloop.exceptions import AlphaloopError, Conflict, LLMNotConfigured
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -20,10 +20,68 @@ if TYPE_CHECKING:
     from alphaloop.meta_agent.events import LoopEvent as LoopEvent
     from alphaloop.meta_agent.events import OnEvent
     from alphaloop.meta_agent.session import SessionSpec
+    from alphaloop.ops.requests import ResearchRequest
 
 
 class SessionRunning(Conflict):
     """A resume asked of a session a live process is still running."""
+
+
+def session_spec(request: ResearchRequest) -> SessionSpec:
+    """The session a research request asks for (what it is stored and resumed with).
+
+    Raises:
+        ValidationError: a rule across fields of the session, its objective or its trial
+            budget (``stop_properly`` without ``truncate_drawdown``, say).
+    """
+    from alphaloop.meta_agent.objective import Objective
+    from alphaloop.meta_agent.session import SessionSpec
+    from alphaloop.ops.requests import budget_of
+    from alphaloop.ops.trial import trial_budget
+
+    r = request
+    return SessionSpec(
+        goal=r.goal,
+        mode=r.mode,
+        budget=r.budget,
+        proposer=r.proposer,
+        objective=Objective(
+            metric=r.metric, max_drawdown=r.max_drawdown, max_turnover=r.max_turnover
+        ),
+        time_budget_s=r.time_budget_s,
+        max_tokens_total=r.max_tokens_total,
+        data=r.data,
+        fill=r.fill,
+        date_format=r.date_format,
+        symbols=r.symbols,
+        seed=r.seed,
+        noise_seeds=r.noise_seeds,
+        folds=r.folds,
+        workers=r.workers,
+        ray_address=r.ray_address,
+        trial_budget=budget_of(r, trial_budget),
+    )
+
+
+def check_proposer(proposer: str, settings: Settings) -> None:
+    """Refuses the LLM proposer when no endpoint is configured, naming the settings to set.
+
+    Raises:
+        LLMNotConfigured: ``proposer`` is ``llm`` and the endpoint's settings are missing.
+    """
+    if proposer == "llm" and not settings.llm_configured:
+        missing = [
+            name
+            for name, value in (
+                ("ALPHALOOP_LLM_BASE_URL", settings.llm_base_url),
+                ("ALPHALOOP_LLM_MODEL", settings.llm_model),
+            )
+            if not value
+        ]
+        raise LLMNotConfigured(
+            f"the llm proposer needs an endpoint: set {' and '.join(missing)} (or choose "
+            "proposer auto, tpe or random)"
+        )
 
 
 def start_session(spec: SessionSpec, settings: Settings) -> str:

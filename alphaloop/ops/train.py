@@ -11,6 +11,7 @@ from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from alphaloop.meta_agent.manual import ManualRun, ManualRunSpec
+    from alphaloop.ops.requests import TrainRequest
 
 
 def train(
@@ -57,3 +58,26 @@ def train(
             },
         )
     return run
+
+
+def manual_spec(request: TrainRequest) -> ManualRunSpec:
+    """The manual run a train request asks for (what its session is journaled with).
+
+    Raises:
+        ValidationError: the trial budget's rules across fields.
+    """
+    from alphaloop.meta_agent.manual import ManualRunSpec
+    from alphaloop.ops.requests import budget_of
+    from alphaloop.ops.trial import trial_budget
+
+    r = request
+    return ManualRunSpec(
+        data=r.data,
+        fill=r.fill,
+        date_format=r.date_format,
+        symbols=r.symbols,
+        changes=dict(r.knobs),
+        seed=r.seed,
+        metric=r.metric,
+        trial_budget=budget_of(r, trial_budget),
+    )

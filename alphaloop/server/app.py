@@ -31,10 +31,11 @@ from alphaloop.server import (
     routes_loop,
     routes_research,
 )
+from alphaloop.server.contract import ExactPathMethods, allowed_methods, declare_contract
 from alphaloop.server.errors import error_body
 from alphaloop.server.guard import RequestGuard
 from alphaloop.server.idempotency import Idempotency
-from alphaloop.server.security import BodyLimit, check_token
+from alphaloop.server.security import BodyLimit, HeadAsGet, SecurityHeaders, check_token
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -97,8 +98,8 @@ def _cached(request: Request, body: bytes, media_type: str, cache: str) -> Respo
 def _message(err: Exception) -> str:
     if isinstance(err, ops.NoJournal):
         return (
-            f"no journal yet in this home: start a research session (POST /api/research) or a "
-            f"manual run (POST /api/train) first ({err})"
+            "no journal yet in this home: start a research session (POST /api/research) or a "
+            "manual run (POST /api/train) first"
         )
     return str(err)
 
@@ -115,8 +116,11 @@ async def _http_error(request: Request, err: Exception) -> JSONResponse:
     """An error a route or the framework raised by status (401, 404 no such route, 405...)."""
     assert isinstance(err, StarletteHTTPException)
     detail = err.detail if isinstance(err.detail, str) else str(err.detail)
+    headers = dict(err.headers or {})
+    if err.status_code == 405:  # every method of the path, not only the first route's
+        headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
     return JSONResponse(
-        error_body(err.status_code, detail), status_code=err.status_code, headers=err.headers
+        error_body(err.status_code, detail), status_code=err.status_code, headers=headers
     )
 
 
@@ -138,7 +142,8 @@ async def _validation_error(request: Request, err: Exception) -> JSONResponse:
     parts = []
     for e in errors[:5]:
         where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
-        parts.append(f"{where or 'body'}: {e.get('msg', '')}")
+        # "Value error, " is pydantic's prefix for a rule of ours: the rule speaks for itself.
+        parts.append(f"{where or 'body'}: {str(e.get('msg', '')).removeprefix('Value error, ')}")
     message = "invalid request: " + "; ".join(parts) if parts else str(err)
     body = error_body(USAGE_STATUS, message, "ValidationError")
     return JSONResponse(
@@ -173,7 +178,6 @@ def create_app(
         title="alphaloop",
         summary="Goal-driven autoresearch on portfolio strategies: sessions, manual training, "
         "charts, the policy library, the preference flywheel and the scheduler.",
-        dependencies=[Depends(check_token)],
         # Swagger UI and ReDoc load their scripts from a CDN: off. /docs is a reference page
         # of our own, drawn from /openapi.json (see below).
         docs_url=None,
@@ -182,44 +186,51 @@ def create_app(
     app.state.settings = settings
     app.state.auth_reads = auth_reads
     app.state.idempotency = Idempotency()
+    app.add_middleware(ExactPathMethods, api=app)
     app.add_middleware(BodyLimit)
+    app.add_middleware(HeadAsGet)
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestGuard, settings=settings, bind_host=bind_host)  # the outermost
     answer_errors_as_json(app)
-    app.include_router(routes_research.router)
-    app.include_router(routes_loop.router)
-    app.include_router(routes_jobs.router)
-    app.include_router(routes_frontier.router)
-    app.include_router(routes_dashboard.router)
-    app.include_router(routes_export.router)
-    for extra in _optional_routers():
-        app.include_router(extra)
+    # The token guards the API; the page's files carry no data and are served without it.
+    token = [Depends(check_token)]
+    for router in (
+        routes_research.router,
+        routes_loop.router,
+        routes_jobs.router,
+        routes_frontier.router,
+        routes_dashboard.router,
+        routes_export.router,
+        *_optional_routers(),
+    ):
+        app.include_router(router, dependencies=token)
 
-    @app.get("/api/health", tags=["setup"])
-    def health() -> dict[str, Any]:
-        return {"ok": True, "home": settings.home.name, "journal": settings.journal_path.exists()}
+    @app.get("/api/health", tags=["setup"], dependencies=token)
+    def health(request: Request) -> dict[str, Any]:
+        home = request.app.state.settings
+        return {"ok": True, "home": home.home.name, "journal": home.journal_path.exists()}
 
-    app.mount("/", _page_app())
+    _add_page(app)
+    declare_contract(app)
     return app
 
 
-def _page_app() -> FastAPI:
-    """The page's files: they carry no data, so they are served without the token (see
-    security.py)."""
-    page = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    answer_errors_as_json(page)
-    page.mount("/static", RevalidatedFiles(directory=STATIC), name="static")
+def _add_page(app: FastAPI) -> None:
+    """The page's routes and files, on the app itself: a path the page does not serve is the
+    app's 404, and a method a route does not take its 405 with ``Allow``."""
+    app.mount("/static", RevalidatedFiles(directory=STATIC), name="static")
     index_html = _index_html()
     docs_html = (STATIC / "docs.html").read_bytes()
 
-    @page.get("/", include_in_schema=False)
+    @app.get("/", include_in_schema=False)
     def index(request: Request) -> Response:
         return _cached(request, index_html, "text/html; charset=utf-8", REVALIDATE)
 
-    @page.get("/docs", include_in_schema=False)
+    @app.get("/docs", include_in_schema=False)
     def docs(request: Request) -> Response:
         return _cached(request, docs_html, "text/html; charset=utf-8", REVALIDATE)
 
-    @page.get("/plotly.min.js", include_in_schema=False)
+    @app.get("/plotly.min.js", include_in_schema=False)
     def plotly(request: Request, v: str | None = None) -> Response:
         # The versioned address the page uses never changes content: cached for good.
         cache = IMMUTABLE if v == plotly_version() else REVALIDATE
@@ -229,8 +240,6 @@ def _page_app() -> FastAPI:
         if _not_modified(request, response.headers["etag"]):
             return Response(status_code=304, headers=_validators(response.headers))
         return response
-
-    return page
 
 
 def _optional_routers() -> list[Any]:

@@ -11,12 +11,27 @@ from __future__ import annotations
 
 import http
 import json
+import re
 from typing import Any
 
 from alphaloop.exceptions import EXIT_FAILURE, EXIT_USAGE
 
 # Answers a client caused: the command line's "bad usage".
 _USAGE_BELOW = 500
+
+
+# An absolute file path in a message (the journal, a policy file, a model folder), not an API
+# path (/api/...) nor a ratio (1/N): an error body names no file of this machine.
+_FILE_PATH = re.compile(r"(?<![\w:/.])/(?!api/|static/)(?:[\w.\-@+~]+/)+([\w.\-@+~]*)")
+# The ids of other sessions a "no session" message lists for a person at a terminal.
+_RECENT_IDS = re.compile(r";\s*recent sessions: [^;]*")
+
+
+def public_message(message: str) -> str:
+    """``message`` as a client may read it: file paths cut to their last part, and no list of
+    other sessions' ids."""
+    message = _RECENT_IDS.sub("; GET /api/sessions lists the sessions", message)
+    return _FILE_PATH.sub(lambda m: m.group(1) or "<folder>", message)
 
 
 def error_name(status: int) -> str:
@@ -35,7 +50,7 @@ def error_body(
     if exit_code is None:
         exit_code = EXIT_USAGE if status < _USAGE_BELOW else EXIT_FAILURE
     return {
-        "detail": detail,
+        "detail": public_message(detail),
         "error": error or error_name(status),
         "exit_code": exit_code,
         "http_status": status,
@@ -43,9 +58,16 @@ def error_body(
     }
 
 
-async def send_error(send: Any, status: int, detail: str, error: str | None = None) -> None:
+async def send_error(
+    send: Any,
+    status: int,
+    detail: str,
+    error: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
     """Answers an error from ASGI middleware (before any route runs)."""
     body = json.dumps(error_body(status, detail, error)).encode()
+    extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send(
         {
             "type": "http.response.start",
@@ -53,6 +75,7 @@ async def send_error(send: Any, status: int, detail: str, error: str | None = No
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *extra,
             ],
         }
     )

@@ -3,16 +3,26 @@ contract. Requests are strict (unknown fields refused) and bounded."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop.ops.requests import (
+    DATA_HELP,
+    DATA_NAME,
+    MAX_ID,
+    SESSION_ID,
+    ChartKind,
+    DpoTrainRequest,
+    ResearchRequest,
+    TickRequest,
+    TrainRequest,
+    derive,
+)
+
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
-# SQLite's largest integer: a larger id or cursor is refused (422) before it reaches a query,
-# where it would overflow into a 500.
-MAX_ID = 2**63 - 1
 After = Query(
     0, ge=0, le=MAX_ID, description="only items after this cursor (the last answer's next_after)"
 )
@@ -24,59 +34,14 @@ def IdPath() -> Any:
 
 
 # Ids, never paths: a session id as the journal draws it, data by name only.
-SESSION_ID = r"^s-\d{8}-\d{6}-[0-9a-f]{4}$"
 SessionId = Annotated[str, Field(pattern=SESSION_ID, max_length=40)]
-DataName = Annotated[
-    str,
-    Field(
-        pattern=r"^(sp500|synthetic(:\d{1,9})?)$",
-        description="sp500 or synthetic[:SEED]; files are loaded from the command line only",
-    ),
-]
-Symbol = Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-_^]{1,16}$")]
+DataName = Annotated[str, Field(pattern=DATA_NAME, description=DATA_HELP)]
 
-
-class Limits(BaseModel):
-    model_config = _STRICT
-
-    max_drawdown: float | None = Field(default=None, gt=0, le=1)
-    max_turnover: float | None = Field(default=None, gt=0)
-    time_budget_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
-    max_tokens_total: int | None = Field(default=None, gt=0)
-
-
-class ResearchRequest(BaseModel):
-    """Start a research session (it runs in a worker process)."""
-
-    model_config = _STRICT
-
-    goal: str = Field(min_length=1, max_length=500)
-    symbols: list[Symbol] | None = Field(default=None, max_length=200)
-    budget: int = Field(default=20, ge=1, le=10_000)
-    total_timesteps: int | None = Field(default=None, ge=64, le=10_000_000)
-    mode: Literal["ppo_only", "cufolio_only", "unified"] = "cufolio_only"
-    metric: str = Field(default="sharpe", pattern=r"^[a-z_]{1,32}$")
-    limits: Limits = Limits()
-    data: DataName = "sp500"
-    noise_seeds: int = Field(default=3, ge=2, le=20)
-    folds: int | None = Field(default=None, ge=1, le=20)
-    proposer: Literal["auto", "tpe", "random", "llm"] = "auto"
-    seed: int = Field(default=0, ge=0, le=1_000_000)
-
-
-class TrainRequest(BaseModel):
-    """Start a manual PPO run (it runs in a worker process)."""
-
-    model_config = _STRICT
-
-    symbols: list[Symbol] | None = Field(default=None, max_length=200)
-    total_timesteps: int | None = Field(default=None, ge=64, le=10_000_000)
-    knobs: dict[Annotated[str, Field(max_length=32)], float] = Field(
-        default_factory=dict, max_length=16
-    )
-    data: DataName = "sp500"
-    seed: int = Field(default=0, ge=0, le=1_000_000)
-    metric: str = Field(default="sharpe", pattern=r"^[a-z_]{1,32}$")
+# The request bodies: each generated from the one declaration of its request, less the fields
+# only the command line takes (files, worker processes, clusters, the broker).
+ResearchBody = derive(ResearchRequest, "ResearchRequest", exclude=ResearchRequest.LOCAL)
+TrainBody = derive(TrainRequest, "TrainRequest", exclude=TrainRequest.LOCAL)
+TickBody = derive(TickRequest, "TickRequest", exclude=TickRequest.LOCAL)
 
 
 JOB_ID = Field(
@@ -111,28 +76,34 @@ class JobStarted(BaseModel):
 # A name a client may give: letters, digits, "_" and "-"; never a path.
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$"
 
-
-class DpoTrainRequest(BaseModel):
-    """Train the server's DPO model on the labelled preference pairs (in a worker process).
-
-    Clients name things, never paths: the model is the server's ``ALPHALOOP_DPO_MODEL``
-    (``model_id``, if given, must be its folder name) and the result goes to
-    ``<home>/dpo/<run>``."""
-
-    model_config = _STRICT
-
-    model_id: str | None = Field(
-        default=None,
-        pattern=NAME,
-        description="the configured model's folder name, to make sure which model is trained",
-    )
-    run: str | None = Field(
-        default=None,
-        pattern=NAME,
-        description="the new output folder's name under <home>/dpo (default: run-<UTC time>)",
-    )
-    lora: bool = Field(default=False, description="train a LoRA adapter instead of all weights")
-    max_steps: int = Field(default=50, ge=1, le=100_000, description="optimizer steps")
+# Clients name things, never paths: the model is the server's ``ALPHALOOP_DPO_MODEL``
+# (``model_id``, if given, must be its folder name) and the result goes to ``<home>/dpo/<run>``.
+DpoTrainBody = derive(
+    DpoTrainRequest,
+    "DpoTrainRequest",
+    extra={
+        "model_id": (
+            str | None,
+            Field(
+                default=None,
+                pattern=NAME,
+                description="the configured model's folder name, to make sure which model is "
+                "trained",
+            ),
+        ),
+        "run": (
+            str | None,
+            Field(
+                default=None,
+                pattern=NAME,
+                description="the new output folder's name under <home>/dpo (default: "
+                "run-<UTC time>)",
+            ),
+        ),
+    },
+    doc="Train the server's DPO model (ALPHALOOP_DPO_MODEL) on the labelled preference pairs, "
+    "in a worker process; the result goes to <home>/dpo/<run>.",
+)
 
 
 class DpoStarted(BaseModel):
@@ -162,7 +133,7 @@ class InterpretRequest(BaseModel):
 
     model_config = _STRICT
 
-    kind: str = Field(pattern=r"^[a-z_\-]{1,32}$")
+    kind: ChartKind
     image_b64: str | None = Field(default=None, max_length=3_000_000)
     context: ChartContext = ChartContext()
 
@@ -177,18 +148,6 @@ class ChartReadOut(BaseModel):
     embedded: bool
     signature: str
     id: int | None = None
-
-
-class Verdict(BaseModel):
-    """A person's verdict on a portfolio manager decision."""
-
-    model_config = _STRICT
-
-    verdict: Literal["approve", "override", "reject"]
-    weights: dict[Annotated[str, Field(max_length=16)], float] | None = Field(
-        default=None, max_length=500
-    )
-    note: str | None = Field(default=None, max_length=2000)
 
 
 class Page(BaseModel):

@@ -8,22 +8,27 @@ import importlib
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.ops import jobs, reads
+from alphaloop.ops.requests import (
+    BOOK,
+    MAIN_BOOK,
+    HaltRequest,
+    ResumeBookRequest,
+    VerdictRequest,
+)
 from alphaloop.server.models import (
     After,
-    DataName,
     DpoStarted,
-    DpoTrainRequest,
+    DpoTrainBody,
     IdPath,
     JobStarted,
     Page,
-    Verdict,
+    TickBody,
 )
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
@@ -53,7 +58,9 @@ def _prefs_router(prefs: Any) -> APIRouter:
         )
 
     @router.post("/decisions/{decision_id}/verdict")
-    def verdict(request: Request, body: Verdict, decision_id: int = IdPath()) -> dict[str, Any]:
+    def verdict(
+        request: Request, body: VerdictRequest, decision_id: int = IdPath()
+    ) -> dict[str, Any]:
         """Approve, override (with weights) or reject a decision."""
         view = prefs.decide(
             _settings(request), decision_id, body.verdict, weights=body.weights, note=body.note
@@ -97,7 +104,7 @@ def _dpo_router(dpo: Any) -> APIRouter:
             422: {"description": "no model configured (ALPHALOOP_DPO_MODEL), an unknown model_id"},
         },
     )
-    def dpo_train(request: Request, body: DpoTrainRequest) -> DpoStarted | JSONResponse:
+    def dpo_train(request: Request, body: DpoTrainBody) -> DpoStarted | JSONResponse:
         """Start a DPO run on every labelled pair in a worker process (a ``dpo`` job) with the
         server's model, ``ALPHALOOP_DPO_MODEL``; the trained model goes to
         ``<home>/dpo/<run>``. One run at a time: 409 while another is running."""
@@ -108,7 +115,11 @@ def _dpo_router(dpo: Any) -> APIRouter:
         with _dpo_lock:  # check and start as one step: two requests never start two runs
             _check_dpo_free(settings, run, out)
             job = jobs.DpoJob(
-                model_dir=str(model), out_dir=str(out), lora=body.lora, max_steps=body.max_steps
+                model_dir=str(model),
+                out_dir=str(out),
+                lora=body.lora,
+                max_steps=body.max_steps,
+                max_length=body.max_length,
             )
             view = jobs.start_job(settings, job)
         view = jobs.wait_for_job(
@@ -179,40 +190,25 @@ def _dpo_run_of(settings: Any, dpo: Any, view: jobs.JobView) -> int | None:
     return mine[0] if mine else None
 
 
-class TickRequest(BaseModel):
-    """Tick the active policy for one day (in a worker process)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
-    data: DataName | None = None
-    book: str = Field(default="main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
-
-
-class HaltRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    why: str = Field(min_length=1, max_length=500)
-    book: str = Field(default="main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
+BookQuery = Query(MAIN_BOOK, pattern=BOOK, description="the book's name")
 
 
 def _pm_router(pm: Any) -> APIRouter:
     router = APIRouter(prefix="/api/pm", tags=["portfolio manager"])
 
     @router.get("/status")
-    def status(
-        request: Request, book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$")
-    ) -> dict[str, Any]:
+    def status(request: Request, book: str = BookQuery) -> dict[str, Any]:
         """A book: cash, positions, equity, halt state and its last decisions."""
         return pm.pm_status(_settings(request), book=book).model_dump(mode="json")
 
     @router.post("/tick", status_code=202, response_model=JobStarted, responses=FAILED_RESPONSES)
-    def tick(request: Request, body: TickRequest) -> JobStarted | JSONResponse:
+    def tick(request: Request, body: TickBody) -> JobStarted | JSONResponse:
         """Decide one day with the active policy, in a worker (a ``pm_tick`` job); the
         decision is journaled, and the job's result or error is at ``GET /api/jobs/{job_id}``.
         A day the tick cannot decide (422) or a day before the book's last tick (409) is
         answered here, before a job is queued."""
-        day = pm.check_tick_date(_settings(request), date=body.date, data=body.data, book=body.book)
+        given = None if body.date is None else body.date.isoformat()
+        day = pm.check_tick_date(_settings(request), date=given, data=body.data, book=body.book)
         job = jobs.PmTickJob(date=day, data=body.data, book=body.book)
         view = jobs.start_job(_settings(request), job)
         return answer(view, lambda v: JobStarted(job="pm_tick", pid=v.pid, job_id=v.id))
@@ -224,13 +220,9 @@ def _pm_router(pm: Any) -> APIRouter:
         return record.model_dump(mode="json")
 
     @router.post("/resume")
-    def resume(
-        request: Request,
-        book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$"),
-        why: str = Query("", max_length=500),
-    ) -> dict[str, Any]:
+    def resume(request: Request, params: Annotated[ResumeBookRequest, Query()]) -> dict[str, Any]:
         """Lift a book's halt; journaled with the reason and the origin ``api``."""
-        record = pm.pm_resume(_settings(request), book=book, why=why, origin="api")
+        record = pm.pm_resume(_settings(request), book=params.book, why=params.why, origin="api")
         return record.model_dump(mode="json")
 
     return router

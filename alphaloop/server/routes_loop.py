@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from alphaloop import ops
 from alphaloop.ops import dashboard, jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import env_info
+from alphaloop.ops.requests import ActivateRequest, ChartKind, ScheduleJobName
 from alphaloop.server.models import (
     MAX_ID,
     SESSION_ID,
@@ -62,7 +63,7 @@ def _figure(request: Request, kind: str, session_id: str | None, trial_idx: int 
 @router.get("/charts/{kind}", tags=["charts"])
 def chart(
     request: Request,
-    kind: str = Path(pattern=r"^[a-z_\-]{1,32}$"),
+    kind: ChartKind,
     session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
     trial_idx: int | None = Query(None, ge=0, le=MAX_ID),
 ) -> Response:
@@ -154,13 +155,14 @@ def policy_show(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
 @router.post("/policies/{policy_id}/activate", tags=["policies"])
 def policy_activate(
     request: Request,
+    params: Annotated[ActivateRequest, Query()],
     policy_id: int = IdPath(),
-    force: bool = Query(False),
-    reason: str | None = Query(None, max_length=500),
 ) -> dict[str, Any]:
     """Make a library entry the active policy (its file's sha256 is checked first). Without a
     GO from its gates it is refused (409) unless ``force`` with a ``reason`` (journaled)."""
-    record = policies.activate_policy(_settings(request), policy_id, force=force, reason=reason)
+    record = policies.activate_policy(
+        _settings(request), policy_id, force=params.force, reason=params.reason
+    )
     return {"policy": record.model_dump(mode="json"), "active": True}
 
 
@@ -179,7 +181,7 @@ def schedule_jobs(request: Request) -> dict[str, Any]:
 def schedule_runs(
     request: Request,
     after: int = After,
-    job: str | None = Query(None, pattern=r"^[a-z_]{1,32}$"),
+    job: ScheduleJobName | None = None,
 ) -> Page:
     rows = schedule.schedule_runs(_settings(request), job=job, after=after)
     return Page(
@@ -195,9 +197,7 @@ def schedule_runs(
     responses=FAILED_RESPONSES,
     tags=["schedule"],
 )
-def schedule_run_now(
-    request: Request, job: str = Path(pattern=r"^[a-z_]{1,32}$")
-) -> JobStarted | JSONResponse:
+def schedule_run_now(request: Request, job: ScheduleJobName) -> JobStarted | JSONResponse:
     """Run one job now in a worker process; its run appears in ``/api/schedule/runs``, and the
     job's outcome in ``GET /api/jobs/{job_id}`` (failed when the run failed)."""
     schedule.job_spec(job)

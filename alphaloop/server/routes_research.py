@@ -13,14 +13,17 @@ from alphaloop.exceptions import ChartDataError
 from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
+from alphaloop.ops.requests import ValidateRequest
+from alphaloop.ops.research import check_proposer
 from alphaloop.server.idempotency import IdempotencyKey
 from alphaloop.server.models import (
     SESSION_ID,
     After,
+    JobStarted,
     Page,
-    ResearchRequest,
+    ResearchBody,
     Started,
-    TrainRequest,
+    TrainBody,
 )
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
@@ -171,27 +174,6 @@ def _progress_figure(settings: Any, session_id: str) -> Any:
     return json.loads(drawn.figure.to_json())
 
 
-def _research_job(body: ResearchRequest) -> jobs.ResearchJob:
-    lim = body.limits
-    return jobs.ResearchJob(
-        goal=body.goal,
-        mode=body.mode,
-        budget=body.budget,
-        proposer=body.proposer,
-        metric=body.metric,
-        max_drawdown=lim.max_drawdown,
-        max_turnover=lim.max_turnover,
-        time_budget_s=lim.time_budget_s,
-        max_tokens_total=lim.max_tokens_total,
-        data=body.data,
-        symbols=body.symbols,
-        seed=body.seed,
-        noise_seeds=body.noise_seeds,
-        folds=body.folds,
-        total_timesteps=body.total_timesteps,
-    )
-
-
 def _start_session_job(settings: Any, job: jobs.Job) -> Started | JSONResponse:
     """Starts ``job`` in a worker; answers once the worker has journaled its session (or the
     job failed first: its error, as journaled)."""
@@ -208,12 +190,17 @@ def _start_session_job(settings: Any, job: jobs.Job) -> Started | JSONResponse:
     tags=["research"],
 )
 def research_start(
-    request: Request, body: ResearchRequest, key: str | None = IdempotencyKey
+    request: Request, body: ResearchBody, key: str | None = IdempotencyKey
 ) -> Started | JSONResponse:
     """Start a research session in a worker process; answers once it is journaled. With an
-    ``Idempotency-Key``, the same key starts one session, however often it is sent."""
+    ``Idempotency-Key``, the same key starts one session, however often it is sent. The
+    request is checked completely first (422, or 503 for the LLM proposer on a server with no
+    endpoint configured): nothing is journaled and no process starts for a refused one."""
+    settings = _settings(request)
+    check_proposer(body.proposer, settings)
+    job = jobs.ResearchJob(**body.model_dump())
     return request.app.state.idempotency.once(
-        key, "research", body, lambda: _start_session_job(_settings(request), _research_job(body))
+        key, "research", body, lambda: _start_session_job(settings, job)
     )
 
 
@@ -237,6 +224,27 @@ def research_stop(request: Request, session_id: str = SessionPath) -> dict[str, 
     """Ask a running session to stop after its current trial (finalize still runs)."""
     stopped = ops.stop_session(session_id, _settings(request))
     return {"session": session_id, "status": stopped.status.value}
+
+
+@router.post(
+    "/sessions/{session_id}/validate",
+    status_code=202,
+    response_model=JobStarted,
+    responses=FAILED_RESPONSES,
+    tags=["sessions"],
+)
+def session_validate(
+    request: Request, body: ValidateRequest, session_id: str = SessionPath
+) -> JobStarted | JSONResponse:
+    """Run the validation suite of a session in a worker process (a ``validate`` job): PBO,
+    deflated Sharpe, walk-forward, stress and the go/no-go gates, journaled as the session's
+    newest validation report (``GET /api/sessions/{session_id}/validation``). 404 for an
+    unknown session, before any process starts."""
+    settings = _settings(request)
+    ops.get_session(settings, session_id)
+    job = jobs.ValidateJob(session_id=session_id, **body.model_dump())
+    view = jobs.start_job(settings, job)
+    return answer(view, lambda v: JobStarted(job="validate", pid=v.pid, job_id=v.id))
 
 
 def _manual_status(settings: Any) -> dict[str, Any]:
@@ -274,24 +282,15 @@ def train_curve(request: Request) -> dict[str, Any]:
     "/train", status_code=202, response_model=Started, responses=FAILED_RESPONSES, tags=["train"]
 )
 def train_start(
-    request: Request, body: TrainRequest, key: str | None = IdempotencyKey
+    request: Request, body: TrainBody, key: str | None = IdempotencyKey
 ) -> Started | JSONResponse:
     """Start a manual PPO run in a worker process; answers once it is journaled (once per
     ``Idempotency-Key``)."""
     return request.app.state.idempotency.once(key, "train", body, lambda: _train(request, body))
 
 
-def _train(request: Request, body: TrainRequest) -> Started | JSONResponse:
-    ops.list_knobs(list(body.knobs))  # UnknownKnob (422) before any process starts
-    job = jobs.TrainJob(
-        data=body.data,
-        symbols=body.symbols,
-        knobs=dict(body.knobs),
-        seed=body.seed,
-        metric=body.metric,
-        total_timesteps=body.total_timesteps,
-    )
-    return _start_session_job(_settings(request), job)
+def _train(request: Request, body: Any) -> Started | JSONResponse:
+    return _start_session_job(_settings(request), jobs.TrainJob(**body.model_dump()))
 
 
 __all__ = ["router"]

@@ -5,7 +5,12 @@
 - Whenever a token is set, mutating routes (POST) ask for it, loopback or not.
 - Tokens are compared in constant time. The page's files (HTML, JS, plotly.js) hold no data and
   are served without a token: the page sends the token it is given on every API call.
-- Request bodies are capped before they are read whole.
+- Request bodies are capped before they are read whole, whether their size is announced
+  (``Content-Length``) or not (chunked): 413 either way.
+- Every answer refuses to be framed by another page (clickjacking: a click inside a frame is
+  same-origin, one away from Halt or "activate anyway"), refuses content sniffing, and carries
+  a content security policy that runs scripts from this server only: no inline script, no
+  ``eval``, no other origin (the page and plotly.js are served from here).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import ipaddress
 from typing import Any
 
 from fastapi import HTTPException, Request
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
 from alphaloop.server.errors import send_error
@@ -112,7 +118,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _BodyTooLarge
+                    raise _BodyTooLarge(self.limit)
             return message
 
         try:
@@ -121,14 +127,86 @@ class BodyLimit:
             await _too_large(send, self.limit)
 
 
-class _BodyTooLarge(Exception):
-    pass
+def _too_large_message(limit: int) -> str:
+    return f"request body over {limit:,} bytes; send a smaller image or fewer fields"
+
+
+class _BodyTooLarge(StarletteHTTPException):
+    """Raised while a body streams in: a route reading it answers 413 (FastAPI passes HTTP
+    exceptions on, where any other error would become a 400)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, _too_large_message(limit))
 
 
 async def _too_large(send: Any, limit: int) -> None:
-    await send_error(
-        send, 413, f"request body over {limit:,} bytes; send a smaller image or fewer fields"
+    await send_error(send, 413, _too_large_message(limit))
+
+
+# Scripts and everything else from this server only; styles inline too (plotly.js writes its
+# own <style> and style attributes); images from data: and blob: URLs (a chart saved as PNG).
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "worker-src 'self' blob:",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
     )
+)
+SECURITY_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+class SecurityHeaders:
+    """ASGI middleware: :data:`SECURITY_HEADERS` on every answer, errors included."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                given = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in SECURITY_HEADERS if k not in given]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class HeadAsGet:
+    """ASGI middleware: ``HEAD`` answers wherever ``GET`` does, with the same status and
+    headers and no body (FastAPI's routes take only the methods they declare)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: dict) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def image_kind(data: bytes) -> str:

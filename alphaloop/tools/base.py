@@ -123,7 +123,8 @@ def call_tool(
         return failed(f"arguments are not a JSON object: {err.reason}", USAGE_STATUS)
     except ValidationError as err:
         return failed(_validation_message(err), http_status_of(err))
-    question = f"{tool.name}({json.dumps(args.model_dump(exclude_defaults=True))})"
+    given = args.model_dump(mode="json", exclude_defaults=True)  # dates as text
+    question = f"{tool.name}({json.dumps(given)})"
     if tool.acts and ctx.describe_only:
         return failed(
             f"not run: this would call {question}. Nothing was changed; tell the user what "

@@ -8,7 +8,7 @@ validation window only; it is not journaled (it belongs to no session).
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,8 @@ from alphaloop import ops
 from alphaloop.journal import report_json
 from alphaloop.knobs import Mode
 from alphaloop.metrics import ObjectiveMetric
+from alphaloop.ops.requests import ResearchRequest, SessionId, derive
+from alphaloop.ops.research import check_proposer, session_spec
 from alphaloop.tools.base import Tool, ToolContext
 from alphaloop.tools.journal_tools import trial_summary
 
@@ -75,34 +77,19 @@ def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-class StartResearchArgs(BaseModel):
-    model_config = _ARGS
-
-    goal: str = Field(min_length=1, description="what to achieve, in words")
-    mode: Mode = "cufolio_only"
-    budget: int = Field(default=5, ge=1, le=50, description="search trials (keep it small)")
-    proposer: Literal["auto", "tpe", "random", "llm"] = "tpe"
-    metric: ObjectiveMetric = "sharpe"
-    max_drawdown: float | None = Field(default=None, gt=0, le=1, description="0.15 = 15%")
-    max_turnover: float | None = Field(default=None, gt=0)
-    data: str = Field(default="sp500", description=_DATA)
-    noise_seeds: int = Field(default=3, ge=2, le=10, description="baseline seeds")
-    total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
+# The research request as declared once, less the fields only the command line takes; a chat
+# starts small sessions by default, and the confirmation asked before it runs is its guard.
+StartResearchArgs: Any = derive(
+    ResearchRequest,
+    "StartResearchArgs",
+    exclude=ResearchRequest.LOCAL,
+    defaults={"budget": 5, "proposer": "tpe"},
+)
 
 
-def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
-    spec = ops.SessionSpec(
-        goal=args.goal,
-        mode=args.mode,
-        budget=args.budget,
-        proposer=args.proposer,
-        objective=ops.Objective(
-            metric=args.metric, max_drawdown=args.max_drawdown, max_turnover=args.max_turnover
-        ),
-        data=args.data,
-        noise_seeds=args.noise_seeds,
-        trial_budget=ops.trial_budget(args.total_timesteps),
-    )
+def start_research(args: Any, ctx: ToolContext) -> dict[str, Any]:
+    spec = session_spec(ResearchRequest(**args.model_dump()))
+    check_proposer(args.proposer, ctx.settings)
 
     def on_event(event: LoopEvent) -> None:
         if event.name == "session_created":
@@ -127,7 +114,7 @@ def start_research(args: StartResearchArgs, ctx: ToolContext) -> dict[str, Any]:
 class StopResearchArgs(BaseModel):
     model_config = _ARGS
 
-    session_id: str = Field(min_length=1, description="the session to stop")
+    session_id: SessionId = Field(description="the session to stop")
 
 
 def stop_research(args: StopResearchArgs, ctx: ToolContext) -> dict[str, Any]:

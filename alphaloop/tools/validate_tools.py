@@ -5,20 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from alphaloop import ops
+from alphaloop.ops.requests import SessionId, ValidateRequest, derive
 from alphaloop.tools.base import Tool, ToolContext
 
+# The validate request as declared once, with the session it validates.
+ValidateArgs: Any = derive(
+    ValidateRequest,
+    "ValidateArgs",
+    extra={"session_id": (SessionId, Field(description="a session id as listed by list_sessions"))},
+)
 
-class ValidateArgs(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    session_id: str = Field(min_length=1, description="a session id as listed by list_sessions")
 
-
-def validate_session(args: ValidateArgs, ctx: ToolContext) -> dict[str, Any]:
+def validate_session(args: Any, ctx: ToolContext) -> dict[str, Any]:
     ctx.progress(f"validating {args.session_id}")
-    r = ops.validate_session(ctx.settings, args.session_id, on_step=ctx.progress)
+    r = ops.validate_session(
+        ctx.settings,
+        args.session_id,
+        n_blocks=args.blocks,
+        n_windows=args.windows,
+        gates=ValidateRequest(gates=args.gates).gate_thresholds() if args.gates else None,
+        oos_start=None if args.oos_start is None else args.oos_start.isoformat(),
+        on_step=ctx.progress,
+    )
     return {
         "session_id": r.session_id,
         "trial_idx": r.trial_idx,

@@ -146,8 +146,9 @@ def test_verdict_rules(journal: Journal, settings: Settings) -> None:
     assert [d.id for d in prefs.review_decisions(settings)] == [did]
     prefs.decide(settings, did, "approve", note="fine")
     assert prefs.review_decisions(settings) == []
-    with pytest.raises(InvalidVerdict, match="already has the verdict"):
+    with pytest.raises(prefs.AlreadyDecided, match="already has the verdict") as second:
         prefs.decide(settings, did, "reject")
+    assert (second.value.http_status, second.value.exit_code) == (409, 2)  # a state conflict
     with pytest.raises(DecisionNotFound):
         prefs.decide(settings, 999, "approve")
 

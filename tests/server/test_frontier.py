@@ -25,7 +25,7 @@ def test_frontier_route_answers_the_points_and_refuses_bad_input(settings: Setti
     cvars = [p["cvar"] for p in run["points"]]
     assert cvars == sorted(cvars)
     assert too_many.status_code == 422
-    assert "more than the 20 assets" in too_many.json()["detail"]
+    assert "assets: Input should be less than or equal to 20" in too_many.json()["detail"]
     assert one_point.status_code == 422
     assert few_scenarios.status_code == 422
 

@@ -1,0 +1,502 @@
+"""Every request more than one front end accepts, declared once: its fields, bounds, defaults
+and help text.
+
+The command line's options (:mod:`alphaloop.cli._options`), the REST API's bodies and query
+parameters (so its OpenAPI document), the chat tools' JSON schemas and the jobs' payloads
+(:mod:`alphaloop.ops.jobs`) are generated from these models with :func:`derive`; none writes a
+field of its own. A new option is a field here.
+
+A front end may leave fields out, never bound them differently: the fields in a model's
+``LOCAL`` set name things on the machine the command runs on (a price file, worker processes,
+a Ray cluster, a broker) and only the command line takes them. The chat tool starts smaller
+sessions by *default* (its budget), guarded by the confirmation every acting tool asks for, not
+by bounds of its own. ``tests/ops/test_requests.py`` probes each model's bounds through the
+command line, the API and the chat tools and checks they accept and refuse the same values.
+
+This module stays light (pydantic and the knob table): the command line builds its options from
+it at start-up. Checks that need the heavier layers (the session spec, the trial budget, the
+gates) run in each model's validator, importing them on first use, so a request is checked
+completely before anything is journaled or a process started.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+
+from alphaloop.knobs import KNOB_NAMES, SEED_MAX
+
+STRICT = ConfigDict(frozen=True, extra="forbid")
+
+# --- the vocabularies: enums in every schema ----------------------------------------------------
+Mode = Literal["ppo_only", "cufolio_only", "unified"]
+Metric = Literal["sharpe", "sortino", "calmar", "return"]
+Proposer = Literal["auto", "tpe", "random", "llm"]
+Advantage = Literal["gae", "grpo", "reinforce_pp"]
+Fill = Literal["none", "ffill"]
+Broker = Literal["paper", "alpaca"]
+VerdictName = Literal["approve", "override", "reject"]
+KnobName = Literal[KNOB_NAMES]  # type: ignore[valid-type]
+# The charts alphaloop draws and the scheduler's jobs (as alphaloop.charts.CHART_KINDS and
+# alphaloop.ops.schedule.JOBS name them: checked by a test).
+ChartKind = Literal[
+    "training_curve", "research_progress", "ratio_curve", "equity_curves", "weights", "validation"
+]
+ScheduleJobName = Literal["prefs_extract", "dpo_check", "retrain"]
+GateName = Literal[
+    "min_sharpe",
+    "max_drawdown",
+    "min_hit_rate",
+    "min_profit_factor",
+    "min_deflated_sharpe",
+    "max_pbo",
+    "max_excess_p_value",
+    "min_excess_deflated_sharpe",
+    "min_walk_forward_share",
+]
+
+# --- names and ids: never paths -----------------------------------------------------------------
+SESSION_ID = r"^s-\d{8}-\d{6}-[0-9a-f]{4}$"
+SessionId = Annotated[
+    str,
+    Field(pattern=SESSION_ID, max_length=40, description="a session id, s-YYYYMMDD-HHMMSS-xxxx"),
+]
+BOOK = r"^[A-Za-z0-9_\-]{1,32}$"
+BookName = Annotated[str, Field(pattern=BOOK, description="the book's name")]
+MAIN_BOOK = "main"  # as alphaloop.settings.MAIN_BOOK (checked by a test)
+Symbol = Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-_^]{1,16}$")]
+# The markets alphaloop makes or ships: a name, or a name and a seed.
+DATA_NAME = r"^(sp500|(synthetic|null|tied|flat|planted)(:\d{1,9})?)$"
+DATA_HELP = (
+    "sp500 (the embedded S&P 500 set), synthetic[:SEED], a market with a known answer (null, "
+    "tied, flat or planted[:SEED]); the command line also takes a CSV/Parquet path"
+)
+# The largest id a client may send: JavaScript's largest exact integer, far below SQLite's
+# (2**63 - 1, where a larger one would overflow a query into a 500), and exact in any JSON
+# reader.
+MAX_ID = 2**53 - 1
+MAX_NOISE_SEEDS = 20  # baseline and confirmation seeds together (SessionSpec's room)
+CONFIRM_SEEDS = 2  # the session spec's default (checked by a test)
+SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
+MAX_WEEK_S = 7 * 24 * 3600
+FILES = "files"  # the validation context key that lets a price file be named (the CLI's)
+
+
+def data_source(value: str | None, info: ValidationInfo) -> str | None:
+    """A market by name; a path too where the caller's context allows files (the CLI)."""
+    if value is None or re.match(DATA_NAME, value):
+        return value
+    if info.context and info.context.get(FILES):
+        return value
+    raise ValueError(
+        f"unknown data {value[:80]!r}: expected sp500, synthetic[:SEED], null, tied, flat or "
+        "planted[:SEED] (price files are named on the command line only)"
+    )
+
+
+def _name_only(extra: dict[str, Any]) -> None:
+    extra["pattern"] = DATA_NAME  # what a client may send (the CLI also takes a path)
+
+
+DataField = Annotated[str, Field(max_length=4096, json_schema_extra=_name_only)]
+
+
+def same(model: type[BaseModel], field: str) -> Any:
+    """A copy of ``model``'s declaration of ``field`` (its bounds, default and help)."""
+    return FieldInfo.merge_field_infos(model.model_fields[field])
+
+
+def _first_error(err: ValidationError) -> str:
+    e = err.errors()[0]
+    where = ".".join(str(p) for p in e["loc"])
+    message = str(e["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+class Request(BaseModel):
+    """A request: strict, frozen, and checked completely by :meth:`check` when validated."""
+
+    model_config = STRICT
+    # Fields only the command line takes (they name things on its machine).
+    LOCAL: ClassVar[frozenset[str]] = frozenset()
+
+    def check(self) -> None:
+        """Raises ValueError when the request breaks a rule of the layer that will run it."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> Any:
+        try:
+            self.check()
+        except ValidationError as err:  # one line naming the field, as for a field's own error
+            raise ValueError(_first_error(err)) from None
+        return self
+
+
+class ResearchRequest(Request):
+    """Start a research session: a goal, a mode and a budget of search trials, scored on
+    purged folds before a sealed TEST window."""
+
+    LOCAL: ClassVar[frozenset[str]] = frozenset({"fill", "date_format", "workers", "ray_address"})
+
+    goal: str = Field(
+        min_length=1,
+        max_length=500,
+        description='what to achieve, e.g. "maximise Sharpe, drawdown < 15%"',
+    )
+    mode: Mode = Field(default="cufolio_only", description="what the trials run")
+    budget: int = Field(default=20, ge=1, le=100_000, description="number of search trials")
+    proposer: Proposer = Field(
+        default="auto", description="auto (LLM if configured, else tpe), tpe, random, llm"
+    )
+    metric: Metric = Field(
+        default="sharpe",
+        description="the objective the trials are ranked by: sharpe, sortino, calmar or return",
+    )
+    max_drawdown: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="discard trials with a larger drawdown (a fraction: 0.15 = 15%)",
+    )
+    max_turnover: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000,
+        allow_inf_nan=False,
+        description="discard trials with more annual one-way turnover",
+    )
+    time_budget_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_WEEK_S,
+        allow_inf_nan=False,
+        description="stop after this much trial time, in seconds (the command line takes a "
+        "unit: 90s, 10m, 1h30m)",
+    )
+    max_tokens_total: int | None = Field(
+        default=None, gt=0, le=10**12, description="stop when LLM usage reaches this many tokens"
+    )
+    data: DataField = Field(default="sp500", description=DATA_HELP)
+    fill: Fill = Field(default="none", description="missing prices: none (refuse) or ffill")
+    date_format: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="strptime format for a file's date column, e.g. %d/%m/%Y",
+    )
+    symbols: list[Symbol] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="a subset of the data's columns (the command line takes them comma-separated)",
+    )
+    seed: int = Field(
+        default=0,
+        ge=0,
+        le=SESSION_SEED_MAX,
+        description="the session's seed (the baselines use the seeds after it)",
+    )
+    noise_seeds: int = Field(
+        default=3,
+        ge=2,
+        le=MAX_NOISE_SEEDS - CONFIRM_SEEDS,
+        description="baseline seeds that estimate the seed noise of the keep rule (at least 2)",
+    )
+    folds: int | None = Field(
+        default=None,
+        ge=1,
+        le=20,
+        description="walk-forward folds of the history before TEST each trial is scored on "
+        "(default 3, fewer when the data is shorter; 1 scores VALIDATION alone)",
+    )
+    total_timesteps: int | None = Field(
+        default=None, ge=64, le=50_000_000, description="PPO env steps per trial"
+    )
+    truncate_drawdown: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="end a PPO training episode, as truncated, once its value falls this far "
+        "below its peak: in (0, 1), e.g. 0.2 (default: never)",
+    )
+    stop_properly: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="in [0, 1]: share of a truncated episode's reward it keeps (a loss grows "
+        "by the rest); needs truncate_drawdown (default 1: no penalty)",
+    )
+    advantage: Advantage = Field(
+        default="gae",
+        description="PPO advantages: gae (SB3's, with a critic), grpo (group-relative) or "
+        "reinforce_pp (REINFORCE++, leave-one-out baseline)",
+    )
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="trials in flight at once, each in a single-threaded worker process",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="run the trials as Ray tasks on this cluster: auto or ray://HOST:PORT",
+    )
+
+    _data = field_validator("data")(data_source)
+
+    def check(self) -> None:
+        from alphaloop.ops.research import session_spec
+
+        session_spec(self)
+
+
+class TrainRequest(Request):
+    """One manual PPO run, outside any research session, journaled like a session."""
+
+    LOCAL: ClassVar[frozenset[str]] = frozenset({"fill", "date_format", "n_envs"})
+
+    symbols: list[Symbol] | None = same(ResearchRequest, "symbols")
+    total_timesteps: int | None = Field(
+        default=None, ge=64, le=50_000_000, description="PPO env steps (default 16,384)"
+    )
+    knobs: dict[KnobName, Annotated[float, Field(allow_inf_nan=False)]] = Field(
+        default_factory=dict,
+        max_length=len(KNOB_NAMES),
+        description="knob -> value on the default config, clipped to its bounds (the command "
+        "line takes --set knob=value)",
+    )
+    data: DataField = Field(default="sp500", description=DATA_HELP)
+    fill: Fill = same(ResearchRequest, "fill")
+    date_format: str | None = same(ResearchRequest, "date_format")
+    seed: int = Field(default=0, ge=0, le=SEED_MAX, description="the run's seed")
+    n_envs: int | None = Field(
+        default=None, ge=1, le=256, description="parallel training environments (default 4)"
+    )
+    truncate_drawdown: float | None = same(ResearchRequest, "truncate_drawdown")
+    stop_properly: float | None = same(ResearchRequest, "stop_properly")
+    advantage: Advantage = same(ResearchRequest, "advantage")
+    metric: Metric = same(ResearchRequest, "metric")
+
+    _data = field_validator("data")(data_source)
+
+    def check(self) -> None:
+        from alphaloop.ops.train import manual_spec
+
+        manual_spec(self)
+
+
+def budget_of(request: Any, trial_budget: Any) -> Any:
+    """The trial budget a request's training fields ask for."""
+    return trial_budget(
+        request.total_timesteps,
+        getattr(request, "n_envs", None),
+        truncate_drawdown=request.truncate_drawdown,
+        stop_properly=request.stop_properly,
+        advantage=request.advantage,
+    )
+
+
+class TickRequest(Request):
+    """Decide one day with the active policy, from prices up to the day before, and trade."""
+
+    LOCAL: ClassVar[frozenset[str]] = frozenset({"broker"})
+
+    date: dt.date | None = Field(
+        default=None, description="the day decided, YYYY-MM-DD (default: after the data)"
+    )
+    data: DataField | None = Field(
+        default=None, description="prices to use instead of the policy's own data: " + DATA_HELP
+    )
+    broker: Broker | None = Field(
+        default=None, description="paper or alpaca (default: the setting)"
+    )
+    book: BookName = MAIN_BOOK
+
+    _data = field_validator("data")(data_source)
+
+
+class HaltRequest(Request):
+    """Halt a book: ticks journal the reason and send nothing until it is resumed."""
+
+    why: str = Field(
+        min_length=1,
+        max_length=500,
+        pattern=r"\S",
+        description="the reason, journaled with every tick",
+    )
+    book: BookName = MAIN_BOOK
+
+
+class ResumeBookRequest(Request):
+    """Lift a book's manual halt (journaled with the reason)."""
+
+    book: BookName = MAIN_BOOK
+    why: str = Field(default="", max_length=500, description="the reason, journaled")
+
+
+class ActivateRequest(Request):
+    """Make a library entry the active policy; without a GO from its gates only with ``force``
+    and a ``reason`` (journaled)."""
+
+    force: bool = Field(
+        default=False, description="activate without a GO from the gates (needs a reason)"
+    )
+    reason: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=500,
+        description="why the gates are overridden (journaled)",
+    )
+
+
+class ValidateRequest(Request):
+    """The validation suite of a session: PBO, deflated Sharpe, walk-forward, stress and the
+    go/no-go gates, journaled."""
+
+    blocks: int = Field(
+        default=16,
+        ge=2,
+        le=32,
+        multiple_of=2,
+        description="CSCV blocks S (even), 12,870 splits at 16",
+    )
+    windows: int = Field(default=4, ge=1, le=50, description="walk-forward windows per scheme")
+    gates: dict[GateName, float | None] = Field(
+        default_factory=dict,
+        description="gate thresholds by name, null turns a gate off (the command line takes "
+        "--gate NAME=VALUE or NAME=off)",
+    )
+    oos_start: dt.date | None = Field(
+        default=None, description="walk-forward and stress from this date (unseen data)"
+    )
+
+    def check(self) -> None:
+        self.gate_thresholds()
+
+    def gate_thresholds(self) -> Any:
+        from alphaloop.validation.gates import Gates
+
+        return Gates(**self.gates)
+
+
+class VerdictRequest(Request):
+    """A person's verdict on a portfolio-manager decision."""
+
+    verdict: VerdictName = Field(description="approve, reject or override")
+    weights: dict[Symbol, Annotated[float, Field(ge=0, le=1)]] | None = Field(
+        default=None,
+        max_length=500,
+        description="the weights to hold instead, with override (rest cash; the command line "
+        "takes AAPL=0.3,MSFT=0.2)",
+    )
+    note: str | None = Field(
+        default=None, max_length=2000, description="why, in a few words (journaled)"
+    )
+
+
+class DpoTrainRequest(Request):
+    """Train the proposing model with DPO on every labelled preference pair."""
+
+    lora: bool = Field(default=False, description="train a LoRA adapter instead of all weights")
+    max_steps: int = Field(default=50, ge=1, le=100_000, description="optimizer steps")
+    max_length: int | None = Field(
+        default=None,
+        ge=16,
+        le=1_000_000,
+        description="tokens of the longest prompt + answer (default: ALPHALOOP_DPO_MAX_LENGTH, "
+        "else the model's context length); longer prompts have their oldest history cut",
+    )
+
+
+def derive(
+    model: type[Request],
+    name: str,
+    *,
+    exclude: frozenset[str] | set[str] = frozenset(),
+    defaults: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    check: bool = True,
+    doc: str | None = None,
+) -> type[BaseModel]:
+    """A model with ``model``'s fields (bounds and help as declared) less ``exclude``, with
+    other ``defaults`` (never other bounds) and ``extra`` fields (``name: (type, default)``).
+
+    With ``check`` the new model is a :class:`Request` whose validation runs ``model``'s full
+    check on the fields it has (the left-out ones at their defaults); without it, a plain
+    strict model (a job's payload, read back from the journal as it was written).
+    """
+    defaults = defaults or {}
+    fields: dict[str, Any] = {}
+    for field, info in model.model_fields.items():
+        if field in exclude:
+            continue
+        copied = FieldInfo.merge_field_infos(info)
+        if field in defaults:
+            copied = FieldInfo.merge_field_infos(info, default=defaults[field])
+        fields[field] = (info.annotation, copied)
+    fields.update(extra or {})
+    validators = {
+        f"_{field}": field_validator(field)(data_source)
+        for field in ("data",)
+        if field in fields and field not in (extra or {})
+    }
+    if not check:
+        return create_model(
+            name,
+            __config__=STRICT,
+            __doc__=doc or model.__doc__,
+            __validators__=validators,
+            **fields,
+        )
+
+    def full_check(self: Any) -> None:
+        model.model_validate(self.model_dump(exclude=set(extra or ())))
+
+    derived = create_model(
+        name,
+        __base__=Request,
+        __doc__=doc or model.__doc__,
+        __validators__=validators,
+        **fields,
+    )
+    derived.check = full_check  # type: ignore[method-assign]
+    return derived
+
+
+def shared_fields(model: type[BaseModel]) -> list[str]:
+    """The fields every front end takes (all but the command line's local ones)."""
+    local = getattr(model, "LOCAL", frozenset())
+    return [f for f in model.model_fields if f not in local]
+
+
+__all__ = [
+    "MAX_ID",
+    "SESSION_ID",
+    "ActivateRequest",
+    "DpoTrainRequest",
+    "HaltRequest",
+    "ResearchRequest",
+    "ResumeBookRequest",
+    "TickRequest",
+    "TrainRequest",
+    "ValidateRequest",
+    "VerdictRequest",
+    "derive",
+    "shared_fields",
+]

@@ -1,0 +1,422 @@
+"""Each request more than one front end accepts is declared once (``alphaloop.ops.requests``):
+the command line, the REST API and the chat tools accept and refuse the same values.
+
+The values are probed from the one model's JSON schema (each bound, just inside and just
+outside, each word of a vocabulary and one that is not), never from a list kept here. Each
+front end is driven for real (the CLI through Typer, the API through the ASGI app, the tools
+through ``call_tool``) with the operation behind it replaced by one that raises
+:class:`Reached`: a value was accepted when the request got that far, refused when it was
+answered before (exit 2, HTTP 422, a tool's 422) with nothing reached.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, get_args
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from alphaloop import ops
+from alphaloop.cli import app as cli_app
+from alphaloop.cli import research, train, validate
+from alphaloop.cli._options import Cli
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.ops import dpo as ops_dpo
+from alphaloop.ops import jobs as ops_jobs
+from alphaloop.ops import pm as ops_pm
+from alphaloop.ops import policies as ops_policies
+from alphaloop.ops import prefs as ops_prefs
+from alphaloop.ops import requests as rq
+from alphaloop.ops.frontier import FrontierRequest
+from alphaloop.server import create_app, routes_flywheel
+from alphaloop.settings import Settings
+from alphaloop.tools import TOOLS
+from alphaloop.tools.base import ToolContext, call_tool
+
+SID = "s-20260101-120000-ab12"
+
+
+class Reached(AlphaloopError):
+    """The operation behind a front end was called: the request was accepted."""
+
+    http_status = 418
+
+
+def _reached(*args: Any, **kwargs: Any) -> Any:
+    raise Reached("reached")
+
+
+@dataclass
+class Shared:
+    """How each front end is asked one request, and which operations it reaches."""
+
+    model: type[rq.Request]
+    cli: list[str]  # the command, before its options
+    cli_fields: dict[str, Any]  # the command's Cli entries (flags, lists written as text)
+    api: Callable[[TestClient, dict[str, Any]], Any]
+    operations: list[tuple[Any, str]]
+    base: dict[str, Any] = field(default_factory=dict)  # required fields, valid values
+    cli_tail: list[str] = field(default_factory=list)  # the command's own arguments
+    tool: str | None = None
+    tool_extra: dict[str, Any] = field(default_factory=dict)
+    skip: ClassVar[frozenset[str]] = frozenset({"data"})  # names: probed apart (files on the CLI)
+
+
+def _post(path: str) -> Callable[[TestClient, dict[str, Any]], Any]:
+    return lambda client, body: client.post(path, json=body)
+
+
+def _query(path: str) -> Callable[[TestClient, dict[str, Any]], Any]:
+    def call(client: TestClient, values: dict[str, Any]) -> Any:
+        params = {
+            k: json.dumps(v) if isinstance(v, bool) else v
+            for k, v in values.items()
+            if v is not None
+        }
+        return client.post(path, params=params, headers={"X-Alphaloop": "1"})
+
+    return call
+
+
+SHARED = {
+    "research": Shared(
+        rq.ResearchRequest,
+        ["research", "start"],
+        research.RESEARCH_CLI,
+        _post("/api/research"),
+        [(ops, "start_session"), (ops, "run_research"), (ops_jobs, "start_job")],
+        base={"goal": "maximise Sharpe", "data": "synthetic"},
+        tool="start_research",
+    ),
+    "train": Shared(
+        rq.TrainRequest,
+        ["train"],
+        train.TRAIN_CLI,
+        _post("/api/train"),
+        [(ops, "train"), (ops_jobs, "start_job")],
+        base={"data": "synthetic"},
+    ),
+    "tick": Shared(
+        rq.TickRequest,
+        ["pm", "tick"],
+        {},
+        _post("/api/pm/tick"),
+        [(ops_pm, "pm_tick"), (ops_pm, "check_tick_date")],
+    ),
+    "halt": Shared(
+        rq.HaltRequest,
+        ["pm", "halt"],
+        {"why": Cli(flag="--why")},
+        _post("/api/pm/halt"),
+        [(ops_pm, "pm_halt")],
+        base={"why": "earnings week"},
+    ),
+    "resume": Shared(
+        rq.ResumeBookRequest,
+        ["pm", "resume"],
+        {"why": Cli(flag="--why")},
+        _query("/api/pm/resume"),
+        [(ops_pm, "pm_resume")],
+    ),
+    "activate": Shared(
+        rq.ActivateRequest,
+        ["policies", "activate"],
+        {"force": Cli(flag="--force"), "reason": Cli(flag="--reason")},
+        _query("/api/policies/1/activate"),
+        [(ops_policies, "activate_policy")],
+        cli_tail=["1"],
+    ),
+    "validate": Shared(
+        rq.ValidateRequest,
+        ["validate"],
+        validate.VALIDATE_CLI,
+        _post(f"/api/sessions/{SID}/validate"),
+        [(ops, "validate_session"), (ops, "get_session")],
+        cli_tail=[SID],
+        tool="validate_session",
+        tool_extra={"session_id": SID},
+    ),
+    "verdict": Shared(
+        rq.VerdictRequest,
+        ["pm", "decide"],
+        {"verdict": Cli(argument=True)},
+        _post("/api/decisions/7/verdict"),
+        [(ops_prefs, "decide")],
+        base={"verdict": "approve"},
+        cli_tail=["7"],
+    ),
+    "frontier": Shared(
+        FrontierRequest,
+        ["frontier"],
+        {},
+        lambda client, values: client.get("/api/frontier", params=values),
+        [(ops, "trace_frontier")],
+    ),
+    "dpo": Shared(
+        rq.DpoTrainRequest,
+        ["dpo", "train"],
+        {"lora": Cli(flag="--lora")},
+        _post("/api/dpo/train"),
+        [(ops_dpo, "train_dpo"), (routes_flywheel, "_dpo_model")],
+    ),
+}
+
+
+def _step(value: float, integer: bool) -> float:
+    return 1 if integer else max(1e-6, abs(value) * 1e-6)
+
+
+def _numbers(prop: dict[str, Any]) -> Iterator[Any]:
+    """Each bound of a number field, just inside and just outside."""
+    integer = prop.get("type") == "integer"
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if key not in prop:
+            continue
+        bound = prop[key]
+        step = _step(bound, integer)
+        yield from (bound, bound - step, bound + step)  # on it, and either side
+    if "multipleOf" in prop:
+        yield prop.get("minimum", 0) + 1
+
+
+def _schema(prop: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of an ``X | None`` field."""
+    for option in prop.get("anyOf", []):
+        if option.get("type") != "null":
+            return {**option, **{k: v for k, v in prop.items() if k != "anyOf"}}
+    return prop
+
+
+def probes(model: type[rq.Request], name: str) -> Iterator[Any]:
+    """Values to try for field ``name``, read from ``model``'s JSON schema."""
+    schema = model.model_json_schema()
+    prop = _schema(schema["properties"][name])
+    kind = prop.get("type")
+    if "enum" in prop:
+        yield from prop["enum"]
+        yield "nope"
+    elif kind in ("integer", "number"):
+        yield from _numbers(prop)
+    elif kind == "boolean":
+        yield from (True, False)
+    elif kind == "string" and prop.get("format") == "date":
+        yield from ("2022-06-01", "2022-13-45", "2022-02-30")
+    elif kind == "string":
+        low, high = prop.get("minLength", 0), prop.get("maxLength")
+        if low:
+            yield "" if low == 1 else "x" * (low - 1)
+        if high:
+            yield from ("x" * high, "x" * (high + 1))
+        if "pattern" in prop:
+            yield from ("../etc/passwd", "main")
+    elif kind == "array":
+        item = _schema(prop.get("items", {}))
+        yield from (["AAPL", "MSFT"], [], ["../x"] if "pattern" in item else ["a b"])
+    elif kind == "object":
+        keys = prop.get("propertyNames", {}).get("enum") or ["AAPL"]
+        values = _schema(prop.get("additionalProperties", {}))
+        for value in (0.3, *_numbers(values), None):
+            yield {keys[0]: value}
+        yield {"not_a_name!": 0.3}
+
+
+def cases() -> Iterator[Any]:
+    for request, shared in SHARED.items():
+        for name in rq.shared_fields(shared.model):
+            if name in shared.skip:
+                continue
+            for value in probes(shared.model, name):
+                yield pytest.param(request, name, value, id=f"{request}-{name}-{value!r}"[:80])
+        if "data" in shared.model.model_fields:
+            for value in ("sp500", "synthetic:7", "planted:3", "yahoo"):
+                yield pytest.param(request, "data", value, id=f"{request}-data-{value}")
+
+
+def _cli_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={'off' if v is None else v}" for k, v in value.items())
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+def cli_args(shared: Shared, values: dict[str, Any]) -> list[str]:
+    """The command line asking for ``values``: flags of the generated options."""
+    head, args = [*shared.cli], []
+    positional = []
+    for name, value in values.items():
+        how = shared.cli_fields.get(name)
+        if how is not None and how.argument:
+            positional.append(str(value))
+            continue
+        flag = (how.flag if how and how.flag else None) or "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            if value:
+                args.append(flag)
+            continue
+        if isinstance(value, dict) and how is not None and how.type == list[str]:
+            for k, v in value.items():  # a repeated NAME=VALUE option
+                args += [flag, f"{k}={'off' if v is None else v}"]
+            continue
+        if value is None:
+            continue
+        if name == "time_budget_s":  # the command line takes a duration with its unit
+            value = f"{value:.6f}s"
+        args += [flag, _cli_value(value)]
+    return head + shared.cli_tail + positional + args
+
+
+@pytest.fixture
+def fronts(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[dict[str, Any]]:
+    monkeypatch.setenv("ALPHALOOP_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # never called
+    monkeypatch.setenv("ALPHALOOP_LLM_MODEL", "m")
+    monkeypatch.setenv("ALPHALOOP_DPO_MODEL", str(tmp_path / "model"))
+    for shared in SHARED.values():
+        for owner, name in shared.operations:
+            monkeypatch.setattr(owner, name, _reached)
+    from alphaloop.settings import get_settings
+
+    live = get_settings()
+    with TestClient(create_app(live), base_url="http://127.0.0.1") as client:
+        yield {"settings": live, "client": client, "out": tmp_path / "out"}
+
+
+def ask(shared: Shared, values: dict[str, Any], fronts: dict[str, Any]) -> dict[str, str]:
+    """Each front end's answer to ``values``: ``accepted`` (it reached the operation) or
+    ``refused`` (bad usage, nothing reached); anything else is returned as it came."""
+    runner = CliRunner()
+    args = cli_args(shared, values)
+    if shared.cli[0] == "dpo":
+        args += ["--model", str(fronts["out"]), "--out", str(fronts["out"])]
+    result = runner.invoke(cli_app, args)
+    seen = {"cli": _cli_answer(result)}
+    answer = shared.api(fronts["client"], values)
+    seen["api"] = {418: "accepted", 422: "refused"}.get(answer.status_code, answer.text)
+    if shared.tool is not None:
+        ctx = ToolContext(fronts["settings"], confirm=lambda _q: True)
+        got = call_tool(TOOLS, shared.tool, {**shared.tool_extra, **values}, ctx)
+        status = got.data.get("status")
+        seen["chat"] = {418: "accepted", 422: "refused"}.get(status, got.content)
+    return seen
+
+
+def _cli_answer(result: Any) -> str:
+    text = " ".join(result.output.split())
+    if result.exit_code == 1 and "reached" in text:
+        return "accepted"
+    if result.exit_code == 2 and "Traceback" not in text:
+        return "refused"
+    return f"exit {result.exit_code}: {text[-300:]} {result.exception!r}"
+
+
+@pytest.mark.parametrize(("request_name", "name", "value"), list(cases()))
+def test_every_front_end_accepts_and_refuses_the_same_values(
+    fronts: dict[str, Any], request_name: str, name: str, value: Any
+) -> None:
+    shared = SHARED[request_name]
+    values = {**shared.base, name: value}
+    seen = ask(shared, values, fronts)
+    # The command line may also name a price file: data it reads as a path, the others refuse.
+    assert seen.pop("cli") == verdict(shared.model, values, {rq.FILES: True}), seen
+    assert set(seen.values()) == {verdict(shared.model, values)}, seen
+
+
+def verdict(model: type[rq.Request], values: dict[str, Any], context: Any = None) -> str:
+    """What the one model says of ``values``."""
+    try:
+        model.model_validate(values, context=context)
+    except ValueError:
+        return "refused"
+    return "accepted"
+
+
+@pytest.mark.parametrize("request_name", ["research", "train"])
+def test_fields_of_this_machine_are_the_command_line_s_alone(
+    fronts: dict[str, Any], request_name: str
+) -> None:
+    """Files, worker processes and clusters are named on the command line only."""
+    shared = SHARED[request_name]
+    local = {"workers": 2, "ray_address": "auto", "fill": "ffill", "n_envs": 2}
+    for name in shared.model.LOCAL:
+        values = {**shared.base, name: local.get(name, "%d/%m/%Y")}
+        seen = ask(shared, values, fronts)
+        assert seen.pop("cli") == "accepted", (name, seen)
+        assert set(seen.values()) == {"refused"}, (name, seen)
+
+
+def test_the_probes_reach_both_sides_of_every_bound() -> None:
+    """The probes are not all accepted nor all refused: each bounded field gets both."""
+    for request, shared in SHARED.items():
+        for name in rq.shared_fields(shared.model):
+            if name in shared.skip:
+                continue
+            values = list(probes(shared.model, name))
+            if all(isinstance(v, bool) for v in values):
+                continue  # a flag: both values are fine
+            outcomes = set()
+            for value in values:
+                try:
+                    shared.model.model_validate({**shared.base, name: value})
+                    outcomes.add("accepted")
+                except ValueError:
+                    outcomes.add("refused")
+            assert outcomes == {"accepted", "refused"}, (request, name, outcomes)
+
+
+def test_the_session_spec_keeps_the_request_s_bounds() -> None:
+    """What a session is stored with (``SessionSpec``, its objective and trial budget) takes
+    every value the research request takes at its bounds, and the request's vocabularies are
+    the loop's own."""
+    from alphaloop.charts import CHART_KINDS
+    from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
+    from alphaloop.meta_agent.proposers import ProposerName
+    from alphaloop.metrics import OBJECTIVE_METRICS
+    from alphaloop.ops.research import session_spec
+    from alphaloop.ops.schedule import JOBS
+    from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS
+    from alphaloop.settings import MAIN_BOOK
+
+    assert get_args(rq.Proposer) == tuple(p.value for p in ProposerName)
+    assert get_args(rq.Metric) == OBJECTIVE_METRICS
+    assert get_args(rq.Advantage) == ADVANTAGE_ESTIMATORS
+    assert get_args(rq.ChartKind) == tuple(CHART_KINDS)
+    assert set(get_args(rq.ScheduleJobName)) == set(JOBS)
+    assert (rq.CONFIRM_SEEDS, rq.MAIN_BOOK) == (CONFIRM_SEEDS, MAIN_BOOK)
+    model = rq.ResearchRequest
+    for name in model.model_fields:
+        for value in probes(model, name):
+            values = {"goal": "g", name: value}
+            if name in ("stop_properly",):
+                values["truncate_drawdown"] = 0.5
+            try:
+                request = model.model_validate(values, context={rq.FILES: True})
+            except ValueError:
+                continue
+            session_spec(request)  # never refuses what the request took
+
+
+def test_a_request_is_checked_whole_before_anything_runs(fronts: dict[str, Any]) -> None:
+    """A rule across fields (here the trial budget's) refuses the request in each front end
+    before the operation is reached: nothing journaled, no process started."""
+    shared = SHARED["research"]
+    values = {**shared.base, "stop_properly": 0.5}  # needs truncate_drawdown
+    assert set(ask(shared, values, fronts).values()) == {"refused"}
+    assert not fronts["settings"].journal_path.exists()
+
+
+def test_the_chat_starts_smaller_sessions_by_default_only() -> None:
+    from alphaloop.tools.run_tools import StartResearchArgs
+
+    args = StartResearchArgs(goal="g")
+    assert args.budget == 5 < rq.ResearchRequest(goal="g").budget
+    assert (
+        StartResearchArgs.model_json_schema()["properties"]["budget"]["maximum"]
+        == (rq.ResearchRequest.model_json_schema()["properties"]["budget"]["maximum"])
+    )
