@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import typer
 from rich.markup import escape
 
