@@ -42,9 +42,8 @@ SID = "s-20260101-120000-ab12"
 
 
 class Reached(AlphaloopError):
-    """The operation behind a front end was called: the request was accepted."""
-
-    http_status = 418
+    """The operation behind a front end was called: the request was accepted (a failure by
+    the error table, exit 1 and HTTP 500, told from any other by its name)."""
 
 
 def _reached(*args: Any, **kwargs: Any) -> Any:
@@ -298,13 +297,20 @@ def ask(shared: Shared, values: dict[str, Any], fronts: dict[str, Any]) -> dict[
     result = runner.invoke(cli_app, args)
     seen = {"cli": _cli_answer(result)}
     answer = shared.api(fronts["client"], values)
-    seen["api"] = {418: "accepted", 422: "refused"}.get(answer.status_code, answer.text)
+    seen["api"] = _api_answer(answer)
     if shared.tool is not None:
         ctx = ToolContext(fronts["settings"], confirm=lambda _q: True)
         got = call_tool(TOOLS, shared.tool, {**shared.tool_extra, **values}, ctx)
-        status = got.data.get("status")
-        seen["chat"] = {418: "accepted", 422: "refused"}.get(status, got.content)
+        reached = got.data.get("status") == 500 and got.data.get("error") == "reached"
+        refused = got.data.get("status") == 422
+        seen["chat"] = "accepted" if reached else "refused" if refused else got.content
     return seen
+
+
+def _api_answer(answer: Any) -> str:
+    if answer.status_code == 500 and answer.json().get("error") == "Reached":
+        return "accepted"
+    return "refused" if answer.status_code == 422 else answer.text
 
 
 def _cli_answer(result: Any) -> str:
