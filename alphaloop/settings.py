@@ -215,6 +215,22 @@ class Settings(BaseSettings):
     cron_retrain: str = Field(
         default="0 3 * * sat", validation_alias=AliasChoices("ALPHALOOP_CRON_RETRAIN")
     )
+    cron_pm_tick: str = Field(
+        default="30 21 * * mon-fri",
+        validation_alias=AliasChoices("ALPHALOOP_CRON_PM_TICK"),
+        description="the daily tick, after the close (21:30 UTC: 16:30 or 17:30 in New York)",
+    )
+    pm_books: str = Field(
+        default=MAIN_BOOK,
+        validation_alias=AliasChoices("ALPHALOOP_PM_BOOKS"),
+        description="comma-separated books the scheduler ticks each trading day",
+    )
+    pm_calendar: Literal["nyse", "weekdays"] = Field(
+        default="nyse",
+        validation_alias=AliasChoices("ALPHALOOP_PM_CALENDAR"),
+        description="the trading days of the scheduled books: nyse (weekdays less the "
+        "exchange's holidays) or weekdays",
+    )
     otel: Literal["off", "file", "console"] = Field(
         default="off",
         validation_alias=AliasChoices("ALPHALOOP_OTEL"),
@@ -245,6 +261,11 @@ class Settings(BaseSettings):
         """The names of :attr:`allowed_hosts`, lower-cased, without blanks."""
         names = (self.allowed_hosts or "").split(",")
         return tuple(n.strip().lower() for n in names if n.strip())
+
+    @property
+    def scheduled_books(self) -> tuple[str, ...]:
+        """The names of :attr:`pm_books`, without blanks."""
+        return tuple(b.strip() for b in self.pm_books.split(",") if b.strip())
 
     @property
     def journal_path(self) -> Path:

@@ -21,7 +21,7 @@ else:  # loaded by the first command that calls it
 
 scheduler_app = typer.Typer(
     no_args_is_help=True,
-    help="The scheduler: nightly preference extract, DPO check, weekly retrain.",
+    help="The scheduler: nightly preference extract, DPO check, weekly retrain, daily tick.",
 )
 
 
@@ -46,7 +46,8 @@ def scheduler_list(as_json: JsonFlag = False) -> None:
     """List the jobs with their cron, next run time and last run.
 
     Cron expressions are settings: ALPHALOOP_CRON_PREFS_EXTRACT, ALPHALOOP_CRON_DPO_CHECK,
-    ALPHALOOP_CRON_RETRAIN (five fields, UTC).
+    ALPHALOOP_CRON_RETRAIN, ALPHALOOP_CRON_PM_TICK (five fields, UTC); the daily tick ticks
+    ALPHALOOP_PM_BOOKS on the trading days of ALPHALOOP_PM_CALENDAR.
 
     Example: alphaloop scheduler list --json
     """
@@ -68,7 +69,7 @@ def scheduler_list(as_json: JsonFlag = False) -> None:
 
 @scheduler_app.command("run-now")
 def scheduler_run_now(
-    job: str = typer.Argument(..., help="prefs_extract, dpo_check or retrain"),
+    job: str = typer.Argument(..., help="prefs_extract, dpo_check, retrain or pm_tick"),
     as_json: JsonFlag = False,
 ) -> None:
     """Run one job now, in this process; the run is journaled with trigger manual.

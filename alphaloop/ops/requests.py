@@ -55,7 +55,7 @@ KnobName = Literal[KNOB_NAMES]  # type: ignore[valid-type]
 ChartKind = Literal[
     "training_curve", "research_progress", "ratio_curve", "equity_curves", "weights", "validation"
 ]
-ScheduleJobName = Literal["prefs_extract", "dpo_check", "retrain"]
+ScheduleJobName = Literal["prefs_extract", "dpo_check", "retrain", "pm_tick"]
 GateName = Literal[
     "min_sharpe",
     "max_drawdown",

@@ -1,12 +1,17 @@
 """The scheduler's jobs and their user-level actions: list them, run one now.
 
-Three jobs, each on a cron expression from the settings:
+Four jobs, each on a cron expression from the settings:
 
 - ``prefs_extract``: turn the portfolio manager's labelled decisions and the research journal
   into preference pairs (:func:`alphaloop.ops.prefs.extract_preferences`);
 - ``dpo_check``: train DPO when enough new pairs exist (:func:`alphaloop.ops.dpo.dpo_check`);
 - ``retrain``: a research session with the last finished session's settings on the newest
-  data; finalize puts its winner into the policy library.
+  data; finalize puts its winner into the policy library;
+- ``pm_tick``: after the close of each trading day of the books' calendar, one tick of each
+  scheduled book for the next trading day, through the same job as the API's tick (a worker
+  process, journaled in ``jobs``). Weekends and holidays are skipped; a day already ticked is
+  not ticked again; days no tick decided since the book's last (the machine was off) are
+  reported in the run's detail, never back-filled.
 
 Every run, scheduled or by hand, is journaled in ``schedule_runs`` with its outcome (ok,
 skipped, failed), error and a one-line detail. The preference and DPO operations are looked up
@@ -41,6 +46,7 @@ logger = logging.getLogger(__name__)
 # Manual training runs are journaled as sessions of this proposer; they are not retrained.
 _MANUAL = "manual"
 _DETAIL_CHARS = 2000
+TICK_WAIT_S = 600.0  # a tick's worker loads the policy's data and decides: seconds, not minutes
 
 
 class ScheduleError(AlphaloopError, ValueError):
@@ -82,6 +88,12 @@ JOBS: dict[str, JobSpec] = {
             setting="cron_retrain",
             description="weekly: rerun the last finished research session on the newest data; "
             "its winner enters the policy library",
+        ),
+        JobSpec(
+            name="pm_tick",
+            setting="cron_pm_tick",
+            description="each trading day after the close: tick the scheduled books for the "
+            "next trading day (weekends and holidays skipped, a missed day reported)",
         ),
     )
 }
@@ -135,7 +147,7 @@ def job_triggers(settings: Settings) -> dict[str, Any]:
 
 
 def list_jobs(settings: Settings, *, now: datetime | None = None) -> list[JobInfo]:
-    """The three jobs with their next fire time (from their cron, UTC) and last journaled run.
+    """The jobs with their next fire time (from their cron, UTC) and last journaled run.
 
     Raises:
         ScheduleError: a cron setting is not a valid expression.
@@ -279,10 +291,64 @@ def _retrain(settings: Settings) -> dict[str, Any]:
     }
 
 
+def now() -> datetime:
+    """The clock the daily tick reads its day from (UTC)."""
+    return datetime.now(UTC)
+
+
+def _pm_tick(settings: Settings) -> dict[str, Any]:
+    from alphaloop.pm.calendar import TradingCalendar
+
+    calendar = TradingCalendar(settings.pm_calendar)
+    today = now().date()
+    closed = calendar.why_closed(today)
+    if closed is not None:
+        raise Skipped(f"{closed}: no close to tick from")
+    day = calendar.next_session(today)
+    books = [_tick_book(settings, book, day, calendar) for book in settings.scheduled_books]
+    failed = [b for b in books if b["outcome"] == "failed"]
+    if failed:
+        raise RuntimeError("; ".join(f"book {b['book']}: {b['error']}" for b in failed))
+    if all(b["outcome"] == "skipped" for b in books):
+        raise Skipped("; ".join(f"book {b['book']}: {b['why']}" for b in books))
+    return {"day": str(day), "books": books}
+
+
+def _tick_book(settings: Settings, book: str, day: Any, calendar: Any) -> dict[str, Any]:
+    """One scheduled tick of ``book`` for ``day``, through a ``pm_tick`` job; what happened."""
+    from alphaloop.ops.jobs import PmTickJob, start_job, wait_for_job
+
+    with open_journal(settings) as journal:
+        decided = journal.books.decision_on(book, str(day)) if journal.books.get(book) else None
+        last = journal.books.list_decisions(book, limit=1) if journal.books.get(book) else []
+    if decided is not None:
+        return {"book": book, "outcome": "skipped", "why": f"{day} was ticked already "
+                f"(decision {decided.id})", "decision_id": decided.id}  # fmt: skip
+    missed = []
+    if last:
+        since = datetime.fromisoformat(last[0].date).date()
+        missed = [str(d) for d in calendar.sessions_between(since, day)]
+    if missed:
+        logger.warning(
+            "book %s: no tick decided %s (not back-filled; `alphaloop pm tick --date DAY`)",
+            book,
+            ", ".join(missed),
+        )
+    view = start_job(settings, PmTickJob(date=day, book=book))
+    view = wait_for_job(settings, view.id, lambda v: False, timeout_s=TICK_WAIT_S)
+    found: dict[str, Any] = {"book": book, "day": str(day), "job_id": view.id, "missed": missed}
+    if view.error is not None or view.result is None:
+        why = view.error.message if view.error else f"job {view.id} is still {view.status}"
+        return {**found, "outcome": "failed", "error": why}
+    result: Any = view.result
+    return {**found, "outcome": "ok", "decision_id": result.decision_id, "status": result.status}
+
+
 _WORK: dict[str, Callable[[Settings], Any]] = {
     "prefs_extract": _prefs_extract,
     "dpo_check": _dpo_check,
     "retrain": _retrain,
+    "pm_tick": _pm_tick,
 }
 
 

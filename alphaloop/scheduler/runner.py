@@ -34,7 +34,7 @@ def scheduled_run(job: str, home: str) -> None:
 
 
 def build_scheduler(settings: Settings, *, blocking: bool = True) -> Any:
-    """An APScheduler scheduler with the three jobs, their triggers checked first.
+    """An APScheduler scheduler with the jobs, their triggers checked first.
 
     The job definitions are rebuilt from the settings (``replace_existing``), so a changed cron
     setting takes effect at the next start; the store keeps their next run times between starts.
