@@ -90,7 +90,9 @@ DATA_HELP = (
 MAX_ID = 2**53 - 1
 MAX_NOISE_SEEDS = 20  # baseline and confirmation seeds together (SessionSpec's room)
 CONFIRM_SEEDS = 2  # the session spec's default (checked by a test)
-SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
+# A session's seed: a power of two well inside the trials' range (SEED_MAX), which the seeds
+# of its baselines and confirmations, after it, must stay in.
+MAX_SESSION_SEED = 2**30 - 1
 MAX_WEEK_S = 7 * 24 * 3600
 FILES = "files"  # the validation context key that lets a price file be named (the CLI's)
 
@@ -188,7 +190,10 @@ class ResearchRequest(Request):
         "unit: 90s, 10m, 1h30m)",
     )
     max_tokens_total: int | None = Field(
-        default=None, gt=0, le=10**12, description="stop when LLM usage reaches this many tokens"
+        default=None,
+        ge=1,
+        le=2**40 - 1,
+        description="stop when LLM usage reaches this many tokens",
     )
     data: DataField = Field(default="sp500", description=DATA_HELP)
     fill: Fill = Field(default="none", description="missing prices: none (refuse) or ffill")
@@ -207,7 +212,7 @@ class ResearchRequest(Request):
     seed: int = Field(
         default=0,
         ge=0,
-        le=SESSION_SEED_MAX,
+        le=MAX_SESSION_SEED,
         description="the session's seed (the baselines use the seeds after it)",
     )
     noise_seeds: int = Field(

@@ -395,6 +395,9 @@ def test_the_session_spec_keeps_the_request_s_bounds() -> None:
     assert get_args(rq.ChartKind) == tuple(CHART_KINDS)
     assert set(get_args(rq.ScheduleJobName)) == set(JOBS)
     assert (rq.CONFIRM_SEEDS, rq.MAIN_BOOK) == (CONFIRM_SEEDS, MAIN_BOOK)
+    from alphaloop.meta_agent.session import SESSION_SEED_MAX
+
+    assert rq.MAX_SESSION_SEED <= SESSION_SEED_MAX  # its baselines' seeds fit after it
     model = rq.ResearchRequest
     for name in model.model_fields:
         for value in probes(model, name):
