@@ -123,7 +123,6 @@ def _pm_tick(job: Any, settings: Settings, link: Link) -> PmTickResult:
 
 def _validate(job: Any, settings: Settings, link: Link) -> ValidateResult:
     from alphaloop.ops.validate import validate_session
-    from alphaloop.validation.gates import gates_headline
 
     link(job.session_id)
     report = validate_session(
@@ -138,7 +137,7 @@ def _validate(job: Any, settings: Settings, link: Link) -> ValidateResult:
         session_id=report.session_id,
         trial_idx=report.trial_idx,
         gates_passed=report.gates.passed,
-        headline=gates_headline(report.gates.model_dump(mode="json")),
+        headline=report.gates.headline(),
     )
 
 

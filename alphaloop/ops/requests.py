@@ -281,7 +281,7 @@ class TrainRequest(Request):
         default=None, ge=64, le=50_000_000, description="PPO env steps (default 16,384)"
     )
     knobs: dict[KnobName, Annotated[float, Field(allow_inf_nan=False)]] = Field(
-        default_factory=dict,
+        default={},  # in the schema: a generated client learns it
         max_length=len(KNOB_NAMES),
         description="knob -> value on the default config, clipped to its bounds (the command "
         "line takes --set knob=value)",
@@ -383,7 +383,7 @@ class ValidateRequest(Request):
     )
     windows: int = Field(default=4, ge=1, le=50, description="walk-forward windows per scheme")
     gates: dict[GateName, float | None] = Field(
-        default_factory=dict,
+        default={},  # in the schema: a generated client learns it
         description="gate thresholds by name, null turns a gate off (the command line takes "
         "--gate NAME=VALUE or NAME=off)",
     )
