@@ -8,7 +8,6 @@ needs gymnasium itself, and a package entry point would need packaging metadata;
 import of gymnasium costs nothing until then.
 """
 
-import importlib
 from types import ModuleType
 
 from alphaloop._lazy import when_imported
@@ -27,9 +26,13 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def _register_env(_gymnasium: ModuleType) -> None:
-    # The env's module registers it when imported; the engine's VecEnv and PPO (torch) stay lazy.
-    importlib.import_module("alphaloop.rl_engine.env")
+def _register_env(gymnasium: ModuleType) -> None:
+    # By name: gymnasium imports the env's module at the first make(), not now. Importing it
+    # here would be a cycle whenever gymnasium's import came from a module the env imports.
+    from alphaloop.rl_engine.defaults import ENV_ID
+
+    if ENV_ID not in gymnasium.registry:  # a reload would register it twice, which only warns
+        gymnasium.register(id=ENV_ID, entry_point="alphaloop.rl_engine.env:PortfolioEnv")
 
 
 when_imported("gymnasium", _register_env)

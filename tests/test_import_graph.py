@@ -277,3 +277,14 @@ def test_the_rl_engine_registers_its_env() -> None:
         "assert alphaloop.rl_engine.ENV_ID in gymnasium.registry"
     )
     assert "gymnasium" in loaded
+
+
+@pytest.mark.parametrize("module", ["alphaloop.rl_engine._core", "alphaloop.rl_engine.env"])
+def test_an_engine_module_imported_first_registers_the_env_without_a_cycle(module: str) -> None:
+    """Registering on gymnasium's import must not import the env's module: that import may be
+    the one a module the env needs started, half-way through its own."""
+    loaded = _loaded_after(
+        f"import {module}, gymnasium; from alphaloop.rl_engine import ENV_ID; "
+        "assert ENV_ID in gymnasium.registry; gymnasium.make(ENV_ID)"
+    )
+    assert "gymnasium" in loaded

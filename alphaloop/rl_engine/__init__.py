@@ -17,8 +17,8 @@ from alphaloop._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS, AdvantageEstimator
-    from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS
-    from alphaloop.rl_engine.env import ENV_ID, PortfolioEnv, default_returns
+    from alphaloop.rl_engine.defaults import DEFAULT_N_ENVS, DEFAULT_TOTAL_TIMESTEPS, ENV_ID
+    from alphaloop.rl_engine.env import PortfolioEnv, default_returns
     from alphaloop.rl_engine.numpy_ppo import NumpyPPO
     from alphaloop.rl_engine.policy import load_policy, policy_weights, save_policy
     from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
@@ -58,7 +58,7 @@ _LAZY = {
     "BatchedPortfolioVecEnv": "alphaloop.rl_engine.vec_env",
     "DEFAULT_N_ENVS": "alphaloop.rl_engine.defaults",
     "DEFAULT_TOTAL_TIMESTEPS": "alphaloop.rl_engine.defaults",
-    "ENV_ID": "alphaloop.rl_engine.env",
+    "ENV_ID": "alphaloop.rl_engine.defaults",
     "PortfolioEnv": "alphaloop.rl_engine.env",
     "default_returns": "alphaloop.rl_engine.env",
     "NumpyPPO": "alphaloop.rl_engine.numpy_ppo",

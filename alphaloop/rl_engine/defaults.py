@@ -1,4 +1,5 @@
-"""A PPO trial's default training budget, apart from the trainer that spends it.
+"""A PPO trial's default training budget, apart from the trainer that spends it, and the env's
+gymnasium id, apart from the env (``import alphaloop`` registers it by name, importing nothing).
 
 The evaluator's session settings (``trials.TrialBudget``) default to these numbers, and a
 session that runs no PPO (``cufolio_only``) still builds that model: so they live in a module
@@ -8,7 +9,9 @@ stable-baselines3 (seconds of each worker process's start).
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_N_ENVS", "DEFAULT_TOTAL_TIMESTEPS"]
+__all__ = ["DEFAULT_N_ENVS", "DEFAULT_TOTAL_TIMESTEPS", "ENV_ID"]
+
+ENV_ID = "alphaloop/PortfolioCVaR-v0"
 
 # Measured with the default knobs on 20 assets x 6,800 days, lookback 20, on a shared 2-core
 # CPU: 4 envs x 2 rollouts of 2,048 steps (2 PPO updates of 10 epochs x 128 minibatches) train

@@ -24,14 +24,12 @@ from alphaloop.rl_engine._core import (
 )
 
 __all__ = [
-    "ENV_ID",
     "PortfolioEnv",
     "action_space_for",
     "default_returns",
     "observation_space_for",
 ]
 
-ENV_ID = "alphaloop/PortfolioCVaR-v0"
 
 
 class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
@@ -174,7 +172,3 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
     def _observation(self) -> np.ndarray:
         return self._observe(self._days, self._weights)[0]
 
-
-# Registering twice (a reload, a test importing the module again) would only warn; skip it.
-if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point="alphaloop.rl_engine.env:PortfolioEnv")
