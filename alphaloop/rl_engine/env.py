@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-
 class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
     """Long-only, fully invested portfolio over ``returns`` with periodic rebalancing.
 
@@ -171,4 +170,3 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
 
     def _observation(self) -> np.ndarray:
         return self._observe(self._days, self._weights)[0]
-
