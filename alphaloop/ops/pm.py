@@ -14,6 +14,7 @@ from alphaloop.journal import Journal, PolicyRecord
 from alphaloop.journal.books import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
+from alphaloop.pm.calendar import TradingCalendar
 from alphaloop.pm.dates import tick_day
 from alphaloop.pm.lock import book_lock
 from alphaloop.pm.manager import already
@@ -142,7 +143,7 @@ def pm_tick(
     with open_journal(settings) as journal:
         record = _policy(journal, settings, None)
         prices, market = load_data(record, data)
-        day = tick_day(date, prices.index)
+        day = tick_day(date, prices.index, TradingCalendar(settings.pm_calendar))
         setup = setup_for(
             record,
             prices,
@@ -174,7 +175,7 @@ def check_tick_date(
             return date  # the tick's job reports that no policy is active
         record = journal.policies.get(pid)
         prices, _ = load_data(record, data)
-        day = tick_day(date, prices.index)
+        day = tick_day(date, prices.index, TradingCalendar(settings.pm_calendar))
         found = journal.books.get(book)
         if found is not None:
             already(journal, found, record.id, day)

@@ -2,30 +2,40 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 import pandas as pd
 
 from alphaloop.exceptions import BadTickDate
+from alphaloop.pm.calendar import TradingCalendar
 
 __all__ = ["tick_day"]
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def tick_day(text: str | None, dates: pd.DatetimeIndex) -> pd.Timestamp:
-    """The trading day ``text`` names (default: the weekday after the data's last close).
+def tick_day(
+    text: str | None,
+    dates: pd.DatetimeIndex,
+    calendar: TradingCalendar | None = None,
+    today: dt.date | None = None,
+) -> pd.Timestamp:
+    """The trading day ``text`` names (default: the session after the data's last close).
 
     A day inside the data's range must be one of its rows (a weekday it lacks is a holiday);
-    a day after it must be a weekday no later than the next one from today (a tick decides
-    from the closes it has: the kill switch halts one whose prices are stale).
+    a day after it must be a session of the book's ``calendar`` (default: every weekday) no
+    later than the next session after ``today`` (default: the clock's): a tick decides from
+    the closes it has, and the kill switch halts one whose prices are stale. After a Friday
+    before a Monday holiday, the next session is the Tuesday.
 
     Raises:
         BadTickDate: not a YYYY-MM-DD date, a weekend, a holiday, no close before it, or
-            after the next weekday from today (a typo, not a day to decide yet).
+            after the next session from today (a typo, not a day to decide yet).
     """
+    calendar = calendar or TradingCalendar("weekdays")
     if text is None:
-        return dates[-1] + pd.offsets.BDay(1)
+        return pd.Timestamp(calendar.next_session(dates[-1].date()))
     try:
         if not _ISO_DAY.match(text.strip()):
             raise ValueError(text)
@@ -34,7 +44,7 @@ def tick_day(text: str | None, dates: pd.DatetimeIndex) -> pd.Timestamp:
         raise BadTickDate(f"{text!r} is not a date; give the day as YYYY-MM-DD") from None
     if day.weekday() >= 5:
         raise BadTickDate(f"{day.date()} is a {day.day_name()}: markets are closed")
-    latest = pd.Timestamp.today().normalize() + pd.offsets.BDay(1)
+    latest = pd.Timestamp(calendar.next_session(today or dt.date.today()))
     if day > latest:
         raise BadTickDate(
             f"{day.date()} is in the future: a tick decides at most the next trading day "
@@ -45,6 +55,8 @@ def tick_day(text: str | None, dates: pd.DatetimeIndex) -> pd.Timestamp:
             f"{day.date()} is outside the data: a tick decides from the closes before it and "
             f"the data starts on {dates[0].date()}"
         )
+    if day > dates[-1] and (closed := calendar.why_closed(day.date())) is not None:
+        raise BadTickDate(f"{closed}: markets are closed")
     if day <= dates[-1] and day not in dates:
         raise BadTickDate(
             f"{day.date()} is not a trading day of the data (a holiday); the data's days around "
