@@ -97,6 +97,15 @@ class SolverError(AlphaloopError, RuntimeError):
     """A solver ran but returned no usable solution."""
 
 
+class ClusterUnavailable(AlphaloopError):
+    """A Ray cluster a session was to run on does not answer, refuses this process, has nodes
+    that cannot run its trials, or keeps losing them: the message names the address (and the
+    node) and what to do. Raised before anything is journaled, or, mid-session, as the reason
+    the session stopped (it resumes elsewhere)."""
+
+    http_status = 503
+
+
 class TrialCrashed(AlphaloopError, RuntimeError):
     """A trial could not finish (diverged policy, solver failure...); the journal marks it crash."""
 

@@ -242,6 +242,30 @@ class Settings(BaseSettings):
         description="send spans to this OTLP endpoint too (needs the OTLP exporter installed)",
     )
 
+    # --- Ray clusters ------------------------------------------------------------------------
+    ray_address: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAY_ADDRESS"),
+        description="the Ray cluster a new session runs its trials on when it names none (Ray's "
+        "own variable, read as `ray` commands read it); unset or `local`: this machine",
+    )
+    ray_connect_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        validation_alias=AliasChoices("ALPHALOOP_RAY_CONNECT_TIMEOUT"),
+        description="seconds a Ray cluster has to answer before a session fails, journaling "
+        "nothing",
+    )
+    ray_task_retries: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        validation_alias=AliasChoices("ALPHALOOP_RAY_TASK_RETRIES"),
+        description="times one trial's task lost with a Ray worker or node runs again; one more "
+        "loss stops the session (resumable elsewhere)",
+    )
+
     @field_validator(
         "chromium",
         "dpo_model",
@@ -249,6 +273,7 @@ class Settings(BaseSettings):
         "alpaca_api_key",
         "alpaca_secret_key",
         "api_token",
+        "ray_address",
         mode="before",
     )
     @classmethod

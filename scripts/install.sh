@@ -2,7 +2,8 @@
 # Installs everything alphaloop needs on a fresh machine: a virtualenv, the CPU build of torch
 # (pinned first, so no other requirement pulls a multi-GB CUDA build), the package with its dev
 # extras at the exact versions of requirements.lock (a new upstream release cannot break a
-# fresh clone), and chromium for PNG chart export when it is missing and we are root.
+# fresh clone), and chromium for PNG chart export and iproute2 for the Ray cluster tests when
+# they are missing and we are root.
 set -euo pipefail
 PY=${PY:-python3}
 VENV=${VENV:-.venv}
@@ -16,6 +17,18 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   else
     echo "warning: chromium not found and not root; PNG chart export will fail (HTML still works)." >&2
     echo "         install it with: sudo apt-get install chromium" >&2
+  fi
+fi
+
+# The Ray cluster tests start real nodes in a network namespace that has only loopback
+# (`ip netns`, from iproute2); without it they are skipped.
+if ! command -v ip >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing iproute2 (the Ray cluster tests' network namespace)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+  else
+    echo "warning: ip (iproute2) not found and not root; the Ray cluster tests will be skipped." >&2
   fi
 fi
 

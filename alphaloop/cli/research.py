@@ -27,7 +27,7 @@ from alphaloop.cli._app import (
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.review import review
 from alphaloop.ops import rows as ops_rows
-from alphaloop.ops.requests import FILES, ResearchRequest
+from alphaloop.ops.requests import FILES, ResearchRequest, ResumeRequest
 from alphaloop.ops.research import (
     check_proposer,
     folds_note,
@@ -85,23 +85,30 @@ def _live_view(budget: int):
     return live, on_event, progress, task
 
 
-def _run_session_view(session_id: str, settings: Settings, as_json: bool) -> None:
+def _run_session_view(
+    session_id: str, settings: Settings, as_json: bool, move: ResumeRequest | None = None
+) -> None:
     found = guarded(ops.session_status, settings, session_id)
     if found is None:  # only when no id is given; kept for the type checker
         raise fail(f"no session {session_id!r}", 2)
     session, done = found.session, found.counted_trials
     if as_json:
-        guarded(ops.run_session, session_id, settings)
+        guarded(ops.run_session, session_id, settings, **_place(move))
     else:
         console.print(f"session [bold]{session_id}[/bold]: {escape(session.goal)}")
         live, on_event, progress, task = _live_view(session.budget)
         progress.update(task, completed=done)
         with live:
-            guarded(ops.run_session, session_id, settings, on_event)
+            guarded(ops.run_session, session_id, settings, on_event, **_place(move))
         # Off a terminal, Live leaves its last frame without a line break.
         console.line()
     # The live view showed the trials as they ran: the end shows the leaderboard and the result.
     review(session_id, settings, as_json, every_trial=False)
+
+
+def _place(move: ResumeRequest | None) -> dict[str, Any]:
+    """Where a resume runs the session's trials from now on (nothing: where they ran)."""
+    return {} if move is None else {"workers": move.workers, "ray_address": move.ray_address}
 
 
 def _duration(text: str) -> float | None:
@@ -148,19 +155,18 @@ def research_start(request: ResearchRequest, as_json: JsonFlag = False) -> None:
 
 
 @research_app.command("resume")
-def research_resume(
-    session: str = typer.Argument(..., help="session id"),
-    as_json: JsonFlag = False,
-) -> None:
+@request_command(ResumeRequest, cli={"session_id": Cli(argument=True)})
+def research_resume(request: ResumeRequest, as_json: JsonFlag = False) -> None:
     """Continue a session after a crash, a kill or a stop, from its next trial.
 
-    A stopped session runs the rest of its budget, then is finalized again.
+    A stopped session runs the rest of its budget, then is finalized again. With --ray-address
+    and --workers the rest runs elsewhere: on another Ray cluster, or here (local).
 
-    Example: alphaloop research resume s-20260101-120000-ab12
+    Example: alphaloop research resume s-20260101-120000-ab12 --ray-address local --workers 2
     """
     settings = get_settings()
-    guarded(ops.check_resume, session, settings)
-    _run_session_view(session, settings, as_json)
+    guarded(ops.check_resume, request.session_id, settings)
+    _run_session_view(request.session_id, settings, as_json, request)
 
 
 @research_app.command("stop")

@@ -219,7 +219,8 @@ class TrialRecord(_Record):
     prompt: str | None = None
     # Which version of the frozen evaluator produced its numbers (None before schema 5).
     evaluator_version: str | None = None
-    # Where it ran: ``local`` (this machine) or ``ray:ADDRESS`` (None before schema 13).
+    # Where it ran: ``local`` (this machine), ``ray:HOST:PORT`` or ``ray://HOST:PORT`` (a
+    # Ray cluster; None before schema 13).
     ran_on: str | None = None
 
     @property

@@ -602,9 +602,10 @@ def _add_trial_revisions(conn: sqlite3.Connection) -> None:
 
 
 def _add_where_trials_ran(conn: sqlite3.Connection) -> None:
-    """Schema 12 -> 13: ``trials.ran_on``, where a trial ran (``local``, or ``ray:ADDRESS``
-    for a Ray cluster), since a resumed session can move between clusters and this machine.
-    Trials journaled before stay NULL: where they ran was not recorded."""
+    """Schema 12 -> 13: ``trials.ran_on``, where a trial ran (``local``, or a Ray cluster's
+    ``ray:HOST:PORT`` or ``ray://HOST:PORT``), since a resumed session can move between
+    clusters and this machine. Trials journaled before stay NULL: where they ran was not
+    recorded."""
     _add_missing_columns(conn, "trials", {"ran_on": "TEXT"})
 
 

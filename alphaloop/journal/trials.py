@@ -172,7 +172,7 @@ class Trials:
         """Journals a trial about to run: status ``running``, owned by this process, with the
         session's next index (assigned inside the transaction, so never twice). ``prompt`` is
         the exact prompt an LLM proposal was made from (chat messages as JSON text); ``ran_on``
-        where it runs (``local``, or ``ray:ADDRESS``).
+        where it runs (``local``, ``ray:HOST:PORT`` or ``ray://HOST:PORT``).
 
         Raises:
             SessionNotFound: no such session.

@@ -27,16 +27,20 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import AlphaloopError
+from alphaloop.exceptions import ClusterUnavailable
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
+from alphaloop.meta_agent.cluster import LOCAL, on_ray
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines
 from alphaloop.trials import run_trial as evaluate
+
+if TYPE_CHECKING:
+    from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +98,8 @@ def outcome_of(pending: Pending, meanwhile: Callable[[], None] | None = None) ->
             meanwhile()
     try:
         return pending.result()
+    except ClusterUnavailable:
+        raise  # the cluster failed, not the trial: the session stops, and resumes elsewhere
     except Exception as err:  # journaled as the trial's crash, and the loop goes on
         logger.warning("a trial's worker failed: %r", err)
         return TrialOutcome.failed(err)
@@ -101,8 +107,11 @@ def outcome_of(pending: Pending, meanwhile: Callable[[], None] | None = None) ->
 
 def finished(pending: Pending, timeout: float = 0.0) -> bool:
     """Whether ``pending``'s outcome is in, waiting up to ``timeout`` seconds for it. A trial
-    that runs in this process when asked for (or on Ray) counts as finished: asking for it
-    waits on no worker process here."""
+    that runs in this process when asked for counts as finished: asking for it waits on no
+    worker process here."""
+    wait = getattr(pending, "wait", None)  # a Ray task's
+    if wait is not None:
+        return bool(wait(timeout))
     future = pending if isinstance(pending, Future) else getattr(pending, "future", None)
     if future is None:
         return True
@@ -125,9 +134,11 @@ class Pending(Protocol):
 
 
 class TrialRunner(Protocol):
-    """Runs trials somewhere else; :meth:`submit` returns at once."""
+    """Runs trials somewhere else; :meth:`submit` returns at once. ``where`` is how the journal
+    names the place (``local``, ``ray:HOST:PORT`` or ``ray://HOST:PORT``)."""
 
     workers: int
+    where: str
 
     def submit(self, job: TrialJob) -> Pending: ...
 
@@ -156,6 +167,7 @@ class InlineTrials:
     torch would use anyway."""
 
     workers = 1
+    where = LOCAL
 
     def __init__(self, data: MarketData) -> None:
         self._data = data
@@ -310,6 +322,8 @@ class ProcessTrials:
     with every trial, so no worker computes them again.
     """
 
+    where = LOCAL
+
     def __init__(self, data: MarketData, workers: int, mode: str) -> None:
         self.workers = workers
         self._data = data
@@ -400,59 +414,18 @@ class ProcessTrials:
             self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
-# --- Ray -----------------------------------------------------------------------------------
+# --- Ray (the runner: :mod:`.ray_trials`) --------------------------------------------------
 
 
-def _run_on_ray(job: TrialJob, data: MarketData) -> TrialOutcome:
+def run_on_ray(job: TrialJob, data: MarketData) -> TrialOutcome:
+    """A trial as a Ray task, on one thread."""
     single_threaded()
     return execute(job, data)
 
 
-class _RayPending:
-    def __init__(self, ref: Any, get: Callable[[Any], Any]) -> None:
-        self._ref, self._get = ref, get
-
-    def result(self) -> TrialOutcome:
-        return self._get(self._ref)
-
-
-class RayTrials:
-    """Trials as Ray tasks (one CPU each) on the cluster at ``address`` (``auto``, or
-    ``ray://HOST:PORT`` through Ray Client). A Ray runtime this process already started is
-    used as it is, and left running."""
-
-    def __init__(self, data: MarketData, workers: int, address: str) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise AlphaloopError(
-                "--ray-address needs Ray: pip install 'alphaloop[ray]' (or run without it)"
-            ) from None
-        self.workers = workers
-        self._ray = ray
-        self._owned = not ray.is_initialized()
-        if self._owned:
-            try:
-                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-            except (ConnectionError, RuntimeError, ValueError) as err:
-                raise AlphaloopError(
-                    f"cannot connect to the Ray cluster at {address!r} ({err}); start one with "
-                    "`ray start --head` or check the address"
-                ) from None
-        self._data = ray.put(data)  # shipped to the object store once per session
-        self._task = ray.remote(num_cpus=1, max_retries=0)(_run_on_ray)
-
-    def submit(self, job: TrialJob) -> _RayPending:
-        return _RayPending(self._task.remote(job, self._data), self._ray.get)
-
-    def close(self, *, wait: bool = True) -> None:
-        if self._owned:
-            self._ray.shutdown()
-
-
 def _in_processes(workers: int, ray_address: str | None) -> bool:
     """Whether :func:`open_runner` runs trials in worker processes on this machine."""
-    return not ray_address and workers > 1
+    return not on_ray(ray_address) and workers > 1
 
 
 def warm_up(workers: int, ray_address: str | None, mode: str) -> None:
@@ -469,11 +442,34 @@ def warm_up(workers: int, ray_address: str | None, mode: str) -> None:
         forkserver.ensure_running()
 
 
-def open_runner(data: MarketData, workers: int, ray_address: str | None, mode: str) -> TrialRunner:
-    """The runner a session asked for: Ray tasks when it gave a Ray address, worker processes
-    for more than one worker (ready for ``mode``'s trials), else this process."""
-    if ray_address:
-        return RayTrials(data, workers, ray_address)
+def open_runner(
+    data: MarketData,
+    workers: int,
+    ray_address: str | None,
+    mode: str,
+    settings: Settings | None = None,
+    on_lost: Callable[[TrialJob, int, str], None] | None = None,
+) -> TrialRunner:
+    """The runner a session asked for: Ray tasks when it gave a Ray address (reached within
+    the settings' timeout, every node checked first; ``on_lost`` told of each task lost and
+    sent again), worker processes for more than one worker (ready for ``mode``'s trials), else
+    this process.
+
+    Raises:
+        ClusterUnavailable: the cluster does not answer, or a node cannot run the trials.
+    """
+    if on_ray(ray_address):
+        from alphaloop.meta_agent.ray_trials import RayTrials
+
+        return RayTrials(
+            data,
+            workers,
+            ray_address,
+            mode,
+            timeout_s=settings.ray_connect_timeout_s if settings else 30.0,
+            retries=settings.ray_task_retries if settings else 3,
+            on_lost=on_lost,
+        )
     if _in_processes(workers, ray_address):
         return ProcessTrials(data, workers, mode)
     return InlineTrials(data)

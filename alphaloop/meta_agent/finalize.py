@@ -194,6 +194,7 @@ def _test_rows(ctx: SessionContext, evaluated: dict[str, TrialRecord]) -> dict[s
             seed=trial.seed,
             rationale="held-out test evaluation",
             proposer="finalize",
+            ran_on=ctx.where,
         )
         policy = trial.policy_path
         running[key] = row, flight.submit(ctx, row, config, window="test", policy_path=policy)

@@ -103,6 +103,7 @@ def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
             seed=seed,
             rationale="baseline: default config",
             proposer="baseline",
+            ran_on=ctx.where,
         )
         ctx.on_event(TrialStarted(idx=row.idx, kind=TrialKind.baseline))
         yield row
@@ -130,6 +131,7 @@ def start_confirmations(ctx: SessionContext, candidate: TrialRecord) -> Iterator
             seed=seed,
             rationale=why,
             proposer="confirm",
+            ran_on=ctx.where,
         )
         ctx.on_event(TrialStarted(idx=row.idx, kind=TrialKind.confirm))
         yield row
@@ -246,6 +248,7 @@ def _start(
         seed=ctx.seed if seed is None else seed,
         rationale=proposal.rationale,
         proposer=proposal.proposer,
+        ran_on=ctx.where,
         prompt=proposal.prompt,
     )
     if clips:

@@ -35,12 +35,15 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
 from alphaloop.market import DataSpec, MarketData
+from alphaloop.meta_agent.cluster import MAX_WORKERS, check_address, on_ray
 from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.executors import open_runner, warm_up
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.loop import run_loop
 from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
+from alphaloop.meta_agent.placement import journal_move, loss_journal, moved, placed
+from alphaloop.meta_agent.preflight import reach
 from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
@@ -55,7 +58,6 @@ MIN_NOISE_SEEDS = 2
 SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
-MAX_WORKERS = 256
 MAX_FOLDS = 20
 
 
@@ -79,14 +81,14 @@ class SessionSpec(DataSpec):
     # Trials run at once; more than 1 (or a Ray address) runs them in single-threaded
     # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
+    # A Ray cluster (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``), or ``local``: this machine.
+    # None: ``RAY_ADDRESS`` when set (resolved when the session is created), else this machine.
     ray_address: str | None = Field(default=None, min_length=1)
 
     @field_validator("ray_address")
     @classmethod
     def _a_ray_address(cls, value: str | None) -> str | None:
-        if value is None or value == "auto" or value.startswith("ray://") or ":" in value:
-            return value
-        raise ValueError(f"expected auto, ray://HOST:PORT or HOST:PORT, got {value!r}")
+        return check_address(value)
 
     @field_validator("noise_seeds")
     @classmethod
@@ -199,7 +201,11 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
             names the most that fit).
     """
     data = spec.load()
-    spec = spec.model_copy(update={"folds": resolve_folds(spec.folds, data)})
+    spec = placed(spec, settings).model_copy(update={"folds": resolve_folds(spec.folds, data)})
+    if on_ray(spec.ray_address):
+        # The cluster answers, and each node can run the trials, before anything is journaled
+        # (the connection stays open for the run that follows in this process).
+        reach(spec.ray_address, data, spec.mode, settings.ray_connect_timeout_s)
     with Journal(settings.journal_path) as journal:
         return journal.sessions.create(
             goal=spec.goal,
@@ -221,11 +227,21 @@ def run_session(
     session_id: str,
     settings: Settings,
     on_event: OnEvent | None = None,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
 ) -> FinalReport | None:
     """Runs (or resumes) a session until a stop rule fires and finalize has run.
 
+    ``workers`` and ``ray_address`` (a Ray cluster, or ``local``: this machine) move the
+    session: its trials run there from now on, a ``Moved`` event says from where, and the
+    session keeps the new place for later resumes. None: where it ran before. Nothing is
+    journaled until the trials' runner is up: a cluster that does not answer, or a node that
+    fails its check, leaves the session as it was.
+
     Returns the session's ``final`` report. Raises :class:`SessionBusy` when another live
-    process owns the session.
+    process owns the session, :class:`~alphaloop.exceptions.ClusterUnavailable` when its
+    cluster cannot run it.
     """
     with Journal(settings.journal_path) as journal:
         session = journal.sessions.get(session_id)
@@ -233,12 +249,22 @@ def run_session(
         if session.status == SessionStatus.finished and not reopen:
             return session.final
         _check_runnable(session)
-        spec = _stored_spec(session)
+        stored = _stored_spec(session)
+        spec = moved(stored, workers, ray_address)
         warm_up(spec.workers, spec.ray_address, spec.mode)
         ctx = _context(journal, session_id, spec, settings, on_event)
-        resumed = not reopen and ctx.history.rows() != []
-        _claim(journal, session, reopen)
-        settings.home.mkdir(parents=True, exist_ok=True)
+        ctx.runner = open_runner(
+            ctx.data, ctx.workers, ctx.ray_address, ctx.mode, settings, loss_journal(ctx)
+        )
+        try:
+            if spec != stored:
+                journal_move(journal, session, stored, spec)
+            resumed = not reopen and ctx.history.rows() != []
+            _claim(journal, session, reopen)
+            settings.home.mkdir(parents=True, exist_ok=True)
+        except BaseException:
+            ctx.runner.close(wait=False)
+            raise
         _invoke(ctx, resumed)
         return journal.sessions.get(session_id).final
 
@@ -299,32 +325,41 @@ def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:
 def _invoke(ctx: SessionContext, resumed: bool) -> None:
     """Runs the loop after reaping the trials a dead process left running (journaling the
     resume when this run takes up an earlier one); marks the session interrupted if anything
-    stops it."""
+    stops it, and closes the session's runner either way."""
     journal, session_id = ctx.journal, ctx.session_id
-    reaped = journal.trials.reap_interrupted(session_id)
-    if resumed:
-        awaiting = [row.idx for row, _ in journal.trials.awaiting_verdict(session_id)]
-        logger.info(
-            "session %s: resuming; %d interrupted trial(s) will run again, %d await a verdict",
-            session_id,
-            len(reaped),
-            len(awaiting),
-        )
-        journal.logs.add_event(
-            session_id,
-            EventKind.resumed,
-            {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
-        )
-    ctx.runner = open_runner(ctx.data, ctx.workers, ctx.ray_address, ctx.mode)
+    if ctx.runner is None:
+        raise RuntimeError("the session's runner is not open")
+    runner = ctx.runner
     try:
+        _reap(ctx, resumed)
         run_loop(ctx)
     except BaseException as err:
         ctx.end_flight(err)
-        ctx.runner.close(wait=False)
+        runner.close(wait=False)
         # KeyboardInterrupt included: the row stays resumable, the reason is journaled.
         journal.sessions.update(session_id, status=SessionStatus.interrupted, error=repr(err)[:500])
         raise
-    ctx.runner.close()
+    runner.close()
+
+
+def _reap(ctx: SessionContext, resumed: bool) -> None:
+    """Reaps the trials a dead process left running; journals the resume of an earlier run."""
+    journal, session_id = ctx.journal, ctx.session_id
+    reaped = journal.trials.reap_interrupted(session_id)
+    if not resumed:
+        return
+    awaiting = [row.idx for row, _ in journal.trials.awaiting_verdict(session_id)]
+    logger.info(
+        "session %s: resuming; %d interrupted trial(s) will run again, %d await a verdict",
+        session_id,
+        len(reaped),
+        len(awaiting),
+    )
+    journal.logs.add_event(
+        session_id,
+        EventKind.resumed,
+        {"interrupted_trials": [t.idx for t in reaped], "awaiting_verdict": awaiting},
+    )
 
 
 def request_stop(session_id: str, settings: Settings) -> SessionRecord:

@@ -103,6 +103,12 @@ class SessionContext:
         return range(first, first + self.confirm_seeds)
 
     @property
+    def where(self) -> str | None:
+        """Where this run's trials run, as the journal says it (``local``, ``ray:HOST:PORT`` or
+        ``ray://HOST:PORT``)."""
+        return self.runner.where if self.runner is not None else None
+
+    @property
     def session_policy_dir(self) -> Path:
         """Where this session's trained policies go."""
         return self.policy_dir / self.session_id

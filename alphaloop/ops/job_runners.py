@@ -59,13 +59,18 @@ def _resume(job: ResumeJob, settings: Settings, link: Link) -> SessionResult:
 
     ops.check_resume(job.session_id, settings)
     link(job.session_id)
-    return _run_session("resume", job.session_id, settings)
+    return _run_session(
+        "resume", job.session_id, settings, workers=job.workers, ray_address=job.ray_address
+    )
 
 
-def _run_session(kind: Literal["research", "resume"], sid: str, settings: Settings) -> Any:
+def _run_session(
+    kind: Literal["research", "resume"], sid: str, settings: Settings, **move: Any
+) -> Any:
+    """Runs session ``sid`` to its end (``move``: a resume's workers and Ray address)."""
     from alphaloop import ops
 
-    final = ops.run_session(sid, settings)
+    final = ops.run_session(sid, settings, **move)
     session = ops.get_session(settings, sid)
     return SessionResult(
         kind=kind,

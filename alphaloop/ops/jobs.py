@@ -33,6 +33,7 @@ from alphaloop.journal.books import DecisionStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.requests import (
     ResearchRequest,
+    ResumeRequest,
     SessionId,
     TickRequest,
     TrainRequest,
@@ -60,13 +61,10 @@ ResearchJob: Any = derive(
 )  # fmt: skip
 
 
-class ResumeJob(BaseModel):
-    """Continue a session after a crash, a kill or a stop."""
-
-    model_config = _STRICT
-
-    kind: Literal["resume"] = "resume"
-    session_id: str
+ResumeJob: Any = derive(
+    ResumeRequest, "ResumeJob", check=False, extra=_kind("resume"),
+    doc="Continue a session after a crash, a kill or a stop (where it ran, or where it says).",
+)  # fmt: skip
 
 
 TrainJob: Any = derive(

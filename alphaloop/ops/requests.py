@@ -260,7 +260,8 @@ class ResearchRequest(Request):
         default=None,
         min_length=1,
         max_length=200,
-        description="run the trials as Ray tasks on this cluster: auto or ray://HOST:PORT",
+        description="run the trials as Ray tasks on this cluster (auto, HOST:PORT or "
+        "ray://HOST:PORT), or here: local (default: RAY_ADDRESS when set, else here)",
     )
 
     _data = field_validator("data")(data_source)
@@ -269,6 +270,33 @@ class ResearchRequest(Request):
         from alphaloop.ops.research import session_spec
 
         session_spec(self)
+
+
+class ResumeRequest(Request):
+    """Continue a session after a crash, a kill or a stop, from its next trial; where its
+    trials run from now on (each left out: where they ran before, which the session keeps)."""
+
+    LOCAL: ClassVar[frozenset[str]] = frozenset({"workers", "ray_address"})
+
+    session_id: str = Field(min_length=1, max_length=40, description="the session to continue")
+    workers: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="trials in flight at once from now on (default: as before)",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="run the rest on this Ray cluster (auto, HOST:PORT or ray://HOST:PORT), or "
+        "here: local (default: where it ran)",
+    )
+
+    def check(self) -> None:
+        from alphaloop.meta_agent.cluster import check_address
+
+        check_address(self.ray_address)
 
 
 class TrainRequest(Request):
@@ -498,6 +526,7 @@ __all__ = [
     "HaltRequest",
     "ResearchRequest",
     "ResumeBookRequest",
+    "ResumeRequest",
     "TickRequest",
     "TrainRequest",
     "ValidateRequest",

@@ -87,15 +87,23 @@ def check_proposer(proposer: str, settings: Settings) -> None:
 def start_session(spec: SessionSpec, settings: Settings) -> str:
     """Creates a session (its baseline runs first when it is run) and returns its id.
 
+    Its trials run where the spec says, or, when it names no place, on the Ray cluster
+    ``RAY_ADDRESS`` names (as ``ray.init()`` reads it), else on this machine. A cluster is
+    reached and checked before the session is journaled.
+
     Raises:
         DataError: the data cannot be loaded.
         LLMNotConfigured: the spec asks for the LLM proposer and no endpoint is configured.
+        ClusterUnavailable: the Ray cluster does not answer in time, or a node of it cannot
+            run the trials (nothing is journaled).
     """
     from alphaloop.meta_agent.executors import warm_up
+    from alphaloop.meta_agent.placement import placed
 
     # A session started here runs here next: its workers' fork server imports (torch, for
     # PPO) on another core while this process imports the loop and loads the data. The run's
     # own warm-up (the one a resume relies on) then finds the server up.
+    spec = placed(spec, settings)
     warm_up(spec.workers, spec.ray_address, spec.mode)
     from alphaloop.meta_agent.session import create_session
 
@@ -121,7 +129,12 @@ def noise_seeds_note(noise_seeds: int) -> str | None:
 
 
 def run_session(
-    session_id: str, settings: Settings, on_event: OnEvent | None = None
+    session_id: str,
+    settings: Settings,
+    on_event: OnEvent | None = None,
+    *,
+    workers: int | None = None,
+    ray_address: str | None = None,
 ) -> FinalReport | None:
     """Runs (or continues) a session to its end and returns its final report.
 
@@ -129,13 +142,18 @@ def run_session(
         session_id: a created session.
         settings: the alphaloop home and the endpoint.
         on_event: told each ``TrialStarted``, ``TrialFinished`` and the ``Finalized`` report.
+        workers, ray_address: where its trials run from now on (a resume's move: a Ray
+            cluster, or ``local``; each None: where they ran before).
 
     Raises:
         SessionBusy: another live process is running it.
+        ClusterUnavailable: its Ray cluster does not answer, or cannot run its trials
+            (before anything is journaled), or lost one trial's task too often (it stops,
+            resumable).
     """
     from alphaloop.meta_agent.session import run_session as run
 
-    return run(session_id, settings, on_event)
+    return run(session_id, settings, on_event, workers=workers, ray_address=ray_address)
 
 
 def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None = None) -> str:
