@@ -23,6 +23,7 @@ from benchmarks import (
     bench_parallel,
     bench_pm,
     bench_proposers,
+    bench_ray,
     bench_research,
     bench_trials,
     bench_validation,
@@ -43,6 +44,7 @@ BENCHMARKS = (
     ("sessions on null, planted-edge and real markets: picks and gates", bench_generalisation),
     ("portfolio manager ticks and deployment check", bench_pm),
     ("parallel trials, 1 against 2 workers", bench_parallel),
+    ("Ray workers on a loopback two-node cluster against local workers", bench_ray),
     ("command-line start-up", bench_cli_start),
 )
 
