@@ -58,7 +58,7 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         # a short session: the chart gains points as trials finish, then it is stopped
         page.click("#new-session summary")
         page.fill("#research-form input[name=goal]", "maximise Sharpe")
-        page.fill("#research-form input[name=budget]", "30")
+        page.fill("#research-form input[name=budget]", "2000")  # it cannot end before the stop
         page.fill("#research-form input[name=data]", "synthetic")
         # a double click: the button is disabled while the start is in flight, shows its
         # progress, and the start carries an idempotency key; one session starts, and the
