@@ -8,14 +8,19 @@ set -euo pipefail
 PY=${PY:-python3}
 VENV=${VENV:-.venv}
 
+# Installs Debian package $1 ($2: what needs it) when we are root on Debian/Ubuntu; fails
+# otherwise (or when apt-get does).
+apt_install() {
+  [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 || return 1
+  echo "installing $1 ($2)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+}
+
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
    && ! command -v google-chrome >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium (needed for PNG chart export)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "warning: chromium not found and not root; PNG chart export will fail (HTML still works)." >&2
+  if ! apt_install chromium "needed for PNG chart export"; then
+    echo "warning: chromium not found and not installed (not root, or apt-get failed); PNG chart export will fail (HTML still works)." >&2
     echo "         install it with: sudo apt-get install chromium" >&2
   fi
 fi
@@ -23,12 +28,8 @@ fi
 # The Ray cluster tests start real nodes in a network namespace that has only loopback
 # (`ip netns`, from iproute2); without it they are skipped.
 if ! command -v ip >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing iproute2 (the Ray cluster tests' network namespace)"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
-  else
-    echo "warning: ip (iproute2) not found and not root; the Ray cluster tests will be skipped." >&2
+  if ! apt_install iproute2 "the Ray cluster tests' network namespace"; then
+    echo "warning: ip (iproute2) not found and not installed (not root, or apt-get failed); the Ray cluster tests will be skipped." >&2
   fi
 fi
 
