@@ -1,9 +1,10 @@
-"""Package attributes and modules imported on first use (PEP 562).
+"""Module attributes imported on first use (PEP 562): the one lazy-import mechanism.
 
 A package whose public names live in heavy modules (torch, the research loop) re-exports them
-lazily, so that importing the package, or a light sibling through it, stays cheap. A command
-module names the heavy module its commands call with :func:`lazy_module`, so that listing the
-commands (``alphaloop --help``) does not load what only running one of them needs.
+lazily, so that importing the package, or a light sibling through it, stays cheap. The same
+serves submodules: ``alphaloop.ops`` names its modules this way, so a command module imports
+``alphaloop.ops`` and calls ``ops.sessions.list_sessions(...)``, and listing the commands
+(``alphaloop --help``) loads none of what only running one of them needs.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ def lazy_attributes(
     """The ``__getattr__`` and ``__dir__`` of ``package`` for names imported on first use.
 
     Args:
-        package: the package's ``__name__``.
-        where: public name -> the module that defines it.
+        package: the package's (or module's) ``__name__``.
+        where: public name -> the module that defines it; a submodule of ``package`` names
+            itself (``{"sessions": "alphaloop.ops.sessions"}``) and is the attribute.
         exported: the package's ``__all__``.
     """
     names = sorted(set(exported))
@@ -33,7 +35,8 @@ def lazy_attributes(
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        loaded = importlib.import_module(module)
+        value = loaded if module == f"{package}.{name}" else getattr(loaded, name)
         setattr(sys.modules[package], name, value)  # later reads skip this function
         return value
 
@@ -41,28 +44,6 @@ def lazy_attributes(
         return sorted(set(vars(sys.modules[package])) | set(names))
 
     return __getattr__, __dir__
-
-
-class _LazyModule:
-    """Stands for a module until an attribute of it is read, then imports it."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(importlib.import_module(self._name), attr)
-
-    def __repr__(self) -> str:
-        return f"<module {self._name!r}, imported on first use>"
-
-
-def lazy_module(name: str) -> Any:
-    """The module ``name``, imported when one of its attributes is first read.
-
-    Bind it under ``if not TYPE_CHECKING`` beside a plain import for type checkers, so both
-    see the module's real names.
-    """
-    return _LazyModule(name)
 
 
 @contextmanager

@@ -46,6 +46,25 @@ def http_status_of(err: BaseException) -> int:
     return USAGE_STATUS if isinstance(err, ValueError) else FAILURE_STATUS
 
 
+class DataWarning(UserWarning):
+    """Something about the data was changed on load (rows sorted, prices filled); the message
+    says what. A warning, not an error: the command goes on, and front ends show it."""
+
+
+class NoJournal(AlphaloopError):
+    """No journal exists yet in the alphaloop home: no session or run has been started there.
+
+    Front ends word it for their users (``path`` says where it was looked for).
+    """
+
+    exit_code = EXIT_USAGE
+    http_status = 404
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"no journal yet at {path}: no research session has been run in this home")
+        self.path = path
+
+
 class Conflict(AlphaloopError):
     """What was asked clashes with what runs now: resuming a session another process runs,
     stopping one nothing runs, starting a second scheduler."""

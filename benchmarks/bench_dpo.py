@@ -2,7 +2,7 @@
 
 Runs a 20-trial TPE research session (``cufolio_only``, embedded S&P 500 data) in a temporary
 alphaloop home, extracts its preference pairs, and trains SmolLM2-135M-Instruct on them with
-DPO (``ops.train_dpo``, the code behind ``alphaloop dpo train``) for a few steps. Reports the
+DPO (``ops.dpo.train_dpo``, the code behind ``alphaloop dpo train``) for a few steps. Reports the
 prompt lengths in the model's tokens, what fitting the prompts to 1,024 tokens (TRL's former
 fixed ``max_length``) would cut or refuse, the seconds per optimizer step, and the held-out
 preference accuracy before and after training with its 95% Wilson interval.
@@ -137,7 +137,7 @@ def former_limit(settings: Settings, model: Path) -> str:
 
 
 def train(settings: Settings, model: Path, out: Path, steps: int) -> dict[str, Any]:
-    """One DPO run through ``ops.train_dpo``, timed: the Trainer's own runtime per step, and
+    """One DPO run through ``ops.dpo.train_dpo``, timed: the Trainer's own runtime per step, and
     the time between consecutive steps' log lines (the first step has no predecessor)."""
     from alphaloop.ops.dpo import train_dpo
 

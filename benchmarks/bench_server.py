@@ -97,7 +97,7 @@ def _before_routes(settings: Settings) -> APIRouter:
 
     @router.get("/snapshot")
     def snapshot(session_id: str, after: int = 0) -> dict[str, Any]:
-        status = ops.session_status(settings, session_id)
+        status = ops.sessions.session_status(settings, session_id)
         assert status is not None
         rows = [t for t in status.trials if t.id > after]
         return {
@@ -112,9 +112,9 @@ def _before_routes(settings: Settings) -> APIRouter:
 
     @router.get("/journal")
     def journal(session_id: str, after: int = 0) -> dict[str, Any]:
-        r = ops.session_review(settings, session_id)
+        r = ops.sessions.session_review(settings, session_id)
         rows = [t for t in r.trials if t.id > after]
-        validation = ops.latest_validation(settings, session_id)
+        validation = ops.validate.latest_validation(settings, session_id)
         return {
             "session": r.session.model_dump(mode="json"),
             "leaderboard": [t.model_dump(mode="json") for t in r.leaderboard],

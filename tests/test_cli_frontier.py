@@ -67,7 +67,9 @@ def test_bad_input_exits_2_naming_the_flag(args: list[str], says: str) -> None:
 
 
 def test_table_is_readable_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = ops.trace_frontier(ops.FrontierRequest(assets=20, points=4, scenarios=1000))
+    run = ops.frontier.trace_frontier(
+        ops.frontier.FrontierRequest(assets=20, points=4, scenarios=1000)
+    )
 
     def draw(width: int) -> str:
         console = Console(width=width, file=io.StringIO(), color_system=None)

@@ -17,6 +17,7 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
+from alphaloop import ops
 from alphaloop.cli import dpo as dpo_cli
 from alphaloop.cli import feedback as feedback_cli
 from alphaloop.cli import policies as policies_cli
@@ -271,23 +272,23 @@ def _fakes(monkeypatch: pytest.MonkeyPatch) -> None:
         accuracy_after=None, started_at="2026-01-01T06:00:00+00:00", error=None,
         reason="only 12 new labelled pairs since the last run; ALPHALOOP_DPO_MIN_PAIRS is 50",
     )  # fmt: skip
-    monkeypatch.setattr(dpo_cli, "dpo", NS(list_dpo_runs=lambda settings: [run]))
+    monkeypatch.setattr(ops, "dpo", NS(list_dpo_runs=lambda settings: [run]))
     weights = {"AAPL": 0.2512, "MSFT": 0.2011, "BRK-B": 0.1502, "JPM": 0.1, "XOM": 0.05}
     item = NS(
         id=3, book="main", date="2026-01-02", policy_id=7, pre_weights=weights,
         target_weights={**weights, "AAPL": 0.1},
     )  # fmt: skip
-    monkeypatch.setattr(feedback_cli, "prefs", NS(review_decisions=lambda settings: [item]))
     stats = NS(counts={"decisions": {"labelled": 3, "unlabelled": 1}}, new_since_training=3)
-    monkeypatch.setattr(prefs_cli, "prefs", NS(preference_stats=lambda settings: stats))
+    prefs = NS(review_decisions=lambda settings: [item], preference_stats=lambda settings: stats)
+    monkeypatch.setattr(ops, "prefs", prefs)
     policy = NS(
         id=7, kind=NS(value="mean_cvar"), source=NS(value="research"), session_id=SESSION_ID,
         objective={"metric": "sharpe"}, val_objective=0.9711, val_metrics=METRICS,
         test_metrics=METRICS, gates_passed=False,
     )  # fmt: skip
     monkeypatch.setattr(
-        policies_cli,
-        "ops_policies",
+        ops,
+        "policies",
         NS(
             list_policies=lambda settings: [policy],
             active_policy_id=lambda settings: 7,

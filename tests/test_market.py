@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from alphaloop.exceptions import AlphaloopError, DataError
+from alphaloop.exceptions import AlphaloopError, DataError, DataWarning
 from alphaloop.market import (
     DataSpec,
-    DataWarning,
     MarketData,
     load_market,
     load_prices,

@@ -17,13 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from alphaloop import ops
-from alphaloop.exceptions import AlphaloopError, InvalidDelta, exit_code_of
+from alphaloop.exceptions import AlphaloopError, DataWarning, InvalidDelta, NoJournal, exit_code_of
 from alphaloop.knobs import MODES, ConfigDelta
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from alphaloop.ops import TrialBudget
+    from alphaloop.ops.trial import TrialBudget
 
 
 class _ErrorConsole(Console):
@@ -83,10 +83,10 @@ def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Runs library code, turning our errors into a message and the exit code of the error
     table (:func:`alphaloop.exceptions.exit_code_of`)."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", category=ops.DataWarning)
+        warnings.simplefilter("always", category=DataWarning)
         try:
             result = fn(*args, **kwargs)
-        except ops.NoJournal as err:
+        except NoJournal as err:
             raise fail(f"no journal at {err.path}; {NO_JOURNAL_HINT}", exit_code_of(err)) from None
         except ValidationError as err:  # a budget or spec field out of range
             raise flag_error(err) from None
@@ -94,7 +94,7 @@ def guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             raise fail(str(err), exit_code_of(err)) from None
         finally:
             for w in caught:
-                if issubclass(w.category, ops.DataWarning):
+                if issubclass(w.category, DataWarning):
                     err_console.print(f"[yellow]warning:[/yellow] {escape(str(w.message))}")
     return result
 
@@ -181,7 +181,7 @@ def trial_budget(
     """The session settings a command was given (defaults for what it was not), or exit 2
     naming the flag that is out of range."""
     try:
-        return ops.trial_budget(
+        return ops.trial.trial_budget(
             total_timesteps,
             n_envs,
             truncate_drawdown=truncate_drawdown,

@@ -37,8 +37,8 @@ def _check_inputs(
 ) -> tuple[str, tuple[int, int]]:
     """The chart kind and PNG size, or exit 2 before anything is drawn."""
     with _chart_errors():
-        name = ops.chart_kind(kind)
-        _, size = ops.check_export(out, width, height)
+        name = ops.charts.chart_kind(kind)
+        _, size = ops.charts.check_export(out, width, height)
     if not settings.journal_path.exists():
         raise fail(
             f"no journal at {settings.journal_path}; run `alphaloop research` or "
@@ -88,12 +88,14 @@ def chart(
 
     with _chart_errors():
         with spinner(f"drawing {name}..."):
-            drawn = ops.build_chart(name, settings, session_id=session, trial_idx=trial)
-        exported = ops.export_chart(drawn, settings, out=out, size=size)
+            drawn = ops.charts.build_chart(name, settings, session_id=session, trial_idx=trial)
+        exported = ops.charts.export_chart(drawn, settings, out=out, size=size)
         read = None
         if interpret:
             with spinner("reading the chart..."):
-                read = ops.interpret_chart(drawn, settings, png=exported.png, on_warning=_warn)
+                read = ops.charts.interpret_chart(
+                    drawn, settings, png=exported.png, on_warning=_warn
+                )
     if as_json:
         typer.echo(json.dumps(_chart_json(drawn, exported, read)))
         return
@@ -102,7 +104,7 @@ def chart(
         console.print(views.chart_read_panel(read))
 
 
-def _chart_json(drawn: Any, exported: ops.ExportedChart, read: Any) -> dict[str, Any]:
+def _chart_json(drawn: Any, exported: ops.charts.ExportedChart, read: Any) -> dict[str, Any]:
     return {
         "kind": drawn.kind,
         "session_id": drawn.session_id,

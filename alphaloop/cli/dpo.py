@@ -5,28 +5,23 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, console, guarded, step_progress
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.views import FitTable
 from alphaloop.ops.requests import DpoTrainRequest
 from alphaloop.settings import get_settings
 
-if TYPE_CHECKING:
-    from alphaloop.ops import dpo
-else:  # loaded by the first command that calls it
-    dpo = lazy_module("alphaloop.ops.dpo")
-
 dpo_app = typer.Typer(
     no_args_is_help=True, help="DPO on the preference pairs (TRL), on a local model directory."
 )
 
 
-def _accuracy(run: dpo.DpoRunRecord) -> str:
+def _accuracy(run: ops.dpo.DpoRunRecord) -> str:
     """``before -> after [low, high]``: the after's 95% Wilson interval on the held-out pairs."""
     text = f"{run.accuracy_before:.2f} -> {run.accuracy_after:.2f}"
     if run.accuracy_after_low is not None and run.accuracy_after_high is not None:
@@ -34,7 +29,7 @@ def _accuracy(run: dpo.DpoRunRecord) -> str:
     return text
 
 
-def _print_run(run: dpo.DpoRunRecord) -> None:
+def _print_run(run: ops.dpo.DpoRunRecord) -> None:
     if run.status == "skipped":
         console.print(f"DPO run {run.id} skipped: {run.reason}")
         return
@@ -78,7 +73,7 @@ def train(
 
     with progress if progress is not None else nullcontext():
         run = guarded(
-            dpo.train_dpo,
+            ops.dpo.train_dpo,
             get_settings(),
             model,
             out,
@@ -104,7 +99,7 @@ def check(
 
     Example: alphaloop dpo check --model ./models/base --json
     """
-    result = guarded(dpo.dpo_check, get_settings(), model)
+    result = guarded(ops.dpo.dpo_check, get_settings(), model)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return
@@ -117,7 +112,7 @@ def runs(as_json: JsonFlag = False) -> None:
 
     Example: alphaloop dpo runs
     """
-    rows = guarded(dpo.list_dpo_runs, get_settings())
+    rows = guarded(ops.dpo.list_dpo_runs, get_settings())
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows]))
         return

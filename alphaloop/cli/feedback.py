@@ -7,21 +7,15 @@ decision by its outcome: the proposed weights against the alternative the verdic
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import typer
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, console, guarded
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.views import FitTable
 from alphaloop.ops.requests import VerdictRequest
 from alphaloop.settings import get_settings
-
-if TYPE_CHECKING:
-    from alphaloop.ops import prefs
-else:  # loaded by the first command that calls it
-    prefs = lazy_module("alphaloop.ops.prefs")
 
 
 def _weights(weights: dict[str, float]) -> str:
@@ -35,7 +29,7 @@ def review(as_json: JsonFlag = False) -> None:
 
     Example: alphaloop pm review --json
     """
-    items = guarded(prefs.review_decisions, get_settings())
+    items = guarded(ops.prefs.review_decisions, get_settings())
     if as_json:
         typer.echo(json.dumps([i.model_dump(mode="json") for i in items]))
         return
@@ -57,7 +51,7 @@ def review(as_json: JsonFlag = False) -> None:
 
 
 def _weights_arg(text: str) -> dict[str, float]:
-    return guarded(prefs.parse_weights, text)
+    return guarded(ops.prefs.parse_weights, text)
 
 
 @request_command(
@@ -83,7 +77,12 @@ def decide(
     Example: alphaloop pm decide 12 override --weights AAPL=0.3,MSFT=0.2 --note "too much tech"
     """
     decision = guarded(
-        prefs.decide, get_settings(), decision_id, request.verdict, request.weights, request.note
+        ops.prefs.decide,
+        get_settings(),
+        decision_id,
+        request.verdict,
+        request.weights,
+        request.note,
     )
     if as_json:
         typer.echo(json.dumps(decision.model_dump(mode="json")))

@@ -28,15 +28,15 @@ def frontier(request: FrontierRequest, as_json: JsonFlag = False) -> None:
     Example: alphaloop frontier --assets 20 --points 10 --scenarios 10000
     """
     if as_json:
-        run = guarded(ops.trace_frontier, request)
+        run = guarded(ops.frontier.trace_frontier, request)
         typer.echo(json.dumps(run.model_dump(mode="json")))
         return
     with console.status("tracing the efficient frontier...", spinner="dots"):
-        run = guarded(ops.trace_frontier, request)
+        run = guarded(ops.frontier.trace_frontier, request)
     _print_frontier(run)
 
 
-def _print_frontier(run: ops.FrontierRun) -> None:
+def _print_frontier(run: ops.frontier.FrontierRun) -> None:
     title = (
         f"Mean-CVaR efficient frontier: {len(run.symbols)} assets, {run.scenarios:,} scenarios "
         f"({run.distinct_scenarios:,} distinct) of {run.horizon_days}-day returns, "

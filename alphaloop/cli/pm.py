@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, console, guarded
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.ops.requests import FILES, HaltRequest, ResumeBookRequest, TickRequest
 from alphaloop.settings import MAIN_BOOK, get_settings
-
-if TYPE_CHECKING:
-    from alphaloop.ops import pm as ops_pm
-else:  # loaded by the first command that calls it
-    ops_pm = lazy_module("alphaloop.ops.pm")
 
 pm_app = typer.Typer(
     no_args_is_help=True,
@@ -44,7 +39,7 @@ def tick(request: TickRequest, as_json: JsonFlag = False) -> None:
     day = None if request.date is None else request.date.isoformat()
     book = request.book
     decision = guarded(
-        ops_pm.pm_tick,
+        ops.pm.pm_tick,
         get_settings(),
         date=day,
         data=request.data,
@@ -89,7 +84,7 @@ def run(
     if broker not in ("paper", "alpaca"):
         raise typer.Exit(_bad(f"unknown broker {broker!r}; choose paper or alpaca"))
     report = guarded(
-        ops_pm.pm_run, get_settings(), start=start, end=end, data=data, book=book,
+        ops.pm.pm_run, get_settings(), start=start, end=end, data=data, book=book,
         policy_id=policy, broker=broker, resume=resume,
     )  # fmt: skip
     if as_json:
@@ -113,7 +108,7 @@ def status(
 
     Example: alphaloop pm status --json
     """
-    st = guarded(ops_pm.pm_status, get_settings(), book=book, data=data, last=last)
+    st = guarded(ops.pm.pm_status, get_settings(), book=book, data=data, last=last)
     if as_json:
         typer.echo(json.dumps(st.model_dump(mode="json")))
         return
@@ -141,7 +136,7 @@ def halt(request: HaltRequest, as_json: JsonFlag = False) -> None:
 
     Example: alphaloop pm halt --why "earnings week"
     """
-    record = guarded(ops_pm.pm_halt, get_settings(), request.why, book=request.book, origin="cli")
+    record = guarded(ops.pm.pm_halt, get_settings(), request.why, book=request.book, origin="cli")
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))
         return
@@ -156,7 +151,7 @@ def resume(request: ResumeBookRequest, as_json: JsonFlag = False) -> None:
     Example: alphaloop pm resume --why "earnings are out"
     """
     record = guarded(
-        ops_pm.pm_resume, get_settings(), book=request.book, why=request.why, origin="cli"
+        ops.pm.pm_resume, get_settings(), book=request.book, why=request.why, origin="cli"
     )
     if as_json:
         typer.echo(json.dumps(record.model_dump(mode="json")))

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, guarded
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.exceptions import ActivePolicyError
 from alphaloop.ops.requests import ActivateRequest
 from alphaloop.settings import get_settings
-
-if TYPE_CHECKING:
-    from alphaloop.ops import policies as ops_policies
-else:  # loaded by the first command that calls it
-    ops_policies = lazy_module("alphaloop.ops.policies")
 
 T = TypeVar("T")
 
@@ -41,7 +36,7 @@ def _metric(record: Any, which: str) -> str:
 def _active_id(settings: Any) -> int | None:
     """The active id; a garbled pointer is reported on stderr and listed as none active."""
     try:
-        return ops_policies.active_policy_id(settings)
+        return ops.policies.active_policy_id(settings)
     except ActivePolicyError as err:
         err_console.print(f"[yellow]warning:[/yellow] {escape(str(err))}")
         return None
@@ -54,9 +49,9 @@ def list_(as_json: JsonFlag = False) -> None:
     Example: alphaloop policies list --json
     """
     settings = get_settings()
-    rows = guarded(ops_policies.list_policies, settings)
+    rows = guarded(ops.policies.list_policies, settings)
     active = _active_id(settings)
-    overrides = guarded(ops_policies.activation_overrides, settings)
+    overrides = guarded(ops.policies.activation_overrides, settings)
     if as_json:
         typer.echo(
             json.dumps(
@@ -100,7 +95,7 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
 
     Example: alphaloop policies show 3 --json
     """
-    detail = guarded(ops_policies.show_policy, get_settings(), policy_id)
+    detail = guarded(ops.policies.show_policy, get_settings(), policy_id)
     if as_json:
         typer.echo(json.dumps(detail.model_dump(mode="json")))
         return
@@ -150,7 +145,7 @@ def activate(request: ActivateRequest, policy_id: PolicyId, as_json: JsonFlag = 
     Example: alphaloop policies activate 3
     """
     record = guarded(
-        ops_policies.activate_policy,
+        ops.policies.activate_policy,
         get_settings(),
         policy_id,
         force=request.force,
@@ -172,7 +167,7 @@ def verify(as_json: JsonFlag = False) -> None:
 
     Example: alphaloop policies verify --json
     """
-    checks = guarded(ops_policies.verify_policies, get_settings())
+    checks = guarded(ops.policies.verify_policies, get_settings())
     bad = [c for c in checks if not c.ok]
     if as_json:
         typer.echo(

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, choice, console, guarded
 from alphaloop.cli.views import FitTable
 from alphaloop.settings import get_settings
-
-if TYPE_CHECKING:
-    from alphaloop.ops import prefs
-else:  # loaded by the first command that calls it
-    prefs = lazy_module("alphaloop.ops.prefs")
 
 prefs_app = typer.Typer(
     no_args_is_help=True,
@@ -37,7 +31,7 @@ def extract(
 
     Example: alphaloop prefs extract --data prices.csv --json
     """
-    result = guarded(prefs.extract_preferences, get_settings(), data)
+    result = guarded(ops.prefs.extract_preferences, get_settings(), data)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return
@@ -60,7 +54,7 @@ def stats(as_json: JsonFlag = False) -> None:
 
     Example: alphaloop prefs stats
     """
-    result = guarded(prefs.preference_stats, get_settings())
+    result = guarded(ops.prefs.preference_stats, get_settings())
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return
@@ -86,9 +80,9 @@ def export(
 ) -> None:
     """Write the labelled pairs in TRL's standard preference format (one JSON object a line).
 
-    Example: alphaloop prefs export --out prefs.jsonl --source research --rule current
+    Example: alphaloop prefs export --out ops.prefs.jsonl --source research --rule current
     """
-    result = guarded(prefs.export_preferences, get_settings(), out, source, rule)
+    result = guarded(ops.prefs.export_preferences, get_settings(), out, source, rule)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json")))
         return

@@ -88,18 +88,18 @@ def _live_view(budget: int):
 def _run_session_view(
     session_id: str, settings: Settings, as_json: bool, move: ResumeRequest | None = None
 ) -> None:
-    found = guarded(ops.session_status, settings, session_id)
+    found = guarded(ops.sessions.session_status, settings, session_id)
     if found is None:  # only when no id is given; kept for the type checker
         raise fail(f"no session {session_id!r}", 2)
     session, done = found.session, found.counted_trials
     if as_json:
-        guarded(ops.run_session, session_id, settings, **_place(move))
+        guarded(ops.research.run_session, session_id, settings, **_place(move))
     else:
         console.print(f"session [bold]{session_id}[/bold]: {escape(session.goal)}")
         live, on_event, progress, task = _live_view(session.budget)
         progress.update(task, completed=done)
         with live:
-            guarded(ops.run_session, session_id, settings, on_event, **_place(move))
+            guarded(ops.research.run_session, session_id, settings, on_event, **_place(move))
         # Off a terminal, Live leaves its last frame without a line break.
         console.line()
     # The live view showed the trials as they ran: the end shows the leaderboard and the result.
@@ -147,7 +147,7 @@ def research_start(request: ResearchRequest, as_json: JsonFlag = False) -> None:
     for note in (noise_seeds_note(spec.noise_seeds), folds_note(spec.folds)):
         if note:
             err_console.print(escape(f"warning: {note}"))
-    session_id = guarded(ops.start_session, spec, settings)
+    session_id = guarded(ops.research.start_session, spec, settings)
     training = training_note(spec.trial_budget) if request.mode != "cufolio_only" else None
     if training and not as_json:
         console.print(training)
@@ -165,7 +165,7 @@ def research_resume(request: ResumeRequest, as_json: JsonFlag = False) -> None:
     Example: alphaloop research resume s-20260101-120000-ab12 --ray-address local --workers 2
     """
     settings = get_settings()
-    guarded(ops.check_resume, request.session_id, settings)
+    guarded(ops.research.check_resume, request.session_id, settings)
     _run_session_view(request.session_id, settings, as_json, request)
 
 
@@ -183,7 +183,7 @@ def research_stop(
     """
 
     settings = get_settings()
-    stopped = guarded(ops.stop_session, session, settings)
+    stopped = guarded(ops.research.stop_session, session, settings)
     if as_json:
         typer.echo(json.dumps({"session": session, "status": stopped.status.value}))
         return

@@ -24,7 +24,7 @@ def sessions(as_json: JsonFlag = False) -> None:
     Example: alphaloop sessions
     """
     settings = get_settings()
-    rows = guarded(ops.list_sessions, settings)
+    rows = guarded(ops.sessions.list_sessions, settings)
     if as_json:
         typer.echo(
             json.dumps(
@@ -62,7 +62,7 @@ def status(
     Example: alphaloop status
     """
     settings = get_settings()
-    found = guarded(ops.session_status, settings, session)
+    found = guarded(ops.sessions.session_status, settings, session)
     if found is None:
         if as_json:
             none = {"session": None, "counted_trials": 0, "best": None, "running": []}
@@ -111,8 +111,8 @@ def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool
     """Prints a session's review: leaderboard, every trial with its clips (or, without
     ``every_trial``, the command that lists them), the test result with the deflated Sharpe, PBO
     and gates, and the newest `alphaloop validate` report."""
-    r = guarded(ops.session_review, settings, session_id)
-    validation = guarded(ops.latest_validation, settings, session_id)
+    r = guarded(ops.sessions.session_review, settings, session_id)
+    validation = guarded(ops.validate.latest_validation, settings, session_id)
     if as_json:
         typer.echo(
             json.dumps(

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from alphaloop._lazy import lazy_module
+from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.cli.views import FitTable
 from alphaloop.exceptions import exit_code_of
 from alphaloop.settings import get_settings
-
-if TYPE_CHECKING:
-    from alphaloop.ops import schedule
-else:  # loaded by the first command that calls it
-    schedule = lazy_module("alphaloop.ops.schedule")
 
 scheduler_app = typer.Typer(
     no_args_is_help=True,
@@ -25,7 +19,7 @@ scheduler_app = typer.Typer(
 )
 
 
-def _jobs_table(jobs: list[schedule.JobInfo]) -> FitTable:
+def _jobs_table(jobs: list[ops.schedule.JobInfo]) -> FitTable:
     table = FitTable(title="scheduled jobs (UTC)")
     for col in ("job", "cron", "next run", "last run", "outcome"):
         table.add_column(col)
@@ -52,8 +46,8 @@ def scheduler_list(as_json: JsonFlag = False) -> None:
     Example: alphaloop scheduler list --json
     """
     settings = get_settings()
-    jobs = guarded(schedule.list_jobs, settings)
-    holder = schedule.scheduler_holder(settings)
+    jobs = guarded(ops.schedule.list_jobs, settings)
+    holder = ops.schedule.scheduler_holder(settings)
     if as_json:
         typer.echo(
             json.dumps({"scheduler_pid": holder, "jobs": [j.model_dump(mode="json") for j in jobs]})
@@ -79,8 +73,8 @@ def scheduler_run_now(
     Example: alphaloop scheduler run-now prefs_extract
     """
     settings = get_settings()
-    guarded(schedule.job_spec, job)
-    run = guarded(schedule.run_job, settings, job)
+    guarded(ops.schedule.job_spec, job)
+    run = guarded(ops.schedule.run_job, settings, job)
     if as_json:
         typer.echo(json.dumps(run.model_dump(mode="json")))
     else:
@@ -105,7 +99,7 @@ def scheduler_start(as_json: JsonFlag = False) -> None:
     from alphaloop.scheduler import run_scheduler
 
     settings = get_settings()
-    jobs = guarded(schedule.list_jobs, settings)
+    jobs = guarded(ops.schedule.list_jobs, settings)
 
     def on_start(_scheduler) -> None:  # type: ignore[no-untyped-def]
         if as_json:
@@ -118,7 +112,9 @@ def scheduler_start(as_json: JsonFlag = False) -> None:
 
     try:
         run_scheduler(settings, on_start=on_start)
-    except schedule.SchedulerRunning as err:  # not guarded: it would hold every warning until exit
+    except (
+        ops.schedule.SchedulerRunning
+    ) as err:  # not guarded: it would hold every warning until exit
         raise fail(str(err), exit_code_of(err)) from None
     except KeyboardInterrupt:
         pass

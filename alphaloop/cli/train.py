@@ -70,7 +70,7 @@ def train(request: TrainRequest, as_json: JsonFlag = False) -> None:
             progress.update(task["id"], completed=timestep, reward=f"{reward:.4f}")
 
     with progress if progress is not None else nullcontext():
-        run = guarded(ops.train, spec, get_settings(), on_start=on_start, on_update=on_update)
+        run = guarded(ops.train.train, spec, get_settings(), on_start=on_start, on_update=on_update)
     if as_json:
         typer.echo(json.dumps(_run_json(run, spec)))
         return
@@ -85,7 +85,7 @@ def _run_json(run: Any, spec: Any) -> dict[str, Any]:
         "clips": [c.model_dump(mode="json") for c in run.clips],
         "total_timesteps": spec.trial_budget.total_timesteps,
         "env_steps": run.trial.env_steps,
-        **ops.training_options(spec.trial_budget),
+        **ops.trial.training_options(spec.trial_budget),
     }
 
 

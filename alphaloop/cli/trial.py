@@ -58,7 +58,7 @@ def trial(
     """
     check_seed(seed, SEED_MAX)
     delta = parse_sets(set_)
-    request = ops.TrialRequest(
+    request = ops.trial.TrialRequest(
         mode=mode,
         changes=dict(delta.changes),
         data=data,
@@ -80,7 +80,7 @@ def trial(
                 spinner.enter_context(console.status(f"{text}...", spinner="dots"))
 
         run = guarded(
-            ops.run_trial,
+            ops.trial.run_trial,
             request,
             settings,
             policy_dir=settings.policies_dir / "manual",
@@ -92,18 +92,18 @@ def trial(
     _print_trial(run, mode, metric)
 
 
-def _trial_json(run: ops.TrialRun) -> dict:
+def _trial_json(run: ops.trial.TrialRun) -> dict:
     payload = run.result.model_dump(mode="json")
     payload["config"] = run.config.model_dump()
     payload["clips"] = [c.model_dump() for c in run.clips]
     payload["data"] = run.data
     payload["total_timesteps"] = run.budget.total_timesteps
     payload["env_steps"] = run.result.timesteps
-    payload.update(ops.training_options(run.budget))
+    payload.update(ops.trial.training_options(run.budget))
     return payload
 
 
-def _print_trial(run: ops.TrialRun, mode: str, metric: str) -> None:
+def _print_trial(run: ops.trial.TrialRun, mode: str, metric: str) -> None:
     result, budget = run.result, run.budget
     if run.clips:
         console.print(views.clips_table(run.clips))
@@ -133,7 +133,7 @@ def knobs(as_json: JsonFlag = False) -> None:
 
     Example: alphaloop knobs
     """
-    rows = ops.list_knobs()
+    rows = ops.knobs.list_knobs()
     if as_json:
         typer.echo(json.dumps([k.model_dump(exclude={"used_in_modes"}) for k in rows]))
         return

@@ -71,7 +71,7 @@ def validate(
                 status.update(f"validating: {name}...")
 
         report = guarded(
-            ops.validate_session,
+            ops.validate.validate_session,
             settings,
             session,
             n_blocks=request.blocks,

@@ -29,7 +29,7 @@ Decisions a user should know about:
 from typing import TYPE_CHECKING
 
 from alphaloop._lazy import lazy_attributes
-from alphaloop.market._common import DataWarning, Fill
+from alphaloop.market._common import Fill
 
 if TYPE_CHECKING:
     from alphaloop.market.dates import DATE_COLUMNS
@@ -69,7 +69,6 @@ __all__ = [
     "VAL_FRACTION",
     "WORLD_DAYS",
     "DataSpec",
-    "DataWarning",
     "Fill",
     "MarketData",
     "Window",

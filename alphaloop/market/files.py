@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from alphaloop.exceptions import DataError
-from alphaloop.market._common import DataWarning
+from alphaloop.exceptions import DataError, DataWarning
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import DataError
-from alphaloop.market._common import DataWarning, Fill
+from alphaloop.exceptions import DataError, DataWarning
+from alphaloop.market._common import Fill
 from alphaloop.market.dates import date_index
 
 logger = logging.getLogger(__name__)

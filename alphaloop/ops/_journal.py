@@ -4,28 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from alphaloop.exceptions import EXIT_USAGE, AlphaloopError
+from alphaloop.exceptions import NoJournal
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from alphaloop.journal import Journal
-
-
-class NoJournal(AlphaloopError):
-    """No journal exists yet in the alphaloop home: no session or run has been started there.
-
-    Front ends word it for their users (``path`` says where it was looked for).
-    """
-
-    exit_code = EXIT_USAGE
-    http_status = 404
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"no journal yet at {path}: no research session has been run in this home")
-        self.path = path
 
 
 @contextmanager

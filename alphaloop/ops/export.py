@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import InvalidRequest, SessionNotFound
+from alphaloop.exceptions import InvalidRequest, NoJournal, SessionNotFound
 from alphaloop.journal import (
     FoldRecord,
     SessionRecord,
@@ -57,7 +57,7 @@ from alphaloop.journal import (
 )
 from alphaloop.journal.status import RACED_OUT, shown_status
 from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
-from alphaloop.ops._journal import NoJournal, open_journal
+from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:

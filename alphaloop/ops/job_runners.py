@@ -49,7 +49,7 @@ def _research(job: Any, settings: Settings, link: Link) -> SessionResult:
     request = ResearchRequest.model_validate(
         job.model_dump(exclude={"kind"}), context={FILES: True}
     )
-    session_id = ops.start_session(session_spec(request), settings)
+    session_id = ops.research.start_session(session_spec(request), settings)
     link(session_id)
     return _run_session("research", session_id, settings)
 
@@ -57,7 +57,7 @@ def _research(job: Any, settings: Settings, link: Link) -> SessionResult:
 def _resume(job: ResumeJob, settings: Settings, link: Link) -> SessionResult:
     from alphaloop import ops
 
-    ops.check_resume(job.session_id, settings)
+    ops.research.check_resume(job.session_id, settings)
     link(job.session_id)
     return _run_session(
         "resume", job.session_id, settings, workers=job.workers, ray_address=job.ray_address
@@ -70,8 +70,8 @@ def _run_session(
     """Runs session ``sid`` to its end (``move``: a resume's workers and Ray address)."""
     from alphaloop import ops
 
-    final = ops.run_session(sid, settings, **move)
-    session = ops.get_session(settings, sid)
+    final = ops.research.run_session(sid, settings, **move)
+    session = ops.sessions.get_session(settings, sid)
     return SessionResult(
         kind=kind,
         session_id=sid,
@@ -86,7 +86,7 @@ def _train(job: Any, settings: Settings, link: Link) -> TrainResult:
     from alphaloop.ops.train import manual_spec
 
     request = TrainRequest.model_validate(job.model_dump(exclude={"kind"}), context={FILES: True})
-    run = ops.train(
+    run = ops.train.train(
         manual_spec(request), settings, on_start=lambda trial, _planned: link(trial.session_id)
     )
     return TrainResult(

@@ -257,7 +257,7 @@ def retrain_spec(settings: Settings) -> tuple[str, Any]:
     Raises:
         Skipped: no finished research session to retrain.
     """
-    from alphaloop.ops import SessionSpec
+    from alphaloop.meta_agent.session import SessionSpec
 
     if not settings.journal_path.exists():
         raise Skipped("no journal yet: no finished research session to retrain")

@@ -21,8 +21,13 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from alphaloop import ops
-from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, exit_code_of, http_status_of
+from alphaloop.exceptions import (
+    USAGE_STATUS,
+    AlphaloopError,
+    NoJournal,
+    exit_code_of,
+    http_status_of,
+)
 from alphaloop.server import (
     routes_dashboard,
     routes_export,
@@ -96,7 +101,7 @@ def _cached(request: Request, body: bytes, media_type: str, cache: str) -> Respo
 
 
 def _message(err: Exception) -> str:
-    if isinstance(err, ops.NoJournal):
+    if isinstance(err, NoJournal):
         return (
             "no journal yet in this home: start a research session (POST /api/research) or a "
             "manual run (POST /api/train) first"

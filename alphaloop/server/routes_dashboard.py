@@ -179,7 +179,7 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     walk-forward, stress; null until ``alphaloop validate`` ran) next to what finalize found
     against the default and 1/N on TEST."""
     settings = _settings(request)
-    report = ops.latest_validation(settings, session_id)
+    report = ops.validate.latest_validation(settings, session_id)
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
     return {
         "report": jsonable(report.journaled()) if report else None,

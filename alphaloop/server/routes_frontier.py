@@ -12,10 +12,10 @@ from alphaloop.ops.frontier import FrontierRequest
 router = APIRouter(prefix="/api", tags=["portfolio"])
 
 
-@router.get("/frontier", response_model=ops.FrontierRun)
-def frontier(request: Annotated[FrontierRequest, Query()]) -> ops.FrontierRun:
+@router.get("/frontier", response_model=ops.frontier.FrontierRun)
+def frontier(request: Annotated[FrontierRequest, Query()]) -> ops.frontier.FrontierRun:
     """The Mean-CVaR efficient frontier of the first ``assets`` assets, each point certified:
     points from minimum CVaR to the largest return, with their weights. The request is the
     same model ``alphaloop frontier`` reads its flags into. A plain function: the server runs
     it in its pool of threads, so its seconds of solving never hold up the event loop."""
-    return ops.trace_frontier(request)
+    return ops.frontier.trace_frontier(request)

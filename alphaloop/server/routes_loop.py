@@ -44,8 +44,8 @@ def env(n_assets: int = Query(4, ge=2, le=500)) -> dict[str, Any]:
 def knobs() -> dict[str, Any]:
     """The 16 knobs with bounds, and the clipping rules."""
     return {
-        "knobs": [k.model_dump(mode="json") for k in ops.list_knobs()],
-        "clip_rules": list(ops.CLIP_RULES),
+        "knobs": [k.model_dump(mode="json") for k in ops.knobs.list_knobs()],
+        "clip_rules": list(ops.knobs.CLIP_RULES),
     }
 
 
@@ -54,10 +54,12 @@ _METRICS_CHARTS = ("research_progress", "ratio_curve")
 
 
 def _figure(request: Request, kind: str, session_id: str | None, trial_idx: int | None) -> Any:
-    name = ops.chart_kind(kind)
+    name = ops.charts.chart_kind(kind)
     if name in _METRICS_CHARTS and trial_idx is None:
         return ops_sessions.metrics_chart(_settings(request), name, session_id)
-    return ops.build_chart(name, _settings(request), session_id=session_id, trial_idx=trial_idx)
+    return ops.charts.build_chart(
+        name, _settings(request), session_id=session_id, trial_idx=trial_idx
+    )
 
 
 @router.get("/charts/{kind}", tags=["charts"])
@@ -98,7 +100,7 @@ def interpret(request: Request, body: InterpretRequest) -> ChartReadOut:
             png = raw  # a JPEG is checked but not forwarded: the vision path takes PNG
     ctx = body.context
     built = _figure(request, body.kind, ctx.session_id, ctx.trial_idx)
-    read = ops.interpret_chart(built, _settings(request), png=png)
+    read = ops.charts.interpret_chart(built, _settings(request), png=png)
     return ChartReadOut(
         kind=read.kind,
         model=read.model,

@@ -40,7 +40,7 @@ def _settings(request: Request) -> Any:
 def sessions(request: Request, after: int = After) -> Page:
     """Every session, oldest first, each with its ordinal ``n``; ``after=N`` gives those after
     the N-th."""
-    rows = list(reversed(ops.list_sessions(_settings(request))))
+    rows = list(reversed(ops.sessions.list_sessions(_settings(request))))
     items = [
         {
             "n": n,
@@ -102,7 +102,7 @@ def session_journal(
     their per-day series unless ``series=true``."""
     settings = _settings(request)
     r = ops_sessions.session_review_after(settings, session_id, after=after, series=series)
-    validation = ops.latest_validation(settings, session_id)
+    validation = ops.validate.latest_validation(settings, session_id)
     return {
         "session": r.session.model_dump(mode="json"),
         "counted_trials": r.counted_trials,
@@ -116,7 +116,7 @@ def session_journal(
 
 
 def _newest(settings: Any, manual: bool) -> str | None:
-    for row in ops.list_sessions(settings):
+    for row in ops.sessions.list_sessions(settings):
         if (row.session.proposer == _MANUAL) == manual:
             return row.session.id
     return None
@@ -215,14 +215,14 @@ def research_resume(request: Request, session_id: str = SessionPath) -> Started 
     """Continue a session after a crash, a kill or a stop, in a worker process, from its next
     trial. 409 while a live process runs it; 404 for an unknown session."""
     settings = _settings(request)
-    ops.check_resume(session_id, settings)  # refused here, before any process starts
+    ops.research.check_resume(session_id, settings)  # refused here, before any process starts
     return _start_session_job(settings, jobs.ResumeJob(session_id=session_id))
 
 
 @router.post("/research/{session_id}/stop", tags=["research"])
 def research_stop(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
     """Ask a running session to stop after its current trial (finalize still runs)."""
-    stopped = ops.stop_session(session_id, _settings(request))
+    stopped = ops.research.stop_session(session_id, _settings(request))
     return {"session": session_id, "status": stopped.status.value}
 
 
@@ -241,7 +241,7 @@ def session_validate(
     newest validation report (``GET /api/sessions/{session_id}/validation``). 404 for an
     unknown session, before any process starts."""
     settings = _settings(request)
-    ops.get_session(settings, session_id)
+    ops.sessions.get_session(settings, session_id)
     job = jobs.ValidateJob(session_id=session_id, **body.model_dump())
     view = jobs.start_job(settings, job)
     return answer(view, lambda v: JobStarted(job="validate", pid=v.pid, job_id=v.id))
@@ -251,7 +251,7 @@ def _manual_status(settings: Any) -> dict[str, Any]:
     sid = _newest(settings, manual=True)
     if sid is None:
         return {"session": None, "trial": None, "curve": [], "process_alive": False}
-    status = ops.session_status(settings, sid)
+    status = ops.sessions.session_status(settings, sid)
     assert status is not None
     trial = status.trials[-1] if status.trials else None
     alive = any(r.process_alive for r in status.running)

@@ -31,9 +31,9 @@ def knob_info(args: KnobInfoArgs, ctx: ToolContext) -> dict[str, Any]:
                 "meaning": k.doc,
                 "used_in_modes": k.used_in_modes,
             }
-            for k in ops.list_knobs(args.names, args.mode)
+            for k in ops.knobs.list_knobs(args.names, args.mode)
         ],
-        "rules": list(ops.CLIP_RULES),
+        "rules": list(ops.knobs.CLIP_RULES),
     }
 
 

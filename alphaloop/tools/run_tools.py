@@ -45,7 +45,7 @@ class RunTrialArgs(BaseModel):
 
 
 def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
-    request = ops.TrialRequest(
+    request = ops.trial.TrialRequest(
         mode=args.mode,
         changes=args.changes,
         rationale="run from chat",
@@ -57,7 +57,7 @@ def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # data warnings are the CLI's to show
-        run = ops.run_trial(
+        run = ops.trial.run_trial(
             request,
             ctx.settings,
             policy_dir=ctx.settings.policies_dir / "chat",
@@ -101,8 +101,8 @@ def start_research(args: Any, ctx: ToolContext) -> dict[str, Any]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        session_id = ops.run_research(spec, ctx.settings, on_event)
-    review = ops.session_review(ctx.settings, session_id, top=5)
+        session_id = ops.research.run_research(spec, ctx.settings, on_event)
+    review = ops.sessions.session_review(ctx.settings, session_id, top=5)
     return {
         "session_id": session_id,
         "counted_trials": review.counted_trials,
@@ -118,14 +118,14 @@ class StopResearchArgs(BaseModel):
 
 
 def stop_research(args: StopResearchArgs, ctx: ToolContext) -> dict[str, Any]:
-    s = ops.get_session(ctx.settings, args.session_id)
+    s = ops.sessions.get_session(ctx.settings, args.session_id)
     if s.status in ("finished",):
         return {
             "session_id": s.id,
             "stop_requested": False,
             "note": "the session has already finished",
         }
-    ops.stop_session(s.id, ctx.settings)
+    ops.research.stop_session(s.id, ctx.settings)
     return {
         "session_id": s.id,
         "stop_requested": True,

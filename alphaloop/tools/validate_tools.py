@@ -21,7 +21,7 @@ ValidateArgs: Any = derive(
 
 def validate_session(args: Any, ctx: ToolContext) -> dict[str, Any]:
     ctx.progress(f"validating {args.session_id}")
-    r = ops.validate_session(
+    r = ops.validate.validate_session(
         ctx.settings,
         args.session_id,
         n_blocks=args.blocks,

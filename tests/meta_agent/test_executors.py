@@ -349,14 +349,15 @@ import sys
 from multiprocessing import forkserver
 from alphaloop import ops
 from alphaloop.meta_agent.executors import preload_for
+from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.settings import Settings
 
 if __name__ == "__main__":
     settings = Settings(ALPHALOOP_HOME=sys.argv[1])
     server = forkserver._forkserver
     for workers in (1, 2):
-        spec = ops.SessionSpec(goal="g", mode="ppo_only", data="synthetic", workers=workers)
-        ops.start_session(spec, settings)
+        spec = SessionSpec(goal="g", mode="ppo_only", data="synthetic", workers=workers)
+        ops.research.start_session(spec, settings)
         started = server._forkserver_pid is not None
         print(workers, started, server._preload_modules == preload_for("ppo_only"))
 """

@@ -7,35 +7,35 @@ from pathlib import Path
 import pytest
 
 from alphaloop import ops
-from alphaloop.exceptions import ChartExportError, UnknownChartKind
+from alphaloop.exceptions import ChartExportError, NoJournal, UnknownChartKind
 from alphaloop.settings import Settings
 
 
 def test_an_empty_home_has_no_sessions(settings: Settings) -> None:
-    assert ops.list_sessions(settings) == []
-    assert ops.session_status(settings) is None
-    with pytest.raises(ops.NoJournal) as caught:
-        ops.list_sessions(settings, missing_ok=False)
+    assert ops.sessions.list_sessions(settings) == []
+    assert ops.sessions.session_status(settings) is None
+    with pytest.raises(NoJournal) as caught:
+        ops.sessions.list_sessions(settings, missing_ok=False)
     assert caught.value.path == settings.journal_path
-    with pytest.raises(ops.NoJournal):
-        ops.session_review(settings, "s-nope")
+    with pytest.raises(NoJournal):
+        ops.sessions.session_review(settings, "s-nope")
     assert not settings.journal_path.exists()  # a read never creates the journal
 
 
 def test_knobs_by_name_and_mode() -> None:
-    assert len(ops.list_knobs()) == 16
-    cvar = ops.list_knobs(mode="cufolio_only")
+    assert len(ops.knobs.list_knobs()) == 16
+    cvar = ops.knobs.list_knobs(mode="cufolio_only")
     assert {k.group for k in cvar} == {"cvar"}
     assert all("cufolio_only" in k.used_in_modes for k in cvar)
-    with pytest.raises(ops.UnknownKnob, match="unknown knobs alpha_boost"):
-        ops.list_knobs(["gamma", "alpha_boost"])
+    with pytest.raises(ops.knobs.UnknownKnob, match="unknown knobs alpha_boost"):
+        ops.knobs.list_knobs(["gamma", "alpha_boost"])
 
 
 def test_chart_inputs_are_checked_before_drawing(tmp_path: Path) -> None:
-    assert ops.chart_kind("training-curve") == "training_curve"
+    assert ops.charts.chart_kind("training-curve") == "training_curve"
     with pytest.raises(UnknownChartKind):
-        ops.chart_kind("pie")
-    assert ops.check_export(None) == ("html", (1100, 620))
-    assert ops.check_export(tmp_path / "c.png", 800, 400) == ("png", (800, 400))
+        ops.charts.chart_kind("pie")
+    assert ops.charts.check_export(None) == ("html", (1100, 620))
+    assert ops.charts.check_export(tmp_path / "c.png", 800, 400) == ("png", (800, 400))
     with pytest.raises(ChartExportError):
-        ops.check_export(tmp_path / "c.pdf")
+        ops.charts.check_export(tmp_path / "c.pdf")

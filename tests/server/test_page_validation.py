@@ -31,7 +31,7 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
     sid = json.loads(run.stdout)["session"]["id"]
     checked = CliRunner().invoke(app, ["validate", sid, "--json"])
     assert checked.exit_code == 0, checked.output
-    found = ops.latest_validation(settings, sid)
+    found = ops.validate.latest_validation(settings, sid)
     assert found is not None
     report = found.journaled()
     with live_server(settings) as base, sync_playwright() as pw:

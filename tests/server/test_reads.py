@@ -67,7 +67,7 @@ def test_snapshot_carries_the_progress_chart_when_asked(home) -> None:
         chart = httpx.get(f"{base}/api/charts/research_progress?session_id={sid}").json()
     assert snap["chart"] == chart
     # the figure drawn from the full read (every series parsed) is the same figure
-    full = ops.build_chart("research_progress", get_settings(), session_id=sid)
+    full = ops.charts.build_chart("research_progress", get_settings(), session_id=sid)
     assert chart == json.loads(full.figure.to_json())
     assert chart["layout"]["meta"]["session_id"] == sid if "meta" in chart["layout"] else True
     assert chart["data"]
@@ -76,7 +76,7 @@ def test_snapshot_carries_the_progress_chart_when_asked(home) -> None:
 def test_ratio_curve_without_series_equals_the_full_read(home) -> None:
     settings, _, _ = home
     light = ops_sessions.metrics_chart(settings, "ratio_curve")
-    full = ops.build_chart("ratio_curve", settings)
+    full = ops.charts.build_chart("ratio_curve", settings)
     assert light.figure.to_json() == full.figure.to_json()
     with pytest.raises(ValueError, match="research_progress or ratio_curve"):
         ops_sessions.metrics_chart(settings, "weights")
