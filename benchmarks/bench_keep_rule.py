@@ -258,8 +258,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     plan = QUICK if quick else FULL
     n_sessions, budget = plan["sessions"], plan["budget"]
-    real, make = executors.evaluate, session.make_proposer
-    executors.evaluate = _wrapped(real)
+    real, make = executors.run_trial, session.make_proposer
+    executors.run_trial = _wrapped(real)
     measured: dict[str, list[list[dict[str, Any]]]] = {}
     n_folds = 0
     try:
@@ -273,7 +273,7 @@ def main(quick: bool = False) -> dict[str, Any]:
                     flush=True,
                 )
     finally:
-        executors.evaluate, session.make_proposer = real, make
+        executors.run_trial, session.make_proposer = real, make
     seconds, edges = timed(lambda: true_edges(plan["true_check"], n_sessions, budget))
     print(
         f"rule: screen alpha {keep_rule.SCREEN_ALPHA}, keep alpha {keep_rule.KEEP_ALPHA} (window "

@@ -80,7 +80,7 @@ def trial(
                 spinner.enter_context(console.status(f"{text}...", spinner="dots"))
 
         run = guarded(
-            ops.trial.run_trial,
+            ops.trial.run_by_hand,
             request,
             settings,
             policy_dir=settings.policies_dir / "manual",

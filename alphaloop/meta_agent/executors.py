@@ -36,8 +36,7 @@ from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.cluster import LOCAL, on_ray
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
-from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines
-from alphaloop.trials import run_trial as evaluate
+from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines, run_trial
 
 if TYPE_CHECKING:
     from alphaloop.settings import Settings
@@ -70,7 +69,7 @@ class TrialJob(BaseModel):
 def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
     """Runs ``job`` on ``data``; a failing trial is an outcome, never an exception."""
     try:
-        result = evaluate(
+        result = run_trial(
             job.mode,
             job.config,
             data,

@@ -3,7 +3,7 @@
     baseline
     while a trial is in flight or may start:
         propose (start search trials while there is room)
-        run_trial (wait for the oldest trial in flight)
+        wait_for_oldest (the oldest trial in flight: its outcome)
         confirm (re-run it on fresh seeds, if it passed the keep rule's screen)
         record (its verdict)
     finalize
@@ -13,7 +13,7 @@ result to the journal before it returns, and every step is idempotent: the journ
 loop's checkpoint, and a resumed session runs this same loop from the top, each step skipping
 what the journal says is done (see :mod:`.session`). With one worker the loop proposes, runs,
 [confirms,] records, in turn; with several, ``propose`` keeps one trial per worker in flight
-(and one more), and ``run_trial`` waits for the oldest, so verdicts are given in index order.
+(and one more), and ``wait_for_oldest`` waits for the oldest: verdicts come in index order.
 
 Why a plain loop and not a LangGraph graph: every decision here (room to propose, a stop rule,
 a screen passed) is read from the journal and the trials in flight, which live objects hold;
@@ -35,7 +35,7 @@ def run_loop(ctx: SessionContext) -> None:
             nodes.propose(ctx)  # a stop that came while the proposer thought starts nothing
         if not ctx.flight:
             break
-        nodes.run_trial(ctx)
+        nodes.wait_for_oldest(ctx)
         if nodes.passed_screen(ctx):
             nodes.confirm(ctx)
         nodes.record(ctx)

@@ -4,7 +4,7 @@
 
 ``propose`` starts search trials until one per worker is in flight, one more with several
 workers (:data:`LOOKAHEAD`; trials a killed run interrupted first, each run again once);
-``run_trial`` waits for the oldest trial in flight and holds its outcome in the journal;
+``wait_for_oldest`` waits for the oldest trial in flight and holds its outcome in the journal;
 ``confirm`` re-runs a candidate that passed the keep rule's screen on fresh seeds; ``record``
 gives the verdict against the best so far as of its index.
 
@@ -49,7 +49,7 @@ from alphaloop.trials import TrialResult
 from alphaloop.validation import aligned_matrix
 
 __all__ = [
-    "Verdict",
+    "TrialVerdict",
     "baseline",
     "confirm",
     "decide",
@@ -58,11 +58,11 @@ __all__ = [
     "proposal_context",
     "propose",
     "record",
-    "run_trial",
     "screened",
     "stop_reason",
     "trial_view",
     "verdict",
+    "wait_for_oldest",
 ]
 
 logger = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def propose(ctx: SessionContext) -> None:
         ctx.flight.append(started)
 
 
-def run_trial(ctx: SessionContext) -> None:
+def wait_for_oldest(ctx: SessionContext) -> None:
     """Waits for the oldest trial in flight and holds its outcome in the journal, where its
     verdict will read it (a kill from here on judges it on resume instead of rerunning it)."""
     trial = ctx.flight[0]
@@ -200,7 +200,7 @@ def decide(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> TrialRe
 # --- verdicts ------------------------------------------------------------------------------
 
 
-class Verdict(BaseModel):
+class TrialVerdict(BaseModel):
     """What became of a search trial, why, and its mean over seeds when it was confirmed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -212,7 +212,7 @@ class Verdict(BaseModel):
 
 def _without_bar(
     ctx: SessionContext, outcome: TrialOutcome, rows: list[TrialRecord]
-) -> Verdict | None:
+) -> TrialVerdict | None:
     """The verdict of a result the keep rule's comparison does not decide, or None.
 
     A trial that breaks a limit is discarded. A baseline that breaks the limits is no bar for
@@ -221,15 +221,15 @@ def _without_bar(
     """
     violation = ctx.objective.violation(outcome.result.metrics)
     if violation:
-        return Verdict(status=TrialStatus.discard, reason=violation)
+        return TrialVerdict(status=TrialStatus.discard, reason=violation)
     incumbent, _ = best_so_far(rows)
     if incumbent is None:
-        return Verdict(status=TrialStatus.keep, reason="first valid trial")
+        return TrialVerdict(status=TrialStatus.keep, reason="first valid trial")
     if incumbent.kind == TrialKind.baseline:
         base_breaks = violation_of(ctx.objective, incumbent)
         if base_breaks:
             why = f"first trial within the limits; the baseline breaks them ({base_breaks})"
-            return Verdict(status=TrialStatus.keep, reason=why)
+            return TrialVerdict(status=TrialStatus.keep, reason=why)
     return None
 
 
@@ -251,41 +251,43 @@ def screened(
     )
 
 
-def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> Verdict:
+def verdict(ctx: SessionContext, trial_id: int, outcome: TrialOutcome) -> TrialVerdict:
     """Keep or discard search trial ``trial_id``'s outcome (a crash or timeout stays what it
     is), and why: kept when it ran all its folds, respects the limits, passes the screen on its
     own seed, its mean over its confirmation seeds beats the incumbent's by the t-margin, and
     its daily returns beat the incumbent's on the same days of the folds (see
     :mod:`.keep_rule`)."""
     if outcome.status is not OutcomeStatus.ok or outcome.result is None:
-        return Verdict(status=outcome.status.value)
+        return TrialVerdict(status=outcome.status.value)
     if outcome.raced_out:
-        return Verdict(status=TrialStatus.discard, reason=outcome.raced_out)
+        return TrialVerdict(status=TrialStatus.discard, reason=outcome.raced_out)
     rows = finished_trials(ctx)
     free = _without_bar(ctx, outcome, rows)
     if free is not None:
         return free
     first = screened(ctx, outcome, rows)
     if first is None or not first.passed:
-        return Verdict(status=TrialStatus.discard, reason=first.describe() if first else None)
+        return TrialVerdict(status=TrialStatus.discard, reason=first.describe() if first else None)
     confirms = confirmations(ctx, trial_id)
     failed = [t for t in confirms if t.objective is None]
     if failed:
         why = f"passed the screen, but its confirmation on seed {failed[0].seed} ended " + (
             f"{failed[0].status}: {failed[0].error}"
         )
-        return Verdict(status=TrialStatus.discard, reason=why)
+        return TrialVerdict(status=TrialStatus.discard, reason=why)
     objectives = [outcome.result.objective, *(t.objective for t in confirms)]
     final = keep_rule.confirmed(objectives, first.incumbent, first.noise)
     if not final.passed:
-        return Verdict(status=TrialStatus.discard, reason=final.describe(), seeds=final.candidate)
+        return TrialVerdict(
+            status=TrialStatus.discard, reason=final.describe(), seeds=final.candidate
+        )
     window = window_comparison(ctx, rows, outcome.result, confirms)
     if not window.passed:
         # The deciding test first: a table cuts a long reason at its end.
         why = f"{window.describe()}; {final.describe()}"
-        return Verdict(status=TrialStatus.discard, reason=why, seeds=final.candidate)
+        return TrialVerdict(status=TrialStatus.discard, reason=why, seeds=final.candidate)
     why = f"{final.describe()}; {window.describe()}"
-    return Verdict(status=TrialStatus.keep, reason=why, seeds=final.candidate)
+    return TrialVerdict(status=TrialStatus.keep, reason=why, seeds=final.candidate)
 
 
 def window_comparison(

@@ -39,7 +39,7 @@ class InFlight:
     pending: Pending
     iteration: OpenSpan
     trial_span: OpenSpan
-    # What it produced, once ``run_trial`` has waited for it (asked of the runner once).
+    # What it produced, once ``wait_for_oldest`` has waited for it (asked of the runner once).
     outcome: TrialOutcome | None = None
 
 

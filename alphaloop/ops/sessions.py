@@ -118,7 +118,7 @@ class LiveTrial(BaseModel):
         )
 
 
-class SessionStatus(BaseModel):
+class SessionProgress(BaseModel):
     """Where a session is: its row, its trials, the best so far, the trials running now."""
 
     model_config = _FROZEN
@@ -133,7 +133,7 @@ class SessionStatus(BaseModel):
     llm_mode: str | None = None
 
 
-def session_status(settings: Settings, session_id: str | None = None) -> SessionStatus | None:
+def session_status(settings: Settings, session_id: str | None = None) -> SessionProgress | None:
     """The status of ``session_id``, or of the newest session.
 
     Returns None when no session id is given and there is no session yet (no journal, or an
@@ -155,7 +155,7 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
         top = [b] if (b := pick_of(j, s)) else []
         counted = j.trials.counted(session_id)
         modes = [c.mode for c in j.logs.llm_calls(session_id) if c.purpose == "propose" and c.mode]
-    return SessionStatus(
+    return SessionProgress(
         llm_mode=modes[-1] if modes else None,
         session=s,
         trials=trials,

@@ -109,7 +109,7 @@ def _start_config(request: TrialRequest, settings: Settings) -> TrialConfig:
     return TrialConfig(**best.config)
 
 
-def run_trial(
+def run_by_hand(
     request: TrialRequest,
     settings: Settings,
     *,
@@ -130,7 +130,7 @@ def run_trial(
         ValidationError: the budget is out of range.
     """
     from alphaloop.market import load_market
-    from alphaloop.trials import run_trial as evaluate
+    from alphaloop.trials import run_trial
 
     delta = ConfigDelta(changes=request.changes, rationale=request.rationale)
     base = _start_config(request, settings)
@@ -147,7 +147,7 @@ def run_trial(
     config, clips = clip(base, delta, market.n_assets, budget.n_envs)
     if on_start is not None:
         on_start(f"running a {request.mode} trial on {market.source}")
-    result = evaluate(
+    result = run_trial(
         request.mode,
         config,
         market,

@@ -44,7 +44,7 @@ class RunTrialArgs(BaseModel):
     total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
 
 
-def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
+def run_by_hand(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
     request = ops.trial.TrialRequest(
         mode=args.mode,
         changes=args.changes,
@@ -57,7 +57,7 @@ def run_trial(args: RunTrialArgs, ctx: ToolContext) -> dict[str, Any]:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # data warnings are the CLI's to show
-        run = ops.trial.run_trial(
+        run = ops.trial.run_by_hand(
             request,
             ctx.settings,
             policy_dir=ctx.settings.policies_dir / "chat",
@@ -141,7 +141,7 @@ TOOLS = (
         "changed from the defaults or from a session's best config; values are clipped to "
         "their bounds.",
         RunTrialArgs,
-        run_trial,
+        run_by_hand,
         acts=True,
     ),
     Tool(

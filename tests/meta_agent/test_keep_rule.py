@@ -274,13 +274,13 @@ class SeedOnly(RandomProposer):
 def test_a_session_of_seed_only_changes_keeps_no_more_than_chance(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    real = executors.evaluate
+    real = executors.run_trial
 
-    def evaluate(mode: str, config: TrialConfig, data: Any, budget: Any, seed: int, **kw: Any):
+    def run_trial(mode: str, config: TrialConfig, data: Any, budget: Any, seed: int, **kw: Any):
         j = config.n_scenarios - 5000
         return real(mode, TrialConfig(), data, budget, seed + 1000 * j if j > 0 else seed, **kw)
 
-    clean_env.setattr(executors, "evaluate", evaluate)
+    clean_env.setattr(executors, "run_trial", run_trial)
     clean_env.setattr(session, "make_proposer", lambda *args: SeedOnly())
     settings = Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
     spec = SessionSpec(goal="g", data="synthetic", budget=12, noise_seeds=3, seed=2)

@@ -192,7 +192,7 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds_and_the_folds_day
 def test_failing_trials_are_journaled_and_the_loop_goes_on(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = executors.evaluate
+    real = executors.run_trial
     calls: list[int] = []
 
     def failing(*args: Any, **kwargs: Any) -> Any:
@@ -207,7 +207,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
             raise failure
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(executors, "evaluate", failing)
+    monkeypatch.setattr(executors, "run_trial", failing)
     sid = run(settings, budget=4, seed=4)
     s, rows = read(settings, sid)
     search = [t for t in rows if t.kind == "search"]
@@ -225,7 +225,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
 
 def where_is(name: str) -> Any:
     """The module ``name`` is looked up in: the evaluator where trials run, else the nodes."""
-    return executors if name == "evaluate" else nodes
+    return executors if name == "run_trial" else nodes
 
 
 def interrupt(name: str, at_call: int) -> Callable[..., Any]:
@@ -238,7 +238,7 @@ def interrupt(name: str, at_call: int) -> Callable[..., Any]:
         if len(calls) == at_call:
             raise KeyboardInterrupt
 
-    def evaluate(*args: Any, **kwargs: Any) -> Any:
+    def trial(*args: Any, **kwargs: Any) -> Any:
         check()
         return real(*args, **kwargs)
 
@@ -246,7 +246,7 @@ def interrupt(name: str, at_call: int) -> Callable[..., Any]:
         check()
         real(ctx)
 
-    return evaluate if name == "evaluate" else node
+    return trial if name == "run_trial" else node
 
 
 def outcome(settings: Settings, sid: str) -> dict[str, Any]:
@@ -282,12 +282,12 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("where", "at_call"),
     [
-        # evaluate runs 3 baseline seeds, search trial 1 and its 2 confirmations, search trials
+        # run_trial runs 3 baseline seeds, search trial 1 and its 2 confirmations, search trials
         # 2..5, then the test-window evaluations.
-        ("evaluate", 2),  # mid baseline seed
-        ("evaluate", 4),  # mid search trial
-        ("evaluate", 6),  # mid confirmation (the first one is done)
-        ("evaluate", 11),  # mid finalize
+        ("run_trial", 2),  # mid baseline seed
+        ("run_trial", 4),  # mid search trial
+        ("run_trial", 6),  # mid confirmation (the first one is done)
+        ("run_trial", 11),  # mid finalize
         ("confirm", 1),  # a search trial passed the screen, no confirmation run yet
         ("record", 1),  # a search trial confirmed, its verdict not yet journaled
         ("record", 3),  # a search trial screened out, its verdict not yet journaled
@@ -331,7 +331,7 @@ def test_a_session_interrupted_anywhere_resumes_as_if_it_never_stopped(
     assert sorted(t.idx for t in rows) == list(range(len(rows)))
     with Journal(settings.journal_path) as journal:
         [event] = journal.logs.events(sid, kind="Resumed")
-    if where != "evaluate":
+    if where != "run_trial":
         # Nothing was running, or the finished trial awaited only its verdict: no row is lost
         # or run twice.
         assert all(t.status != "crash" for t in rows)
@@ -556,7 +556,7 @@ def test_a_kill_mid_fold_loses_no_fold_and_runs_none_twice(
     at_call: int,
 ) -> None:
     sid = create_session(spec(budget=3, seed=3, noise_seeds=2, folds=3), settings)
-    monkeypatch.setattr(executors, "evaluate", interrupt("evaluate", at_call))
+    monkeypatch.setattr(executors, "run_trial", interrupt("run_trial", at_call))
     with pytest.raises(KeyboardInterrupt):
         run_session(sid, settings)
     monkeypatch.undo()
