@@ -113,7 +113,7 @@ def build_chart(
             for ``equity_curves`` and ``weights``, its trial with a curve for
             ``training_curve``).
         series: the replayed series of ``equity_curves`` and ``weights`` (the evaluator's
-            replay, :class:`alphaloop.ops.replay.SessionReplay`); the other kinds need none.
+            replay, :class:`alphaloop.ops.series.SessionSeries`); the other kinds need none.
 
     Raises:
         UnknownChartKind: not a chart kind.

@@ -2,7 +2,7 @@
 
 The journal keeps a trial's daily returns and final weights but only the *metrics* of the
 baselines, so the baselines' equity and a trial's weights day by day are recomputed by the frozen
-evaluator (``alphaloop.ops.replay``). Charts never run the evaluator: :func:`build_chart` takes a
+evaluator (``alphaloop.ops.series``). Charts never run the evaluator: :func:`build_chart` takes a
 :class:`SeriesSource` and draws what it returns.
 """
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from alphaloop import ops
 from alphaloop.cli import views
 from alphaloop.cli._app import JsonFlag, console, err_console, fail, guarded
 from alphaloop.settings import get_settings
@@ -39,17 +40,17 @@ def replay(
 
     Example: alphaloop replay --trial s-20260101-120000-ab12:4 --start 2020-01-01 --end 2020-06-30
     """
-    from alphaloop.ops import rerun  # loads the evaluator (torch): only when a replay runs
-
     if (trial is None) == (policy is None):
         raise fail("give exactly one of --trial SESSION:IDX or --policy ID", 2)
     if trial is not None:
         try:
-            rerun.parse_trial_ref(trial)
+            ops.replay.parse_trial_ref(trial)
         except ValueError as err:
             raise fail(str(err), 2) from None
-    request = rerun.ReplayRequest(trial=trial, policy_id=policy, start=start, end=end, data=data)
-    run = guarded(rerun.replay, get_settings(), request)
+    request = ops.replay.ReplayRequest(
+        trial=trial, policy_id=policy, start=start, end=end, data=data
+    )
+    run = guarded(ops.replay.replay, get_settings(), request)
     if run.warning:
         err_console.print(f"[yellow]warning:[/yellow] {escape(run.warning)}")
     if as_json:

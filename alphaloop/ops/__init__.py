@@ -13,10 +13,10 @@ Modules: ``requests`` (every request a front end accepts, declared once), ``sess
 status, review), ``research`` (start, run, resume, stop), ``trial`` (one trial by hand),
 ``train`` (manual PPO training), ``validate`` (the validation suite), ``reads`` (the chat's
 reads), ``dashboard``, ``history``, ``plots``, ``study``, ``rows``, ``tally`` and ``notes`` (the
-web page's reads), ``charts``, ``replay`` (series a chart needs), ``rerun`` (a trial or policy
-re-run on a window of one's own), ``frontier``, ``knobs``, ``env``, ``policies``, ``pm``,
-``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work handed to a worker),
-``export``, ``tearsheet``.
+web page's reads), ``charts``, ``series`` (the series a chart needs, recomputed), ``replay`` (a
+trial or policy re-run on a window of one's own), ``frontier``, ``knobs``, ``env``,
+``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
+handed to a worker), ``export``, ``tearsheet``.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ if TYPE_CHECKING:
         reads,
         replay,
         requests,
-        rerun,
         research,
         rows,
         schedule,
+        series,
         sessions,
         study,
         tally,
@@ -77,10 +77,10 @@ __all__ = [
     "reads",
     "replay",
     "requests",
-    "rerun",
     "research",
     "rows",
     "schedule",
+    "series",
     "sessions",
     "study",
     "tally",

@@ -45,11 +45,11 @@ def build_chart(
             :func:`alphaloop.charts.build_chart`.
     """
     from alphaloop.charts import build_chart as draw
-    from alphaloop.ops.replay import SessionReplay
+    from alphaloop.ops.series import SessionSeries
 
     with open_journal(settings) as journal:
         return draw(
-            kind, journal, session_id=session_id, trial_idx=trial_idx, series=SessionReplay()
+            kind, journal, session_id=session_id, trial_idx=trial_idx, series=SessionSeries()
         )
 
 

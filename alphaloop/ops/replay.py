@@ -1,12 +1,23 @@
-"""Series the journal does not store but a chart needs: baseline returns and a trial's allocation.
+"""``alphaloop replay``: a journaled trial or a library policy re-run on a window of one's own.
 
-The journal keeps a trial's daily returns and final weights, and only the *metrics* of the
-baselines. Equity curves of the baselines and a trial's weights day by day are recomputed here
-by the frozen evaluator's public functions (the very code its trials ran), on the session's data
-(refused if its fingerprint changed). A replay is checked against the journal before it is
-drawn: baselines must give the journaled metrics, and a trial's replayed allocation must give its
-journaled daily returns. :class:`SessionReplay` hands the series to the charts
-(:class:`alphaloop.charts.series.SeriesSource`).
+A replay is the frozen evaluator's :func:`~alphaloop.trials.evaluate` of the parent as a
+published policy (:class:`~alphaloop.trials.PolicySubject`) on the requested rows: the rows
+before them stay in place as history (the policy's lookback, the scenario window), nothing
+after them is read, and the evaluator's own code decides and scores. Nothing trains: a PPO
+trial replays its saved zip (or cannot be replayed), a library policy loads its verified file,
+a Mean-CVaR config re-solves with its pinned seed. The same inputs give bit-identical metrics,
+journaled with the evaluator version that produced them.
+
+Decisions:
+
+* A window must lie inside the data, hold at least ``MIN_EVAL_ROWS`` trading days, and have the
+  history the strategy looks back on before it (``lookback`` days for PPO, ``scenario_window``
+  for a Mean-CVaR stage); otherwise it is refused (exit 2), never silently cut.
+* A window overlapping the training window of a PPO policy is replayed, with a warning that is
+  printed and journaled with the replay: those days are in sample for the policy, and a person
+  comparing windows must see it, but refusing would stop legitimate looks at in-sample fit.
+* Replays of a trial keep its config hash and point to it (``parent_trial_id``); replays of a
+  policy point to the library entry (``parent_policy_id``).
 """
 
 from __future__ import annotations
@@ -14,192 +25,278 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
-from alphaloop import trials as evaluator
-from alphaloop.charts.series import BASELINE_NAMES, Allocation, Window, WindowReturns
-from alphaloop.exceptions import ChartDataError, ReplayError
-from alphaloop.journal import SessionRecord, TrialRecord
-from alphaloop.knobs import Mode, TrialConfig
-from alphaloop.market import DataSpec, MarketData
-from alphaloop.metrics import compute_metrics
-from alphaloop.trials import TrialBudget
+from alphaloop import library
+from alphaloop.exceptions import ReplayError, ReplayWindowError, TrialCrashed
+from alphaloop.journal import PolicyKind, ReplayRecord, SessionRecord
+from alphaloop.knobs import Mode, TrialConfig, config_hash
+from alphaloop.market import MIN_EVAL_ROWS, DataSpec, MarketData
+from alphaloop.metrics import Metrics
+from alphaloop.ops._journal import open_journal
+from alphaloop.ops.series import session_budget, session_market
+from alphaloop.settings import Settings
+from alphaloop.trials import PolicySubject, Rows, TrialBudget, TrialResult, evaluate
 
-# Replayed returns must match journaled ones to this (they are the same float operations).
-RETURNS_TOLERANCE = 1e-9
-METRICS_TOLERANCE = 1e-6
-
-
-def _spec(session: SessionRecord) -> dict[str, Any]:
-    spec = (session.settings or {}).get("spec")
-    if not isinstance(spec, dict):
-        raise ReplayError(f"session {session.id} does not record how its data was loaded")
-    return spec
+PPO_MODES = ("ppo_only", "unified")
+CVAR_MODES = ("cufolio_only", "unified")
 
 
-def session_market(session: SessionRecord) -> MarketData:
-    """The session's market data, loaded as the session loaded it.
+class ReplayRequest(BaseModel):
+    """What to replay and where: a trial (``session:idx``) or a library policy, on
+    ``start..end`` (ISO dates, inclusive), optionally on other data with the same symbols."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trial: str | None = None
+    policy_id: int | None = None
+    start: str
+    end: str
+    data: str | None = None
+
+
+class ReplayRun(BaseModel):
+    """A finished replay: the journaled row and what it was compared with."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    replay: ReplayRecord
+    # What was replayed, as a person names it: "trial #8 of s-..." (the journal's #) or "policy 3".
+    parent: str
+    mode: str
+    metric: str
+    objective: float
+    metrics: Metrics
+    baselines: dict[str, Metrics]
+    n_days: int
+    warning: str | None = None
+
+
+class _Parent(BaseModel):
+    """What a replay re-runs, whichever way it was named."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    parent_trial_id: int | None = None
+    parent_policy_id: int | None = None
+    label: str
+    mode: Mode
+    config: TrialConfig
+    hash: str
+    seed: int
+    budget: TrialBudget
+    metric: str
+    policy_path: str | None
+    data_spec: dict[str, Any]
+    symbols: list[str]
+    session: SessionRecord
+
+
+def parse_trial_ref(text: str) -> tuple[str, int]:
+    """``SESSION:IDX`` as (session id, index).
 
     Raises:
-        ReplayError: the data cannot be loaded any more, or it changed since the session ran.
+        ValueError: not of that form.
     """
-    spec = _spec(session)
-    try:
-        data = DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}).load()
-    except Exception as err:  # a moved CSV, a changed column set: say which session it was
-        raise ReplayError(f"cannot load the data of session {session.id}: {err}") from err
-    if session.data_fingerprint and data.fingerprint != session.data_fingerprint:
-        raise ReplayError(
-            f"the data at {session.data_source!r} changed since session {session.id} ran "
-            f"(fingerprint {data.fingerprint} != {session.data_fingerprint}); its series cannot "
-            "be replayed"
-        )
-    return data
+    session_id, sep, idx = text.rpartition(":")
+    if not sep or not session_id or not idx.strip().lstrip("-").isdigit():
+        raise ValueError(f"--trial takes SESSION:IDX (e.g. s-20260101-120000-ab12:3), got {text!r}")
+    return session_id, int(idx)
 
 
-def session_budget(session: SessionRecord) -> TrialBudget:
-    """The trial budget (evaluation cost, scenario window...) the session's trials ran with."""
-    return TrialBudget(**(_spec(session).get("trial_budget") or {}))
-
-
-def trial_window(trial: TrialRecord) -> Window:
-    return "test" if trial.kind == "test" else "validation"
-
-
-def _dates(data: MarketData, win: slice) -> tuple[str, list[str]]:
-    days = [d.date().isoformat() for d in data.dates[win]]
-    before = data.dates[win.start - 1].date().isoformat() if win.start > 0 else days[0]
-    return before, days
-
-
-def baseline_returns(
-    data: MarketData, window: Window, budget: TrialBudget
-) -> dict[str, np.ndarray]:
-    """Daily net returns of the evaluator's two baselines on ``window`` (the series behind the
-    metrics :func:`alphaloop.trials.baselines` reports)."""
-    return {name: bt.net for name, bt in evaluator.baseline_backtests(data, window, budget).items()}
-
-
-def _check_baselines(trial: TrialRecord, series: dict[str, np.ndarray]) -> None:
-    for name, returns in series.items():
-        journaled = (trial.baselines or {}).get(name)
-        if not journaled:
-            continue
-        replayed = compute_metrics(returns, np.zeros_like(returns))
-        gap = abs(replayed.total_return - journaled["total_return"])
-        if gap > METRICS_TOLERANCE:
+def _trial_parent(journal: Any, ref: str) -> _Parent:
+    session_id, idx = parse_trial_ref(ref)
+    trial = journal.trials.at(session_id, idx)
+    session = journal.sessions.get(session_id)
+    config = TrialConfig(**trial.config)
+    path = None
+    if session.mode in PPO_MODES:
+        if not trial.policy_path or not Path(trial.policy_path).is_file():
             raise ReplayError(
-                f"the {BASELINE_NAMES[name]} baseline replayed for trial #{trial.idx} returns "
-                f"{replayed.total_return:.6f}, not the journaled {journaled['total_return']:.6f}"
+                f"trial #{idx} of session {session_id} ({session.mode}) has no saved policy "
+                f"at {trial.policy_path!r}: it cannot be replayed without retraining (run "
+                "`alphaloop trial` with its config to train it again)"
             )
-
-
-def on_window(trial: TrialRecord, days: int) -> list[float]:
-    """The trial's journaled returns on its window of ``days`` days: all of them, or for a
-    search trial scored on several folds the last ``days`` (its folds tile the history up to
-    the end of VALIDATION, the last one VALIDATION itself).
-
-    Raises:
-        ReplayError: fewer returns than the window has days.
-    """
-    returns = list(trial.val_returns or [])
-    if len(returns) < days or (len(returns) > days and trial_window(trial) != "validation"):
-        raise ReplayError(
-            f"trial #{trial.idx} journaled {len(returns)} daily returns but its "
-            f"{trial_window(trial)} window has {days} days"
-        )
-    return returns[len(returns) - days :]
-
-
-def window_returns(trial: TrialRecord, data: MarketData, budget: TrialBudget) -> WindowReturns:
-    """The trial's journaled daily returns on its window, with the baselines replayed there.
-
-    Raises:
-        ChartDataError: the trial has no journaled returns (it crashed, or is still running).
-        ReplayError: the replayed baselines do not give the journaled baseline metrics.
-    """
-    if not trial.val_returns:
-        raise ChartDataError(
-            f"trial #{trial.idx} of session {trial.session_id} has no daily returns to draw "
-            f"(status {trial.status})"
-        )
-    window = trial_window(trial)
-    win = evaluator.window_slice(data, window)
-    journaled = on_window(trial, win.stop - win.start)
-    series = baseline_returns(data, window, budget)
-    _check_baselines(trial, series)
-    start, days = _dates(data, win)
-    return WindowReturns(
-        window=window,
-        start_date=start,
-        dates=days,
-        strategy=journaled,
-        baselines={k: v.tolist() for k, v in series.items()},
+        path = trial.policy_path
+    return _Parent(
+        parent_trial_id=trial.id,
+        label=f"trial #{idx} of {session_id}",
+        mode=session.mode,
+        config=config,
+        hash=trial.config_hash or config_hash(config),
+        seed=trial.seed if trial.seed is not None else session.seed,
+        budget=session_budget(session),
+        metric=str(session.objective.get("metric", "sharpe")),
+        policy_path=path,
+        data_spec=library.data_spec_of(session),
+        symbols=list((session.settings.get("data") or {}).get("symbols") or []),
+        session=session,
     )
 
 
-def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBudget) -> Allocation:
-    """Replays the trial's weights on its window, checked against its journaled returns.
+def _policy_parent(journal: Any, policy_id: int) -> _Parent:
+    record = journal.policies.get(policy_id)
+    path = None
+    if record.kind != PolicyKind.mean_cvar:
+        path = str(library.verified_policy_file(record))
+    return _Parent(
+        parent_policy_id=record.id,
+        label=f"policy {record.id}",
+        mode=record.mode,
+        config=TrialConfig(**record.config),
+        hash=record.config_hash,
+        seed=record.seed,
+        budget=TrialBudget(**record.trial_budget),
+        metric=str(record.objective.get("metric", "sharpe")),
+        policy_path=path,
+        data_spec=record.data_spec,
+        symbols=record.symbols,
+        session=journal.sessions.get(record.session_id),
+    )
+
+
+def _market(parent: _Parent, data: str | None) -> MarketData:
+    """The parent's data as it was loaded, or ``data`` loaded the same way (same symbols)."""
+    if data is None:
+        if parent.parent_trial_id is not None:
+            return session_market(parent.session)
+        return DataSpec(**parent.data_spec).load()
+    symbols = parent.symbols or parent.data_spec.get("symbols")
+    return DataSpec(**{**parent.data_spec, "data": data, "symbols": symbols}).load()
+
+
+def _day(text: str, flag: str) -> pd.Timestamp:
+    try:
+        return pd.Timestamp(text)
+    except ValueError:
+        raise ReplayWindowError(f"{flag} {text!r} is not a date; write it as YYYY-MM-DD") from None
+
+
+def window_rows(data: MarketData, start: str, end: str, history: int) -> slice:
+    """The rows of ``data`` dated ``start..end`` (inclusive), checked.
 
     Raises:
-        ChartDataError: the trial has no journaled returns (it crashed, or is still running).
-        ReplayError: the policy file is gone, or the replay does not reproduce the journal.
+        ReplayWindowError: dates outside the data, a reversed or short window, or fewer than
+            ``history`` rows before it.
     """
-    if not trial.val_returns:
-        raise ChartDataError(
-            f"trial #{trial.idx} of session {trial.session_id} has no allocation to draw "
-            f"(status {trial.status})"
+    d1, d2 = _day(start, "--start"), _day(end, "--end")
+    first, last = data.dates[0], data.dates[-1]
+    span = f"the data {data.source!r} runs {first.date()}..{last.date()}"
+    if d1 > d2:
+        raise ReplayWindowError(f"--start {start} is after --end {end}")
+    earliest = data.dates[min(history, len(data.dates) - 1)].date()
+    if d2 > last:
+        raise ReplayWindowError(f"the window {start}..{end} is outside the data: {span}")
+    if d1 < first:
+        raise ReplayWindowError(
+            f"--start {start} is before the data's first day ({span}); the strategy looks back "
+            f"{history} days, so start on {earliest} or later"
         )
-    if mode != "cufolio_only" and (not trial.policy_path or not Path(trial.policy_path).is_file()):
-        raise ReplayError(
-            f"trial #{trial.idx}'s policy is not at {trial.policy_path!r} any more; its weights "
-            "cannot be replayed"
+    lo = int(data.dates.searchsorted(d1, side="left"))
+    hi = int(data.dates.searchsorted(d2, side="right"))
+    if hi - lo < MIN_EVAL_ROWS:
+        raise ReplayWindowError(
+            f"the window {start}..{end} holds {hi - lo} trading days; a replay needs at least "
+            f"{MIN_EVAL_ROWS}"
         )
-    window = trial_window(trial)
-    targets, rebalance, _ = evaluator.strategy_targets(
-        mode,
-        TrialConfig(**trial.config),
-        data,
-        window,
-        budget,
-        trial.seed or 0,
-        policy_path=None if mode == "cufolio_only" else trial.policy_path,
+    if lo < history:
+        raise ReplayWindowError(
+            f"the window {start}..{end} starts with {lo} trading days of history before it; the "
+            f"strategy looks back {history} days, so start on {earliest} or later ({span})"
+        )
+    return slice(lo, hi)
+
+
+def _history(parent: _Parent) -> int:
+    needed = 1
+    if parent.mode in PPO_MODES:
+        needed = max(needed, parent.config.lookback)
+    if parent.mode in CVAR_MODES:
+        needed = max(needed, parent.budget.scenario_window)
+    return needed
+
+
+def _overlap_warning(parent: _Parent, data: MarketData, win: slice) -> str | None:
+    """A sentence when a PPO policy is replayed on days it was trained on, else None."""
+    if parent.mode not in PPO_MODES:
+        return None
+    trained = (parent.session.settings.get("data") or {}).get("train")
+    if not trained:
+        return None
+    t0, t1 = pd.Timestamp(trained[0]), pd.Timestamp(trained[1])
+    w0, w1 = data.dates[win.start], data.dates[win.stop - 1]
+    if w1 < t0 or w0 > t1:
+        return None
+    lo, hi = max(w0, t0).date(), min(w1, t1).date()
+    return (
+        f"the window overlaps the training window of {parent.label} ({t0.date()}..{t1.date()}) "
+        f"on {lo}..{hi}: those days are in sample for the policy, its metrics there are not "
+        "out-of-sample evidence"
     )
-    win = evaluator.window_slice(data, window)
-    book = evaluator.simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps)
-    journaled = np.asarray(on_window(trial, win.stop - win.start))
-    if (
-        book.net.shape != journaled.shape
-        or np.max(np.abs(book.net - journaled)) > RETURNS_TOLERANCE
-    ):
-        raise ReplayError(
-            f"the replayed allocation of trial #{trial.idx} does not reproduce its journaled "
-            "returns (the policy file or the evaluator changed since it ran)"
-        )
-    _, days = _dates(data, win)
-    return Allocation(
-        window=window,
-        dates=days,
-        symbols=list(data.symbols),
-        weights=book.holdings.tolist(),
-        final_weights=book.final.tolist(),
-        turnover=book.turnover.tolist(),
+
+
+def _evaluate(parent: _Parent, data: MarketData, win: slice) -> TrialResult:
+    """The frozen evaluator's score of ``parent`` as a published policy on rows ``win``."""
+    subject = PolicySubject(
+        mode=parent.mode,
+        config=parent.config,
+        budget=parent.budget,
+        seed=parent.seed,
+        metric=parent.metric,
+        policy_path=parent.policy_path,
     )
+    try:
+        return evaluate(subject, Rows.of(win), data)
+    except TrialCrashed as err:
+        raise ReplayError(f"the replay of {parent.label} failed: {err}") from None
 
 
-class SessionReplay:
-    """The replayed series of one session's trials, its data loaded once on first use."""
+def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
+    """Re-runs a trial or a policy on ``request``'s window and journals the replay.
 
-    def __init__(self) -> None:
-        self._loaded: dict[str, tuple[MarketData, TrialBudget]] = {}
-
-    def _inputs(self, session: SessionRecord) -> tuple[MarketData, TrialBudget]:
-        if session.id not in self._loaded:
-            self._loaded[session.id] = (session_market(session), session_budget(session))
-        return self._loaded[session.id]
-
-    def window_returns(self, session: SessionRecord, trial: TrialRecord) -> WindowReturns:
-        return window_returns(trial, *self._inputs(session))
-
-    def allocation(self, session: SessionRecord, trial: TrialRecord) -> Allocation:
-        return allocation(trial, session.mode, *self._inputs(session))
+    Raises:
+        NoJournal: no journal in the home yet.
+        ValueError: not exactly one of ``trial`` / ``policy_id``, or a malformed trial reference.
+        SessionNotFound, TrialNotFound, PolicyNotFound: the parent does not exist.
+        ReplayWindowError: the window is outside the data, reversed, too short, or lacks history.
+        ReplayError: a PPO trial without its saved policy, its data cannot be loaded, or the
+            evaluator could not score it (a diverged policy, a failed solve).
+        PolicyTampered: the policy's file changed since it was published (nothing was loaded).
+        DataError: ``request.data`` cannot be loaded with the parent's symbols.
+    """
+    if (request.trial is None) == (request.policy_id is None):
+        raise ValueError("replay takes exactly one of --trial SESSION:IDX or --policy ID")
+    with open_journal(settings) as journal:
+        if request.trial is not None:
+            parent = _trial_parent(journal, request.trial)
+        else:
+            parent = _policy_parent(journal, int(request.policy_id or 0))
+        data = _market(parent, request.data)
+        win = window_rows(data, request.start, request.end, _history(parent))
+        warning = _overlap_warning(parent, data, win)
+        result = _evaluate(parent, data, win)
+        record = journal.policies.add_replay(
+            parent_trial_id=parent.parent_trial_id,
+            parent_policy_id=parent.parent_policy_id,
+            config_hash=parent.hash,
+            start=result.start_date,
+            end=result.end_date,
+            data_source=data.source,
+            data_fingerprint=data.fingerprint,
+            metrics=result.metrics.model_dump(),
+            returns=result.daily_returns,
+            warning=warning,
+            evaluator_version=result.evaluator_version,
+        )
+    return ReplayRun(
+        replay=record,
+        parent=parent.label,
+        mode=parent.mode,
+        metric=parent.metric,
+        objective=result.objective,
+        metrics=result.metrics,
+        baselines=result.baselines,
+        n_days=win.stop - win.start,
+        warning=warning,
+    )

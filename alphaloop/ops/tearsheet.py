@@ -4,7 +4,7 @@ gates with the test that decided each, how the search went, and the notes.
 
 The TEST series are the journal's (the rows finalize wrote when it evaluated each config once
 on TEST); 1/N's series, and each book's weights and turnover day by day, are replayed with the
-frozen evaluator and checked against the journal (:mod:`alphaloop.ops.replay`), as a chart of a
+frozen evaluator and checked against the journal (:mod:`alphaloop.ops.series`), as a chart of a
 trial is. :func:`build_tearsheet` gives the sheet's typed content with its figures, so a page
 can show the same sheet; :func:`write_tearsheet` writes it as one HTML file, or its figures as
 PNGs.
@@ -121,9 +121,9 @@ def _lines(
 ) -> tuple[WindowReturns, Allocation, list[SheetLine]]:
     """The pick's, the default's and 1/N's TEST series (the journal's; 1/N's and each book's
     turnover and weights replayed and checked against it), the pick first."""
-    from alphaloop.ops.replay import SessionReplay, on_window
+    from alphaloop.ops.series import SessionSeries, on_window
 
-    replay = SessionReplay()
+    replay = SessionSeries()
     window = replay.window_returns(session, pick_test)
     same = pick_test.id == default_test.id
     allocation = replay.allocation(session, pick_test)

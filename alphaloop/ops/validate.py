@@ -306,7 +306,7 @@ def validate_session(
             2 to select among), nothing scored yet, or ``oos_start`` on scored days.
         ReplayError: the session's data cannot be loaded as it was, or changed.
     """
-    from alphaloop.ops.replay import session_budget, session_market
+    from alphaloop.ops.series import session_budget, session_market
 
     started = time.monotonic()
     step = on_step or (lambda _: None)

@@ -31,7 +31,7 @@ from alphaloop.charts.figures import (
 )
 from alphaloop.journal import Journal, TrialNotFound, downsample_curve
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
-from alphaloop.ops.replay import SessionReplay, allocation, session_budget, session_market
+from alphaloop.ops.series import SessionSeries, allocation, session_budget, session_market
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
@@ -155,7 +155,7 @@ def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
 def test_equity_curves_end_where_the_journal_says(lab: Lab) -> None:
     with lab.journal() as j:
         session = j.sessions.get(lab.research_id)
-        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
+        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionSeries())
         best = j.trials.get(session.best_trial_id)
         [test_row] = [
             t for t in j.trials.of_session(lab.research_id, "test") if t.parent_id == best.id
@@ -228,7 +228,7 @@ def test_weights_replay_the_trial(lab: Lab, which: str) -> None:
     with lab.journal() as j:
         session = j.sessions.get(sid)
         trial = j.trials.get(session.best_trial_id)
-        chart = build_chart("weights", j, session_id=sid, series=SessionReplay())
+        chart = build_chart("weights", j, session_id=sid, series=SessionSeries())
     check_allocation(chart, trial, session)
 
 
@@ -252,7 +252,7 @@ def test_weights_of_a_unified_trial(tmp_path) -> None:
         for trial in j.trials.of_session(sid):
             if trial.val_returns:
                 chart = build_chart(
-                    "weights", j, session_id=sid, trial_idx=trial.idx, series=SessionReplay()
+                    "weights", j, session_id=sid, trial_idx=trial.idx, series=SessionSeries()
                 )
                 check_allocation(chart, trial, session)
 
@@ -281,12 +281,12 @@ def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
     with lab.journal() as j:
         with pytest.raises(TrialNotFound, match=r"no trial #42; its trials are #0\.\.#10"):
             build_chart(
-                "weights", j, session_id=lab.research_id, trial_idx=42, series=SessionReplay()
+                "weights", j, session_id=lab.research_id, trial_idx=42, series=SessionSeries()
             )
         # An invalid row has no results to draw.
         with pytest.raises(ChartDataError, match=r"no results to draw .*invalid"):
             build_chart(
-                "equity_curves", j, session_id=lab.research_id, trial_idx=6, series=SessionReplay()
+                "equity_curves", j, session_id=lab.research_id, trial_idx=6, series=SessionSeries()
             )
         with pytest.raises(ChartDataError, match="a trial index does not apply"):
             build_chart("research_progress", j, session_id=lab.research_id, trial_idx=2)
@@ -294,7 +294,7 @@ def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
             build_chart("ratio_curve", j, session_id=lab.research_id)
         # A test-window row draws its own window.
         test_chart = build_chart(
-            "weights", j, session_id=lab.research_id, trial_idx=9, series=SessionReplay()
+            "weights", j, session_id=lab.research_id, trial_idx=9, series=SessionSeries()
         )
         assert test_chart.figure.layout.meta["window"] == "test"
         assert not math.isnan(test_chart.figure.data[0].y[0])

@@ -24,7 +24,7 @@ from alphaloop.charts import (
 )
 from alphaloop.charts.interpret import VLM_HEIGHT, VLM_WIDTH
 from alphaloop.journal import Journal
-from alphaloop.ops.replay import SessionReplay
+from alphaloop.ops.series import SessionSeries
 from alphaloop.settings import Settings
 
 from .conftest import VLM_MODEL, Lab
@@ -222,7 +222,7 @@ def test_an_oversized_image_is_refused_before_any_request(
 def test_without_a_vlm_the_embedded_read_is_journaled(lab: Lab, journal_copy: Path) -> None:
     settings = Settings(ALPHALOOP_HOME=str(journal_copy.parent))
     with Journal(journal_copy) as j:
-        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
+        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionSeries())
         read = interpret_chart(chart, settings.model_copy(update={"vlm_model": None}), j)
         [row] = j.logs.chart_reads(lab.research_id)
     assert row.model == "embedded-reader" and row.bullets == read.bullets

@@ -11,7 +11,7 @@ from alphaloop.charts import CHART_KINDS, build_chart, read_embedded, read_figur
 from alphaloop.charts._reading import drawdown
 from alphaloop.journal import TrialRecord
 from alphaloop.metrics import max_drawdown
-from alphaloop.ops.replay import SessionReplay
+from alphaloop.ops.series import SessionSeries
 
 from .conftest import Lab
 
@@ -35,7 +35,7 @@ def curve_trial(rewards: list[float], status: str = "keep") -> TrialRecord:
 def test_every_chart_reads_in_four_to_six_bullets(lab: Lab, kind: str) -> None:
     sid = {"training_curve": lab.manual.session.id, "ratio_curve": None}.get(kind, lab.research_id)
     with lab.journal() as j:
-        chart = build_chart(kind, j, session_id=sid, series=SessionReplay())
+        chart = build_chart(kind, j, session_id=sid, series=SessionSeries())
     read = read_embedded(chart)
     assert 4 <= len(read.bullets) <= 6, read.bullets
     assert read.model == "embedded-reader" and read.embedded
@@ -77,7 +77,7 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
 def test_equity_read_states_the_evaluator_numbers(lab: Lab) -> None:
     with lab.journal() as j:
         best = j.trials.best(lab.research_id)
-        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionReplay())
+        chart = build_chart("equity_curves", j, session_id=lab.research_id, series=SessionSeries())
         # VALIDATION is the most recent of the folds the trial was scored on.
         validation = j.folds.of_trial(best.id)[-1].metrics
     facts, bullets = read_figure(chart.figure)

@@ -13,7 +13,7 @@ from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import load_market
 from alphaloop.metrics import compute_metrics
-from alphaloop.ops.rerun import ReplayRequest, replay
+from alphaloop.ops.replay import ReplayRequest, replay
 from alphaloop.pm.policy import evaluator_equity, load_data, window_rows
 from alphaloop.settings import Settings
 from alphaloop.trials import EVALUATOR_VERSION, TrialBudget, span_reruns
