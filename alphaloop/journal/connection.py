@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from alphaloop._lazy import without_modules
 from alphaloop.exceptions import JournalError, JournalLocked
-from alphaloop.journal import schema
+from alphaloop.journal import migrations, schema
 
 if TYPE_CHECKING:  # imported on first use of ``db`` (see there)
     from sqlite_utils import Database
@@ -176,7 +176,7 @@ class JournalFile:
             with _immediate(conn):
                 found = schema.version(conn)  # another process may have upgraded it meanwhile
                 if found < schema.SCHEMA_VERSION:
-                    schema.migrate(conn, found)
+                    migrations.migrate(conn, found)
         except sqlite3.DatabaseError as err:
             if _is_locked(err):
                 raise

@@ -9,7 +9,7 @@ import pytest
 from journal_helpers import new_session, new_trial
 
 from alphaloop.exceptions import AlphaloopError
-from alphaloop.journal import SCHEMA_VERSION, Journal, JournalError, schema
+from alphaloop.journal import SCHEMA_VERSION, Journal, JournalError, migrations, schema
 
 TABLES = {"sessions", "trials", "bounds_clips", "llm_calls", "events", "chart_reads"}
 
@@ -120,7 +120,7 @@ def test_an_older_journal_is_migrated_on_open(
         sid = new_session(j)
     monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     monkeypatch.setitem(
-        schema.MIGRATIONS,
+        migrations.MIGRATIONS,
         SCHEMA_VERSION,
         lambda conn: conn.execute("CREATE TABLE future (id INTEGER PRIMARY KEY)"),
     )
@@ -335,7 +335,7 @@ def test_a_failed_migration_leaves_the_old_version(
         conn.execute("CREATE TABLE future (id INTEGER PRIMARY KEY)")
         conn.execute("SELECT * FROM no_such_table")
 
-    monkeypatch.setitem(schema.MIGRATIONS, SCHEMA_VERSION, broken)
+    monkeypatch.setitem(migrations.MIGRATIONS, SCHEMA_VERSION, broken)
     with pytest.raises(JournalError, match="could not upgrade the journal"):
         Journal(journal_path)
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION
