@@ -36,7 +36,8 @@ from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, R
 from alphaloop.journal.report import AutoActivation, FinalReport, FoldsUsed, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
-from alphaloop.journal.trials import FollowedTrials, TrialScore
+from alphaloop.journal.trial_rankings import TrialScore
+from alphaloop.journal.trial_reads import FollowedTrials
 
 __all__ = [
     "COUNTED_STATUSES",
