@@ -1,7 +1,7 @@
 """The package map as a test: which alphaloop package may import which, package by package.
 
 Imports are read with ``ast`` from every module, function-level and ``TYPE_CHECKING`` imports
-included (a lazy import is still an arrow). Arrows point one way (DESIGN.md)::
+included (a lazy import is still an arrow). Arrows point one way (docs/design.md)::
 
     front ends (cli, server, tools, chat, scheduler) -> ops
         -> meta_agent, flywheel, pm, library, validation, charts -> trials
@@ -16,6 +16,7 @@ says the same in words.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -288,3 +289,12 @@ def test_an_engine_module_imported_first_registers_the_env_without_a_cycle(modul
         "assert ENV_ID in gymnasium.registry; gymnasium.make(ENV_ID)"
     )
     assert "gymnasium" in loaded
+
+
+def test_the_design_page_names_files_that_exist() -> None:
+    """docs/design.md, which this map is the test of, answers "where is X?" with one file each:
+    every file it names is in the repository."""
+    page = (ROOT.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:alphaloop|tests)/[\w/]+\.py)`", page))
+    assert len(named) >= 10
+    assert sorted(p for p in named if not (ROOT.parent / p).is_file()) == []
