@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from alphaloop.exceptions import PromptTooLong, TooFewHeldOut
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.settings import Settings, get_settings
 from benchmarks._report import SummaryRow, print_rows
 
@@ -127,7 +127,7 @@ def former_limit(settings: Settings, model: Path) -> str:
         prefs = journal.preferences.list(labelled=True)
     try:
         _, lengths = fit_pairs(tokenizer, prefs, FORMER_MAX_LENGTH)
-    except PromptTooLong as err:
+    except InvalidRequest as err:
         return f"refused before training: {err}"
     return (
         f"all fit: {lengths['pairs_cut']:.0f} of {len(prefs)} prompts cut by "
@@ -178,7 +178,7 @@ def bench(settings: Settings, model: Path, steps: int) -> dict[str, Any]:
         out: dict[str, Any] = {"session_s": took, "pairs": len(prefs), "heldout": n_held}
         try:
             check_heldout(n_held, len(prefs), session.dpo_min_heldout)
-        except TooFewHeldOut as err:
+        except InvalidRequest as err:
             out["refused"] = str(err)
         out["former_limit"] = former_limit(session, model)
         lowered = session.model_copy(update={"dpo_min_heldout": max(n_held, 1)})

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from alphaloop.charts import export as export_module
 from alphaloop.charts import plotlyjs_name, png_size
-from alphaloop.journal import Journal, JournalError
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
@@ -276,7 +277,7 @@ def test_curve_is_journaled_live_and_capped(tmp_path: Path) -> None:
             try:
                 with Journal(home / "journal.db", create=False) as j:
                     rows = [t for s in j.sessions.list() for t in j.trials.of_session(s.id)]
-            except JournalError:  # the file exists, its first transaction not yet committed
+            except AlphaloopError:  # the file exists, its first transaction not yet committed
                 continue
             if rows and rows[0].status == "running" and rows[0].curve:
                 seen.append(len(rows[0].curve))

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.market import load_market, synthetic_prices
 from alphaloop.settings import get_settings
@@ -95,7 +95,7 @@ def test_train_passes_the_date_format(ambiguous_csv: Path, monkeypatch: pytest.M
 
     def fake_train(spec: Any, *args: Any, **kwargs: Any) -> None:
         seen.append(spec)
-        raise DataError("stopped before training")
+        raise InvalidRequest("stopped before training")
 
     monkeypatch.setattr(manual, "train_manual", fake_train)
     result = run_cli("train", "--data", str(ambiguous_csv), "--date-format", DAY_FIRST)

@@ -21,7 +21,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
-from alphaloop.exceptions import JournalError
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
 from alphaloop.market import load_market
@@ -251,7 +251,7 @@ def snapshot(path: Path) -> tuple[bytes, dict[str, int], list[str]]:
         with Journal(path, create=False) as journal:
             for table in ("sessions", "trials", "events", "bounds_clips"):
                 counts[table] = journal.db[table].count
-    except JournalError:
+    except AlphaloopError:
         pass
     return path.read_bytes(), counts, sorted(p.name for p in path.parent.iterdir())
 
@@ -431,7 +431,7 @@ def wait_for(
         try:
             with Journal(settings.journal_path, create=False) as journal:
                 found = check(journal)
-        except JournalError:  # not created yet
+        except AlphaloopError:  # not created yet
             found = None
         if found:
             return found

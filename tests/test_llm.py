@@ -15,14 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.exceptions import (
     AlphaloopError,
-    LLMAuthError,
-    LLMBadRequest,
-    LLMBadResponse,
-    LLMNotConfigured,
-    LLMNotFound,
-    LLMTimeout,
+    InvalidRequest,
+    LLMError,
     LLMUnavailable,
-    ToolsUnsupported,
+    Unsupported,
 )
 from alphaloop.llm import LLMCallRecord, LLMClient, image_part, nemotron_system_prompt, openai_tool
 from alphaloop.settings import Settings
@@ -212,7 +208,7 @@ def test_timeout_retried_then_error(fake_openai: FakeOpenAI, llm_settings: Setti
     client = client_for(llm_settings(llm_timeout_s=0.2, llm_max_retries=1), records)
     fake_openai.push(fake.delay(2.0), fake.delay(2.0))
     start = time.perf_counter()
-    with pytest.raises(LLMTimeout, match=r"within 0\.2s .*gave up after 2 attempts"):
+    with pytest.raises(LLMUnavailable, match=r"within 0\.2s .*gave up after 2 attempts"):
         client.chat(USER, purpose="propose")
     assert time.perf_counter() - start < 1.5
     assert [r.ok for r in records] == [False, False]
@@ -229,7 +225,7 @@ def test_wrong_key_not_retried(llm_settings: SettingsFactory) -> None:
     with FakeOpenAI(api_key="sk-right") as server:
         records: list[LLMCallRecord] = []
         settings = llm_settings(llm_base_url=server.base_url, llm_api_key="sk-wrong")
-        with pytest.raises(LLMAuthError, match=r"rejected the API key: set ALPHALOOP_LLM_API_KEY"):
+        with pytest.raises(LLMError, match=r"rejected the API key: set ALPHALOOP_LLM_API_KEY"):
             client_for(settings, records).chat(USER, purpose="propose")
         assert len(server.chat_requests) == 1 and len(records) == 1 and not records[0].ok
 
@@ -247,7 +243,7 @@ def test_no_key_sends_placeholder(fake_openai: FakeOpenAI, llm_settings: Setting
 
 def test_unknown_model_not_retried(fake_openai: FakeOpenAI, llm_settings: SettingsFactory) -> None:
     settings = llm_settings(llm_model="nemotron-typo")
-    with pytest.raises(LLMNotFound) as info:
+    with pytest.raises(LLMError) as info:
         client_for(settings).chat(USER, purpose="propose")
     message = str(info.value)
     assert "unknown model 'nemotron-typo'" in message and fake_openai.base_url in message
@@ -257,7 +253,7 @@ def test_unknown_model_not_retried(fake_openai: FakeOpenAI, llm_settings: Settin
 
 def test_wrong_base_url_is_404_too(fake_openai: FakeOpenAI, llm_settings: SettingsFactory) -> None:
     settings = llm_settings(llm_base_url=fake_openai.base_url.removesuffix("/v1") + "/api")
-    with pytest.raises(LLMNotFound, match="wrong base URL"):
+    with pytest.raises(LLMError, match="wrong base URL"):
         client_for(settings).chat(USER, purpose="propose")
 
 
@@ -274,7 +270,7 @@ def test_connection_refused(llm_settings: SettingsFactory) -> None:
 
 def test_malformed_body(fake_openai: FakeOpenAI, llm_settings: SettingsFactory) -> None:
     fake_openai.push(fake.malformed(), fake.malformed())
-    with pytest.raises(LLMBadResponse, match="not a chat completion"):
+    with pytest.raises(LLMError, match="not a chat completion"):
         client_for(llm_settings(llm_max_retries=1)).chat(USER, purpose="propose")
     fake_openai.push(fake.malformed(), fake.text("ok"))
     assert client_for(llm_settings()).chat(USER, purpose="propose").attempts == 2
@@ -284,7 +280,7 @@ def test_200_without_choices_is_a_bad_response(
     fake_openai: FakeOpenAI, llm_settings: SettingsFactory
 ) -> None:
     fake_openai.push(fake.Step("error", status=200, body={"object": "error", "message": "oops"}))
-    with pytest.raises(LLMBadResponse, match="no choices"):
+    with pytest.raises(LLMError, match="no choices"):
         client_for(llm_settings(llm_max_retries=0)).chat(USER, purpose="propose")
 
 
@@ -306,7 +302,7 @@ def test_tools_unsupported_is_distinguishable(
 ) -> None:
     tool = openai_tool("propose_config_delta", "Propose.", ProposeArgs)
     fake_openai.push(fake.error(status, message))
-    with pytest.raises(ToolsUnsupported, match="does not support tool calling"):
+    with pytest.raises(Unsupported, match="does not support tool calling"):
         client_for(llm_settings()).chat(USER, tools=[tool], tool_choice="auto", purpose="p")
     assert len(fake_openai.chat_requests) == 1
 
@@ -315,14 +311,14 @@ def test_other_400_is_a_plain_bad_request(
     fake_openai: FakeOpenAI, llm_settings: SettingsFactory
 ) -> None:
     fake_openai.push(fake.error(400, "This model's maximum context length is 4096 tokens"))
-    with pytest.raises(LLMBadRequest, match="maximum context length") as info:
+    with pytest.raises(LLMError, match="maximum context length") as info:
         client_for(llm_settings()).chat(USER, purpose="propose")
-    assert not isinstance(info.value, ToolsUnsupported)
+    assert not isinstance(info.value, Unsupported)
     assert isinstance(info.value, AlphaloopError)
 
 
 def test_not_configured(llm_settings: SettingsFactory) -> None:
-    with pytest.raises(LLMNotConfigured, match="ALPHALOOP_LLM_BASE_URL"):
+    with pytest.raises(InvalidRequest, match="ALPHALOOP_LLM_BASE_URL"):
         LLMClient(llm_settings(llm_base_url=None))
 
 
@@ -371,7 +367,7 @@ def test_openai_tool_schema_is_inlined_with_bounds(
             "parameters": ProposeArgs.model_json_schema(),
         },
     }
-    with pytest.raises(LLMBadRequest, match=r"\$defs"):
+    with pytest.raises(LLMError, match=r"\$defs"):
         client.chat(USER, tools=[raw], purpose="p")
 
 
@@ -394,7 +390,7 @@ def test_image_part_accepted_by_server(
     message = {"role": "user", "content": [{"type": "text", "text": "Read this chart."}, part]}
     assert vision.chat([message], purpose="chart_read").content == "An equity curve rising."
     bad = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "file.png"}}]}
-    with pytest.raises(LLMBadRequest, match="data URL"):
+    with pytest.raises(LLMError, match="data URL"):
         vision.chat([bad], purpose="chart_read")
 
 
@@ -424,11 +420,11 @@ def test_fake_server_rejects_dangling_tool_ids_and_undeclared_choice(
 ) -> None:
     client = client_for(llm_settings())
     dangling = [*USER, {"role": "tool", "tool_call_id": "call_nope", "content": "{}"}]
-    with pytest.raises(LLMBadRequest, match="tool_call_id"):
+    with pytest.raises(LLMError, match="tool_call_id"):
         client.chat(dangling, purpose="p")
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     choice = {"type": "function", "function": {"name": "g"}}
-    with pytest.raises(LLMBadRequest, match="undeclared tool"):
+    with pytest.raises(LLMError, match="undeclared tool"):
         client.chat(USER, tools=[tool], tool_choice=choice, purpose="p")
     assert [r.rejected is not None for r in fake_openai.requests] == [True, True]
 

@@ -34,13 +34,7 @@ from typer.testing import CliRunner
 
 from alphaloop.chat import Chat
 from alphaloop.cli import app
-from alphaloop.exceptions import (
-    ImagesUnsupported,
-    LLMAuthError,
-    LLMBadRequest,
-    LLMNotFound,
-    ToolsUnsupported,
-)
+from alphaloop.exceptions import LLMError, Unsupported
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from alphaloop.llm import LLMClient, image_part
@@ -248,7 +242,7 @@ def test_llama_server_without_mmproj_refuses_images_once_and_says_what_to_change
 ) -> None:
     client = LLMClient(llm_settings(llm_base_url=server.base_url, llm_max_retries=4))
     message = {"role": "user", "content": [{"type": "text", "text": "read"}, image_part(PNG)]}
-    with pytest.raises(ImagesUnsupported, match="ALPHALOOP_VLM_MODEL") as err:
+    with pytest.raises(Unsupported, match="ALPHALOOP_VLM_MODEL") as err:
         client.chat([message], purpose="chart_read")
     assert "embedded reader" in str(err.value) and err.value.status_code == 500
     assert len(server.requests) == 1  # a missing capability is not retried
@@ -262,7 +256,7 @@ def test_vllm_without_parser_refuses_auto_once_and_serves_a_named_tool(
     server: fake.FakeOpenAI, llm_settings: SettingsFactory
 ) -> None:
     settings = llm_settings(llm_base_url=server.base_url, llm_max_retries=4)
-    with pytest.raises(ToolsUnsupported, match="--enable-auto-tool-choice"):
+    with pytest.raises(Unsupported, match="--enable-auto-tool-choice"):
         Chat(settings).ask("what sessions do I have?")
     assert len(server.requests) == 1
     server.responder = SmallModel()
@@ -370,11 +364,11 @@ def test_cut_twice_falls_back_without_a_third_call(
 @pytest.mark.parametrize(
     ("status", "error"),
     [
-        (400, LLMBadRequest),
-        (401, LLMAuthError),
-        (403, LLMAuthError),
-        (404, LLMNotFound),
-        (422, LLMBadRequest),
+        (400, LLMError),
+        (401, LLMError),
+        (403, LLMError),
+        (404, LLMError),
+        (422, LLMError),
     ],
 )
 def test_client_errors_are_not_retried(

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from alphaloop.exceptions import AlphaloopError, DataError, DataWarning
+from alphaloop.exceptions import AlphaloopError, DataWarning, InvalidRequest
 from alphaloop.market import (
     DataSpec,
     MarketData,
@@ -84,7 +84,7 @@ def test_synthetic_returns_have_fat_tails() -> None:
 def test_synthetic_bad_arguments() -> None:
     with pytest.raises(ValueError, match="n_days >= 2 and n_assets >= 1"):
         synthetic_prices(n_days=1)
-    with pytest.raises(DataError, match="synthetic data seed must be an integer, got 'x'"):
+    with pytest.raises(InvalidRequest, match="synthetic data seed must be an integer, got 'x'"):
         load_prices("synthetic:x")
 
 
@@ -188,26 +188,26 @@ def test_same_prices_same_fingerprint_whatever_the_file_or_time_unit(tmp_path: P
 
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nope.csv"
-    with pytest.raises(DataError, match=r"price file not found: .*nope\.csv"):
+    with pytest.raises(InvalidRequest, match=r"price file not found: .*nope\.csv"):
         load_prices(path)
 
 
 def test_unsupported_suffix(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD_CSV, "prices.xlsx")
     expected = r"unsupported price file type '\.xlsx'.*use \.csv or \.parquet"
-    with pytest.raises(DataError, match=expected):
+    with pytest.raises(InvalidRequest, match=expected):
         load_prices(path)
 
 
 def test_unreadable_parquet(tmp_path: Path) -> None:
     path = write(tmp_path, "not parquet", "prices.parquet")
-    with pytest.raises(DataError, match=r"cannot read .*prices\.parquet"):
+    with pytest.raises(InvalidRequest, match=r"cannot read .*prices\.parquet"):
         load_prices(path)
 
 
 def test_no_date_column(tmp_path: Path) -> None:
     path = write(tmp_path, "A,B\n1,2\n3,4\n")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(path)
     assert "no date column; name one of date, datetime, timestamp, time, day" in str(info.value)
     assert "(columns found: A, B)" in str(info.value)
@@ -215,7 +215,7 @@ def test_no_date_column(tmp_path: Path) -> None:
 
 def test_unparsable_date_names_value_and_row(tmp_path: Path) -> None:
     text = GOOD_CSV.replace("2020-01-06", "2020-13-45")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, text))
     msg = str(info.value)
     # header is line 1, so the third data row is line 4 of the file
@@ -224,7 +224,9 @@ def test_unparsable_date_names_value_and_row(tmp_path: Path) -> None:
 
 def test_duplicated_date_is_named(tmp_path: Path) -> None:
     text = GOOD_CSV.replace("2020-01-06", "2020-01-03")
-    with pytest.raises(DataError, match="duplicated date 2020-01-03 \\(1 duplicate row\\(s\\)\\)"):
+    with pytest.raises(
+        InvalidRequest, match="duplicated date 2020-01-03 \\(1 duplicate row\\(s\\)\\)"
+    ):
         load_prices(write(tmp_path, text))
 
 
@@ -240,7 +242,7 @@ def test_unsorted_dates_are_sorted_with_a_warning(tmp_path: Path) -> None:
 @pytest.mark.parametrize("bad", ["0", "-1.5"])
 def test_non_positive_price_names_asset_and_date(tmp_path: Path, bad: str) -> None:
     text = GOOD_CSV.replace("2020-01-03,101,51", f"2020-01-03,101,{bad}")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, text))
     msg = str(info.value)
     assert f"non-positive price {float(bad)!r} for B on 2020-01-03" in msg
@@ -249,15 +251,15 @@ def test_non_positive_price_names_asset_and_date(tmp_path: Path, bad: str) -> No
 
 def test_infinite_price_is_refused(tmp_path: Path) -> None:
     text = GOOD_CSV.replace("2020-01-06,102,52", "2020-01-06,inf,52")
-    with pytest.raises(DataError, match="infinite price inf for A on 2020-01-06"):
+    with pytest.raises(InvalidRequest, match="infinite price inf for A on 2020-01-06"):
         load_prices(write(tmp_path, text))
-    with pytest.raises(DataError, match="infinite price inf for A on 2020-01-06"):
+    with pytest.raises(InvalidRequest, match="infinite price inf for A on 2020-01-06"):
         load_prices(write(tmp_path, text), fill="ffill")
 
 
 def test_nan_without_fill_names_asset_date_and_the_fix(tmp_path: Path) -> None:
     text = GOOD_CSV.replace("2020-01-06,102,52", "2020-01-06,102,")
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, text))
     msg = str(info.value)
     assert "missing price for B on 2020-01-06 (1 missing value(s))" in msg
@@ -292,23 +294,25 @@ def test_leading_nan_rows_dropped_with_a_warning(tmp_path: Path) -> None:
 
 def test_asset_without_any_price_is_refused_even_with_ffill(tmp_path: Path) -> None:
     text = "date,A,B,C\n2020-01-02,100,50,\n2020-01-03,101,51,\n"
-    with pytest.raises(DataError, match="'C' has no price at all"):
+    with pytest.raises(InvalidRequest, match="'C' has no price at all"):
         load_prices(write(tmp_path, text), fill="ffill")
 
 
 def test_non_numeric_column_names_value_and_date(tmp_path: Path) -> None:
     text = GOOD_CSV.replace("2020-01-03,101,51", "2020-01-03,101,abc")
-    with pytest.raises(DataError, match="column 'B' is not numeric, first 'abc' on 2020-01-03"):
+    with pytest.raises(
+        InvalidRequest, match="column 'B' is not numeric, first 'abc' on 2020-01-03"
+    ):
         load_prices(write(tmp_path, text))
 
 
 def test_single_asset_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="need at least two assets, found 1"):
+    with pytest.raises(InvalidRequest, match="need at least two assets, found 1"):
         load_prices(write(tmp_path, "date,A\n2020-01-02,1\n2020-01-03,2\n"))
 
 
 def test_unknown_fill_policy() -> None:
-    with pytest.raises(DataError, match="unknown fill policy 'bfill'; use 'none' or 'ffill'"):
+    with pytest.raises(InvalidRequest, match="unknown fill policy 'bfill'; use 'none' or 'ffill'"):
         validate_prices(small_prices(), "x", fill="bfill")  # type: ignore[arg-type]
 
 
@@ -358,7 +362,7 @@ def test_slash_dates_read_the_only_way_every_row_fits(
 def test_ambiguous_slash_dates_are_refused_with_the_fix(tmp_path: Path) -> None:
     # 3-12 January, day first: every row is also a real date month first (1 March...).
     days = [d.strftime("%d/%m/%Y") for d in pd.bdate_range("2005-01-03", "2005-01-12")]
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(dated_csv(tmp_path, days))
     msg = str(info.value)
     assert "ambiguous dates such as '03/01/2005' (row 2), '04/01/2005' (row 3)" in msg
@@ -377,7 +381,7 @@ def test_explicit_date_format_settles_ambiguous_dates(tmp_path: Path) -> None:
 
 def test_mixed_day_first_and_month_first_rows_are_named(tmp_path: Path) -> None:
     dates = ["10/01/2005", "11/01/2005", "25/01/2005", "01/26/2005"]
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(dated_csv(tmp_path, dates))
     msg = str(info.value)
     assert "mixed day-first and month-first dates" in msg
@@ -386,7 +390,7 @@ def test_mixed_day_first_and_month_first_rows_are_named(tmp_path: Path) -> None:
 
 
 def test_iso_mixed_with_slash_dates_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(dated_csv(tmp_path, ["2005-01-03", "2005-01-04", "25/01/2005"]))
     msg = str(info.value)
     assert "mixed date formats (YYYY-MM-DD: '2005-01-03' (row 2), '2005-01-04' (row 3); " in msg
@@ -394,13 +398,13 @@ def test_iso_mixed_with_slash_dates_is_refused(tmp_path: Path) -> None:
 
 
 def test_impossible_slash_date_is_named(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"1 impossible date\(s\) '31/02/2005' \(row 3\)"):
+    with pytest.raises(InvalidRequest, match=r"1 impossible date\(s\) '31/02/2005' \(row 3\)"):
         load_prices(dated_csv(tmp_path, ["25/01/2005", "31/02/2005"]))
 
 
 def test_rows_not_matching_the_date_format_are_named(tmp_path: Path) -> None:
     path = dated_csv(tmp_path, ["03/01/2005", "2005-01-04", "05/01/2005", "x", "y", "z"])
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(path, date_format="%d/%m/%Y")
     msg = str(info.value)
     assert "4 date(s) do not match the date format '%d/%m/%Y'" in msg
@@ -408,7 +412,9 @@ def test_rows_not_matching_the_date_format_are_named(tmp_path: Path) -> None:
 
 
 def test_bad_date_format_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"bad date format '%Q'.*strptime codes such as %d/%m/%Y"):
+    with pytest.raises(
+        InvalidRequest, match=r"bad date format '%Q'.*strptime codes such as %d/%m/%Y"
+    ):
         load_prices(dated_csv(tmp_path, ["03/01/2005"]), date_format="%Q")
 
 
@@ -428,7 +434,9 @@ def test_unambiguous_formats_are_read(tmp_path: Path, dates: list[str]) -> None:
 
 
 def test_empty_date_is_called_empty(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"1 unparsable date.*first empty \(row 3 of the file\)"):
+    with pytest.raises(
+        InvalidRequest, match=r"1 unparsable date.*first empty \(row 3 of the file\)"
+    ):
         load_prices(dated_csv(tmp_path, ["2005-01-03", "", "2005-01-05"]))
 
 
@@ -436,7 +444,7 @@ def test_data_spec_carries_the_date_format(tmp_path: Path) -> None:
     # Four years, month first, only days <= 12: ambiguous without the format.
     days = [d for d in pd.bdate_range("2005-01-03", "2008-12-31") if d.day <= 12]
     path = dated_csv(tmp_path, [d.strftime("%m/%d/%Y") for d in days])
-    with pytest.raises(DataError, match="ambiguous dates"):
+    with pytest.raises(InvalidRequest, match="ambiguous dates"):
         DataSpec(data=str(path)).load()
     spec = DataSpec(data=str(path), date_format="%m/%d/%Y")
     again = DataSpec.model_validate(spec.model_dump(mode="json"))
@@ -449,26 +457,26 @@ def test_data_spec_carries_the_date_format(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_what_to_do(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="check the path, or use --data sp500 or synthetic"):
+    with pytest.raises(InvalidRequest, match="check the path, or use --data sp500 or synthetic"):
         load_prices(tmp_path / "nope.csv")
 
 
 def test_directory_is_not_a_price_file(tmp_path: Path) -> None:
     (tmp_path / "dir.csv").mkdir()
-    with pytest.raises(DataError, match=r"dir\.csv is not a file; give a CSV or Parquet file"):
+    with pytest.raises(InvalidRequest, match=r"dir\.csv is not a file; give a CSV or Parquet file"):
         load_prices(tmp_path / "dir.csv")
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_empty_file(tmp_path: Path, text: str) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, text))
     msg = str(info.value)
     assert "prices.csv is empty; a price CSV needs a header row such as date,AAPL,MSFT" in msg
 
 
 def test_header_only_file_has_no_data_rows(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, "date,A00,A01\n"))
     msg = str(info.value)
     assert "no data rows (columns: date, A00, A01)" in msg
@@ -477,12 +485,14 @@ def test_header_only_file_has_no_data_rows(tmp_path: Path) -> None:
 
 
 def test_date_column_without_prices(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="no price columns, only dates; add one column of prices"):
+    with pytest.raises(
+        InvalidRequest, match="no price columns, only dates; add one column of prices"
+    ):
         load_prices(write(tmp_path, "date\n2020-01-02\n2020-01-03\n"))
 
 
 def test_single_asset_names_it_and_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, "date,A\n2020-01-02,1\n2020-01-03,2\n"))
     assert "need at least two assets, found 1 (A); add a column of prices" in str(info.value)
 
@@ -543,19 +553,19 @@ def test_latin1_csv_is_read_with_a_warning(tmp_path: Path) -> None:
 def test_binary_file_named_csv(tmp_path: Path, content: bytes, expected: str) -> None:
     path = tmp_path / "prices.csv"
     path.write_bytes(content)
-    with pytest.raises(DataError, match=expected):
+    with pytest.raises(InvalidRequest, match=expected):
         load_prices(path)
 
 
 def test_real_parquet_named_csv_says_rename(tmp_path: Path) -> None:
     path = tmp_path / "prices.csv"
     small_prices().to_parquet(path)
-    with pytest.raises(DataError, match=r"it is a Parquet file; rename it to \.parquet"):
+    with pytest.raises(InvalidRequest, match=r"it is a Parquet file; rename it to \.parquet"):
         load_prices(path)
 
 
 def test_csv_named_parquet_says_rename(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         load_prices(write(tmp_path, GOOD_CSV, "prices.parquet"))
     msg = str(info.value)
     assert "not a Parquet file (it looks like text; if it is a CSV, rename it to .csv)" in msg
@@ -564,10 +574,10 @@ def test_csv_named_parquet_says_rename(tmp_path: Path) -> None:
 def test_binary_named_parquet_and_empty_parquet(tmp_path: Path) -> None:
     path = tmp_path / "prices.parquet"
     path.write_bytes(bytes(range(256)))
-    with pytest.raises(DataError, match=r"not a Parquet file \(no Parquet header\)"):
+    with pytest.raises(InvalidRequest, match=r"not a Parquet file \(no Parquet header\)"):
         load_prices(path)
     path.write_bytes(b"")
-    with pytest.raises(DataError, match=r"is empty; write prices with DataFrame\.to_parquet"):
+    with pytest.raises(InvalidRequest, match=r"is empty; write prices with DataFrame\.to_parquet"):
         load_prices(path)
 
 
@@ -575,12 +585,12 @@ def test_truncated_parquet(tmp_path: Path) -> None:
     path = tmp_path / "prices.parquet"
     small_prices().to_parquet(path)
     path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(DataError, match="broken Parquet file"):
+    with pytest.raises(InvalidRequest, match="broken Parquet file"):
         load_prices(path)
 
 
 def test_ragged_rows_name_the_delimiter(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="every row needs the same number of ','-separated"):
+    with pytest.raises(InvalidRequest, match="every row needs the same number of ','-separated"):
         load_prices(write(tmp_path, GOOD_CSV + "2020-01-08,1,2,3,4\n"))
 
 
@@ -596,13 +606,13 @@ def test_select_symbols() -> None:
 
 
 def test_select_unknown_symbol_lists_available() -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         select_symbols(small_prices(n_assets=4), ["A00", "ZZZ", "QQQ"])
     assert str(info.value) == "unknown symbol(s) ZZZ, QQQ; available: A00, A01, A02, A03"
 
 
 def test_select_needs_two_distinct_symbols() -> None:
-    with pytest.raises(DataError, match="need at least two distinct symbols"):
+    with pytest.raises(InvalidRequest, match="need at least two distinct symbols"):
         select_symbols(small_prices(), ["A00", "A00"])
 
 
@@ -682,7 +692,7 @@ def test_windows_are_described_for_output() -> None:
 
 def test_split_too_few_rows_lists_the_windows() -> None:
     prices = synthetic_prices(n_days=100, n_assets=3)
-    with pytest.raises(DataError) as info:
+    with pytest.raises(InvalidRequest) as info:
         split(prices, source="tiny")
     msg = str(info.value)
     # 99 returns -> 59 / 20 / 20
@@ -696,17 +706,19 @@ def test_split_too_few_rows_lists_the_windows() -> None:
 @pytest.mark.parametrize("n_days", [1, 2])
 def test_split_of_almost_no_data_is_a_data_error(n_days: int) -> None:
     prices = synthetic_prices(n_days=max(n_days, 2), n_assets=2).iloc[:n_days]
-    with pytest.raises(DataError, match="too few rows for the windows"):
+    with pytest.raises(InvalidRequest, match="too few rows for the windows"):
         split(prices)
 
 
 def test_split_date_arguments_are_checked() -> None:
     prices = synthetic_prices()
-    with pytest.raises(DataError, match="give both train_end and val_end, or neither"):
+    with pytest.raises(InvalidRequest, match="give both train_end and val_end, or neither"):
         split(prices, train_end="2013-01-01")
-    with pytest.raises(DataError, match="train_end 2014-01-01 must be before val_end 2013-01-01"):
+    with pytest.raises(
+        InvalidRequest, match="train_end 2014-01-01 must be before val_end 2013-01-01"
+    ):
         split(prices, "2014-01-01", "2013-01-01")
-    with pytest.raises(DataError, match="bad split date"):
+    with pytest.raises(InvalidRequest, match="bad split date"):
         split(prices, "not-a-date", "2014-01-01")
 
 

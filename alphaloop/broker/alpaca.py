@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from alphaloop.broker.base import Execution, Order, OrderPlan
-from alphaloop.exceptions import BrokerError
+from alphaloop.exceptions import Unavailable
 from alphaloop.journal.books import BookRecord
 from alphaloop.settings import Settings
 
@@ -26,7 +26,7 @@ class AlpacaBroker:
 
     def __init__(self, settings: Settings) -> None:
         if not settings.alpaca_api_key or not settings.alpaca_secret_key:
-            raise BrokerError(
+            raise Unavailable(
                 "the Alpaca broker needs ALPHALOOP_ALPACA_API_KEY and "
                 "ALPHALOOP_ALPACA_SECRET_KEY (paper-trading keys from the Alpaca dashboard)"
             )
@@ -46,7 +46,7 @@ class AlpacaBroker:
             account = self.client.get_account()
             positions = self.client.get_all_positions()
         except APIError as err:
-            raise BrokerError(f"Alpaca refused to report the account: {_why(err)}") from None
+            raise Unavailable(f"Alpaca refused to report the account: {_why(err)}") from None
         held = {p.symbol: float(p.qty) for p in positions}
         return float(account.cash or 0.0), held
 
@@ -107,7 +107,7 @@ class AlpacaBroker:
         except APIError as err:
             if getattr(err, "status_code", None) == 404:
                 return None
-            raise BrokerError(
+            raise Unavailable(
                 f"Alpaca refused to look up order {client_id}: {_why(err)}; nothing was sent"
             ) from None
 

@@ -39,15 +39,6 @@ from alphaloop.charts.interpret import (
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.reader import read_figure
 from alphaloop.charts.series import Allocation, SeriesSource, WindowReturns
-from alphaloop.exceptions import (
-    ChartDataError,
-    ChartError,
-    ChartExportError,
-    ChromiumNotFound,
-    InvalidChartExport,
-    ReplayError,
-    UnknownChartKind,
-)
 
 __all__ = [
     "CHART_KINDS",
@@ -56,15 +47,8 @@ __all__ = [
     "EMBEDDED_MODEL",
     "Allocation",
     "Chart",
-    "ChartDataError",
-    "ChartError",
-    "ChartExportError",
     "ChartRead",
-    "ChromiumNotFound",
-    "InvalidChartExport",
-    "ReplayError",
     "SeriesSource",
-    "UnknownChartKind",
     "WindowReturns",
     "build_chart",
     "capped_png",

@@ -14,7 +14,7 @@ from alphaloop.charts.figures import ratio_curve, research_progress, training_cu
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import SeriesSource
 from alphaloop.charts.validation import validation_figure
-from alphaloop.exceptions import ChartDataError, UnknownChartKind
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
 from alphaloop.validation.report import ValidationReport
 
@@ -56,11 +56,11 @@ def chart_kind(kind: str) -> str:
     """``kind`` as a known chart kind (``training-curve`` is ``training_curve``).
 
     Raises:
-        UnknownChartKind: not a chart kind (the message lists them).
+        InvalidRequest: not a chart kind (the message lists them).
     """
     name = kind.strip().lower().replace("-", "_")
     if name not in CHART_KINDS:
-        raise UnknownChartKind(f"unknown chart {kind!r}; choose one of {', '.join(CHART_KINDS)}")
+        raise InvalidRequest(f"unknown chart {kind!r}; choose one of {', '.join(CHART_KINDS)}")
     return name
 
 
@@ -69,7 +69,7 @@ def _session(journal: Journal, session_id: str | None) -> SessionRecord:
         return journal.sessions.get(session_id)
     sessions = journal.sessions.list()
     if not sessions:
-        raise ChartDataError(
+        raise InvalidRequest(
             "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
         )
     return sessions[0]
@@ -78,7 +78,7 @@ def _session(journal: Journal, session_id: str | None) -> SessionRecord:
 def _curve_trial(journal: Journal, session: SessionRecord) -> TrialRecord:
     with_curve = [t for t in journal.trials.of_session(session.id) if t.curve]
     if not with_curve:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"no trial of session {session.id} has a journaled training curve; "
             "`alphaloop train` journals one"
         )
@@ -91,7 +91,7 @@ def _chosen_trial(journal: Journal, session: SessionRecord) -> TrialRecord:
         return journal.trials.get(session.best_trial_id)
     best = journal.trials.best(session.id)
     if best is None:
-        raise ChartDataError(f"session {session.id} has no kept trial yet; pick one with --trial")
+        raise InvalidRequest(f"session {session.id} has no kept trial yet; pick one with --trial")
     return best
 
 
@@ -116,17 +116,17 @@ def build_chart(
             replay, :class:`alphaloop.ops.series.SessionSeries`); the other kinds need none.
 
     Raises:
-        UnknownChartKind: not a chart kind.
-        SessionNotFound / TrialNotFound: an id names nothing.
-        ChartDataError: the chart does not apply (no curve, a crashed trial, no trials, a trial
+        InvalidRequest: not a chart kind.
+        NotFound / NotFound: an id names nothing.
+        InvalidRequest: the chart does not apply (no curve, a crashed trial, no trials, a trial
             index given to a chart of a whole session...).
-        ReplayError: the data or a policy file changed since the trial ran.
+        AlphaloopError: the data or a policy file changed since the trial ran.
     """
     name = chart_kind(kind)
     if name in ("ratio_curve", "research_progress", "validation") and trial_idx is not None:
-        raise ChartDataError(f"{name} draws every trial; a trial index does not apply to it")
+        raise InvalidRequest(f"{name} draws every trial; a trial index does not apply to it")
     if name == "ratio_curve" and session_id is not None:
-        raise ChartDataError("ratio_curve ranks the trials of every run; a session does not apply")
+        raise InvalidRequest("ratio_curve ranks the trials of every run; a session does not apply")
     if name == "ratio_curve":
         figure = ratio_curve(journal.trials.completed(), journal.sessions.list())
         return Chart(kind=name, figure=figure, goal=ALL_RUNS_GOAL)
@@ -177,12 +177,12 @@ def _replayed_chart(
 ) -> Chart:
     """``weights`` or ``equity_curves`` of a finished trial, from its replayed series."""
     if trial.status == "running" or not trial.val_returns:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"trial #{trial.idx} of session {session.id} has no results to draw "
             f"(status {trial.status}{': ' + trial.error if trial.error else ''})"
         )
     if series is None:
-        raise ChartDataError(f"{name} draws replayed series; build it with a series source")
+        raise InvalidRequest(f"{name} draws replayed series; build it with a series source")
     ids = _ids(session, trial)
     if name == "weights":
         alloc = series.allocation(session, trial)

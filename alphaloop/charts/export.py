@@ -28,7 +28,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from alphaloop.exceptions import ChartExportError, ChromiumNotFound, InvalidChartExport
+from alphaloop.exceptions import AlphaloopError, InvalidRequest
 
 PATH_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 SYSTEM_PATHS = (
@@ -63,12 +63,12 @@ def find_chromium(configured: Path | None = None) -> Path:
             tried (a wrong setting should not be papered over by another browser).
 
     Raises:
-        ChromiumNotFound: none found; the message says what to install.
+        AlphaloopError: none found; the message says what to install.
     """
     if configured is not None:
         if _executable(Path(configured)):
             return Path(configured)
-        raise ChromiumNotFound(
+        raise AlphaloopError(
             f"ALPHALOOP_CHROMIUM (or BROWSER_PATH) is {str(configured)!r}, which is not an "
             f"executable; {INSTALL_HINT}"
         )
@@ -79,28 +79,28 @@ def find_chromium(configured: Path | None = None) -> Path:
     for candidate in SYSTEM_PATHS:
         if _executable(Path(candidate)):
             return Path(candidate)
-    raise ChromiumNotFound(f"PNG export needs Chromium and none was found; {INSTALL_HINT}")
+    raise AlphaloopError(f"PNG export needs Chromium and none was found; {INSTALL_HINT}")
 
 
 def check_suffix(path: Path) -> str:
     """The export format of ``path`` (``html`` or ``png``).
 
     Raises:
-        InvalidChartExport: another suffix.
+        InvalidRequest: another suffix.
     """
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise InvalidChartExport(
+        raise InvalidRequest(
             f"cannot export a chart as {path.name!r}: use a .html or .png file name"
         )
     return "png" if suffix == ".png" else "html"
 
 
 def check_size(width: int, height: int) -> None:
-    """Raises :class:`InvalidChartExport` for a PNG size outside ``MIN_SIDE..MAX_SIDE``."""
+    """Raises :class:`InvalidRequest` for a PNG size outside ``MIN_SIDE..MAX_SIDE``."""
     for name, value in (("width", width), ("height", height)):
         if not MIN_SIDE <= value <= MAX_SIDE:
-            raise InvalidChartExport(
+            raise InvalidRequest(
                 f"PNG {name} must be between {MIN_SIDE} and {MAX_SIDE} pixels, got {value}"
             )
 
@@ -186,9 +186,9 @@ def render_pngs(
         timeout_s: longest wait for one render.
 
     Raises:
-        ChromiumNotFound: no browser (the message says what to install).
-        InvalidChartExport: a bad size.
-        ChartExportError: the browser failed to render.
+        AlphaloopError: no browser (the message says what to install).
+        InvalidRequest: a bad size.
+        AlphaloopError: the browser failed to render.
     """
     check_size(width, height)
     browser = chromium or find_chromium()
@@ -201,12 +201,10 @@ def render_pngs(
             images = found.result()
     except Exception as err:  # kaleido and choreographer raise many kinds; all mean "no image"
         detail = " ".join(str(err).split())[:300] or type(err).__name__
-        raise ChartExportError(
-            f"Chromium at {browser} could not render the chart: {detail}"
-        ) from err
+        raise AlphaloopError(f"Chromium at {browser} could not render the chart: {detail}") from err
     for data in images:
         if not isinstance(data, bytes | bytearray) or not bytes(data).startswith(PNG_SIGNATURE):
-            raise ChartExportError(f"Chromium at {browser} returned something that is not a PNG")
+            raise AlphaloopError(f"Chromium at {browser} returned something that is not a PNG")
     return [bytes(data) for data in images]
 
 
@@ -243,7 +241,7 @@ def capped_png(
     quarters of the size each time, aspect kept) until it fits.
 
     Raises:
-        ChartExportError: even ``MIN_SIDE`` pixels wide it does not fit.
+        AlphaloopError: even ``MIN_SIDE`` pixels wide it does not fit.
     """
     browser = chromium or find_chromium()
     while True:
@@ -251,7 +249,7 @@ def capped_png(
         if len(data) <= max_bytes:
             return data
         if min(width, height) * 3 // 4 < MIN_SIDE:
-            raise ChartExportError(
+            raise AlphaloopError(
                 f"the chart does not fit in {max_bytes:,} bytes even at {width}x{height} pixels"
             )
         width, height = width * 3 // 4, height * 3 // 4
@@ -277,9 +275,9 @@ def export_figure(
         png: an already rendered PNG of ``fig`` to write instead of rendering again.
 
     Raises:
-        InvalidChartExport: an unsupported suffix or size.
-        ChartExportError: the render failed.
-        ChromiumNotFound: PNG asked for and no browser.
+        InvalidRequest: an unsupported suffix or size.
+        AlphaloopError: the render failed.
+        AlphaloopError: PNG asked for and no browser.
     """
     target = Path(path)
     if check_suffix(target) == "html":

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from alphaloop.charts._style import COLORS, new_figure
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import SessionRecord, TrialRecord
 
 REWARD_TRACE = "mean episode reward"
@@ -41,11 +41,11 @@ def training_curve(run: TrialRecord) -> go.Figure:
     """Mean episode reward after each PPO update of a manual run or a PPO trial.
 
     Raises:
-        ChartDataError: the trial has no journaled training curve.
+        InvalidRequest: the trial has no journaled training curve.
     """
     steps, rewards = curve_points(run)
     if not steps:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"trial #{run.idx} of session {run.session_id} has no journaled training curve "
             "(only PPO training journals one)"
         )
@@ -99,7 +99,7 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     ``meta_agent.keep_rule``).
 
     Raises:
-        ChartDataError: the session has no finished trial yet.
+        InvalidRequest: the session has no finished trial yet.
     """
     metric = (session.objective or {}).get("metric", "sharpe")
     rows = sorted(
@@ -111,7 +111,7 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
         key=lambda t: t.idx,
     )
     if not rows:
-        raise ChartDataError(f"session {session.id} has no finished trial yet")
+        raise InvalidRequest(f"session {session.id} has no finished trial yet")
     base = [t for t in rows if t.kind == "baseline" and t.objective is not None]
     base_mean = statistics.fmean(t.objective for t in base) if base else None
     fig = new_figure(
@@ -239,7 +239,7 @@ def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]
     best first), with its max drawdown overlaid on a second axis.
 
     Raises:
-        ChartDataError: no completed trial in the journal.
+        InvalidRequest: no completed trial in the journal.
     """
     by_id = {s.id: s for s in sessions}
     rows = _ranked(trials)
@@ -289,7 +289,7 @@ def _ranked(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
         and math.isfinite(t.metrics["sharpe"])
     ]
     if not rows:
-        raise ChartDataError("the journal has no completed trial to rank yet")
+        raise InvalidRequest("the journal has no completed trial to rank yet")
     rows.sort(key=lambda t: (-t.metrics["sharpe"], t.finished_at or "", t.id))
     return rows
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.charts.build import CHART_KINDS, Chart
 from alphaloop.charts.export import capped_png, find_chromium, png_size
 from alphaloop.charts.reader import read_figure
-from alphaloop.exceptions import ChartError, LLMError
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
@@ -274,7 +274,7 @@ def interpret_chart(
         try:
             image = _vlm_png(chart, settings, png)
             read = read_with_vlm(chart, image, settings, on_call=journal_call)
-        except (ChartError, LLMError, ValueError) as err:
+        except (AlphaloopError, ValueError) as err:  # the PNG or the vision model failed
             fallback = f"vision model {settings.vlm_model!r} not used: {err}"
             if on_warning is not None:
                 on_warning(f"{fallback}; the embedded reader answers instead")

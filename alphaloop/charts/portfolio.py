@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from alphaloop.charts._style import COLORS, REFERENCE_NAMES, new_figure
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import TrialRecord
 from alphaloop.metrics import equity_curve
 
@@ -35,10 +35,10 @@ def equity_curves(trial: TrialRecord, windows: Sequence[WindowReturns]) -> go.Fi
     dashed: those numbers were seen once, at the end.
 
     Raises:
-        ChartDataError: no window to draw.
+        InvalidRequest: no window to draw.
     """
     if not windows:
-        raise ChartDataError(f"trial #{trial.idx} has no evaluation window to draw")
+        raise InvalidRequest(f"trial #{trial.idx} has no evaluation window to draw")
     fig = new_figure(
         "equity_curves",
         f"Equity of trial #{trial.idx} vs the baselines",

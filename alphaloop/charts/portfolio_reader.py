@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from alphaloop.charts._reading import Reading, drawdown, figure_meta, pct, xy
 from alphaloop.charts._style import BASELINE_NAMES
 from alphaloop.charts.portfolio import equity_trace_name
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 
 # --- equity curves -------------------------------------------------------------------------
 
@@ -95,7 +95,7 @@ def read_equity(fig: go.Figure) -> Reading:
                 f"{facts[window]['max_drawdown']:.1%}; baselines: {vs}.",
             )
     if not bullets:
-        raise ChartDataError("the equity chart has no curve to read")
+        raise InvalidRequest("the equity chart has no curve to read")
     if "test" not in facts:
         bullets.append("No test-window result is journaled for this trial.")
     return facts, bullets
@@ -108,7 +108,7 @@ def read_weights(fig: go.Figure) -> Reading:
     meta = figure_meta(fig)
     names = [t.name for t in fig.data]
     if not names:
-        raise ChartDataError("the allocation chart has no assets to read")
+        raise InvalidRequest("the allocation chart has no assets to read")
     dates = list(fig.data[0].x)
     w = np.column_stack([np.asarray(t.y, dtype=float) for t in fig.data])
     mean = w.mean(axis=0)

@@ -28,7 +28,7 @@ from alphaloop.charts._reading import (
 )
 from alphaloop.charts.portfolio_reader import read_equity, read_weights
 from alphaloop.charts.validation_reader import read_validation
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 
 MAX_BULLETS = 6
 
@@ -95,7 +95,7 @@ def _setback_bullets(x: list[Any], y: np.ndarray, facts: dict[str, Any]) -> list
 def _training_curve(fig: go.Figure) -> Reading:
     x, y, _ = xy(fig, F.REWARD_TRACE)
     if not len(y):
-        raise ChartDataError("the training curve has no points to read")
+        raise InvalidRequest("the training curve has no points to read")
     n = len(y)
     best = int(np.argmax(y))
     span = x[-1] - x[0]
@@ -264,7 +264,7 @@ def _ratio_curve(fig: go.Figure) -> Reading:
     ranks, sharpe, info = xy(fig, F.SHARPE_TRACE)
     _, dd, _ = xy(fig, F.DRAWDOWN_TRACE)
     if not len(sharpe):
-        raise ChartDataError("the ranking has no trials to read")
+        raise InvalidRequest("the ranking has no trials to read")
     n = len(sharpe)
     runs = {c[0] for c in info}
     manual = {c[0] for c in info if c[3] == "manual run"}
@@ -322,11 +322,11 @@ def read_figure(fig: go.Figure) -> Reading:
     """The key figures of a chart and at most six bullets about them.
 
     Raises:
-        ChartDataError: a figure this reader does not know, or one with no data.
+        InvalidRequest: a figure this reader does not know, or one with no data.
     """
     kind = figure_meta(fig).get("kind")
     reader = READERS.get(kind)
     if reader is None:
-        raise ChartDataError(f"no embedded reader for a chart of kind {kind!r}")
+        raise InvalidRequest(f"no embedded reader for a chart of kind {kind!r}")
     facts, bullets = reader(fig)
     return facts, bullets[:MAX_BULLETS]

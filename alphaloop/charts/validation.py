@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from alphaloop.charts._style import COLORS, TEMPLATE
 from alphaloop.evidence import GateReport, PBOSummary
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import SessionRecord
 from alphaloop.validation.report import ValidationReport, WalkForward
 
@@ -42,7 +42,7 @@ def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
     PBO summary and gates finalize stored (no walk-forward).
 
     Raises:
-        ChartDataError: neither exists (fewer than 2 search trials, or not finalized).
+        InvalidRequest: neither exists (fewer than 2 search trials, or not finalized).
     """
     if report is not None:
         return _Drawn(
@@ -56,7 +56,7 @@ def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
     final = session.final
     if final is None or final.pbo_summary is None:
         why = (final.pbo_note if final else None) or "the session has no PBO yet"
-        raise ChartDataError(
+        raise InvalidRequest(
             f"session {session.id} has no validation to draw ({why}); run "
             f"`alphaloop validate {session.id}`"
         )
@@ -132,7 +132,7 @@ def validation_figure(session: SessionRecord, report: ValidationReport | None) -
     newest validation report), or before any of the PBO and gates finalize stored.
 
     Raises:
-        ChartDataError: there is neither (fewer than 2 search trials, or not finalized).
+        InvalidRequest: there is neither (fewer than 2 search trials, or not finalized).
     """
     drawn = _drawn(session, report)
     pbo, wf = drawn.pbo, drawn.walk_forward

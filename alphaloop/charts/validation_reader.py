@@ -13,13 +13,13 @@ import plotly.graph_objects as go
 
 from alphaloop.charts import validation as V
 from alphaloop.charts._reading import Reading, figure_meta, pct, plural
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 
 
 def _logit_bullets(fig: go.Figure, pbo: dict[str, Any]) -> list[str]:
     bars = next((t for t in fig.data if t.name == V.LOGIT_TRACE), None)
     if bars is None or bars.y is None:
-        raise ChartDataError("the validation chart has no PBO logits to read")
+        raise InvalidRequest("the validation chart has no PBO logits to read")
     counts = np.asarray(bars.y, dtype=float)
     top = int(np.argmax(counts))
     lo, hi = bars.customdata[top]
@@ -80,7 +80,7 @@ def read_validation(fig: go.Figure) -> Reading:
     meta = figure_meta(fig)
     pbo = meta.get("pbo") or {}
     if "pbo" not in pbo:
-        raise ChartDataError("the validation chart has no PBO to read")
+        raise InvalidRequest("the validation chart has no PBO to read")
     dsr = meta.get("deflated_sharpe") or {}
     bullets = _logit_bullets(fig, pbo)
     windows = _window_bullets(fig)

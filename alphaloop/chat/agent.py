@@ -167,7 +167,7 @@ class Chat:
         tools: the tools offered (default: all of :data:`alphaloop.tools.TOOLS`).
 
     Raises:
-        LLMNotConfigured: no endpoint is configured.
+        InvalidRequest: no endpoint is configured.
     """
 
     def __init__(

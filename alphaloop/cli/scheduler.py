@@ -10,7 +10,7 @@ from rich.markup import escape
 from alphaloop import ops
 from alphaloop.cli._app import JsonFlag, console, fail, guarded
 from alphaloop.cli.views import FitTable
-from alphaloop.exceptions import exit_code_of
+from alphaloop.exceptions import Conflict, exit_code_of
 from alphaloop.settings import get_settings
 
 scheduler_app = typer.Typer(
@@ -112,9 +112,7 @@ def scheduler_start(as_json: JsonFlag = False) -> None:
 
     try:
         run_scheduler(settings, on_start=on_start)
-    except (
-        ops.schedule.SchedulerRunning
-    ) as err:  # not guarded: it would hold every warning until exit
+    except Conflict as err:  # not guarded: it would hold every warning until exit
         raise fail(str(err), exit_code_of(err)) from None
     except KeyboardInterrupt:
         pass

@@ -7,7 +7,7 @@ Every pair is trained whole or not at all. ``max_length`` (default: the model's 
 length, ``max_position_embeddings`` in its config) bounds a prompt with its longer answer in the
 model's tokens; a research prompt that is longer has its oldest history cut (see
 :mod:`.fit`), and a run in which a pair still does not fit stops before training with
-:class:`~alphaloop.exceptions.PromptTooLong`, since TRL would silently drop it (or cut its
+:class:`~alphaloop.exceptions.InvalidRequest`, since TRL would silently drop it (or cut its
 answer).
 
 A held-out fifth of the pairs (see :mod:`.heldout`) measures preference accuracy before and
@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import ModelDirError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.flywheel.heldout import (
     MIN_HELDOUT,
     check_heldout,
@@ -106,18 +106,18 @@ def go_offline(scratch: Path) -> None:
 
 
 def check_model_dir(path: Path) -> None:
-    """Raises ModelDirError unless ``path`` holds a config, weights and a tokenizer."""
+    """Raises InvalidRequest unless ``path`` holds a config, weights and a tokenizer."""
     if not path.is_dir():
-        raise ModelDirError(f"model directory {path} does not exist (or is not a directory)")
+        raise InvalidRequest(f"model directory {path} does not exist (or is not a directory)")
     if not (path / "config.json").is_file():
-        raise ModelDirError(
+        raise InvalidRequest(
             f"{path} is not a model directory: no config.json (save one with "
             "model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR))"
         )
     if not any((path / f).is_file() for f in WEIGHT_FILES):
-        raise ModelDirError(f"{path} has no weights ({' or '.join(WEIGHT_FILES)})")
+        raise InvalidRequest(f"{path} has no weights ({' or '.join(WEIGHT_FILES)})")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
-        raise ModelDirError(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)})")
+        raise InvalidRequest(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)})")
 
 
 def sequence_logps(
@@ -178,10 +178,10 @@ def train_pairs(
     directory, the held-out count, the lengths) is checked before the model is loaded.
 
     Raises:
-        ModelDirError: ``model_dir`` is not a model directory, or ``max_length`` exceeds its
+        InvalidRequest: ``model_dir`` is not a model directory, or ``max_length`` exceeds its
             context.
-        TooFewHeldOut: fewer held-out pairs than ``options.min_heldout``.
-        PromptTooLong: a pair does not fit ``max_length`` even with its history cut.
+        InvalidRequest: fewer held-out pairs than ``options.min_heldout``.
+        InvalidRequest: a pair does not fit ``max_length`` even with its history cut.
         ValueError: fewer than two pairs.
     """
     check_model_dir(model_dir)
@@ -231,14 +231,14 @@ def _load_tokenizer(run: _Run) -> Any:
     """The model directory's tokenizer, with a pad token.
 
     Raises:
-        ModelDirError: the directory holds no loadable tokenizer.
+        InvalidRequest: the directory holds no loadable tokenizer.
     """
     from transformers import AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(run.model_dir, local_files_only=True)
     except (OSError, ValueError) as err:
-        raise ModelDirError(f"cannot load a tokenizer from {run.model_dir}: {err}") from None
+        raise InvalidRequest(f"cannot load a tokenizer from {run.model_dir}: {err}") from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
@@ -248,7 +248,7 @@ def _load_model(run: _Run) -> Any:
     """The causal language model of the model directory, seeded.
 
     Raises:
-        ModelDirError: the directory holds no loadable causal language model.
+        InvalidRequest: the directory holds no loadable causal language model.
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -257,7 +257,7 @@ def _load_model(run: _Run) -> Any:
     try:
         return AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
     except (OSError, ValueError) as err:
-        raise ModelDirError(
+        raise InvalidRequest(
             f"cannot load a causal language model from {run.model_dir}: {err}"
         ) from None
 

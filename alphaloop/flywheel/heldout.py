@@ -14,7 +14,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
-from alphaloop.exceptions import TooFewHeldOut
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal.preferences import PreferenceRecord
 
 HELDOUT_BUCKETS = 5  # one pair in five is held out
@@ -47,11 +47,11 @@ def split_pairs(
 
 
 def check_heldout(n_heldout: int, n_total: int, minimum: int) -> None:
-    """Raises :class:`TooFewHeldOut` when ``n_heldout < minimum``, saying how many pairs a run
+    """Raises :class:`InvalidRequest` when ``n_heldout < minimum``, saying how many pairs a run
     needs (about five times the minimum, since a fifth is held out)."""
     if n_heldout >= minimum:
         return
-    raise TooFewHeldOut(
+    raise InvalidRequest(
         f"{n_heldout} held-out pair(s) of {n_total}: a preference accuracy needs at least "
         f"{minimum} (ALPHALOOP_DPO_MIN_HELDOUT), so about {minimum * HELDOUT_BUCKETS} labelled "
         f"pairs in all (one in {HELDOUT_BUCKETS} is held out); on {n_heldout} the 95% interval "

@@ -5,7 +5,7 @@ pair whose prompt alone fills ``max_length`` and cuts the end of the rest. Eithe
 model is trained on something else than the pair. So each pair is measured here exactly as TRL
 will tokenize it, its prompt fitted (:func:`~alphaloop.flywheel.fit.fit_prompt`) until the
 prompt and its longer answer fit, and a pair that still does not fit stops the run before any
-training (:class:`~alphaloop.exceptions.PromptTooLong`), naming the lengths and the limit.
+training (:class:`~alphaloop.exceptions.InvalidRequest`), naming the lengths and the limit.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from alphaloop.exceptions import ModelDirError, PromptTooLong
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.flywheel.export import prompt_messages, prompt_text
 from alphaloop.flywheel.fit import Fitted, context_length, fit_prompt
 from alphaloop.journal.preferences import PreferenceRecord
@@ -50,19 +50,19 @@ def resolve_max_length(requested: int | None, model_dir: Path) -> int:
     """``requested``, or the model's own context length when None.
 
     Raises:
-        ModelDirError: no length requested and the config names none, or a requested length
+        InvalidRequest: no length requested and the config names none, or a requested length
             longer than the model's context (its position embeddings stop there).
     """
     context = model_context_length(model_dir)
     if requested is None:
         if context is None:
-            raise ModelDirError(
+            raise InvalidRequest(
                 f"{model_dir}/config.json names no context length (max_position_embeddings); "
                 "pass --max-length or set ALPHALOOP_DPO_MAX_LENGTH"
             )
         return context
     if context is not None and requested > context:
-        raise ModelDirError(
+        raise InvalidRequest(
             f"max_length {requested} is longer than the model's context length {context} "
             f"(max_position_embeddings in {model_dir}/config.json)"
         )
@@ -90,7 +90,7 @@ def fit_pairs(
     pairs and history entries were cut).
 
     Raises:
-        PromptTooLong: a pair whose prompt and answer do not fit even with its history cut.
+        InvalidRequest: a pair whose prompt and answer do not fit even with its history cut.
     """
     fitted: list[Fitted] = [
         fit_prompt(p.prompt, _sequence_length(tokenizer, (p.chosen, p.rejected)), max_length)
@@ -98,7 +98,7 @@ def fit_pairs(
     ]
     too_long = [(p, f) for p, f in zip(rows, fitted, strict=True) if f.length > max_length]
     if too_long:
-        raise PromptTooLong(_too_long_message(too_long, len(rows), max_length))
+        raise InvalidRequest(_too_long_message(too_long, len(rows), max_length))
     prompts = [model_prompt(tokenizer, f.prompt) for f in fitted]
     tokens = [len(tokenizer(text)["input_ids"]) for text in prompts]
     lengths = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from alphaloop.exceptions import InvalidVerdict
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal.preferences import Verdict
 
 # Rounding slack on "sum <= 1": weights typed by hand (0.333 x 3) must not fail on float noise.
@@ -21,40 +21,40 @@ def check_verdict(
     sum to at most 1 (the rest is cash); a symbol left out gets weight 0.
 
     Raises:
-        InvalidVerdict: an unknown verdict, weights with a verdict other than ``override`` (or
+        InvalidRequest: an unknown verdict, weights with a verdict other than ``override`` (or
             none with it), or weights breaking a rule above (the message names the culprit).
     """
     try:
         kind = Verdict(verdict)
     except ValueError:
-        raise InvalidVerdict(
+        raise InvalidRequest(
             f"unknown verdict {verdict!r}; choose one of {', '.join(v.value for v in Verdict)}"
         ) from None
     if kind != Verdict.override:
         if weights is not None:
-            raise InvalidVerdict(f"--weights go with 'override', not with {kind.value!r}")
+            raise InvalidRequest(f"--weights go with 'override', not with {kind.value!r}")
         return kind, None
     if not weights:
-        raise InvalidVerdict(
+        raise InvalidRequest(
             "an override needs the weights to hold instead: --weights AAPL=0.3,..."
         )
     known = set(symbols)
     unknown = sorted(set(weights) - known)
     if unknown:
-        raise InvalidVerdict(
+        raise InvalidRequest(
             f"unknown symbol(s) {', '.join(unknown)} in the override; the decision trades "
             f"{', '.join(symbols)}"
         )
     for s, w in weights.items():
         if not isinstance(w, int | float) or not math.isfinite(w):
-            raise InvalidVerdict(f"override weight of {s} is not a finite number: {w!r}")
+            raise InvalidRequest(f"override weight of {s} is not a finite number: {w!r}")
         if w < 0:
-            raise InvalidVerdict(
+            raise InvalidRequest(
                 f"override weight of {s} is negative ({w:g}); weights are long-only"
             )
     total = float(sum(weights.values()))
     if total > 1 + SUM_TOLERANCE:
-        raise InvalidVerdict(
+        raise InvalidRequest(
             f"override weights sum to {total:.6g} > 1; the book cannot hold more than its equity"
         )
     return kind, {s: float(w) for s, w in weights.items()}
@@ -64,7 +64,7 @@ def parse_weights(text: str) -> dict[str, float]:
     """``AAPL=0.3,MSFT=0.2`` as a dict.
 
     Raises:
-        InvalidVerdict: an item without ``=``, a weight that is not a number, a repeated symbol.
+        InvalidRequest: an item without ``=``, a weight that is not a number, a repeated symbol.
     """
     weights: dict[str, float] = {}
     for item in (p.strip() for p in text.split(",")):
@@ -73,14 +73,14 @@ def parse_weights(text: str) -> dict[str, float]:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise InvalidVerdict(f"--weights takes SYMBOL=WEIGHT items, got {item!r}")
+            raise InvalidRequest(f"--weights takes SYMBOL=WEIGHT items, got {item!r}")
         try:
             number = float(value)
         except ValueError:
-            raise InvalidVerdict(f"weight of {name} is not a number: {value.strip()!r}") from None
+            raise InvalidRequest(f"weight of {name} is not a number: {value.strip()!r}") from None
         if name in weights:
-            raise InvalidVerdict(f"{name} is given twice in --weights")
+            raise InvalidRequest(f"{name} is given twice in --weights")
         weights[name] = number
     if not weights:
-        raise InvalidVerdict(f"no weights in {text!r}; write AAPL=0.3,MSFT=0.2")
+        raise InvalidRequest(f"no weights in {text!r}; write AAPL=0.3,MSFT=0.2")
     return weights

@@ -8,11 +8,10 @@ of tables and each in the module of the same name: ``journal.sessions``, ``journ
 (:mod:`.models`, and the records next to their repository).
 """
 
-from alphaloop.exceptions import JournalError, SessionNotFound, TrialNotFound, TrialNotRunning
 from alphaloop.journal.connection import pid_alive
 from alphaloop.journal.curves import MAX_CURVE_POINTS, downsample_curve
 from alphaloop.journal.folds import FoldRecord, Folds
-from alphaloop.journal.jobs import JobNotFound, JobRecord, JobStatus
+from alphaloop.journal.jobs import JobRecord, JobStatus
 from alphaloop.journal.journal import Journal
 from alphaloop.journal.models import (
     COUNTED_STATUSES,
@@ -56,24 +55,19 @@ __all__ = [
     "Folds",
     "FoldsUsed",
     "FollowedTrials",
-    "JobNotFound",
     "JobRecord",
     "JobStatus",
     "Journal",
-    "JournalError",
     "LLMUsageRecord",
     "Pick",
     "PolicyKind",
     "PolicyRecord",
     "PolicySource",
     "ReplayRecord",
-    "SessionNotFound",
     "SessionRecord",
     "SessionStatus",
     "TrialFilter",
     "TrialKind",
-    "TrialNotFound",
-    "TrialNotRunning",
     "TrialRecord",
     "TrialScore",
     "TrialStatus",

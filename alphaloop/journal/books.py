@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, ClassVar, Literal
 
-from alphaloop.exceptions import Conflict, JournalError
+from alphaloop.exceptions import AlphaloopError, Conflict
 from alphaloop.journal.codec import columns, dumps, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
@@ -151,7 +151,7 @@ class Books:
         """Opens a book holding ``initial_cash`` in cash (``purpose``: ``live`` or ``check``).
 
         Raises:
-            JournalError: a book of that name exists.
+            AlphaloopError: a book of that name exists.
         """
         stamp = now()
         row = {
@@ -169,7 +169,7 @@ class Books:
             with self._journal._write():
                 self._journal.db["pm_books"].insert(row)
         except sqlite3.IntegrityError:
-            raise JournalError(f"a book named {name!r} already exists") from None
+            raise AlphaloopError(f"a book named {name!r} already exists") from None
         return self._book(name)
 
     def update(
@@ -228,7 +228,7 @@ class Books:
         book = self.get(name)
         if book is None:
             known = ", ".join(b.name for b in self.list()) or "none yet"
-            raise JournalError(f"no book named {name!r} (books: {known})")
+            raise AlphaloopError(f"no book named {name!r} (books: {known})")
         return book
 
     # --- decisions and fills -----------------------------------------------------------------
@@ -339,11 +339,11 @@ class Books:
         """One decision.
 
         Raises:
-            JournalError: no such id.
+            AlphaloopError: no such id.
         """
         rows = self._journal._rows("SELECT * FROM decisions WHERE id = ?", (decision_id,))
         if not rows:
-            raise JournalError(f"no decision {decision_id!r} in {self._journal.path}")
+            raise AlphaloopError(f"no decision {decision_id!r} in {self._journal.path}")
         return DecisionRecord.from_row(rows[0])
 
     def list_decisions(self, book: str, limit: int | None = None) -> list[DecisionRecord]:

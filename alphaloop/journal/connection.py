@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from alphaloop._lazy import without_modules
-from alphaloop.exceptions import JournalError, JournalLocked
+from alphaloop.exceptions import AlphaloopError, Unavailable
 from alphaloop.journal import migrations, schema
 
 if TYPE_CHECKING:  # imported on first use of ``db`` (see there)
@@ -74,7 +74,7 @@ class JournalFile:
         busy_timeout_s: how long a write waits for another writer before giving up.
 
     Raises:
-        JournalError: the file is not an alphaloop journal (it is left untouched), it was written
+        AlphaloopError: the file is not an alphaloop journal (it is left untouched), it was written
             by a newer alphaloop, or it does not exist and ``create`` is False.
     """
 
@@ -95,7 +95,7 @@ class JournalFile:
         with _open_here_lock:  # checked and counted as one step: no connection opens between
             fresh = self._is_fresh()
             if fresh and not create:
-                raise JournalError(f"no journal at {self.path}")
+                raise AlphaloopError(f"no journal at {self.path}")
             if fresh:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             elif not _open_here.get(self._key):
@@ -121,7 +121,7 @@ class JournalFile:
         try:
             why = schema.sniff(self.path)
         except OSError as err:
-            raise JournalError(f"cannot read the journal at {self.path}: {err}") from None
+            raise AlphaloopError(f"cannot read the journal at {self.path}: {err}") from None
         if why:
             raise self._not_a_journal(why)
 
@@ -139,8 +139,8 @@ class JournalFile:
             return True
         return self.path.is_file() and self.path.stat().st_size == 0 and not wal.exists()
 
-    def _not_a_journal(self, why: str) -> JournalError:
-        return JournalError(f"{self.path} is not an alphaloop journal: {why}")
+    def _not_a_journal(self, why: str) -> AlphaloopError:
+        return AlphaloopError(f"{self.path} is not an alphaloop journal: {why}")
 
     def _prepare(self, conn: sqlite3.Connection, fresh: bool) -> None:
         """Checks (or creates) the schema, then switches to WAL. Writes nothing to a file that
@@ -161,7 +161,7 @@ class JournalFile:
             if why:
                 raise self._not_a_journal(why)
             if found > schema.SCHEMA_VERSION:
-                raise JournalError(
+                raise AlphaloopError(
                     f"the journal at {self.path} was written by a newer alphaloop "
                     f"(schema {found} > {schema.SCHEMA_VERSION}); upgrade alphaloop"
                 )
@@ -180,13 +180,13 @@ class JournalFile:
         except sqlite3.DatabaseError as err:
             if _is_locked(err):
                 raise
-            raise JournalError(
+            raise AlphaloopError(
                 f"could not upgrade the journal at {self.path} from schema {found} to "
                 f"{schema.SCHEMA_VERSION}: {err}"
             ) from err
 
-    def _locked(self) -> JournalLocked:
-        return JournalLocked(
+    def _locked(self) -> Unavailable:
+        return Unavailable(
             f"the journal at {self.path} stayed locked by another writer for more than "
             f"{self.busy_timeout_s:g} s; is another alphaloop process stuck?"
         )
@@ -213,7 +213,7 @@ class JournalFile:
 
     def _ensure_open(self) -> None:
         if self._closed:
-            raise JournalError(f"the journal at {self.path} is closed")
+            raise AlphaloopError(f"the journal at {self.path} is closed")
 
     @property
     def _conn(self) -> sqlite3.Connection:

@@ -13,7 +13,7 @@ import json
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from alphaloop.exceptions import JobNotFound, JournalError
+from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal.codec import now
 from alphaloop.journal.connection import JournalFile, pid_alive
 from alphaloop.journal.models import _Record
@@ -105,8 +105,8 @@ class Jobs:
         """Marks a queued job ``running`` in process ``pid``: a job runs once.
 
         Raises:
-            JobNotFound: no such job.
-            JournalError: it is not queued (another worker has it, or it has ended).
+            NotFound: no such job.
+            AlphaloopError: it is not queued (another worker has it, or it has ended).
         """
         with self._journal._write() as conn:
             changed = conn.execute(
@@ -115,7 +115,7 @@ class Jobs:
             ).rowcount
         job = self.get(job_id)
         if not changed:
-            raise JournalError(f"job {job_id} is {job.status.value}, not queued")
+            raise AlphaloopError(f"job {job_id} is {job.status.value}, not queued")
         return job
 
     def link_session(self, job_id: int, session_id: str) -> None:
@@ -152,8 +152,8 @@ class Jobs:
         """Ends a job that has not ended yet.
 
         Raises:
-            JobNotFound: no such job.
-            JournalError: it has ended already.
+            NotFound: no such job.
+            AlphaloopError: it has ended already.
         """
         if "result" in values:
             values = {**values, "result": json.dumps(values["result"])}
@@ -166,18 +166,18 @@ class Jobs:
             ).rowcount
         job = self.get(job_id)
         if not changed:
-            raise JournalError(f"job {job_id} has already ended ({job.status.value})")
+            raise AlphaloopError(f"job {job_id} has already ended ({job.status.value})")
         return job
 
     def get(self, job_id: int) -> JobRecord:
         """One job.
 
         Raises:
-            JobNotFound: no such job.
+            NotFound: no such job.
         """
         rows = self._journal._rows("SELECT * FROM jobs WHERE id = ?", (job_id,))
         if not rows:
-            raise JobNotFound(f"no job {job_id!r} in {self._journal.path}")
+            raise NotFound(f"no job {job_id!r} in {self._journal.path}")
         return _job(rows[0])
 
     def list(

@@ -68,7 +68,7 @@ class Logs:
         """Journals an event (``PolicyRetrained``, ``Resumed``, ``ProposerFallback``...).
 
         Raises:
-            SessionNotFound: ``session_id`` is given but names no session.
+            NotFound: ``session_id`` is given but names no session.
         """
         with self._journal._write() as conn:
             check_refs(self._journal, conn, session_id, None)
@@ -104,7 +104,7 @@ class Logs:
         """Journals one attempt at one LLM call (takes ``LLMCallRecord.model_dump()`` as is).
 
         Raises:
-            SessionNotFound / TrialNotFound: an id is given but names nothing.
+            NotFound / NotFound: an id is given but names nothing.
         """
         tid = as_trial_id(trial_id)
         row = columns(
@@ -149,7 +149,7 @@ class Logs:
         and the data context it was grounded on.
 
         Raises:
-            SessionNotFound / TrialNotFound: an id is given but names nothing.
+            NotFound / NotFound: an id is given but names nothing.
         """
         row = columns(
             ChartReadRecord,
@@ -182,7 +182,7 @@ class Logs:
         """Journals the bounds clips made to one trial's proposal; returns the new rows.
 
         Raises:
-            TrialNotFound: no such trial.
+            NotFound: no such trial.
         """
         checked = [
             BoundsClip.model_validate(c, from_attributes=not isinstance(c, Mapping)) for c in clips

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from alphaloop.exceptions import JournalError
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import schema
 from alphaloop.journal.schema import (
     CONFIG_INDEXES,
@@ -228,6 +228,6 @@ def migrate(conn: sqlite3.Connection, from_version: int) -> None:
     """
     for v in range(from_version, schema.SCHEMA_VERSION):
         if v not in MIGRATIONS:
-            raise JournalError(f"no migration from journal schema {v} to {v + 1}")
+            raise AlphaloopError(f"no migration from journal schema {v} to {v + 1}")
         MIGRATIONS[v](conn)
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import Conflict, TrialNotFound
+from alphaloop.exceptions import Conflict, NotFound
 from alphaloop.journal.codec import now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.refs import session_not_found
@@ -64,7 +64,7 @@ class Notes:
         a first note).
 
         Raises:
-            SessionNotFound, TrialNotFound: no such session, or trial in it.
+            NotFound, NotFound: no such session, or trial in it.
             Conflict: the note has a version newer than ``base_version``.
         """
         with self._journal._write() as conn:
@@ -90,7 +90,7 @@ class Notes:
         if trial_id is not None:
             row = conn.execute("SELECT session_id FROM trials WHERE id = ?", (trial_id,)).fetchone()
             if row is None or row[0] != session_id:
-                raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
+                raise NotFound(f"no trial {trial_id} in session {session_id}")
 
 
 __all__ = ["NOTE", "NoteVersion", "Notes"]

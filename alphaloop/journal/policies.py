@@ -7,7 +7,7 @@ import sqlite3
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from alphaloop.exceptions import JournalError, PolicyNotFound
+from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
@@ -116,7 +116,7 @@ class Policies:
 
         Raises:
             ValueError: an unknown or missing field, or a value of the wrong type.
-            JournalError: the trial is already in the library (an entry per trial), or its
+            AlphaloopError: the trial is already in the library (an entry per trial), or its
                 session or trial is not in the journal.
         """
         _required(PolicyRecord, fields)
@@ -129,10 +129,10 @@ class Policies:
                 policy_id = int(self._journal.db["policies"].insert(row).last_rowid)
         except sqlite3.IntegrityError as err:
             if "policies.trial_id" in str(err):
-                raise JournalError(
+                raise AlphaloopError(
                     f"trial {fields['trial_id']} is already in the policy library"
                 ) from None
-            raise JournalError(
+            raise AlphaloopError(
                 f"cannot add the policy of trial {fields.get('trial_id')!r} to the library: "
                 f"{err} (its session and trial must be journaled first)"
             ) from None
@@ -142,7 +142,7 @@ class Policies:
         """One library entry.
 
         Raises:
-            PolicyNotFound: no such id (the message lists the most recent ids).
+            NotFound: no such id (the message lists the most recent ids).
         """
         rows = self._journal._rows("SELECT * FROM policies WHERE id = ?", (policy_id,))
         if not rows:
@@ -155,7 +155,7 @@ class Policies:
                 if recent
                 else "the library is empty (a finished session or `alphaloop train` adds entries)"
             )
-            raise PolicyNotFound(
+            raise NotFound(
                 f"no policy {policy_id!r} in the library at {self._journal.path}; {hint}"
             )
         return PolicyRecord.from_row(rows[0])
@@ -180,7 +180,7 @@ class Policies:
         Raises:
             ValueError: an unknown or missing field, a value of the wrong type, or not exactly
                 one parent (a trial or a policy).
-            JournalError: the parent is not in the journal.
+            AlphaloopError: the parent is not in the journal.
         """
         _required(ReplayRecord, fields)
         if (fields.get("parent_trial_id") is None) == (fields.get("parent_policy_id") is None):
@@ -191,18 +191,18 @@ class Policies:
             with self._journal._write():
                 replay_id = int(self._journal.db["replays"].insert(row).last_rowid)
         except sqlite3.IntegrityError as err:
-            raise JournalError(f"cannot journal the replay: {err}") from None
+            raise AlphaloopError(f"cannot journal the replay: {err}") from None
         return self.get_replay(replay_id)
 
     def get_replay(self, replay_id: int) -> ReplayRecord:
         """One replay.
 
         Raises:
-            JournalError: no such id.
+            AlphaloopError: no such id.
         """
         rows = self._journal._rows("SELECT * FROM replays WHERE id = ?", (replay_id,))
         if not rows:
-            raise JournalError(f"no replay {replay_id!r} in {self._journal.path}")
+            raise AlphaloopError(f"no replay {replay_id!r} in {self._journal.path}")
         return ReplayRecord.from_row(rows[0])
 
     def list_replays(

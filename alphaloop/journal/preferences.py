@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from alphaloop.exceptions import DecisionNotFound, InvalidVerdict, JournalError
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, NotFound
 from alphaloop.journal.codec import dumps, now, seconds_between
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
@@ -141,7 +141,7 @@ class Preferences:
         """One decision as the flywheel sees it.
 
         Raises:
-            DecisionNotFound: no such id (the message lists undecided ids).
+            NotFound: no such id (the message lists undecided ids).
         """
         rows = self._journal._rows(
             f"SELECT {_DECISION_COLUMNS} FROM decisions WHERE id = ?", (decision_id,)
@@ -153,7 +153,7 @@ class Preferences:
                 if open_ids
                 else "no decision awaits a verdict (`alphaloop pm review` lists them)"
             )
-            raise DecisionNotFound(f"no decision {decision_id!r} in {self._journal.path}; {hint}")
+            raise NotFound(f"no decision {decision_id!r} in {self._journal.path}; {hint}")
         return DecisionView.from_row(rows[0])
 
     def undecided_decisions(self) -> list[DecisionView]:
@@ -186,31 +186,31 @@ class Preferences:
         pair may already have been labelled from it).
 
         Raises:
-            DecisionNotFound: no such decision.
-            InvalidVerdict: it already has a verdict, or override weights with a verdict other
+            NotFound: no such decision.
+            InvalidRequest: it already has a verdict, or override weights with a verdict other
                 than ``override`` (or none with ``override``).
         """
         verdict = Verdict(verdict)
         if (verdict == Verdict.override) != (override_weights is not None):
-            raise InvalidVerdict("override weights go with the verdict 'override', and only it")
+            raise InvalidRequest("override weights go with the verdict 'override', and only it")
         with self._journal._write() as conn:
             row = conn.execute(
                 "SELECT verdict FROM decisions WHERE id = ?", (decision_id,)
             ).fetchone()
             if row is None:
-                raise DecisionNotFound(f"no decision {decision_id!r} in {self._journal.path}")
+                raise NotFound(f"no decision {decision_id!r} in {self._journal.path}")
             check = conn.execute(
                 "SELECT b.name FROM decisions d JOIN pm_books b ON b.name = d.book "
                 "WHERE d.id = ? AND b.purpose = 'check'",
                 (decision_id,),
             ).fetchone()
             if check is not None:
-                raise InvalidVerdict(
+                raise InvalidRequest(
                     f"decision {decision_id} belongs to the deployment check {check[0]!r}: a "
                     "simulated day nobody lived; verdicts are for decisions of live books"
                 )
             if row[0] is not None:
-                raise InvalidVerdict(
+                raise InvalidRequest(
                     f"decision {decision_id} already has the verdict {row[0]!r}; "
                     "a verdict is recorded once"
                 )
@@ -322,7 +322,7 @@ class Preferences:
         """Closes a running DPO run with its outcome (``finished`` or ``failed``).
 
         Raises:
-            JournalError: no such run, or it is not running.
+            AlphaloopError: no such run, or it is not running.
         """
         unknown = set(fields) - _DPO_UPDATABLE
         if unknown:
@@ -336,7 +336,7 @@ class Preferences:
                 "SELECT status, started_at FROM dpo_runs WHERE id = ?", (run_id,)
             ).fetchone()
             if found is None or found[0] != DpoStatus.running:
-                raise JournalError(f"DPO run {run_id!r} is not running in {self._journal.path}")
+                raise AlphaloopError(f"DPO run {run_id!r} is not running in {self._journal.path}")
             stamp = now()
             row.update(status=DpoStatus(status).value, finished_at=stamp)
             row.setdefault("elapsed_s", seconds_between(found[1], stamp))
@@ -346,7 +346,7 @@ class Preferences:
     def get_dpo_run(self, run_id: int) -> DpoRunRecord:
         rows = self._journal._rows("SELECT * FROM dpo_runs WHERE id = ?", (run_id,))
         if not rows:
-            raise JournalError(f"no DPO run {run_id!r} in {self._journal.path}")
+            raise AlphaloopError(f"no DPO run {run_id!r} in {self._journal.path}")
         return DpoRunRecord.from_row(rows[0])
 
     def dpo_runs(self) -> list[DpoRunRecord]:

@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import sqlite3
 
-from alphaloop.exceptions import SessionNotFound, TrialNotFound
+from alphaloop.exceptions import NotFound
 from alphaloop.journal.connection import JournalFile
 
 # The order sessions are listed in (and their recent ids hinted at).
 NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
 
 
-def session_not_found(journal: JournalFile, session_id: str) -> SessionNotFound:
+def session_not_found(journal: JournalFile, session_id: str) -> NotFound:
     """The error for a session id that names nothing, listing the most recent ids."""
     recent = [r["id"] for r in journal._rows(f"SELECT id FROM sessions {NEWEST_FIRST} LIMIT 5")]
     hint = f"recent sessions: {', '.join(recent)}" if recent else "it has no sessions yet"
-    return SessionNotFound(f"no session {session_id!r} in {journal.path}; {hint}")
+    return NotFound(f"no session {session_id!r} in {journal.path}; {hint}")
 
 
-def trial_not_found(journal: JournalFile, trial_id: int) -> TrialNotFound:
+def trial_not_found(journal: JournalFile, trial_id: int) -> NotFound:
     """The error for a trial id that names nothing."""
-    return TrialNotFound(f"no trial with id {trial_id!r} in {journal.path}")
+    return NotFound(f"no trial with id {trial_id!r} in {journal.path}")
 
 
 def check_refs(
@@ -33,8 +33,8 @@ def check_refs(
     """Raises what the foreign keys would refuse, inside the write transaction on ``conn``.
 
     Raises:
-        SessionNotFound: ``session_id`` is given and names no session.
-        TrialNotFound: ``trial_id`` is given and names no trial.
+        NotFound: ``session_id`` is given and names no session.
+        NotFound: ``trial_id`` is given and names no trial.
     """
     if (
         session_id is not None

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import computed_field, field_validator
 
-from alphaloop.exceptions import JournalError
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal.codec import now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
@@ -113,7 +113,7 @@ class Schedule:
 
         Raises:
             ValueError: ``running`` is not an ending.
-            JournalError: no such run, or it has already finished.
+            AlphaloopError: no such run, or it has already finished.
         """
         outcome = ScheduleOutcome(outcome)
         if outcome is ScheduleOutcome.running:
@@ -126,18 +126,18 @@ class Schedule:
             ).rowcount
         if not changed:
             self.get_run(run_id)  # raises when there is no such run
-            raise JournalError(f"schedule run {run_id} has already finished")
+            raise AlphaloopError(f"schedule run {run_id} has already finished")
         return self.get_run(run_id)
 
     def get_run(self, run_id: int) -> ScheduleRunRecord:
         """One run.
 
         Raises:
-            JournalError: no such run.
+            AlphaloopError: no such run.
         """
         rows = self._journal._rows("SELECT * FROM schedule_runs WHERE id = ?", (run_id,))
         if not rows:
-            raise JournalError(f"no schedule run {run_id!r} in {self._journal.path}")
+            raise AlphaloopError(f"no schedule run {run_id!r} in {self._journal.path}")
         return ScheduleRunRecord.from_row(rows[0])
 
     def runs(

@@ -111,7 +111,7 @@ class Sessions:
 
         Raises:
             ValueError: an unknown field name, or a value of the wrong type.
-            SessionNotFound: no such session.
+            NotFound: no such session.
         """
         unknown = sorted(set(fields) - SESSION_UPDATABLE)
         if unknown:
@@ -140,7 +140,7 @@ class Sessions:
         event either way. Returns whether the status changed.
 
         Raises:
-            SessionNotFound: no such session.
+            NotFound: no such session.
         """
         with self._journal._write() as conn:
             row = conn.execute("SELECT status FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -169,7 +169,7 @@ class Sessions:
         """One session.
 
         Raises:
-            SessionNotFound: no such id (the message lists the most recent ids).
+            NotFound: no such id (the message lists the most recent ids).
         """
         rows = self._journal._rows("SELECT * FROM sessions WHERE id = ?", (session_id,))
         if not rows:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from alphaloop.exceptions import TrialNotFound
+from alphaloop.exceptions import NotFound
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import TrialKind, TrialRecord, TrialStatus
 from alphaloop.journal.refs import session_not_found, trial_not_found
@@ -69,7 +69,7 @@ class TrialReads:
         """One trial by its journal id.
 
         Raises:
-            TrialNotFound: no such id.
+            NotFound: no such id.
         """
         rows = self._records(f"SELECT {ALL_COLUMNS} FROM trials WHERE id = ?", (trial_id,))
         if not rows:
@@ -80,8 +80,8 @@ class TrialReads:
         """One trial by its index within a session (the ``#`` a review lists).
 
         Raises:
-            SessionNotFound: no such session.
-            TrialNotFound: the session has no trial with that index (the message gives the range).
+            NotFound: no such session.
+            NotFound: the session has no trial with that index (the message gives the range).
         """
         rows = self._records(
             f"SELECT {ALL_COLUMNS} FROM trials WHERE session_id = ? AND idx = ?", (session_id, idx)
@@ -98,7 +98,7 @@ class TrialReads:
             if span["lo"] is not None
             else "it has no trials"
         )
-        raise TrialNotFound(f"session {session_id} has no trial #{idx}; {has}")
+        raise NotFound(f"session {session_id} has no trial #{idx}; {has}")
 
     def of_session(
         self, session_id: str, kind: TrialKind | str | None = None, *, series: bool = True

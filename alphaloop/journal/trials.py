@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from alphaloop.exceptions import TrialNotRunning
+from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal.codec import column, columns, now, seconds_between
 from alphaloop.journal.connection import pid_alive
 from alphaloop.journal.curves import check_max_points, downsample_curve
@@ -57,8 +57,8 @@ class Trials(TrialRankings):
         where it runs (``local``, ``ray:HOST:PORT`` or ``ray://HOST:PORT``).
 
         Raises:
-            SessionNotFound: no such session.
-            TrialNotFound: ``parent_id`` names no trial.
+            NotFound: no such session.
+            NotFound: ``parent_id`` names no trial.
         """
         return self._insert(
             session_id,
@@ -168,8 +168,8 @@ class Trials(TrialRankings):
 
         Raises:
             ValueError: ``status`` is not a final status, or a value of the wrong type.
-            TrialNotFound: no such trial.
-            TrialNotRunning: the trial already finished; a finished row is never rewritten.
+            NotFound: no such trial.
+            AlphaloopError: the trial already finished; a finished row is never rewritten.
         """
         final = TrialStatus(status)
         if final is TrialStatus.running:
@@ -207,7 +207,7 @@ class Trials(TrialRankings):
                 raise trial_not_found(self._journal, trial_id)
             kind, current, started_at = row
             if current != TrialStatus.running:
-                raise TrialNotRunning(f"trial {trial_id} already finished as {current!r}")
+                raise AlphaloopError(f"trial {trial_id} already finished as {current!r}")
             stamp = now()
             if values["elapsed_s"] is None:
                 values["elapsed_s"] = seconds_between(started_at, stamp)
@@ -229,7 +229,7 @@ class Trials(TrialRankings):
         instead of run again. :meth:`finish` drops it.
 
         Raises:
-            TrialNotRunning: the trial is not running (no such trial, or already finished).
+            AlphaloopError: the trial is not running (no such trial, or already finished).
         """
         with self._journal._write() as conn:
             done = conn.execute(
@@ -237,7 +237,7 @@ class Trials(TrialRankings):
                 (outcome, trial_id, TrialStatus.running.value),
             )
             if done.rowcount != 1:
-                raise TrialNotRunning(f"trial {trial_id} is not running: no outcome to hold")
+                raise AlphaloopError(f"trial {trial_id} is not running: no outcome to hold")
 
     def reap_interrupted(
         self, session_id: str, *, keep: Collection[int] = (), own_pid_alive: bool = False
@@ -293,7 +293,7 @@ class Trials(TrialRankings):
         at a bounded size (:data:`~alphaloop.journal.curves.MAX_CURVE_POINTS` is the usual cap).
 
         Raises:
-            TrialNotFound: no such trial.
+            NotFound: no such trial.
         """
         check_max_points(max_points)
         kept = downsample_curve(points, max_points) if max_points else list(points)

@@ -48,7 +48,7 @@ def activate(
     person activated it without a GO from its gates, their ``override`` reason).
 
     Raises:
-        PolicyNotFound: no such id (the message lists recent ids).
+        NotFound: no such id (the message lists recent ids).
         PolicyTampered: the entry's file is gone or changed; the pointer is left as it was.
         ActivePolicyError: never for a garbled old pointer: activation is how to repair one.
     """

@@ -13,11 +13,7 @@ from typing import Any
 import openai
 
 from alphaloop import telemetry
-from alphaloop.exceptions import (
-    LLMNotConfigured,
-    LLMTimeout,
-    LLMUnavailable,
-)
+from alphaloop.exceptions import InvalidRequest, LLMUnavailable
 from alphaloop.llm.models import LLMCallRecord, LLMReply, ToolCall
 from alphaloop.llm.retry import Failure, backoff_s, bad_response, status_failure
 from alphaloop.llm.usage import UsageMeter, estimate_tokens
@@ -89,7 +85,7 @@ class LLMClient:
         model: overrides ``settings.llm_model`` (e.g. the vision model).
 
     Raises:
-        LLMNotConfigured: no base URL or no model.
+        InvalidRequest: no base URL or no model.
     """
 
     def __init__(
@@ -103,7 +99,7 @@ class LLMClient:
         self.model = model or settings.llm_model or ""
         self.base_url = settings.llm_base_url or ""
         if not self.base_url or not self.model:
-            raise LLMNotConfigured(
+            raise InvalidRequest(
                 "no LLM endpoint configured: set ALPHALOOP_LLM_BASE_URL and ALPHALOOP_LLM_MODEL "
                 "(without them the embedded proposer runs)"
             )
@@ -190,7 +186,7 @@ class LLMClient:
             The reply of the first successful attempt.
 
         Raises:
-            LLMError: a subclass saying what went wrong; ``ToolsUnsupported`` when the
+            LLMError: a subclass saying what went wrong; ``Unsupported`` when the
                 endpoint cannot do tool calling.
         """
         request = self._request(messages, tools, tool_choice, temperature, max_tokens, purpose)
@@ -298,7 +294,7 @@ class LLMClient:
             )
         except openai.APITimeoutError as err:
             raise Failure(
-                LLMTimeout,
+                LLMUnavailable,
                 f"no answer from the LLM endpoint at {self.base_url} within "
                 f"{self.settings.llm_timeout_s:g}s (model '{self.model}'); raise "
                 "ALPHALOOP_LLM_TIMEOUT or check the server's load",

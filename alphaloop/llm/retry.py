@@ -15,21 +15,12 @@ import email.utils
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 import openai
 
-from alphaloop.exceptions import (
-    ImagesUnsupported,
-    LLMAuthError,
-    LLMBadRequest,
-    LLMBadResponse,
-    LLMError,
-    LLMNotFound,
-    LLMUnavailable,
-    ResponseFormatUnsupported,
-    ToolsUnsupported,
-)
+from alphaloop.exceptions import LLMError, LLMUnavailable, Unsupported
 
 RETRYABLE_STATUS = {408, 409, 429}
 # Wording of "no tool calling here" across servers: vLLM without --enable-auto-tool-choice,
@@ -60,7 +51,7 @@ class Failure(Exception):
 
     def __init__(
         self,
-        kind: type[LLMError],
+        kind: Callable[..., LLMError],
         message: str,
         *,
         retryable: bool,
@@ -118,23 +109,26 @@ def _capability_failure(
             "switch to JSON in the message text (vLLM: start it with --enable-auto-tool-choice "
             "--tool-call-parser ...; llama.cpp: a model whose chat template has tools)"
         )
-        return Failure(ToolsUnsupported, message, retryable=False, status=status)
+        refused = partial(Unsupported, capability="tools")
+        return Failure(refused, message, retryable=False, status=status)
     if "images" in sent and IMAGES_UNSUPPORTED.search(detail):
         message = (
             f"model '{model}' takes no image input ({said}); set ALPHALOOP_VLM_MODEL to a vision "
             "model (llama.cpp: start it with the model's --mmproj); chart reads use the "
             "embedded reader meanwhile"
         )
-        return Failure(ImagesUnsupported, message, retryable=False, status=status)
+        refused = partial(Unsupported, capability="images")
+        return Failure(refused, message, retryable=False, status=status)
     if "response_format" in sent and RESPONSE_FORMAT_UNSUPPORTED.search(detail):
         message = (
             f"the endpoint refuses response_format json_schema for '{model}' ({said}); "
             "proposals ask for plain JSON in the message text instead"
         )
-        return Failure(ResponseFormatUnsupported, message, retryable=False, status=status)
+        refused = partial(Unsupported, capability="response_format")
+        return Failure(refused, message, retryable=False, status=status)
     if status >= 500 and PERMANENT_5XX.search(detail):
         message = f"the endpoint cannot do what was asked; change the request or model ({said})"
-        return Failure(LLMBadRequest, message, retryable=False, status=status)
+        return Failure(LLMError, message, retryable=False, status=status)
     return None
 
 
@@ -152,20 +146,18 @@ def status_failure(
     """
     status, detail = err.status_code, server_message(err)
     said = f"HTTP {status} from {base_url}: {detail}"
-    kind: type[LLMError] = LLMBadRequest
+    kind: type[LLMError] = LLMError
     message = f"the endpoint refused the request ({said})"
     retryable, retry_after = False, None
     capability = _capability_failure(status, detail, said, sent=sent, model=model)
     if capability is not None:
         return capability
     if status in (401, 403):
-        kind = LLMAuthError
         message = (
             f"the endpoint rejected the API key: set ALPHALOOP_LLM_API_KEY (or OPENAI_API_KEY) "
             f"to a key it accepts; {said}"
         )
     elif status == 404:
-        kind = LLMNotFound
         message = (
             f"unknown model '{model}' or wrong base URL '{base_url}' (check "
             "ALPHALOOP_LLM_MODEL / ALPHALOOP_LLM_BASE_URL; GET /v1/models lists what the "
@@ -186,4 +178,4 @@ def bad_response(base_url: str, detail: str) -> Failure:
         f"the LLM endpoint at {base_url} answered with something that is not a chat "
         f"completion ({detail[:300]})"
     )
-    return Failure(LLMBadResponse, message, retryable=True, status=200)
+    return Failure(LLMError, message, retryable=True, status=200)

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 
 DATE_COLUMNS = ("date", "datetime", "timestamp", "time", "day")
 # Day and month as numbers, then the year (03/01/2005, 3.1.05, 03-01-2005), maybe a time after.
@@ -88,7 +88,7 @@ def parse_dates(raw: pd.Series, date_format: str | None, origin: str) -> pd.Seri
         bad = other & named.isna().to_numpy()
         if bad.any():
             first = int(np.flatnonzero(bad)[0])
-            raise DataError(
+            raise InvalidRequest(
                 f"{origin}: {int(bad.sum())} unparsable date(s) in column {raw.name!r}, "
                 f"first {_show(raw.tolist()[first])} (row {first + 2} of the file); {_FIX}"
             )
@@ -100,7 +100,7 @@ def parse_dates(raw: pd.Series, date_format: str | None, origin: str) -> pd.Seri
     present = {k: m for k, m in kinds.items() if m.any()}
     if len(present) > 1:
         listed = "; ".join(f"{k}: {_rows(raw, m, 2)}" for k, m in present.items())
-        raise DataError(f"{where}: mixed date formats ({listed}); {_FIX}")
+        raise InvalidRequest(f"{where}: mixed date formats ({listed}); {_FIX}")
     if other.all():
         return pd.to_datetime(text, format="mixed")
     return _parse_day_month(raw, text, parts, where)
@@ -111,12 +111,12 @@ def _parse_with_format(raw: pd.Series, text: pd.Series, date_format: str, where:
     try:
         parsed = pd.to_datetime(text, format=date_format, errors="coerce")
     except ValueError as err:
-        raise DataError(
+        raise InvalidRequest(
             f"bad date format {date_format!r} ({err}); use strptime codes such as %d/%m/%Y"
         ) from None
     bad = parsed.isna().to_numpy()
     if bad.any():
-        raise DataError(
+        raise InvalidRequest(
             f"{where}: {int(bad.sum())} date(s) do not match the date format "
             f"{date_format!r}: {_rows(raw, bad)}; fix those rows or the format"
         )
@@ -133,7 +133,7 @@ def _parse_day_month(raw: pd.Series, text: pd.Series, parts: pd.DataFrame, where
     sep, y = parts["sep"].iloc[0], "%Y" if len(parts["year"].iloc[0]) == 4 else "%y"
     formats = f"--date-format '%d{sep}%m{sep}{y}' (day first) or '%m{sep}%d{sep}{y}' (month first)"
     if day_first.all() and month_first.all():
-        raise DataError(
+        raise InvalidRequest(
             f"{where}: ambiguous dates such as {_rows(raw, np.ones(len(raw), bool), 2)} read as "
             "day/month or month/day and every row fits both; convert the column to ISO "
             f"YYYY-MM-DD, or pass {formats}"
@@ -141,11 +141,11 @@ def _parse_day_month(raw: pd.Series, text: pd.Series, parts: pd.DataFrame, where
     if not (day_first.all() or month_first.all()):
         neither = ~day_first & ~month_first
         if neither.any():
-            raise DataError(
+            raise InvalidRequest(
                 f"{where}: {int(neither.sum())} impossible date(s) {_rows(raw, neither)}; "
                 f"fix them, then convert the column to ISO YYYY-MM-DD or pass {formats}"
             )
-        raise DataError(
+        raise InvalidRequest(
             f"{where}: mixed day-first and month-first dates (only day first: "
             f"{_rows(raw, ~month_first, 2)}; only month first: {_rows(raw, ~day_first, 2)}); "
             f"fix the rows written the other way, convert the column to ISO YYYY-MM-DD, "
@@ -156,7 +156,7 @@ def _parse_day_month(raw: pd.Series, text: pd.Series, parts: pd.DataFrame, where
     parsed = pd.to_datetime(text, format="mixed", dayfirst=bool(day_first.all()), errors="coerce")
     wrong = (parsed.dt.day != day) | (parsed.dt.month != month)
     if wrong.any():
-        raise DataError(f"{where}: cannot read {_rows(raw, wrong.to_numpy())}; {_FIX}")
+        raise InvalidRequest(f"{where}: cannot read {_rows(raw, wrong.to_numpy())}; {_FIX}")
     return parsed
 
 
@@ -173,7 +173,9 @@ def _parse_iso(text: pd.Series, where: str) -> pd.Series:
         try:
             return pd.to_datetime(local, format="ISO8601", errors="coerce")
         except ValueError as err:
-            raise DataError(f"{where}: cannot read the dates ({err}); write YYYY-MM-DD") from None
+            raise InvalidRequest(
+                f"{where}: cannot read the dates ({err}); write YYYY-MM-DD"
+            ) from None
 
 
 def date_index(frame: pd.DataFrame, origin: str, date_format: str | None) -> pd.DataFrame:
@@ -186,7 +188,7 @@ def date_index(frame: pd.DataFrame, origin: str, date_format: str | None) -> pd.
         if pd.to_datetime(frame[first], errors="coerce", format="mixed").notna().all():
             named = [first]
     if not named:
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: no date column; name one of {', '.join(DATE_COLUMNS)} "
             f"(columns found: {', '.join(map(str, frame.columns[:8]))})"
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from alphaloop.exceptions import DataError, DataWarning
+from alphaloop.exceptions import DataWarning, InvalidRequest
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def _is_binary(sample: bytes) -> bool:
 
 
 def _sniff_csv(path: Path) -> dict[str, object]:
-    """``read_csv`` arguments for a text CSV, or a :class:`DataError` saying why it is not one.
+    """``read_csv`` arguments for a text CSV, or a :class:`InvalidRequest` saying why it is not one.
 
     The delimiter is the one of ``, ; tab |`` found most often in the header line (Excel in many
     European locales writes ``;``). With a delimiter other than ``,``, a decimal comma is assumed
@@ -56,18 +56,18 @@ def _sniff_csv(path: Path) -> dict[str, object]:
             with gzip.open(path, "rb") as fh:
                 head = fh.read(_SNIFF_BYTES)
         except (OSError, EOFError) as err:
-            raise DataError(f"cannot read {path}: broken gzip file ({err})") from None
+            raise InvalidRequest(f"cannot read {path}: broken gzip file ({err})") from None
         options["compression"] = "gzip"
     if not head.strip():
-        raise DataError(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}")
+        raise InvalidRequest(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}")
     for magic, advice in _MAGIC.items():
         if head.startswith(magic):
-            raise DataError(f"{path} is not a text CSV: {advice}")
+            raise InvalidRequest(f"{path} is not a text CSV: {advice}")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         options["encoding"] = "utf-16"
         text = head.decode("utf-16", errors="ignore")
     elif _is_binary(head):
-        raise DataError(
+        raise InvalidRequest(
             f"{path} is not a text CSV (binary content in its first bytes); "
             f"export the prices as a UTF-8 CSV with {_HOW_TO_WRITE}"
         )
@@ -104,13 +104,13 @@ def _read_csv(path: Path) -> pd.DataFrame:
     try:
         return pd.read_csv(path, **options)  # type: ignore[call-overload]
     except pd.errors.EmptyDataError:
-        raise DataError(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}") from None
+        raise InvalidRequest(f"{path} is empty; a price CSV needs {_HOW_TO_WRITE}") from None
     except UnicodeDecodeError as err:
-        raise DataError(
+        raise InvalidRequest(
             f"{path} is not UTF-8 text at byte {err.start}; save it as a UTF-8 CSV"
         ) from None
     except Exception as err:  # pandas raises many types for a broken file
-        raise DataError(
+        raise InvalidRequest(
             f"cannot read {path}: {err}; every row needs the same number of "
             f"{options['sep']!r}-separated fields"
         ) from err
@@ -120,31 +120,31 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     with path.open("rb") as fh:
         head = fh.read(_SNIFF_BYTES)
     if not head:
-        raise DataError(f"{path} is empty; write prices with DataFrame.to_parquet")
+        raise InvalidRequest(f"{path} is empty; write prices with DataFrame.to_parquet")
     if not head.startswith(b"PAR1"):
         what = "no Parquet header"
         if not _is_binary(head):
             what = "it looks like text; if it is a CSV, rename it to .csv"
-        raise DataError(
+        raise InvalidRequest(
             f"cannot read {path}: not a Parquet file ({what}); "
             "write prices with DataFrame.to_parquet, or give a CSV"
         )
     try:
         return pd.read_parquet(path)
     except Exception as err:  # pyarrow raises many types for a broken file
-        raise DataError(f"cannot read {path}: broken Parquet file ({err})") from err
+        raise InvalidRequest(f"cannot read {path}: broken Parquet file ({err})") from err
 
 
 def read_file(path: Path) -> pd.DataFrame:
     if not path.exists():
-        raise DataError(
+        raise InvalidRequest(
             f"price file not found: {path}; check the path, or use --data sp500 or synthetic"
         )
     if not path.is_file():
-        raise DataError(f"{path} is not a file; give a CSV or Parquet file of prices")
+        raise InvalidRequest(f"{path} is not a file; give a CSV or Parquet file of prices")
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         return _read_parquet(path)
     if suffix in (".csv", ".txt", ".tsv", ".gz"):
         return _read_csv(path)
-    raise DataError(f"unsupported price file type {suffix!r} ({path}); use .csv or .parquet")
+    raise InvalidRequest(f"unsupported price file type {suffix!r} ({path}); use .csv or .parquet")

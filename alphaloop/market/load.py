@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.market._common import Fill
 from alphaloop.market.files import read_file
 from alphaloop.market.splits import MarketData, split
@@ -50,7 +50,9 @@ def load_prices(
         try:
             seed = int(seed_text or "0")
         except ValueError:
-            raise DataError(f"{name} data seed must be an integer, got {seed_text!r}") from None
+            raise InvalidRequest(
+                f"{name} data seed must be an integer, got {seed_text!r}"
+            ) from None
         return GENERATORS[name](seed=seed)
     path = Path(text)
     return validate_prices(read_file(path), str(path), fill, date_format)
@@ -62,11 +64,11 @@ def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFr
         return prices
     unknown = [s for s in symbols if s not in prices.columns]
     if unknown:
-        raise DataError(
+        raise InvalidRequest(
             f"unknown symbol(s) {', '.join(unknown)}; available: {', '.join(prices.columns)}"
         )
     if len(set(symbols)) < 2:
-        raise DataError("need at least two distinct symbols")
+        raise InvalidRequest("need at least two distinct symbols")
     return prices[list(dict.fromkeys(symbols))]
 
 

@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 
 logger = logging.getLogger(__name__)
 
@@ -107,21 +107,21 @@ def split(
     if train_end is None and val_end is None:
         a, b = int(n * TRAIN_FRACTION), int(n * (TRAIN_FRACTION + VAL_FRACTION))
     elif train_end is None or val_end is None:
-        raise DataError("give both train_end and val_end, or neither")
+        raise InvalidRequest("give both train_end and val_end, or neither")
     else:
         try:
             t_end, v_end = pd.Timestamp(train_end), pd.Timestamp(val_end)
         except ValueError as err:
-            raise DataError(f"bad split date: {err}") from None
+            raise InvalidRequest(f"bad split date: {err}") from None
         if t_end >= v_end:
-            raise DataError(f"train_end {train_end} must be before val_end {val_end}")
+            raise InvalidRequest(f"train_end {train_end} must be before val_end {val_end}")
         a = int(dates.searchsorted(t_end, side="right"))
         b = int(dates.searchsorted(v_end, side="right"))
     sizes = {"train": a, "validation": b - a, "test": n - b}
     needed = {"train": MIN_TRAIN_ROWS, "validation": MIN_EVAL_ROWS, "test": MIN_EVAL_ROWS}
     short = [f"{k} has {v} rows, needs >= {needed[k]}" for k, v in sizes.items() if v < needed[k]]
     if short:
-        raise DataError(
+        raise InvalidRequest(
             f"{source}: too few rows for the windows ({'; '.join(short)}); "
             f"{n} daily returns" + (f" from {dates[0].date()} to {dates[-1].date()}" if n else "")
         )

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import DataError, DataWarning
+from alphaloop.exceptions import DataWarning, InvalidRequest
 from alphaloop.market._common import Fill
 from alphaloop.market.dates import date_index
 
@@ -18,14 +18,15 @@ logger = logging.getLogger(__name__)
 def validate_prices(
     frame: pd.DataFrame, origin: str, fill: Fill = "none", date_format: str | None = None
 ) -> pd.DataFrame:
-    """Checks a price table and returns it clean (sorted, float64), or raises :class:`DataError`.
+    """Checks a price table and returns it clean (sorted, float64), or raises
+    :class:`InvalidRequest`.
 
     ``date_format`` (strptime, e.g. ``%d/%m/%Y``) parses a text date column strictly; without
     it the format must be unambiguous (see :func:`~alphaloop.market.dates.parse_dates`). A
     datetime index or column needs no format and ignores it.
     """
     if fill not in ("none", "ffill"):
-        raise DataError(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
+        raise InvalidRequest(f"unknown fill policy {fill!r}; use 'none' or 'ffill'")
     frame = _one_row_per_date(frame, origin, date_format)
     frame = _positive_numbers(frame, origin)
     nan = np.isnan(frame.to_numpy())
@@ -46,13 +47,13 @@ def validate_prices(
 def _one_row_per_date(frame: pd.DataFrame, origin: str, date_format: str | None) -> pd.DataFrame:
     """The table indexed by its (time-zone-naive) dates, sorted, with no date twice."""
     if frame.shape[0] == 0:
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: no data rows (columns: {', '.join(map(str, frame.columns[:8]))}); "
             "add one row of prices per date under the header"
         )
     frame = date_index(frame, origin, date_format)
     if frame.shape[1] == 0:
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: no price columns, only dates; add one column of prices per asset "
             "(date,AAPL,MSFT,...)"
         )
@@ -60,7 +61,7 @@ def _one_row_per_date(frame: pd.DataFrame, origin: str, date_format: str | None)
         frame = frame.tz_localize(None)  # a new frame: the caller's table keeps its time zone
     dup = frame.index.duplicated()
     if dup.any():
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: duplicated date {frame.index[dup][0].date()} "
             f"({int(dup.sum())} duplicate row(s)); keep one row per date"
         )
@@ -86,10 +87,10 @@ def _positive_numbers(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
             if bad.any()
             else ""
         )
-        raise DataError(f"{origin}: column {col!r} is not numeric{where}")
+        raise InvalidRequest(f"{origin}: column {col!r} is not numeric{where}")
     frame = frame.astype(float)
     if frame.shape[1] < 2:
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: need at least two assets, found {frame.shape[1]} "
             f"({', '.join(map(str, frame.columns))}); add a column of prices for another asset"
         )
@@ -97,7 +98,7 @@ def _positive_numbers(frame: pd.DataFrame, origin: str) -> pd.DataFrame:
     for label, mask in (("infinite", np.isinf(values)), ("non-positive", values <= 0)):
         if mask.any():
             r, c = np.argwhere(mask)[0]
-            raise DataError(
+            raise InvalidRequest(
                 f"{origin}: {label} price {float(values[r, c])!r} for {frame.columns[c]} on "
                 f"{frame.index[r].date()} ({int(mask.sum())} such value(s)); prices must be > 0"
             )
@@ -108,13 +109,13 @@ def _fill_gaps(frame: pd.DataFrame, nan: np.ndarray, origin: str, fill: Fill) ->
     """Missing prices (``nan``) refused, or carried forward with a warning saying how many."""
     if fill == "none":
         r, c = np.argwhere(nan)[0]
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: missing price for {frame.columns[c]} on {frame.index[r].date()} "
             f"({int(nan.sum())} missing value(s)); pass --fill ffill to carry prices forward"
         )
     empty = [str(c) for c, none in zip(frame.columns, nan.all(axis=0), strict=True) if none]
     if empty:
-        raise DataError(
+        raise InvalidRequest(
             f"{origin}: column(s) {', '.join(map(repr, empty))} has no price at all; "
             "drop it or select other symbols"
         )

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
         TrialView,
     )
     from alphaloop.meta_agent.session import (
-        SessionBusy,
         SessionSpec,
         create_session,
         request_stop,
@@ -44,7 +43,6 @@ __all__ = [
     "ProposerBase",
     "ProposerName",
     "RandomProposer",
-    "SessionBusy",
     "SessionSpec",
     "TPEProposer",
     "TrialOutcome",
@@ -67,7 +65,6 @@ _LAZY = {
     "ProposerBase": _PROPOSERS,
     "ProposerName": _PROPOSERS,
     "RandomProposer": _PROPOSERS,
-    "SessionBusy": _SESSION,
     "SessionSpec": _SESSION,
     "TPEProposer": _PROPOSERS,
     "TrialOutcome": "alphaloop.meta_agent.outcome",

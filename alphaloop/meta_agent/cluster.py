@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from alphaloop.exceptions import AlphaloopError, ClusterUnavailable
+from alphaloop.exceptions import AlphaloopError, Unavailable
 
 if TYPE_CHECKING:
     from alphaloop.settings import Settings
@@ -83,8 +83,8 @@ def where(address: str | None) -> str:
 # --- reaching the head ------------------------------------------------------------------------
 
 
-def _unreachable(address: str, why: str, timeout_s: float) -> ClusterUnavailable:
-    return ClusterUnavailable(
+def _unreachable(address: str, why: str, timeout_s: float) -> Unavailable:
+    return Unavailable(
         f"cannot reach the Ray cluster at {address}: {why}. Check the address (`ray status` on "
         "the head prints it; the head's --port, 6379 by default, or ray://HOST:10001 through Ray "
         f"Client), start the cluster (`ray start --head`), raise ALPHALOOP_RAY_CONNECT_TIMEOUT "
@@ -109,7 +109,7 @@ def _gcs_address(address: str) -> str:
     except ConnectionError:
         found = None
     if not found:
-        raise ClusterUnavailable(
+        raise Unavailable(
             "--ray-address auto found no Ray cluster on this machine and RAY_ADDRESS is unset: "
             "start one with `ray start --head`, or give the head's HOST:PORT. Nothing was "
             "journaled."
@@ -122,7 +122,7 @@ def probe(address: str, timeout_s: float) -> str:
     this process may use it; returns the address ``ray.init`` is to be given.
 
     Raises:
-        ClusterUnavailable: nothing answers, something else answers, or the cluster wants a
+        Unavailable: nothing answers, something else answers, or the cluster wants a
             token this process lacks (the message says which, and what to do).
     """
     deadline = time.monotonic() + timeout_s
@@ -169,13 +169,13 @@ def _probe_gcs(address: str, target: str, left: float, timeout_s: float) -> None
     except grpc.RpcError as err:
         code = err.code()
         if code == grpc.StatusCode.UNAUTHENTICATED:
-            raise ClusterUnavailable(
+            raise Unavailable(
                 f"the Ray cluster at {address} wants a token this process does not send: set "
                 "RAY_AUTH_MODE=token and give its token as its nodes have it (RAY_AUTH_TOKEN, "
                 "or the file ~/.ray/auth_token or RAY_AUTH_TOKEN_PATH). Nothing was journaled."
             ) from None
         if code == grpc.StatusCode.UNIMPLEMENTED:
-            raise ClusterUnavailable(
+            raise Unavailable(
                 f"{address} answers, but not as a Ray head's GCS (its --port, 6379 by "
                 f"default); for a Ray Client server use ray://{address}. Nothing was journaled."
             ) from None
@@ -235,7 +235,7 @@ def connect(address: str, timeout_s: float) -> Cluster:
     process started is used as it is (``auto``, or its own address), and left running.
 
     Raises:
-        ClusterUnavailable: see :func:`probe`; or this process is connected elsewhere.
+        Unavailable: see :func:`probe`; or this process is connected elsewhere.
     """
     global _current
     try:
@@ -250,7 +250,7 @@ def connect(address: str, timeout_s: float) -> Cluster:
     if ray.is_initialized():
         gcs = ray.get_runtime_context().gcs_address
         if address not in (AUTO, gcs):
-            raise ClusterUnavailable(
+            raise Unavailable(
                 f"this process is already connected to the Ray cluster at {gcs}, not {address}; "
                 "give that address (or auto). Nothing was journaled."
             )

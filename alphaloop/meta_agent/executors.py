@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import ClusterUnavailable
+from alphaloop.exceptions import Unavailable
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.cluster import LOCAL, on_ray
@@ -97,7 +97,7 @@ def outcome_of(pending: Pending, meanwhile: Callable[[], None] | None = None) ->
             meanwhile()
     try:
         return pending.result()
-    except ClusterUnavailable:
+    except Unavailable:
         raise  # the cluster failed, not the trial: the session stops, and resumes elsewhere
     except Exception as err:  # journaled as the trial's crash, and the loop goes on
         logger.warning("a trial's worker failed: %r", err)
@@ -455,7 +455,7 @@ def open_runner(
     this process.
 
     Raises:
-        ClusterUnavailable: the cluster does not answer, or a node cannot run the trials.
+        Unavailable: the cluster does not answer, or a node cannot run the trials.
     """
     if on_ray(ray_address):
         from alphaloop.meta_agent.ray_trials import RayTrials

@@ -75,10 +75,6 @@ class ManualRun(BaseModel):
     clips: list[ClipRecord]
 
 
-class ManualRunFailed(AlphaloopError):
-    """The run's training or evaluation failed; the journal holds the crashed trial."""
-
-
 def planned_timesteps(config: TrialConfig, budget: TrialBudget) -> int:
     """Env steps the run will take: PPO collects whole rollouts of ``n_steps * n_envs``."""
     rollout = config.n_steps * budget.n_envs
@@ -135,9 +131,10 @@ def train_manual(
         The journaled session, trial (with its curve) and clips.
 
     Raises:
-        DataError: unusable data, e.g. an unknown symbol (the message lists the available ones).
+        InvalidRequest: unusable data, e.g. an unknown symbol (the message lists the available
+            ones).
         InvalidDelta: an unknown knob or a value that is not a number.
-        ManualRunFailed: training or evaluation failed (journaled as a crashed trial).
+        AlphaloopError: training or evaluation failed (journaled as a crashed trial).
     """
     data = spec.load()
     delta = ConfigDelta(changes=spec.changes, rationale=MANUAL_REASON)
@@ -162,7 +159,7 @@ def train_manual(
         except BaseException as err:
             _journal_failure(journal, row.session_id, row.id, curve, err)
             if isinstance(err, Exception):
-                raise ManualRunFailed(f"manual run {row.session_id} failed: {err}") from err
+                raise AlphaloopError(f"manual run {row.session_id} failed: {err}") from err
             raise
         trial = record_result(
             journal,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import ClusterUnavailable
+from alphaloop.exceptions import Unavailable
 from alphaloop.meta_agent.cluster import Cluster, connect
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> N
     would.
 
     Raises:
-        ClusterUnavailable: naming each node that cannot, and why; or no node has a CPU.
+        Unavailable: naming each node that cannot, and why; or no node has a CPU.
     """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -140,7 +140,7 @@ def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> N
     here = inspect_here(data, mode)
     nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
     if not nodes:
-        raise ClusterUnavailable(
+        raise Unavailable(
             f"the Ray cluster at {cluster.address} has no live node with a CPU to run trials on"
         )
     todo = [n for n in nodes if (n["NodeID"], here.data, mode) not in cluster.checked]
@@ -167,7 +167,7 @@ def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> N
         ray.cancel(ref, force=True)
         problems.append(f"{_name(refs[ref])}: no answer within {PREFLIGHT_S:g} s")
     if problems:
-        raise ClusterUnavailable(
+        raise Unavailable(
             f"nodes of the Ray cluster at {cluster.address} cannot run this session's trials "
             f"as this machine would: {' | '.join(problems)}. Give those nodes the same Python "
             "and packages (install alphaloop's requirements.lock there) or take them out of the "
@@ -182,7 +182,7 @@ def reach(address: str, data: MarketData, mode: str, timeout_s: float) -> tuple[
     and the data's object ref. A failure leaves this process disconnected.
 
     Raises:
-        ClusterUnavailable: see :func:`probe` and :func:`preflight`.
+        Unavailable: see :func:`probe` and :func:`preflight`.
     """
     cluster = connect(address, timeout_s)
     import ray

@@ -29,7 +29,7 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
     """What a proposer saw (or would have seen) when trial ``before_idx`` was proposed.
 
     Raises:
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     session = journal.sessions.get(session_id)
     spec = (session.settings or {}).get("spec", {})
@@ -80,7 +80,7 @@ def render_proposal_prompt(
         reasoning: Nemotron's reasoning switch, as ``settings.llm_reasoning`` set it.
 
     Raises:
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     ctx = proposal_context_before(journal, session_id, before_idx)
     this = [t for t in journal.trials.of_session(session_id, series=False) if t.idx == before_idx]

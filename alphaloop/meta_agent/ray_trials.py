@@ -8,7 +8,7 @@ event, never as a crash row, so a loss costs no budget. A trial that fails on it
 config, a NaN) returns a crash outcome from inside its task, as it would on this machine, and
 is a crash once. One loss past the bound, or an error of Ray's own that no rerun can mend (a
 runtime environment that cannot be set up), stops the session with
-:class:`~alphaloop.exceptions.ClusterUnavailable`; it resumes on another cluster or here.
+:class:`~alphaloop.exceptions.Unavailable`; it resumes on another cluster or here.
 
 Ray itself retries nothing (``max_retries=0``): each loss must reach the loop to be journaled.
 """
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from alphaloop.exceptions import ClusterUnavailable
+from alphaloop.exceptions import Unavailable
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.executors import TrialJob, run_on_ray
 from alphaloop.meta_agent.outcome import TrialOutcome
@@ -85,11 +85,11 @@ class RayTrials:
         """Sends ``job`` again after its ``losses``-th lost task; returns the new task's ref.
 
         Raises:
-            ClusterUnavailable: more losses than the bound allows.
+            Unavailable: more losses than the bound allows.
         """
         said = str(err).strip().splitlines()[0][:300] if str(err).strip() else repr(err)
         if losses > self.retries:
-            raise ClusterUnavailable(
+            raise Unavailable(
                 f"trial {job.idx} ({job.kind}) lost its Ray task {losses} times on the cluster "
                 f"at {self._address} (last: {said}): it loses workers or nodes faster than it "
                 "runs a trial. The session stopped; resume it here with `alphaloop research "
@@ -146,7 +146,7 @@ class RayPending:
             raise  # the trial's own failure (caught where outcomes are read: a crash)
         except ray.exceptions.RayError as err:
             if not self._trials.is_loss(err):
-                raise ClusterUnavailable(
+                raise Unavailable(
                     f"Ray could not run trial {self.job.idx} ({self.job.kind}) on the cluster at "
                     f"{self._trials.where.removeprefix('ray:')}: {str(err).splitlines()[0]}"
                 ) from err

@@ -24,7 +24,7 @@ from typing import Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from alphaloop.exceptions import AlphaloopError, Conflict, SessionNotResumable
+from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.journal import (
     EventKind,
     FinalReport,
@@ -113,14 +113,6 @@ class SessionSpec(DataSpec):
         return self
 
 
-class SessionBusy(Conflict):
-    """The session is being run by another live process."""
-
-
-class SessionNotRunning(Conflict):
-    """A stop asked of a session no live process is running (finished, failed or interrupted)."""
-
-
 def make_proposer(
     name: ProposerName | str, settings: Settings, journal: Journal, session_id: str
 ) -> Proposer:
@@ -185,7 +177,7 @@ def _context(
 
 def resolve_folds(folds: int | None, data: MarketData) -> int:
     """The fold count a session runs with: ``folds`` when the data holds them (else
-    ``EvaluationWindowError``), or by default :data:`DEFAULT_FOLDS`, fewer when the data is
+    ``InvalidRequest``), or by default :data:`DEFAULT_FOLDS`, fewer when the data is
     too short for them."""
     if folds is None:
         return min(DEFAULT_FOLDS, max_folds(data))
@@ -197,7 +189,7 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
     """Validates the data and journals a new session; returns its id (nothing runs yet).
 
     Raises:
-        EvaluationWindowError: the data is too short for the folds asked for (the message
+        InvalidRequest: the data is too short for the folds asked for (the message
             names the most that fit).
     """
     data = spec.load()
@@ -239,8 +231,8 @@ def run_session(
     journaled until the trials' runner is up: a cluster that does not answer, or a node that
     fails its check, leaves the session as it was.
 
-    Returns the session's ``final`` report. Raises :class:`SessionBusy` when another live
-    process owns the session, :class:`~alphaloop.exceptions.ClusterUnavailable` when its
+    Returns the session's ``final`` report. Raises :class:`Conflict` when another live
+    process owns the session, :class:`~alphaloop.exceptions.Unavailable` when its
     cluster cannot run it.
     """
     with Journal(settings.journal_path) as journal:
@@ -272,14 +264,14 @@ def run_session(
 def _check_runnable(session: SessionRecord) -> None:
     """Refuses a manual training run, and a session a live process already runs."""
     if session.proposer == MANUAL_PROPOSER:
-        raise SessionNotResumable(
+        raise InvalidRequest(
             f"{session.id} is a manual training run ({session.status}), not a research "
             "session: it cannot be resumed; start a new one with `alphaloop train`"
         )
     # Reads give a session whose owner died as interrupted: running or stopping here means a
     # live process has it.
     if session.owner_pid != os.getpid() and session.status in _LIVE:
-        raise SessionBusy(
+        raise Conflict(
             f"session {session.id} is being run by process {session.owner_pid}; "
             f"stop it with `alphaloop research stop {session.id}` or wait for it"
         )
@@ -294,7 +286,7 @@ def _stored_spec(session: SessionRecord) -> SessionSpec:
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(map(str, first["loc"]))
-        raise SessionNotResumable(
+        raise InvalidRequest(
             f"session {session.id} was started with a setting this alphaloop refuses "
             f"({where}: {first['msg']}, got {first.get('input')!r}); start a new session"
         ) from None
@@ -367,13 +359,13 @@ def request_stop(session_id: str, settings: Settings) -> SessionRecord:
     the session as it now reads.
 
     Raises:
-        SessionNotFound: no such session.
-        SessionNotRunning: no live process runs it (the message says how to resume it).
+        NotFound: no such session.
+        Conflict: no live process runs it (the message says how to resume it).
     """
     with Journal(settings.journal_path) as journal:
         session = journal.sessions.get(session_id)
         if session.status not in _LIVE:
-            raise SessionNotRunning(_not_running(session, journal.trials.counted(session_id)))
+            raise Conflict(_not_running(session, journal.trials.counted(session_id)))
         journal.sessions.request_stop(session_id)
         return journal.sessions.get(session_id)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import OutputFolderMissing
+from alphaloop.exceptions import check_folder
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -41,7 +41,7 @@ def build_chart(
 
     Raises:
         NoJournal: there is no journal.
-        UnknownChartKind, ChartDataError, SessionNotFound, TrialNotFound, ReplayError: see
+        InvalidRequest, InvalidRequest, NotFound, NotFound, AlphaloopError: see
             :func:`alphaloop.charts.build_chart`.
     """
     from alphaloop.charts import build_chart as draw
@@ -69,8 +69,8 @@ def export_chart(
         size: PNG width and height in pixels (default 1100 x 620).
 
     Raises:
-        InvalidChartExport: a suffix that is neither .html nor .png, a size out of range.
-        ChromiumNotFound: PNG asked for and no Chromium found.
+        InvalidRequest: a suffix that is neither .html nor .png, a size out of range.
+        AlphaloopError: PNG asked for and no Chromium found.
     """
     from alphaloop.charts import (
         DEFAULT_HEIGHT,
@@ -116,7 +116,7 @@ def chart_kind(kind: str) -> str:
     """``kind`` as a known chart kind (``training-curve`` is ``training_curve``).
 
     Raises:
-        UnknownChartKind: not a chart kind (the message lists them).
+        InvalidRequest: not a chart kind (the message lists them).
     """
     from alphaloop.charts import chart_kind as known
 
@@ -130,14 +130,14 @@ def check_export(
     chart is drawn.
 
     Raises:
-        InvalidChartExport: a suffix that is neither .html nor .png, a size out of range.
-        OutputFolderMissing: ``out`` is in a folder that does not exist (the default folder
+        InvalidRequest: a suffix that is neither .html nor .png, a size out of range.
+        InvalidRequest: ``out`` is in a folder that does not exist (the default folder
             under the home is ours to create).
     """
     from alphaloop.charts import DEFAULT_HEIGHT, DEFAULT_WIDTH, check_size, check_suffix
 
     if out is not None:
-        OutputFolderMissing.check(out)
+        check_folder(out)
     fmt = check_suffix(out) if out is not None else "html"
     size = (width or DEFAULT_WIDTH, height or DEFAULT_HEIGHT)
     if fmt == "png" or width or height:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.evidence import ExcessEvidence
-from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, TrialNotFound
+from alphaloop.exceptions import InvalidRequest, NotFound
 from alphaloop.journal import (
     ClipRecord,
     FinalReport,
@@ -36,13 +36,6 @@ MAX_PAGE = 500
 # The stop_reason finalize writes for a session stopped on request (meta_agent.session).
 STOPPED_REASON = "stop requested"
 SIGNIFICANT = 0.05  # one-sided p-value under which the pick "beats" a reference
-
-
-class UnknownColumn(AlphaloopError):
-    """A sort or filter names neither a column of the trial table nor a knob."""
-
-    exit_code = EXIT_USAGE
-    http_status = USAGE_STATUS
 
 
 class Comparison(BaseModel):
@@ -182,7 +175,7 @@ def _check(f: TrialFilter) -> None:
     for name in (f.knob, f.sort):
         metric = name is not None and name == f.sort and name.startswith(METRIC_SORT)
         if name is not None and name not in SORTS and name not in KNOB_NAMES and not metric:
-            raise UnknownColumn(
+            raise InvalidRequest(
                 f"unknown column {name!r}: sort or filter by one of {', '.join(SORTS)}, a "
                 f"knob ({', '.join(KNOB_NAMES)}) or sort by a metric (metric_sharpe...)"
             )
@@ -204,7 +197,7 @@ def trial_page(
     """One page of a session's trials passing ``f`` (without series or prompt).
 
     Raises:
-        NoJournal, SessionNotFound: no such session. UnknownColumn: a bad sort or knob.
+        NoJournal, NotFound: no such session. InvalidRequest: a bad sort or knob.
     """
     _check(f)
     limit = max(1, min(limit, MAX_PAGE))
@@ -238,7 +231,7 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
     """The trials passing ``f`` as CSV lines: their columns, each knob, each metric.
 
     Raises:
-        NoJournal, SessionNotFound, UnknownColumn: as :func:`trial_page`, before any line.
+        NoJournal, NotFound, InvalidRequest: as :func:`trial_page`, before any line.
     """
     _check(f)
     with open_journal(settings) as j:
@@ -303,12 +296,12 @@ def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
     """One trial of ``session_id`` in full.
 
     Raises:
-        NoJournal, TrialNotFound: no such trial (in that session).
+        NoJournal, NotFound: no such trial (in that session).
     """
     with open_journal(settings) as j:
         t = j.trials.get(trial_id)
         if t.session_id != session_id:
-            raise TrialNotFound(f"no trial {trial_id} in session {session_id}")
+            raise NotFound(f"no trial {trial_id} in session {session_id}")
         return _full(j, t)
 
 
@@ -316,7 +309,7 @@ def trial_at(settings: Settings, session_id: str, idx: int) -> TrialFull:
     """Trial ``#idx`` of ``session_id`` in full (the page's address names trials by index).
 
     Raises:
-        NoJournal, SessionNotFound, TrialNotFound: no such session or trial.
+        NoJournal, NotFound, NotFound: no such session or trial.
     """
     with open_journal(settings) as j:
         return _full(j, j.trials.at(session_id, idx))
@@ -348,7 +341,7 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
     """The pulse of ``session_id`` (default: the newest research session; None when none).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     if session_id is None and not settings.journal_path.exists():
         return None
@@ -389,7 +382,7 @@ def calendar(settings: Settings, session_id: str) -> Calendar:
     per data set and kept).
 
     Raises:
-        NoJournal, SessionNotFound: no such session. DataError: its data cannot be loaded.
+        NoJournal, NotFound: no such session. InvalidRequest: its data cannot be loaded.
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -439,7 +432,6 @@ __all__ = [
     "SessionRow",
     "TrialFull",
     "TrialPage",
-    "UnknownColumn",
     "best_of",
     "book_history",
     "calendar",

@@ -17,13 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import (
-    EXIT_USAGE,
-    AlphaloopError,
-    FlywheelError,
-    ModelDirError,
-    TooFewHeldOut,
-)
+from alphaloop.exceptions import EXIT_USAGE, AlphaloopError, InvalidRequest
 from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
 from alphaloop.flywheel.heldout import check_heldout, split_pairs
 from alphaloop.flywheel.lengths import resolve_max_length
@@ -47,15 +41,11 @@ class DpoCheck(BaseModel):
     run: DpoRunRecord
 
 
-class DpoFailed(FlywheelError):
-    """A DPO run started and failed; the journal row holds the error."""
-
-
 def _check_out_dir(out_dir: Path, model_dir: Path) -> None:
     if out_dir.resolve() == model_dir.resolve():
-        raise ModelDirError("--out must differ from --model: the base model stays as it is")
+        raise InvalidRequest("--out must differ from --model: the base model stays as it is")
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise ModelDirError(f"output directory {out_dir} exists and is not empty; pick a new one")
+        raise InvalidRequest(f"output directory {out_dir} exists and is not empty; pick a new one")
 
 
 def _train_journaled(
@@ -67,7 +57,7 @@ def _train_journaled(
     on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> Any:
     """Trains on ``prefs``; a failure is journaled as the run's end and raised as
-    :class:`DpoFailed`, or as itself when it is bad usage (a bad model directory, pairs too
+    :class:`AlphaloopError`, or as itself when it is bad usage (a bad model directory, pairs too
     long for ``max_length``): exit 2, not a failure of the run."""
     try:
         return train_pairs(prefs, *dirs, options, on_log=on_log)
@@ -79,7 +69,7 @@ def _train_journaled(
         )
         if isinstance(err, AlphaloopError) and err.exit_code == EXIT_USAGE:
             raise
-        raise DpoFailed(f"DPO run {run_id} failed: {err}") from err
+        raise AlphaloopError(f"DPO run {run_id} failed: {err}") from err
 
 
 # What a trained run's span carries of its outcome.
@@ -101,15 +91,16 @@ def train_dpo(
     on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> DpoRunRecord:
     """DPO of ``model_dir`` on every labelled pair, written (a model, or a LoRA adapter) to
-    ``out_dir``, journaled from its start (a failure as ``failed``, raised as :class:`DpoFailed`).
+    ``out_dir``, journaled from its start (a failure as ``failed``, raised as an
+    :class:`AlphaloopError`).
     ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else the
     model's context length; ``on_log`` is handed each training log line.
 
     Raises:
-        ModelDirError: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
-        FlywheelError: fewer than two labelled pairs.
-        TooFewHeldOut: fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled).
-        PromptTooLong: pairs that do not fit even with their history cut (a failed run).
+        InvalidRequest: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
+        AlphaloopError: fewer than two labelled pairs.
+        InvalidRequest: fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled).
+        InvalidRequest: pairs that do not fit even with their history cut (a failed run).
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_model_dir(model_dir)
@@ -151,12 +142,12 @@ def _labelled_pairs(journal: Journal, min_heldout: int) -> list:
     """Every labelled pair, refused when there are too few to train and measure on.
 
     Raises:
-        FlywheelError: fewer than two labelled pairs.
-        TooFewHeldOut: fewer held-out pairs than ``min_heldout``.
+        AlphaloopError: fewer than two labelled pairs.
+        InvalidRequest: fewer held-out pairs than ``min_heldout``.
     """
     prefs = journal.preferences.list(labelled=True)
     if len(prefs) < 2:
-        raise FlywheelError(
+        raise AlphaloopError(
             f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
             "run `alphaloop prefs extract` first"
         )
@@ -214,7 +205,7 @@ def _heldout_shortfall(journal: Journal, min_heldout: int) -> str | None:
     prefs = journal.preferences.list(labelled=True)
     try:
         check_heldout(len(split_pairs(prefs)[1]) if len(prefs) >= 2 else 0, len(prefs), min_heldout)
-    except TooFewHeldOut as err:
+    except InvalidRequest as err:
         return str(err)
     return None
 

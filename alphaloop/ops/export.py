@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import InvalidRequest, NoJournal, SessionNotFound
+from alphaloop.exceptions import InvalidRequest, NotFound
 from alphaloop.journal import (
     FoldRecord,
     SessionRecord,
@@ -166,7 +166,7 @@ def _read(
             session = j.sessions.get(session_id)
             rows = j.trials.of_session(session_id, series=False)
             folds = j.folds.of_session(session_id)
-    except (NoJournal, SessionNotFound) as err:
+    except NotFound as err:  # no journal, or no such session
         raise InvalidRequest(f"cannot export: {err}") from err
     return session, rows, folds
 

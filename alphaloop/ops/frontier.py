@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.knobs import KNOBS
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def trace_frontier(request: FrontierRequest) -> FrontierRun:
     """Traces the Mean-CVaR efficient frontier of the first ``request.assets`` assets.
 
     Raises:
-        DataError: more assets asked for than the data holds.
+        InvalidRequest: more assets asked for than the data holds.
         SolverError: a point could not be solved.
     """
     import numpy as np
@@ -123,7 +123,7 @@ def trace_frontier(request: FrontierRequest) -> FrontierRun:
 def _history(market: MarketData, assets: int) -> tuple[np.ndarray, list[str]]:
     """The trailing window before TEST of the first ``assets`` columns."""
     if assets > market.n_assets:
-        raise DataError(
+        raise InvalidRequest(
             f"--assets {assets} is more than the {market.n_assets} assets of the {DATA} data; "
             f"ask for 5..{market.n_assets}"
         )

@@ -87,7 +87,7 @@ def history(settings: Settings, session_id: str, points: int = HISTORY_POINTS) -
     ``points`` rows when longer (see :class:`History`).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     return read_cached(
         settings, session_id, ("history", points),
@@ -104,7 +104,7 @@ def read_cached(
     changed. ``what`` names the read.
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         j.sessions.get(session_id)

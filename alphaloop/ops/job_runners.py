@@ -31,10 +31,6 @@ from alphaloop.settings import Settings
 Link = Callable[[str], None]
 
 
-class ScheduledJobFailed(AlphaloopError):
-    """A scheduler job run now ended ``failed`` (its error is in its ``schedule_runs`` row)."""
-
-
 def run(job: Job, settings: Settings, link: Link) -> BaseModel:
     """Runs ``job`` in this process and returns its typed result."""
     return _RUNNERS[job.kind](job, settings, link)
@@ -159,7 +155,7 @@ def _schedule(job: ScheduleJob, settings: Settings, link: Link) -> ScheduleResul
     run = run_job(settings, job.job)
     if run.outcome == "failed":
         first = (run.error or "").splitlines()[0] if run.error else "no error recorded"
-        raise ScheduledJobFailed(f"scheduler job {run.job} failed (schedule run {run.id}): {first}")
+        raise AlphaloopError(f"scheduler job {run.job} failed (schedule run {run.id}): {first}")
     return ScheduleResult(
         run_id=run.id,
         job=run.job,

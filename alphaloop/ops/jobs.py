@@ -240,10 +240,6 @@ class JobView(BaseModel):
 # --- starting and reading jobs (the front end's side) -------------------------------------------
 
 
-class JobsBusy(Conflict):
-    """As many jobs as the server runs at once (``ALPHALOOP_MAX_JOBS``) are running."""
-
-
 KINDS = ("research", "resume", "train", "dpo", "pm_tick", "schedule", "validate")
 _starting = threading.Lock()
 
@@ -257,17 +253,17 @@ def start_job(settings: Settings, job: Job) -> JobView:
         The job as journaled (``failed`` when the worker could not be started at all).
 
     Raises:
-        JobsBusy: ``settings.max_jobs`` jobs are queued or running (nothing is journaled).
+        Conflict: ``settings.max_jobs`` jobs are queued or running (nothing is journaled).
     """
     if settings.max_jobs == 0:
-        raise JobsBusy(
+        raise Conflict(
             "this server runs no jobs (ALPHALOOP_MAX_JOBS=0); run the work from the command "
             "line, or restart the server with a capacity"
         )
     with _starting, Journal(settings.journal_path) as journal:
         live = [j.id for kind in KINDS for j in journal.jobs.live(kind)]
         if len(live) >= settings.max_jobs:
-            raise JobsBusy(
+            raise Conflict(
                 f"{len(live)} job(s) running ({', '.join(map(str, sorted(live))) or 'none'}) "
                 f"and this server runs at most {settings.max_jobs} at once "
                 "(ALPHALOOP_MAX_JOBS); wait for one to end (GET /api/jobs) and start again"
@@ -302,7 +298,7 @@ def get_job(settings: Settings, job_id: int) -> JobView:
 
     Raises:
         NoJournal: no journal yet.
-        JobNotFound: no such job.
+        NotFound: no such job.
     """
     with open_journal(settings) as journal:
         return JobView.from_record(journal.jobs.get(job_id))
@@ -371,8 +367,8 @@ def execute_job(settings: Settings, job_id: int) -> JobView:
     An error of the job's work is journaled, not raised (the returned view holds it).
 
     Raises:
-        JobNotFound: no such job.
-        JournalError: the job is not queued (another worker has it, or it has ended).
+        NotFound: no such job.
+        AlphaloopError: the job is not queued (another worker has it, or it has ended).
     """
     from alphaloop.ops.job_runners import run
 

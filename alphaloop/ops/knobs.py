@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.knobs import KNOBS, MODE_GROUPS, Knob, Mode
 
 CLIP_RULES = (
@@ -13,13 +13,6 @@ CLIP_RULES = (
     "(1 - cvar_alpha) x n_scenarios >= 50 tail scenarios (else n_scenarios is raised)",
     "batch_size <= n_steps x n_envs (else batch_size is lowered)",
 )
-
-
-class UnknownKnob(AlphaloopError):
-    """A knob name that is not one of the 16."""
-
-    exit_code = EXIT_USAGE
-    http_status = USAGE_STATUS
 
 
 class KnobInfo(BaseModel):
@@ -46,11 +39,11 @@ def list_knobs(names: list[str] | None = None, mode: Mode | None = None) -> list
     """The knobs named (default: all 16, in table order), only those ``mode`` uses if given.
 
     Raises:
-        UnknownKnob: a name is not a knob.
+        InvalidRequest: a name is not a knob.
     """
     unknown = [n for n in names or [] if n not in KNOBS]
     if unknown:
-        raise UnknownKnob(f"unknown knobs {', '.join(unknown)}; known: {', '.join(KNOBS)}")
+        raise InvalidRequest(f"unknown knobs {', '.join(unknown)}; known: {', '.join(KNOBS)}")
     chosen = [KNOBS[n] for n in names] if names else list(KNOBS.values())
     if mode:
         chosen = [k for k in chosen if k.group in MODE_GROUPS[mode]]

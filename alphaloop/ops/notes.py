@@ -39,7 +39,7 @@ def read_note(settings: Settings, session_id: str, trial_id: int | None = None) 
     """The note on a session (or one of its trials).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         j.sessions.get(session_id)
@@ -52,7 +52,7 @@ def save_note(
     """Writes the next version of a note, made on ``base_version``.
 
     Raises:
-        NoJournal, SessionNotFound, TrialNotFound: nothing to note.
+        NoJournal, NotFound, NotFound: nothing to note.
         Conflict: the note was edited since ``base_version`` (409).
     """
     with open_journal(settings) as j:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import TrialRecord
 from alphaloop.knobs import KNOBS, optuna_distributions
 from alphaloop.ops._journal import open_journal
@@ -25,7 +25,7 @@ def scored_trials(settings: Settings, session_id: str) -> list[TrialRecord]:
     """The search trials of a session that finished with an objective (no series read).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         j.sessions.get(session_id)
@@ -40,7 +40,7 @@ def varying_knobs(trials: list[TrialRecord]) -> list[str]:
 
 def _need(trials: list[TrialRecord], knobs: list[str], what: str) -> None:
     if len(trials) < 2 or not knobs:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"{what} needs at least 2 scored search trials with a knob that varies; this session "
             f"has {len(trials)} scored and {len(knobs)} varying knobs"
         )
@@ -104,7 +104,7 @@ def knob_importance(
     """Knob importance over the session's scored search trials by ``optuna.importance``.
 
     Raises:
-        ChartDataError: fewer than 2 scored trials, or no knob varied.
+        InvalidRequest: fewer than 2 scored trials, or no knob varied.
     """
     from optuna.importance import (
         FanovaImportanceEvaluator,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
 from alphaloop.broker import broker_for
-from alphaloop.exceptions import EXIT_USAGE, MissingReason, PmError
+from alphaloop.exceptions import Conflict, InvalidRequest, NotFound
 from alphaloop.journal import Journal, PolicyRecord
 from alphaloop.journal.books import BookEvent, BookRecord, DecisionRecord, HaltOrigin
 from alphaloop.ops._journal import open_journal
@@ -24,7 +24,6 @@ from alphaloop.settings import MAIN_BOOK, Settings
 
 __all__ = [
     "MAIN_BOOK",
-    "BookNotFound",
     "BookStatus",
     "RunReport",
     "check_tick_date",
@@ -36,23 +35,16 @@ __all__ = [
 ]
 
 
-class BookNotFound(PmError):
-    """No book of that name: actions on it are refused, and none is created by them."""
-
-    exit_code = EXIT_USAGE
-    http_status = 404
-
-
 def _known_book(journal: Journal, name: str) -> BookRecord:
     """The book called ``name``.
 
     Raises:
-        BookNotFound: there is none (the message lists the books there are).
+        NotFound: there is none (the message lists the books there are).
     """
     record = journal.books.get(name)
     if record is None:
         known = ", ".join(b.name for b in journal.books.list()) or "none yet"
-        raise BookNotFound(
+        raise NotFound(
             f"no book named {name!r} (books: {known}); `alphaloop pm tick` opens the book it ticks"
         )
     return record
@@ -106,7 +98,7 @@ def _limits(settings: Settings, record: PolicyRecord) -> KillSwitch:
 def _policy(journal: Journal, settings: Settings, policy_id: int | None) -> PolicyRecord:
     pid = policy_id if policy_id is not None else library.active_policy_id(settings)
     if pid is None:
-        raise PmError(
+        raise Conflict(
             "no active policy: activate a library entry with `alphaloop policies activate ID`"
         )
     return journal.policies.get(pid)
@@ -117,7 +109,7 @@ def _book(journal: Journal, name: str, broker: str, cash: float) -> BookRecord:
     if book is None:
         return journal.books.create(name, broker, cash)
     if book.broker != broker:
-        raise PmError(f"book {name!r} trades through {book.broker}, not {broker}")
+        raise Conflict(f"book {name!r} trades through {book.broker}, not {broker}")
     return book
 
 
@@ -136,7 +128,7 @@ def pm_tick(
     day): see :func:`alphaloop.pm.tick`.
 
     Raises:
-        BadTickDate: the date is not one a tick can decide (exit 2, HTTP 422).
+        InvalidRequest: the date is not one a tick can decide (exit 2, HTTP 422).
         Conflict: the day is not after the book's last tick (exit 2, HTTP 409).
     """
     broker_name = broker or settings.broker
@@ -165,7 +157,7 @@ def check_tick_date(
     checks again under the book's lock).
 
     Raises:
-        BadTickDate: not a day a tick can decide.
+        InvalidRequest: not a day a tick can decide.
         Conflict: the day is not after the book's last tick, and not one the same policy
             decided already (that tick returns its decision unchanged).
     """
@@ -242,7 +234,7 @@ def _open_check(
     found = journal.books.get(name)
     if found is not None and resume:
         if found.purpose != "check" or found.broker != broker:
-            raise PmError(
+            raise Conflict(
                 f"book {name!r} is a {found.purpose} book of {found.broker}, not a check of "
                 f"{broker}; --resume continues only a deployment check"
             )
@@ -310,11 +302,11 @@ def pm_halt(
     exist: a halt never creates one.
 
     Raises:
-        MissingReason: a blank reason.
-        BookNotFound: no book of that name (and it is not the main book).
+        InvalidRequest: a blank reason.
+        NotFound: no book of that name (and it is not the main book).
     """
     if not why.strip():
-        raise MissingReason("a halt needs a reason (--why TEXT)")
+        raise InvalidRequest("a halt needs a reason (--why TEXT)")
     with open_journal(settings) as journal:
         if book == MAIN_BOOK:
             _book(journal, book, settings.broker, settings.pm_initial_cash)
@@ -329,7 +321,7 @@ def pm_resume(
     """Lifts a manual halt, journaled as an event with its reason and origin.
 
     Raises:
-        BookNotFound: no book of that name.
+        NotFound: no book of that name.
     """
     with open_journal(settings) as journal:
         _known_book(journal, book)

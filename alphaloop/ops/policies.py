@@ -8,8 +8,8 @@ from alphaloop import library
 from alphaloop.exceptions import (
     ActivePolicyError,
     Conflict,
-    MissingReason,
-    PolicyNotFound,
+    InvalidRequest,
+    NotFound,
     PolicyTampered,
 )
 from alphaloop.journal import EventKind, PolicyKind, PolicyRecord, ReplayRecord
@@ -56,7 +56,7 @@ def show_policy(settings: Settings, policy_id: int) -> PolicyDetail:
 
     Raises:
         NoJournal: no journal in the home yet.
-        PolicyNotFound: no such id (the message lists recent ids).
+        NotFound: no such id (the message lists recent ids).
         ActivePolicyError: the pointer file is garbled.
     """
     with open_journal(settings) as journal:
@@ -82,13 +82,13 @@ def activate_policy(
 
     Raises:
         NoJournal: no journal in the home yet.
-        PolicyNotFound: no such id.
+        NotFound: no such id.
         PolicyTampered: its file is gone or its sha256 changed.
         Conflict: no GO from its gates, and no override (exit 2, HTTP 409).
-        MissingReason: ``force`` without a reason.
+        InvalidRequest: ``force`` without a reason.
     """
     if force and not (reason or "").strip():
-        raise MissingReason("an override needs a reason: --force --reason TEXT")
+        raise InvalidRequest("an override needs a reason: --force --reason TEXT")
     with open_journal(settings) as journal:
         record = journal.policies.get(policy_id)
         why = library.no_go(record)
@@ -129,14 +129,14 @@ def active_policy(settings: Settings) -> PolicyRecord | None:
     policy_id = library.active_policy_id(settings)
     if policy_id is None:
         return None
-    try:
-        with open_journal(settings) as journal:
+    with open_journal(settings) as journal:
+        try:
             return journal.policies.get(policy_id)
-    except PolicyNotFound as err:
-        raise ActivePolicyError(
-            f"the active-policy pointer {settings.active_policy_path} names policy {policy_id}, "
-            f"which the journal does not hold ({err})"
-        ) from None
+        except NotFound as err:
+            raise ActivePolicyError(
+                f"the active-policy pointer {settings.active_policy_path} names policy "
+                f"{policy_id}, which the journal does not hold ({err})"
+            ) from None
 
 
 def verify_policies(settings: Settings) -> list[PolicyCheck]:

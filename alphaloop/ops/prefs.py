@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import Conflict, DataError, OutputFolderMissing, PolicyNotFound
+from alphaloop.exceptions import Conflict, InvalidRequest, NotFound, check_folder
 from alphaloop.flywheel import check_verdict, label_decision, parse_weights, write_jsonl
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
@@ -89,7 +89,7 @@ def _cost_bps(journal: Journal, policy_id: int | None) -> float:
     default for a decision made without a policy, or a budget journaled before the cost was.
 
     Raises:
-        PolicyNotFound: the journal has no such policy. Labelling at another cost than the
+        NotFound: the journal has no such policy. Labelling at another cost than the
             policy's would journal a different T+5 label as if it were the policy's, so the
             decision is left unlabelled instead (the caller reports it as skipped).
     """
@@ -98,8 +98,8 @@ def _cost_bps(journal: Journal, policy_id: int | None) -> float:
         return default
     try:
         budget = journal.policies.get(policy_id).trial_budget
-    except PolicyNotFound as err:
-        raise PolicyNotFound(
+    except NotFound as err:
+        raise NotFound(
             f"the harness cost of policy {policy_id} is unknown, so its T+5 label would be "
             f"guessed: {err}"
         ) from err
@@ -115,7 +115,7 @@ def _prices_for(
     elif decision.policy_id is not None:
         spec = DataSpec(**journal.policies.get(decision.policy_id).data_spec)
     else:
-        raise DataError(
+        raise InvalidRequest(
             f"decision {decision.id} has no policy to take its price data from; pass --data"
         )
     key = spec.model_dump_json()
@@ -137,7 +137,7 @@ def _label_decisions(
             draft = label_decision(
                 decision, prices, _cost_bps(journal, decision.policy_id), settings.pref_min_gap
             )
-        except (DataError, ValueError, LookupError) as err:
+        except (InvalidRequest, ValueError, LookupError) as err:
             result["skipped"][decision.id] = str(err)
             logger.warning("decision %d not labelled: %s", decision.id, err)
             continue
@@ -205,13 +205,13 @@ def export_preferences(
 
     Raises:
         ValueError: an unknown source or rule.
-        OutputFolderMissing: ``out`` is in a folder that does not exist.
+        InvalidRequest: ``out`` is in a folder that does not exist.
     """
     if source is not None and source not in {s.value for s in PreferenceSource}:
         raise ValueError(f"unknown source {source!r}; choose pm or research")
     if rule not in ("current", "all"):
         raise ValueError(f"unknown rule {rule!r}; choose current or all")
-    OutputFolderMissing.check(Path(out))
+    check_folder(Path(out))
     with open_journal(settings) as journal:
         prefs = journal.preferences.list(source=source, labelled=True)
     kept = [p for p in prefs if rule == "all" or _current_rule(p)]
@@ -244,10 +244,6 @@ def review_decisions(settings: Settings) -> list[ReviewItem]:
         ]
 
 
-class AlreadyDecided(Conflict):
-    """A verdict on a decision that has one: a verdict is given once (exit 2, HTTP 409)."""
-
-
 def decide(
     settings: Settings,
     decision_id: int,
@@ -258,14 +254,14 @@ def decide(
     """Records a verdict on a decision (override weights checked first).
 
     Raises:
-        DecisionNotFound: no such decision.
-        InvalidVerdict: a bad verdict or bad weights.
-        AlreadyDecided: the decision has its verdict already.
+        NotFound: no such decision.
+        InvalidRequest: a bad verdict or bad weights.
+        Conflict: the decision has its verdict already.
     """
     with open_journal(settings) as journal:
         decision = journal.preferences.decision_view(decision_id)
         if decision.verdict is not None:
-            raise AlreadyDecided(
+            raise Conflict(
                 f"decision {decision_id} already has the verdict {decision.verdict.value!r}"
             )
         kind, checked = check_verdict(verdict, weights, decision.symbols)

@@ -40,7 +40,7 @@ def session_digest(settings: Settings, session_id: str) -> SessionDigest:
     """A session with its trials, best trial, LLM calls and events.
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -67,7 +67,7 @@ def leaderboard(settings: Settings, session_id: str, k: int = 10) -> Leaderboard
     """The ``k`` best trials of a session (within its limits first).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -88,7 +88,7 @@ def trial_detail(settings: Settings, trial_id: int) -> TrialDetail:
     """Everything journaled about one trial.
 
     Raises:
-        NoJournal, TrialNotFound: no such trial.
+        NoJournal, NotFound: no such trial.
     """
     with open_journal(settings) as j:
         t = j.trials.get(trial_id)
@@ -125,7 +125,7 @@ def compare_trials(settings: Settings, trial_a: int, trial_b: int) -> TrialCompa
     """Compares two different trials (of any sessions).
 
     Raises:
-        NoJournal, TrialNotFound: no such trial.
+        NoJournal, NotFound: no such trial.
         AlphaloopError: the same trial twice.
     """
     if trial_a == trial_b:

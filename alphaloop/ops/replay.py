@@ -29,7 +29,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
-from alphaloop.exceptions import ReplayError, ReplayWindowError, TrialCrashed
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, TrialCrashed
 from alphaloop.journal import PolicyKind, ReplayRecord, SessionRecord
 from alphaloop.knobs import Mode, TrialConfig, config_hash
 from alphaloop.market import MIN_EVAL_ROWS, DataSpec, MarketData
@@ -113,7 +113,7 @@ def _trial_parent(journal: Any, ref: str) -> _Parent:
     path = None
     if session.mode in PPO_MODES:
         if not trial.policy_path or not Path(trial.policy_path).is_file():
-            raise ReplayError(
+            raise AlphaloopError(
                 f"trial #{idx} of session {session_id} ({session.mode}) has no saved policy "
                 f"at {trial.policy_path!r}: it cannot be replayed without retraining (run "
                 "`alphaloop trial` with its config to train it again)"
@@ -170,38 +170,38 @@ def _day(text: str, flag: str) -> pd.Timestamp:
     try:
         return pd.Timestamp(text)
     except ValueError:
-        raise ReplayWindowError(f"{flag} {text!r} is not a date; write it as YYYY-MM-DD") from None
+        raise InvalidRequest(f"{flag} {text!r} is not a date; write it as YYYY-MM-DD") from None
 
 
 def window_rows(data: MarketData, start: str, end: str, history: int) -> slice:
     """The rows of ``data`` dated ``start..end`` (inclusive), checked.
 
     Raises:
-        ReplayWindowError: dates outside the data, a reversed or short window, or fewer than
+        InvalidRequest: dates outside the data, a reversed or short window, or fewer than
             ``history`` rows before it.
     """
     d1, d2 = _day(start, "--start"), _day(end, "--end")
     first, last = data.dates[0], data.dates[-1]
     span = f"the data {data.source!r} runs {first.date()}..{last.date()}"
     if d1 > d2:
-        raise ReplayWindowError(f"--start {start} is after --end {end}")
+        raise InvalidRequest(f"--start {start} is after --end {end}")
     earliest = data.dates[min(history, len(data.dates) - 1)].date()
     if d2 > last:
-        raise ReplayWindowError(f"the window {start}..{end} is outside the data: {span}")
+        raise InvalidRequest(f"the window {start}..{end} is outside the data: {span}")
     if d1 < first:
-        raise ReplayWindowError(
+        raise InvalidRequest(
             f"--start {start} is before the data's first day ({span}); the strategy looks back "
             f"{history} days, so start on {earliest} or later"
         )
     lo = int(data.dates.searchsorted(d1, side="left"))
     hi = int(data.dates.searchsorted(d2, side="right"))
     if hi - lo < MIN_EVAL_ROWS:
-        raise ReplayWindowError(
+        raise InvalidRequest(
             f"the window {start}..{end} holds {hi - lo} trading days; a replay needs at least "
             f"{MIN_EVAL_ROWS}"
         )
     if lo < history:
-        raise ReplayWindowError(
+        raise InvalidRequest(
             f"the window {start}..{end} starts with {lo} trading days of history before it; the "
             f"strategy looks back {history} days, so start on {earliest} or later ({span})"
         )
@@ -249,7 +249,7 @@ def _evaluate(parent: _Parent, data: MarketData, win: slice) -> TrialResult:
     try:
         return evaluate(subject, Rows.of(win), data)
     except TrialCrashed as err:
-        raise ReplayError(f"the replay of {parent.label} failed: {err}") from None
+        raise AlphaloopError(f"the replay of {parent.label} failed: {err}") from None
 
 
 def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
@@ -258,12 +258,12 @@ def replay(settings: Settings, request: ReplayRequest) -> ReplayRun:
     Raises:
         NoJournal: no journal in the home yet.
         ValueError: not exactly one of ``trial`` / ``policy_id``, or a malformed trial reference.
-        SessionNotFound, TrialNotFound, PolicyNotFound: the parent does not exist.
-        ReplayWindowError: the window is outside the data, reversed, too short, or lacks history.
-        ReplayError: a PPO trial without its saved policy, its data cannot be loaded, or the
+        NotFound, NotFound, NotFound: the parent does not exist.
+        InvalidRequest: the window is outside the data, reversed, too short, or lacks history.
+        AlphaloopError: a PPO trial without its saved policy, its data cannot be loaded, or the
             evaluator could not score it (a diverged policy, a failed solve).
         PolicyTampered: the policy's file changed since it was published (nothing was loaded).
-        DataError: ``request.data`` cannot be loaded with the parent's symbols.
+        InvalidRequest: ``request.data`` cannot be loaded with the parent's symbols.
     """
     if (request.trial is None) == (request.policy_id is None):
         raise ValueError("replay takes exactly one of --trial SESSION:IDX or --policy ID")

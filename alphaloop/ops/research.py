@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from alphaloop.exceptions import AlphaloopError, Conflict, LLMNotConfigured
+from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
     from alphaloop.meta_agent.events import OnEvent
     from alphaloop.meta_agent.session import SessionSpec
     from alphaloop.ops.requests import ResearchRequest
-
-
-class SessionRunning(Conflict):
-    """A resume asked of a session a live process is still running."""
 
 
 def session_spec(request: ResearchRequest) -> SessionSpec:
@@ -67,7 +63,7 @@ def check_proposer(proposer: str, settings: Settings) -> None:
     """Refuses the LLM proposer when no endpoint is configured, naming the settings to set.
 
     Raises:
-        LLMNotConfigured: ``proposer`` is ``llm`` and the endpoint's settings are missing.
+        InvalidRequest: ``proposer`` is ``llm`` and the endpoint's settings are missing.
     """
     if proposer == "llm" and not settings.llm_configured:
         missing = [
@@ -78,7 +74,7 @@ def check_proposer(proposer: str, settings: Settings) -> None:
             )
             if not value
         ]
-        raise LLMNotConfigured(
+        raise InvalidRequest(
             f"the llm proposer needs an endpoint: set {' and '.join(missing)} (or choose "
             "proposer auto, tpe or random)"
         )
@@ -92,9 +88,9 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
     reached and checked before the session is journaled.
 
     Raises:
-        DataError: the data cannot be loaded.
-        LLMNotConfigured: the spec asks for the LLM proposer and no endpoint is configured.
-        ClusterUnavailable: the Ray cluster does not answer in time, or a node of it cannot
+        InvalidRequest: the data cannot be loaded.
+        InvalidRequest: the spec asks for the LLM proposer and no endpoint is configured.
+        Unavailable: the Ray cluster does not answer in time, or a node of it cannot
             run the trials (nothing is journaled).
     """
     from alphaloop.meta_agent.executors import warm_up
@@ -146,8 +142,8 @@ def run_session(
             cluster, or ``local``; each None: where they ran before).
 
     Raises:
-        SessionBusy: another live process is running it.
-        ClusterUnavailable: its Ray cluster does not answer, or cannot run its trials
+        Conflict: another live process is running it.
+        Unavailable: its Ray cluster does not answer, or cannot run its trials
             (before anything is journaled), or lost one trial's task too often (it stops,
             resumable).
     """
@@ -162,7 +158,7 @@ def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None
     ``on_event`` is also told ``SessionCreated`` before the first trial.
 
     Raises:
-        SessionFailed: the session stopped with an error (it can be resumed).
+        AlphaloopError: the session stopped with an error (it can be resumed).
     """
     from alphaloop.meta_agent.events import SessionCreated
 
@@ -172,29 +168,25 @@ def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None
     try:
         run_session(session_id, settings, on_event)
     except AlphaloopError as err:
-        raise SessionFailed(
+        raise AlphaloopError(
             f"session {session_id} stopped with an error: {err}; resume it "
             f"with `alphaloop research resume {session_id}`"
         ) from err
     return session_id
 
 
-class SessionFailed(AlphaloopError):
-    """A session started by :func:`run_research` stopped with an error."""
-
-
 def check_resume(session_id: str, settings: Settings) -> None:
     """Checks a session can be resumed: it has trials left to run.
 
     Raises:
-        NoJournal, SessionNotFound: nothing to resume.
-        SessionRunning: a live process runs it (stop it or wait).
+        NoJournal, NotFound: nothing to resume.
+        Conflict: a live process runs it (stop it or wait).
         Conflict: it finished with its budget used up; nothing to resume.
     """
     with open_journal(settings) as j:
         s, counted = j.sessions.get(session_id), j.trials.counted(session_id)
     if s.status in ("running", "stopping"):
-        raise SessionRunning(
+        raise Conflict(
             f"session {session_id} is {s.status} in process {s.owner_pid}; stop it with "
             f"`alphaloop research stop {session_id}` or wait for it to end"
         )
@@ -211,8 +203,8 @@ def stop_session(session_id: str, settings: Settings) -> SessionRecord:
     the session as it now reads.
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
-        SessionNotRunning: no live process runs it.
+        NoJournal, NotFound: no such session.
+        Conflict: no live process runs it.
     """
     from alphaloop.meta_agent.session import request_stop
 

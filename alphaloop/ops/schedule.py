@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import telemetry
-from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, Conflict
+from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.journal.schedule import ScheduleOutcome, ScheduleRunRecord, ScheduleTrigger
 from alphaloop.ops._journal import open_journal
@@ -49,15 +49,9 @@ _DETAIL_CHARS = 2000
 TICK_WAIT_S = 600.0  # a tick's worker loads the policy's data and decides: seconds, not minutes
 
 
-class ScheduleError(AlphaloopError, ValueError):
-    """A cron expression of the settings cannot be read, or a job name is unknown."""
-
-    exit_code = EXIT_USAGE
-    http_status = USAGE_STATUS
-
-
-class Skipped(AlphaloopError):
-    """A job found nothing to do; its message is the run's detail."""
+class Skipped(Exception):
+    """A job found nothing to do; its message is the run's detail. Control flow within the
+    scheduler's runner (which journals the run ``skipped``), never an error a front end sees."""
 
 
 class JobSpec(BaseModel):
@@ -116,10 +110,10 @@ def job_spec(name: str) -> JobSpec:
     """The job called ``name``.
 
     Raises:
-        ScheduleError: no such job (the message lists them).
+        InvalidRequest: no such job (the message lists them).
     """
     if name not in JOBS:
-        raise ScheduleError(f"unknown job {name!r}; choose one of {', '.join(JOBS)}")
+        raise InvalidRequest(f"unknown job {name!r}; choose one of {', '.join(JOBS)}")
     return JOBS[name]
 
 
@@ -127,7 +121,7 @@ def cron_trigger(expression: str, setting: str = "cron") -> Any:
     """An APScheduler ``CronTrigger`` (UTC) for a five-field crontab expression.
 
     Raises:
-        ScheduleError: the expression is not a valid crontab line (names the setting).
+        InvalidRequest: the expression is not a valid crontab line (names the setting).
     """
     from apscheduler.triggers.cron import CronTrigger
 
@@ -135,7 +129,7 @@ def cron_trigger(expression: str, setting: str = "cron") -> Any:
         return CronTrigger.from_crontab(expression, timezone=UTC)
     except ValueError as err:
         env = "ALPHALOOP_" + setting.upper()
-        raise ScheduleError(
+        raise InvalidRequest(
             f"{env}={expression!r} is not a crontab expression ({err}); write five fields, "
             "minute hour day month weekday, e.g. '0 22 * * mon-fri'"
         ) from None
@@ -150,7 +144,7 @@ def list_jobs(settings: Settings, *, now: datetime | None = None) -> list[JobInf
     """The jobs with their next fire time (from their cron, UTC) and last journaled run.
 
     Raises:
-        ScheduleError: a cron setting is not a valid expression.
+        InvalidRequest: a cron setting is not a valid expression.
     """
     moment = now or datetime.now(UTC)
     triggers = job_triggers(settings)
@@ -195,7 +189,7 @@ def run_job(
     must outlive its jobs.
 
     Raises:
-        ScheduleError: no such job.
+        InvalidRequest: no such job.
     """
     spec = job_spec(name)
     work = _WORK[spec.name]
@@ -352,14 +346,6 @@ _WORK: dict[str, Callable[[Settings], Any]] = {
 }
 
 
-class SchedulerRunning(Conflict):
-    """Another scheduler holds this home's lock (``pid`` is its process, when it wrote it)."""
-
-    def __init__(self, message: str, pid: int | None) -> None:
-        super().__init__(message)
-        self.pid = pid
-
-
 def lock_path(settings: Settings) -> Path:
     return settings.home / "scheduler.lock"
 
@@ -386,7 +372,7 @@ def scheduler_lock(settings: Settings) -> Iterator[None]:
     ends however it ends) for the ``with`` block, its pid written in the file.
 
     Raises:
-        SchedulerRunning: another process holds it (the message names its pid).
+        Conflict: another process holds it (the message names its pid).
     """
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -398,10 +384,9 @@ def scheduler_lock(settings: Settings) -> Iterator[None]:
             f.seek(0)
             text = f.read().strip()
             pid = int(text) if text.isdigit() else None
-            raise SchedulerRunning(
+            raise Conflict(
                 f"a scheduler is already running for {settings.home} (pid {pid or 'unknown'}); "
                 f"stop it first (kill {pid or '<pid>'}) or use it",
-                pid,
             ) from None
         f.seek(0)
         f.truncate()

@@ -18,7 +18,7 @@ import numpy as np
 
 from alphaloop import trials as evaluator
 from alphaloop.charts.series import BASELINE_NAMES, Allocation, Window, WindowReturns
-from alphaloop.exceptions import ChartDataError, ReplayError
+from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.knobs import Mode, TrialConfig
 from alphaloop.market import DataSpec, MarketData
@@ -33,7 +33,7 @@ METRICS_TOLERANCE = 1e-6
 def _spec(session: SessionRecord) -> dict[str, Any]:
     spec = (session.settings or {}).get("spec")
     if not isinstance(spec, dict):
-        raise ReplayError(f"session {session.id} does not record how its data was loaded")
+        raise AlphaloopError(f"session {session.id} does not record how its data was loaded")
     return spec
 
 
@@ -41,15 +41,15 @@ def session_market(session: SessionRecord) -> MarketData:
     """The session's market data, loaded as the session loaded it.
 
     Raises:
-        ReplayError: the data cannot be loaded any more, or it changed since the session ran.
+        AlphaloopError: the data cannot be loaded any more, or it changed since the session ran.
     """
     spec = _spec(session)
     try:
         data = DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}).load()
     except Exception as err:  # a moved CSV, a changed column set: say which session it was
-        raise ReplayError(f"cannot load the data of session {session.id}: {err}") from err
+        raise AlphaloopError(f"cannot load the data of session {session.id}: {err}") from err
     if session.data_fingerprint and data.fingerprint != session.data_fingerprint:
-        raise ReplayError(
+        raise AlphaloopError(
             f"the data at {session.data_source!r} changed since session {session.id} ran "
             f"(fingerprint {data.fingerprint} != {session.data_fingerprint}); its series cannot "
             "be replayed"
@@ -88,7 +88,7 @@ def _check_baselines(trial: TrialRecord, series: dict[str, np.ndarray]) -> None:
         replayed = compute_metrics(returns, np.zeros_like(returns))
         gap = abs(replayed.total_return - journaled["total_return"])
         if gap > METRICS_TOLERANCE:
-            raise ReplayError(
+            raise AlphaloopError(
                 f"the {BASELINE_NAMES[name]} baseline replayed for trial #{trial.idx} returns "
                 f"{replayed.total_return:.6f}, not the journaled {journaled['total_return']:.6f}"
             )
@@ -100,11 +100,11 @@ def on_window(trial: TrialRecord, days: int) -> list[float]:
     the end of VALIDATION, the last one VALIDATION itself).
 
     Raises:
-        ReplayError: fewer returns than the window has days.
+        AlphaloopError: fewer returns than the window has days.
     """
     returns = list(trial.val_returns or [])
     if len(returns) < days or (len(returns) > days and trial_window(trial) != "validation"):
-        raise ReplayError(
+        raise AlphaloopError(
             f"trial #{trial.idx} journaled {len(returns)} daily returns but its "
             f"{trial_window(trial)} window has {days} days"
         )
@@ -115,11 +115,11 @@ def window_returns(trial: TrialRecord, data: MarketData, budget: TrialBudget) ->
     """The trial's journaled daily returns on its window, with the baselines replayed there.
 
     Raises:
-        ChartDataError: the trial has no journaled returns (it crashed, or is still running).
-        ReplayError: the replayed baselines do not give the journaled baseline metrics.
+        InvalidRequest: the trial has no journaled returns (it crashed, or is still running).
+        AlphaloopError: the replayed baselines do not give the journaled baseline metrics.
     """
     if not trial.val_returns:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"trial #{trial.idx} of session {trial.session_id} has no daily returns to draw "
             f"(status {trial.status})"
         )
@@ -142,16 +142,16 @@ def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBu
     """Replays the trial's weights on its window, checked against its journaled returns.
 
     Raises:
-        ChartDataError: the trial has no journaled returns (it crashed, or is still running).
-        ReplayError: the policy file is gone, or the replay does not reproduce the journal.
+        InvalidRequest: the trial has no journaled returns (it crashed, or is still running).
+        AlphaloopError: the policy file is gone, or the replay does not reproduce the journal.
     """
     if not trial.val_returns:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"trial #{trial.idx} of session {trial.session_id} has no allocation to draw "
             f"(status {trial.status})"
         )
     if mode != "cufolio_only" and (not trial.policy_path or not Path(trial.policy_path).is_file()):
-        raise ReplayError(
+        raise AlphaloopError(
             f"trial #{trial.idx}'s policy is not at {trial.policy_path!r} any more; its weights "
             "cannot be replayed"
         )
@@ -172,7 +172,7 @@ def allocation(trial: TrialRecord, mode: Mode, data: MarketData, budget: TrialBu
         book.net.shape != journaled.shape
         or np.max(np.abs(book.net - journaled)) > RETURNS_TOLERANCE
     ):
-        raise ReplayError(
+        raise AlphaloopError(
             f"the replayed allocation of trial #{trial.idx} does not reproduce its journaled "
             "returns (the policy file or the evaluator changed since it ran)"
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import (
     ChartReadRecord,
     ClipRecord,
@@ -40,7 +40,7 @@ def get_session(settings: Settings, session_id: str) -> SessionRecord:
     """One session as it reads now.
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     with open_journal(settings) as j:
         return j.sessions.get(session_id)
@@ -141,7 +141,7 @@ def session_status(settings: Settings, session_id: str | None = None) -> Session
 
     Raises:
         NoJournal: a session id is given and there is no journal.
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     if session_id is None and not settings.journal_path.exists():
         return None
@@ -200,7 +200,7 @@ def session_review(settings: Settings, session_id: str, *, top: int = 10) -> Ses
 
     Raises:
         NoJournal: there is no journal.
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     with open_journal(settings) as j:
         return _review(j, session_id, top)
@@ -237,7 +237,7 @@ def session_snapshot(settings: Settings, session_id: str, *, after: int = 0) -> 
 
     Raises:
         NoJournal: there is no journal.
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -262,7 +262,7 @@ def session_review_after(
 
     Raises:
         NoJournal: there is no journal.
-        SessionNotFound: no such session.
+        NotFound: no such session.
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -288,8 +288,8 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
 
     Raises:
         NoJournal: there is no journal.
-        SessionNotFound: no such session.
-        ChartDataError: nothing to draw yet, or a session given to ``ratio_curve``.
+        NotFound: no such session.
+        InvalidRequest: nothing to draw yet, or a session given to ``ratio_curve``.
         ValueError: ``kind`` is another chart (draw it with ``build_chart``).
     """
     # Imported here: plotly is not a cost every journal read should pay.
@@ -301,7 +301,7 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
     with open_journal(settings) as j:
         if kind == "ratio_curve":
             if session_id is not None:
-                raise ChartDataError(
+                raise InvalidRequest(
                     "ratio_curve ranks the trials of every run; a session does not apply"
                 )
             figure = ratio_curve(j.trials.completed(series=False), j.sessions.list())
@@ -309,7 +309,7 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
         if session_id is None:
             newest = j.sessions.list()
             if not newest:
-                raise ChartDataError(
+                raise InvalidRequest(
                     "the journal has no sessions yet; run `alphaloop research` or `alphaloop train`"
                 )
             session_id = newest[0].id

@@ -73,7 +73,7 @@ def study(settings: Settings, session_id: str, points: int = STUDY_POINTS) -> St
     """The search of ``session_id`` as columns (see :class:`Study`).
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
+        NoJournal, NotFound: no such session.
     """
     return read_cached(
         settings, session_id, ("study", points), lambda j: _study(j, session_id, points)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts.series import Allocation, WindowReturns
 from alphaloop.charts.tearsheet import SearchSummary, SheetLine, TearSheet
-from alphaloop.exceptions import ChartDataError, InvalidChartExport, OutputFolderMissing
+from alphaloop.exceptions import InvalidRequest, check_folder
 from alphaloop.journal import (
     FinalReport,
     Journal,
@@ -79,10 +79,10 @@ def build_tearsheet(
 
     Raises:
         ValueError: neither or both of ``session_id`` and ``policy_id``.
-        NoJournal, SessionNotFound, PolicyNotFound: nothing by that id.
-        ChartDataError: the session has no TEST evaluation (not finished, or a manual training
+        NoJournal, NotFound, NotFound: nothing by that id.
+        InvalidRequest: the session has no TEST evaluation (not finished, or a manual training
             run, which is never evaluated on TEST).
-        ReplayError: the session's data changed since it ran, or a policy file is gone.
+        AlphaloopError: the session's data changed since it ran, or a policy file is gone.
     """
     from alphaloop.charts.tearsheet import tearsheet_figures
 
@@ -169,7 +169,7 @@ def _subject(
 
 def _final(session: SessionRecord) -> FinalReport:
     if session.final is None:
-        raise ChartDataError(
+        raise InvalidRequest(
             f"session {session.id} is {session.status}: it has no TEST evaluation yet; "
             "a tear sheet needs a finished session"
         )
@@ -189,13 +189,13 @@ def _test_rows(j: Journal, session: SessionRecord) -> dict[int, TrialRecord]:
 def _evaluated(
     session: SessionRecord, policy: PolicyRecord | None, tests: dict[int, TrialRecord]
 ) -> tuple[int, int]:
-    """(the pick's trial id, the default's): both evaluated on TEST, or ChartDataError."""
+    """(the pick's trial id, the default's): both evaluated on TEST, or InvalidRequest."""
     final = _final(session)
     pick = policy.trial_id if policy is not None else session.best_trial_id
     default = final.baseline_trial_id
     if pick is None or default is None or pick not in tests or default not in tests:
         what = f"policy {policy.id}'s trial" if policy is not None else "its pick"
-        raise ChartDataError(
+        raise InvalidRequest(
             f"session {session.id} has no TEST evaluation of {what} and of the default config "
             f"(a manual training run is never evaluated on TEST; {final.stop_reason})"
         )
@@ -246,16 +246,16 @@ def check_output(out: Path | None, fmt: SheetFormat) -> None:
     folder does not exist.
 
     Raises:
-        InvalidChartExport, OutputFolderMissing: see above.
+        InvalidRequest: see above.
     """
     if out is None:
         return
     if out.suffix.lower() != f".{fmt}":
-        raise InvalidChartExport(
+        raise InvalidRequest(
             f"--out {out.name!r} does not end in .{fmt}; a {fmt} tear sheet is written to a "
             f".{fmt} file (--format html or png)"
         )
-    OutputFolderMissing.check(out)
+    check_folder(out)
 
 
 def write_tearsheet(
@@ -265,8 +265,8 @@ def write_tearsheet(
     kaleido (``<out stem>-<figure>.png``); default ``<home>/charts/<sheet name>.<fmt>``.
 
     Raises:
-        InvalidChartExport, OutputFolderMissing: a bad ``out``.
-        ChromiumNotFound, ChartExportError: PNG asked for and no Chromium, or it failed.
+        InvalidRequest: a bad ``out``.
+        AlphaloopError, AlphaloopError: PNG asked for and no Chromium, or it failed.
     """
     from alphaloop.charts import write_atomically
 

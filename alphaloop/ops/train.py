@@ -31,8 +31,8 @@ def train(
         on_update: told ``(env steps so far, mean episode reward)`` as it trains.
 
     Raises:
-        DataError: the data cannot be loaded.
-        ManualRunFailed: training or evaluation failed (the crashed trial is journaled).
+        InvalidRequest: the data cannot be loaded.
+        AlphaloopError: training or evaluation failed (the crashed trial is journaled).
     """
     from alphaloop.meta_agent.manual import train_manual
 

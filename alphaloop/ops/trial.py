@@ -126,7 +126,7 @@ def run_by_hand(
 
     Raises:
         InvalidDelta: an unknown knob or a value that is not a number (before any data loads).
-        DataError: the data cannot be loaded.
+        InvalidRequest: the data cannot be loaded.
         ValidationError: the budget is out of range.
     """
     from alphaloop.market import load_market

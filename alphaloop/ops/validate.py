@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError, ReplayError
+from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.metrics import DeflatedSharpe, Metrics
@@ -49,7 +49,6 @@ __all__ = [
     "Gates",
     "StressReport",
     "ValidationReport",
-    "ValidationUnavailable",
     "WalkForward",
     "latest_validation",
     "validate_session",
@@ -58,20 +57,13 @@ __all__ = [
 DEFAULT_WINDOWS = 4
 
 
-class ValidationUnavailable(AlphaloopError, ValueError):
-    """The session cannot be validated as asked (too few trials, nothing reported yet)."""
-
-    exit_code = EXIT_USAGE
-    http_status = USAGE_STATUS
-
-
 def _reported(j: Journal, s: SessionRecord, rows: list[TrialRecord]) -> TrialRecord:
     """The trial finalize reported (the best, else the baseline), or the best so far."""
     if s.best_trial_id is not None:
         return j.trials.get(s.best_trial_id)
     best = j.trials.best(s.id)
     if best is None or not best.val_returns:
-        raise ValidationUnavailable(f"session {s.id} has no scored trial to validate yet")
+        raise InvalidRequest(f"session {s.id} has no scored trial to validate yet")
     return best
 
 
@@ -123,7 +115,7 @@ def unseen_start(data: Any, oos_start: str | None) -> int:
     """The first row no search scored: the start of TEST, or the row of ``oos_start``.
 
     Raises:
-        ValidationUnavailable: ``oos_start`` is not a date, falls on days the search scored,
+        InvalidRequest: ``oos_start`` is not a date, falls on days the search scored,
             or is past the data's last day.
     """
     first = data.test.start
@@ -132,16 +124,16 @@ def unseen_start(data: Any, oos_start: str | None) -> int:
     try:
         day = pd.Timestamp(oos_start)
     except ValueError:
-        raise ValidationUnavailable(f"--oos-start takes a date, got {oos_start!r}") from None
+        raise InvalidRequest(f"--oos-start takes a date, got {oos_start!r}") from None
     row = int(data.dates.searchsorted(day, side="left"))
     first_day, last_day = data.window_dates(slice(first, len(data.returns)))
     if row < first:
-        raise ValidationUnavailable(
+        raise InvalidRequest(
             f"--oos-start {oos_start} falls on days the search scored; unseen data starts "
             f"{first_day}"
         )
     if row >= len(data.returns):
-        raise ValidationUnavailable(
+        raise InvalidRequest(
             f"--oos-start {oos_start} is after the data's last day ({last_day}); append the "
             "new prices to the session's data file first"
         )
@@ -161,7 +153,7 @@ def _reruns(s: SessionRecord, trial: TrialRecord, data: Any, span: slice, budget
     policy = None
     if s.mode != "cufolio_only":
         if not trial.policy_path or not Path(trial.policy_path).is_file():
-            raise ReplayError(
+            raise AlphaloopError(
                 f"trial #{trial.idx}'s policy is not at {trial.policy_path!r} any more; it "
                 "cannot be stress-tested"
             )
@@ -258,7 +250,7 @@ def _selection(
 ) -> tuple[DeflatedSharpe, PBOSummary]:
     """The deflated Sharpe of ``chosen`` and PBO, both over the search set."""
     if len(search) < 2:
-        raise ValidationUnavailable(
+        raise InvalidRequest(
             f"session {session_id} has {len(search)} search trial(s) with validation returns; "
             "PBO needs at least 2 trials to select among"
         )
@@ -266,7 +258,7 @@ def _selection(
     try:
         pbo = session_pbo(series, [str(t.idx) for t in search], n_blocks)
     except ValueError as err:
-        raise ValidationUnavailable(f"session {session_id}: {err}") from None
+        raise InvalidRequest(f"session {session_id}: {err}") from None
     return session_dsr(chosen.val_returns, series), pbo
 
 
@@ -301,10 +293,10 @@ def validate_session(
     walk-forward out, says so, and fails its gate.
 
     Raises:
-        NoJournal, SessionNotFound: no such session.
-        ValidationUnavailable: fewer than 2 search trials with validation returns (PBO needs
+        NoJournal, NotFound: no such session.
+        InvalidRequest: fewer than 2 search trials with validation returns (PBO needs
             2 to select among), nothing scored yet, or ``oos_start`` on scored days.
-        ReplayError: the session's data cannot be loaded as it was, or changed.
+        AlphaloopError: the session's data cannot be loaded as it was, or changed.
     """
     from alphaloop.ops.series import session_budget, session_market
 

@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from alphaloop.exceptions import BadTickDate
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.pm.calendar import TradingCalendar
 
 __all__ = ["tick_day"]
@@ -30,7 +30,7 @@ def tick_day(
     before a Monday holiday, the next session is the Tuesday.
 
     Raises:
-        BadTickDate: not a YYYY-MM-DD date, a weekend, a holiday, no close before it, or
+        InvalidRequest: not a YYYY-MM-DD date, a weekend, a holiday, no close before it, or
             after the next session from today (a typo, not a day to decide yet).
     """
     calendar = calendar or TradingCalendar("weekdays")
@@ -41,24 +41,24 @@ def tick_day(
             raise ValueError(text)
         day = pd.Timestamp(text.strip())
     except ValueError:
-        raise BadTickDate(f"{text!r} is not a date; give the day as YYYY-MM-DD") from None
+        raise InvalidRequest(f"{text!r} is not a date; give the day as YYYY-MM-DD") from None
     if day.weekday() >= 5:
-        raise BadTickDate(f"{day.date()} is a {day.day_name()}: markets are closed")
+        raise InvalidRequest(f"{day.date()} is a {day.day_name()}: markets are closed")
     latest = pd.Timestamp(calendar.next_session(today or dt.date.today()))
     if day > latest:
-        raise BadTickDate(
+        raise InvalidRequest(
             f"{day.date()} is in the future: a tick decides at most the next trading day "
             f"({latest.date()}) from the closes before it"
         )
     if day <= dates[0]:
-        raise BadTickDate(
+        raise InvalidRequest(
             f"{day.date()} is outside the data: a tick decides from the closes before it and "
             f"the data starts on {dates[0].date()}"
         )
     if day > dates[-1] and (closed := calendar.why_closed(day.date())) is not None:
-        raise BadTickDate(f"{closed}: markets are closed")
+        raise InvalidRequest(f"{closed}: markets are closed")
     if day <= dates[-1] and day not in dates:
-        raise BadTickDate(
+        raise InvalidRequest(
             f"{day.date()} is not a trading day of the data (a holiday); the data's days around "
             f"it are {dates[dates < day][-1].date()} and {dates[dates > day][0].date()}"
         )

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from alphaloop.broker.base import Broker, Execution, client_order_id
-from alphaloop.exceptions import Conflict, PmError
+from alphaloop.exceptions import Conflict
 from alphaloop.journal import Journal
 from alphaloop.journal.books import BookRecord, DecisionRecord
 from alphaloop.pipeline import PipelineRun, PipelineState, WeightCentricPipeline
@@ -119,11 +119,11 @@ def tick(
     new solver sequence (a single tick); a run of ticks starts one for the whole run.
 
     Raises:
-        PmError: no such book.
+        Conflict: no such book.
         Conflict: the day is decided (by another policy) or not after the book's last tick.
     """
     if journal.books.get(book_name) is None:
-        raise PmError(f"no book named {book_name!r}; open it before ticking")
+        raise Conflict(f"no book named {book_name!r}; open it before ticking")
     settle_pending(journal, broker, book_name)
     book = journal.books.get(book_name)
     done = already(journal, book, setup.policy_id, day)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from alphaloop.exceptions import DataError, PmError
+from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal.policies import PolicyRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.library import load_ppo, verified_policy_file
@@ -66,13 +66,13 @@ def setup_for(
 def window_rows(market: MarketData, start: str, end: str) -> slice:
     """Rows of ``market.returns`` dated ``start .. end`` (inclusive)."""
     if pd.Timestamp(end) < pd.Timestamp(start):
-        raise DataError(f"--end {end} is before --start {start}")
+        raise InvalidRequest(f"--end {end} is before --start {start}")
     a = int(market.dates.searchsorted(pd.Timestamp(start), side="left"))
     b = int(market.dates.searchsorted(pd.Timestamp(end), side="right"))
     if b - a < 1:
-        raise PmError(f"no trading days between {start} and {end} in the data")
+        raise Conflict(f"no trading days between {start} and {end} in the data")
     if a < 1:
-        raise PmError(f"{start} is the data's first day: a tick needs a close before it")
+        raise Conflict(f"{start} is the data's first day: a tick needs a close before it")
     return slice(a, b)
 
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from alphaloop.exceptions import InfeasibleProblem, SolverError
+from alphaloop.exceptions import InvalidRequest, SolverError
 
 # Slack when testing ``max_weight * n_assets >= 1``: knobs.clip() rounds the cap up to 1e-6
 # steps, so a cap of exactly 1/n computed in floating point must still count as feasible.
@@ -41,12 +41,12 @@ def check_alpha(alpha: float) -> float:
 
 
 def check_cap(max_weight: float, n_assets: int) -> float:
-    """Returns the cap, or raises :class:`InfeasibleProblem` when no portfolio can meet it."""
+    """Returns the cap, or raises :class:`InvalidRequest` when no portfolio can meet it."""
     cap = float(max_weight)
     if not math.isfinite(cap) or cap <= 0.0:
-        raise InfeasibleProblem(f"max_weight must be a positive finite number, got {max_weight!r}")
+        raise InvalidRequest(f"max_weight must be a positive finite number, got {max_weight!r}")
     if cap * n_assets < 1.0 - _CAP_SLACK:
-        raise InfeasibleProblem(
+        raise InvalidRequest(
             f"max_weight={cap:g} x {n_assets} assets = {cap * n_assets:g} < 1: a fully invested "
             f"long-only portfolio cannot respect the cap (need max_weight >= 1/{n_assets} = "
             f"{1.0 / n_assets:g})"

@@ -137,7 +137,7 @@ def solve_mean_cvar(
         A :class:`CvarSolution` whose ``objective`` is the value above at the returned weights.
 
     Raises:
-        InfeasibleProblem: the cap cannot be met (``max_weight * n_assets < 1``).
+        InvalidRequest: the cap cannot be met (``max_weight * n_assets < 1``).
         ValueError: bad shapes, NaN/inf values, alpha outside (0, 1), negative costs.
         SolverError: no solver returned a solution.
     """

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import InfeasibleProblem
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.portfolio_opt import _cutting, _lp
 from alphaloop.portfolio_opt._checks import check_problem
 from alphaloop.portfolio_opt.cvar import WeightVector, _check_objective, empirical_cvar
@@ -135,7 +135,7 @@ def efficient_frontier(
     Raises:
         ValueError: bad shapes or values, ``n_points < 2``, or a cap that leaves equal weights
             the only portfolio (``max_weight * n_assets == 1``: no frontier to trace).
-        InfeasibleProblem: the cap cannot be met, or a target is above the largest return.
+        InvalidRequest: the cap cannot be met, or a target is above the largest return.
         SolverError: the solver returned no usable solution for a point.
     """
     start = time.perf_counter()
@@ -228,7 +228,7 @@ def _given_targets(setup: _Setup, targets: list[float], warm_start: bool) -> lis
         raise ValueError("targets must hold at least one return")
     highest = float(setup.mean @ max_return_weights(setup.mean, setup.cap))
     if not np.isfinite(targets).all() or max(targets) > highest:
-        raise InfeasibleProblem(
+        raise InvalidRequest(
             f"targets must be finite and at most the largest return the cap allows, "
             f"{highest:.6g}; got {targets}"
         )

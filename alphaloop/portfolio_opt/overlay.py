@@ -65,7 +65,7 @@ def risk_overlay(
         from the target.
 
     Raises:
-        InfeasibleProblem: the cap cannot be met (``max_weight * n_assets < 1``).
+        InvalidRequest: the cap cannot be met (``max_weight * n_assets < 1``).
         ValueError: bad shapes, NaN/inf, alpha outside (0, 1), a non-finite budget.
         SolverError: no solver returned a solution.
     """

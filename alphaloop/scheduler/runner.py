@@ -40,7 +40,7 @@ def build_scheduler(settings: Settings, *, blocking: bool = True) -> Any:
     setting takes effect at the next start; the store keeps their next run times between starts.
 
     Raises:
-        ScheduleError: a cron setting is not a valid expression.
+        InvalidRequest: a cron setting is not a valid expression.
     """
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -73,8 +73,8 @@ def run_scheduler(settings: Settings, on_start: Callable[[Any], None] | None = N
     """Holds the home's scheduler lock and runs the jobs on their clock until SIGINT/SIGTERM.
 
     Raises:
-        SchedulerRunning: another scheduler runs for this home.
-        ScheduleError: a cron setting is not a valid expression.
+        Conflict: another scheduler runs for this home.
+        InvalidRequest: a cron setting is not a valid expression.
     """
     with schedule.scheduler_lock(settings):
         scheduler = build_scheduler(settings, blocking=True)

@@ -6,6 +6,6 @@ never inside a request, and is read back from the journal.
 """
 
 from alphaloop.server.app import create_app
-from alphaloop.server.security import UnsafeBind, check_bind, is_loopback
+from alphaloop.server.security import check_bind, is_loopback
 
-__all__ = ["UnsafeBind", "check_bind", "create_app", "is_loopback"]
+__all__ = ["check_bind", "create_app", "is_loopback"]

@@ -38,7 +38,7 @@ class ErrorBody(BaseModel):
     model_config = _STRICT
 
     detail: str = Field(description="what went wrong and what to do, in words")
-    error: str = Field(description="the error's type (ValidationError, SessionNotFound, ...)")
+    error: str = Field(description="the error's type (ValidationError, NotFound, ...)")
     exit_code: Literal[1, 2] = Field(
         description="what the command line exits with for the same error: 2 bad usage, 1 a failure"
     )

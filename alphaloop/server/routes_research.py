@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from alphaloop import ops
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
@@ -169,7 +169,7 @@ def research_current(
 def _progress_figure(settings: Any, session_id: str) -> Any:
     try:
         drawn = ops_sessions.metrics_chart(settings, "research_progress", session_id)
-    except ChartDataError:  # no trial finished yet
+    except InvalidRequest:  # no trial finished yet
         return None
     return json.loads(drawn.figure.to_json())
 

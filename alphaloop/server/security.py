@@ -22,20 +22,13 @@ from typing import Any
 from fastapi import HTTPException, Request
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from alphaloop.exceptions import EXIT_USAGE, USAGE_STATUS, AlphaloopError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.server.errors import send_error
 from alphaloop.settings import Settings
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a base64 chart image (capped at 2 MB) plus its JSON
 MAX_IMAGE_BYTES = 2 * 1024 * 1024
 _LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
-
-
-class UnsafeBind(AlphaloopError):
-    """A non-loopback address without an API token."""
-
-    exit_code = EXIT_USAGE
-    http_status = USAGE_STATUS
 
 
 def is_loopback(host: str) -> bool:
@@ -52,12 +45,12 @@ def check_bind(host: str, settings: Settings) -> bool:
     """Whether reads need the token too (any non-loopback bind).
 
     Raises:
-        UnsafeBind: a non-loopback host and no ``ALPHALOOP_API_TOKEN``.
+        InvalidRequest: a non-loopback host and no ``ALPHALOOP_API_TOKEN``.
     """
     if is_loopback(host):
         return False
     if not settings.api_token:
-        raise UnsafeBind(
+        raise InvalidRequest(
             f"refusing to bind {host}: anything but loopback needs a token; set "
             "ALPHALOOP_API_TOKEN (clients then send 'Authorization: Bearer <token>') or bind "
             "127.0.0.1"

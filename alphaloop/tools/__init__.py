@@ -6,7 +6,13 @@ OpenAI tool schema.
 """
 
 from alphaloop.tools import journal_tools, knob_tools, run_tools, validate_tools
-from alphaloop.tools.base import Tool, ToolContext, ToolError, ToolResult, call_tool, jsonable
+from alphaloop.tools.base import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    call_tool,
+    jsonable,
+)
 
 TOOLS: dict[str, Tool] = {
     t.name: t
@@ -23,7 +29,6 @@ __all__ = [
     "TOOLS",
     "Tool",
     "ToolContext",
-    "ToolError",
     "ToolResult",
     "call_tool",
     "jsonable",

@@ -29,10 +29,6 @@ logger = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 12_000  # a tool result is read by a model: keep one answer in its context
 
 
-class ToolError(AlphaloopError):
-    """A tool could not do what it was asked (the message is what the model reads)."""
-
-
 @dataclass(frozen=True)
 class Tool:
     """One function the model may call."""

@@ -105,7 +105,7 @@ def evaluate(
     Raises:
         TrialCrashed: no weights or non-finite returns (diverged policy, solver failure).
         TrialTimeout: ``budget.time_limit_s`` ran out.
-        ValueError: an unknown window name. EvaluationWindowError: an explicit window the data
+        ValueError: an unknown window name. InvalidRequest: an explicit window the data
             cannot serve.
     """
     split = split_for(data, window)

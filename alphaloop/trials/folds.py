@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from alphaloop.exceptions import EvaluationWindowError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.market import MIN_EVAL_ROWS, MIN_TRAIN_ROWS, MarketData
 from alphaloop.metrics import Metrics
 from alphaloop.trials.models import TrialBudget, TrialResult
@@ -77,16 +77,16 @@ def build_folds(data: MarketData, k: int, purge: int = PURGE_ROWS) -> list[Rows]
     with its purged training rows (see the module docstring).
 
     Raises:
-        EvaluationWindowError: ``k < 1``, or ``k`` folds do not fit before TEST (the message
+        InvalidRequest: ``k < 1``, or ``k`` folds do not fit before TEST (the message
             names the largest count that does).
     """
     if k < 1:
-        raise EvaluationWindowError(f"the fold count must be at least 1, got {k}")
+        raise InvalidRequest(f"the fold count must be at least 1, got {k}")
     length, end = _fold_rows(data), data.val.stop
     most = max_folds(data, purge)
     if k > most:
         first, last = data.window_dates(slice(data.train.start, end))
-        raise EvaluationWindowError(
+        raise InvalidRequest(
             f"{data.source!r} is too short for {k} folds: {end - data.train.start} days before "
             f"TEST ({first}..{last}) hold at most {most} folds of {length} days after "
             f"{MIN_TRAIN_ROWS} days of training history and a {purge}-day purge; "

@@ -9,6 +9,7 @@ import numpy as np
 
 from alphaloop.market import MarketData
 from alphaloop.metrics import Metrics, compute_metrics
+from alphaloop.pipeline import MeanCvarAllocator
 from alphaloop.portfolio_opt import start_sequence
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
 from alphaloop.trials.models import TrialBudget, Window
@@ -40,18 +41,17 @@ def baseline_backtests(
     start_sequence()
     win = window_slice(data, window)
     n = data.returns.shape[1]
-    targets, rebalance = rolling_cvar(
-        data,
-        win,
-        hold_days=BASELINE_HOLD_DAYS,
+    min_cvar = MeanCvarAllocator(
         alpha=BASELINE_CVAR_ALPHA,
         max_weight=max(BASELINE_MAX_WEIGHT, 1.0 / n),
         n_scenarios=BASELINE_N_SCENARIOS,
+        hold_days=BASELINE_HOLD_DAYS,
         scenario_window=budget.scenario_window,
         cost_bps=budget.eval_cost_bps,
         risk_aversion=None,
         seed=BASELINE_SEED,
     )
+    targets, rebalance = rolling_cvar(data, win, min_cvar)
     return {
         "equal_weight": equal_weight_backtest(data, window, budget),
         "min_cvar": simulate(data.returns[win], targets, rebalance, budget.eval_cost_bps),

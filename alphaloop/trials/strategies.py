@@ -43,35 +43,19 @@ def check_mode(mode: str) -> None:
 def rolling_cvar(
     data: MarketData,
     win: slice,
-    *,
-    hold_days: int,
-    alpha: float,
-    max_weight: float,
-    n_scenarios: int,
-    scenario_window: int,
-    cost_bps: float,
-    risk_aversion: float | None,
-    seed: int,
+    allocator: MeanCvarAllocator,
     deadline: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Targets of a rolling Mean-CVaR (or minimum-CVaR when ``risk_aversion`` is None) book.
+    """Targets of ``allocator``'s rolling Mean-CVaR book (minimum CVaR when its
+    ``risk_aversion`` is None) over ``win``.
 
     Every ``hold_days`` the solver sees ``n_scenarios`` block-bootstrapped ``hold_days``-horizon
     returns drawn from the trailing ``scenario_window`` days (never the day being traded), and a
     turnover penalty equal to the cost the evaluator will charge. Built on the weight-centric
     pipeline (:class:`~alphaloop.pipeline.MeanCvarAllocator` as the allocator stage).
     """
-    allocator = MeanCvarAllocator(
-        alpha=alpha,
-        max_weight=max_weight,
-        n_scenarios=n_scenarios,
-        hold_days=hold_days,
-        scenario_window=scenario_window,
-        cost_bps=cost_bps,
-        risk_aversion=risk_aversion,
-        seed=seed,
-    )
-    pipeline = WeightCentricPipeline(StaticUniverse(), allocator, ConstantTiming(), (), hold_days)
+    hold = allocator.hold_days
+    pipeline = WeightCentricPipeline(StaticUniverse(), allocator, ConstantTiming(), (), hold)
     targets, rebalance, _ = run_sequence(
         pipeline, data.returns, win.start, win.stop, on_rebalance=_deadline_check(deadline)
     )

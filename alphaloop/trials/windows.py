@@ -19,7 +19,7 @@ from typing import NamedTuple
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from alphaloop.exceptions import EvaluationWindowError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.market import MarketData, Window
 from alphaloop.trials.backtest import window_slice
 
@@ -83,13 +83,13 @@ class Dates(BaseModel):
         """Its rows of ``data``.
 
         Raises:
-            EvaluationWindowError: no trading day of the data falls between the dates.
+            InvalidRequest: no trading day of the data falls between the dates.
         """
         a = int(data.dates.searchsorted(pd.Timestamp(self.start), side="left"))
         b = int(data.dates.searchsorted(pd.Timestamp(self.end), side="right"))
         if b <= a:
             first, last = data.dates[0].date(), data.dates[-1].date()
-            raise EvaluationWindowError(
+            raise InvalidRequest(
                 f"no trading day of {data.source!r} ({first}..{last}) falls in "
                 f"{self.start}..{self.end}"
             )
@@ -120,13 +120,13 @@ def split_for(data: MarketData, window: EvalWindow) -> Split:
 
     Raises:
         ValueError: an unknown window name.
-        EvaluationWindowError: rows beyond the data's last row, or dates with no trading day.
+        InvalidRequest: rows beyond the data's last row, or dates with no trading day.
     """
     if isinstance(window, str):
         return Split(data, window, window_slice(data, window), window)
     rows = window.rows(data) if isinstance(window, Dates) else window
     if rows.stop > len(data.returns):
-        raise EvaluationWindowError(
+        raise InvalidRequest(
             f"rows {rows.start}..{rows.stop} run past the {len(data.returns)} rows of "
             f"{data.source!r}"
         )

@@ -8,15 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from alphaloop.charts import (
-    ChartDataError,
-    ReplayError,
-    UnknownChartKind,
-    build_chart,
-    chart_kind,
-    research_progress,
-    training_curve,
-)
+from alphaloop.charts import build_chart, chart_kind, research_progress, training_curve
 from alphaloop.charts.figures import (
     BASELINE_MEAN_TRACE,
     BASELINE_TRACE,
@@ -29,7 +21,8 @@ from alphaloop.charts.figures import (
     REWARD_TRACE,
     SHARPE_TRACE,
 )
-from alphaloop.journal import Journal, TrialNotFound, downsample_curve
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, NotFound
+from alphaloop.journal import Journal, downsample_curve
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.ops.series import SessionSeries, allocation, session_budget, session_market
 from alphaloop.settings import Settings
@@ -60,9 +53,9 @@ def test_training_curve_draws_the_journaled_curve(lab: Lab) -> None:
 def test_training_curve_needs_a_curve(lab: Lab) -> None:
     with lab.journal() as j:
         cvar_trial = j.trials.at(lab.research_id, 2)
-        with pytest.raises(ChartDataError, match=r"no trial of session .* training curve"):
+        with pytest.raises(InvalidRequest, match=r"no trial of session .* training curve"):
             build_chart("training_curve", j, session_id=lab.research_id)
-    with pytest.raises(ChartDataError, match="no journaled training curve"):
+    with pytest.raises(InvalidRequest, match="no journaled training curve"):
         training_curve(cvar_trial)
 
 
@@ -125,7 +118,7 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
 def test_research_progress_without_finished_trials(lab: Lab) -> None:
     with lab.journal() as j:
         session = j.sessions.get(lab.research_id)
-    with pytest.raises(ChartDataError, match="no finished trial"):
+    with pytest.raises(InvalidRequest, match="no finished trial"):
         research_progress(session, [])
 
 
@@ -262,7 +255,7 @@ def test_weights_of_a_policy_that_is_gone(lab: Lab, tmp_path) -> None:
         session = j.sessions.get(lab.manual.session.id)
         trial = j.trials.get(session.best_trial_id)
     moved = trial.model_copy(update={"policy_path": str(tmp_path / "gone.zip")})
-    with pytest.raises(ReplayError, match="policy is not at"):
+    with pytest.raises(AlphaloopError, match="policy is not at"):
         allocation(moved, "ppo_only", session_market(session), session_budget(session))
 
 
@@ -270,27 +263,27 @@ def test_replay_refuses_changed_data(lab: Lab) -> None:
     with lab.journal() as j:
         session = j.sessions.get(lab.research_id)
     changed = session.model_copy(update={"data_fingerprint": "0" * 16})
-    with pytest.raises(ReplayError, match="changed since session"):
+    with pytest.raises(AlphaloopError, match="changed since session"):
         session_market(changed)
 
 
 def test_chart_kinds_and_trial_errors(lab: Lab) -> None:
     assert chart_kind("Equity-Curves") == "equity_curves"
-    with pytest.raises(UnknownChartKind, match="choose one of training_curve"):
+    with pytest.raises(InvalidRequest, match="choose one of training_curve"):
         chart_kind("pie")
     with lab.journal() as j:
-        with pytest.raises(TrialNotFound, match=r"no trial #42; its trials are #0\.\.#10"):
+        with pytest.raises(NotFound, match=r"no trial #42; its trials are #0\.\.#10"):
             build_chart(
                 "weights", j, session_id=lab.research_id, trial_idx=42, series=SessionSeries()
             )
         # An invalid row has no results to draw.
-        with pytest.raises(ChartDataError, match=r"no results to draw .*invalid"):
+        with pytest.raises(InvalidRequest, match=r"no results to draw .*invalid"):
             build_chart(
                 "equity_curves", j, session_id=lab.research_id, trial_idx=6, series=SessionSeries()
             )
-        with pytest.raises(ChartDataError, match="a trial index does not apply"):
+        with pytest.raises(InvalidRequest, match="a trial index does not apply"):
             build_chart("research_progress", j, session_id=lab.research_id, trial_idx=2)
-        with pytest.raises(ChartDataError, match="a session does not apply"):
+        with pytest.raises(InvalidRequest, match="a session does not apply"):
             build_chart("ratio_curve", j, session_id=lab.research_id)
         # A test-window row draws its own window.
         test_chart = build_chart(

@@ -17,7 +17,7 @@ import pytest
 
 from alphaloop.charts.tearsheet import FIGURES, TearSheet
 from alphaloop.charts.tearsheet_html import tearsheet_html
-from alphaloop.exceptions import ChartDataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.metrics import TRADING_DAYS, annual_turnover, compute_metrics
 from alphaloop.ops.tearsheet import Tearsheet, build_tearsheet, write_tearsheet
 from tests.charts.conftest import Lab
@@ -95,11 +95,11 @@ def test_each_figure_is_its_series_recomputed(drawn: Tearsheet) -> None:
 
 
 def test_a_manual_run_has_no_tear_sheet(lab: Lab) -> None:
-    with pytest.raises(ChartDataError, match="never evaluated on TEST"):
+    with pytest.raises(InvalidRequest, match="never evaluated on TEST"):
         build_tearsheet(lab.settings, lab.manual.session.id)
     with lab.journal() as j:
         [policy] = [p for p in j.policies.list() if p.session_id == lab.manual.session.id]
-    with pytest.raises(ChartDataError, match="never evaluated on TEST"):
+    with pytest.raises(InvalidRequest, match="never evaluated on TEST"):
         build_tearsheet(lab.settings, policy_id=policy.id)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from alphaloop.exceptions import ModelDirError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.ops.dpo import dpo_check, list_dpo_runs, train_dpo
 from alphaloop.settings import Settings
@@ -64,7 +64,7 @@ def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path) -> None:
 def test_not_a_model_dir_is_refused(settings: Settings, tmp_path: Path) -> None:
     _journal_pairs(settings, 4)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelDirError, match=r"no config\.json"):
+    with pytest.raises(InvalidRequest, match=r"no config\.json"):
         train_dpo(settings, tmp_path / "empty", tmp_path / "out")
     assert list_dpo_runs(settings) == []  # refused before a run was journaled
 

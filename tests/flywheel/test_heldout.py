@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from alphaloop.exceptions import TooFewHeldOut, exit_code_of
+from alphaloop.exceptions import InvalidRequest, exit_code_of
 from alphaloop.flywheel.heldout import check_heldout, split_pairs, wilson_interval
 from alphaloop.journal import Journal
 from alphaloop.ops.dpo import dpo_check, list_dpo_runs, train_dpo
@@ -46,7 +46,7 @@ def test_wilson_interval_published_values() -> None:
 
 def test_minimum_held_out_count() -> None:
     check_heldout(20, 100, 20)
-    with pytest.raises(TooFewHeldOut) as err:
+    with pytest.raises(InvalidRequest) as err:
         check_heldout(3, 15, 20)
     assert exit_code_of(err.value) == 2
     assert "3 held-out pair(s) of 15" in str(err.value)
@@ -68,7 +68,7 @@ def test_a_run_with_too_few_held_out_pairs_is_refused(settings: Settings, tmp_pa
             journal.preferences.add(**pair)
         held = len(split_pairs(journal.preferences.list(labelled=True))[1])
     assert held < settings.dpo_min_heldout == 20
-    with pytest.raises(TooFewHeldOut, match=f"{held} held-out pair"):
+    with pytest.raises(InvalidRequest, match=f"{held} held-out pair"):
         train_dpo(settings, _fake_model(tmp_path / "m"), tmp_path / "out")
     assert list_dpo_runs(settings) == []  # refused before a run was journaled
 

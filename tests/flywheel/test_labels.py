@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from alphaloop.exceptions import DecisionNotFound, InvalidVerdict
+from alphaloop.exceptions import Conflict, InvalidRequest, NotFound
 from alphaloop.flywheel import check_verdict, parse_weights
 from alphaloop.flywheel.outcome import t5_window
 from alphaloop.journal import Journal
@@ -127,29 +127,29 @@ def test_gap_below_threshold_stays_unlabelled(
     ],
 )
 def test_override_weights_are_checked(weights: dict[str, float], message: str) -> None:
-    with pytest.raises(InvalidVerdict, match=message):
+    with pytest.raises(InvalidRequest, match=message):
         check_verdict("override", weights, ["A", "B"])
 
 
 def test_verdict_rules(journal: Journal, settings: Settings) -> None:
     assert check_verdict("override", {"A": 0.6, "B": 0.4}, ["A", "B"])[1] == {"A": 0.6, "B": 0.4}
-    with pytest.raises(InvalidVerdict, match="unknown verdict"):
+    with pytest.raises(InvalidRequest, match="unknown verdict"):
         check_verdict("maybe", None, ["A"])
-    with pytest.raises(InvalidVerdict, match="needs the weights"):
+    with pytest.raises(InvalidRequest, match="needs the weights"):
         check_verdict("override", None, ["A"])
-    with pytest.raises(InvalidVerdict, match="go with 'override'"):
+    with pytest.raises(InvalidRequest, match="go with 'override'"):
         check_verdict("approve", {"A": 1.0}, ["A"])
-    with pytest.raises(InvalidVerdict, match="not a number"):
+    with pytest.raises(InvalidRequest, match="not a number"):
         parse_weights("A=abc")
     assert parse_weights("AAPL=0.3, MSFT=0.2") == {"AAPL": 0.3, "MSFT": 0.2}
     did = add_decision(journal, date="2024-01-03", symbols=["A", "B"], pre=None, target={"A": 1})
     assert [d.id for d in prefs.review_decisions(settings)] == [did]
     prefs.decide(settings, did, "approve", note="fine")
     assert prefs.review_decisions(settings) == []
-    with pytest.raises(prefs.AlreadyDecided, match="already has the verdict") as second:
+    with pytest.raises(Conflict, match="already has the verdict") as second:
         prefs.decide(settings, did, "reject")
     assert (second.value.http_status, second.value.exit_code) == (409, 2)  # a state conflict
-    with pytest.raises(DecisionNotFound):
+    with pytest.raises(NotFound):
         prefs.decide(settings, 999, "approve")
 
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
-from alphaloop.exceptions import ModelDirError, PromptTooLong, exit_code_of
+from alphaloop.exceptions import InvalidRequest, exit_code_of
 from alphaloop.flywheel.lengths import fit_pairs, model_prompt, resolve_max_length
 from alphaloop.journal import Journal
 from alphaloop.journal.preferences import PreferenceRecord
@@ -72,7 +72,7 @@ def test_prompts_are_fitted_to_the_limit() -> None:
 
 def test_too_long_pairs_are_named_with_their_lengths() -> None:
     tokenizer = byte_tokenizer()
-    with pytest.raises(PromptTooLong) as err:
+    with pytest.raises(InvalidRequest) as err:
         fit_pairs(tokenizer, _records(7), 300)
     message = str(err.value)
     assert "7 of 7 pair(s) do not fit max_length 300 tokens" in message
@@ -84,7 +84,7 @@ def test_max_length_defaults_to_the_context_length(tmp_path: Path) -> None:
     model = build_byte_model(tmp_path / "m", n_positions=512)
     assert resolve_max_length(None, model) == 512
     assert resolve_max_length(300, model) == 300
-    with pytest.raises(ModelDirError, match="longer than the model's context length 512"):
+    with pytest.raises(InvalidRequest, match="longer than the model's context length 512"):
         resolve_max_length(1024, model)
 
 
@@ -102,7 +102,7 @@ def test_a_run_that_would_drop_pairs_exits_2_before_training(
     assert "do not fit max_length 512 tokens" in result.stderr
     assert not out.exists()  # nothing trained, nothing written
     (run,) = list_dpo_runs(settings)
-    assert run.status == "failed" and run.max_length == 512 and "PromptTooLong" in run.error
+    assert run.status == "failed" and run.max_length == 512 and "InvalidRequest" in run.error
 
     # A limit below the context is taken from the setting; too long again, named as such.
     clean_env.setenv("ALPHALOOP_DPO_MAX_LENGTH", "400")
@@ -118,7 +118,7 @@ def test_a_run_refuses_a_max_length_past_the_context(settings: Settings, tmp_pat
     with Journal(settings.journal_path) as journal:
         for pair in _pairs(4):
             journal.preferences.add(**pair)
-    with pytest.raises(ModelDirError, match="context length 512"):
+    with pytest.raises(InvalidRequest, match="context length 512"):
         train_dpo(settings, model, tmp_path / "o", max_length=4096)
     assert list_dpo_runs(settings) == []
     assert json.loads((model / "config.json").read_text())["n_positions"] == 512

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from alphaloop.exceptions import InvalidVerdict
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.ops import prefs
 from alphaloop.settings import Settings
@@ -35,7 +35,7 @@ def test_a_verdict_on_a_deployment_check_is_refused(settings: Settings) -> None:
             journal, date="2024-01-03", symbols=["A", "B"], pre=PRE, target={"A": 1.0},
             book="check-1",
         )  # fmt: skip
-    with pytest.raises(InvalidVerdict, match="deployment check 'check-1'"):
+    with pytest.raises(InvalidRequest, match="deployment check 'check-1'"):
         prefs.decide(settings, did, "approve")
     with Journal(settings.journal_path) as journal:
         assert journal.preferences.decision_view(did).verdict is None

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from journal_helpers import new_session, new_trial, run_python
 
-from alphaloop.journal import Journal, JournalError
+from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal
 
 
 def test_two_journals_in_one_process_share_indexes(journal_path: Path) -> None:
@@ -145,6 +146,6 @@ def test_a_second_writer_waits_for_the_first(journal_path: Path, held_write) -> 
 def test_a_writer_locked_out_too_long_gets_a_journal_error(journal_path: Path, held_write) -> None:
     _, sid = held_write
     with Journal(journal_path, busy_timeout_s=0.2) as j:
-        with pytest.raises(JournalError, match="stayed locked by another writer"):
+        with pytest.raises(AlphaloopError, match="stayed locked by another writer"):
             j.logs.add_event(sid, "Late", {})
         assert j.sessions.get(sid).goal != "uncommitted"  # reads still work

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from alphaloop.journal import JobNotFound, JobStatus, Journal, JournalError
+from alphaloop.exceptions import AlphaloopError, NotFound
+from alphaloop.journal import JobStatus, Journal
 
 
 def dead_pid() -> int:
@@ -27,16 +28,16 @@ def test_a_job_runs_once_from_queued_to_finished(journal: Journal) -> None:
     running = journal.jobs.claim(job_id, os.getpid())
     assert running.status == JobStatus.running and running.pid == os.getpid()
     assert running.started_at is not None
-    with pytest.raises(JournalError, match="is running, not queued"):
+    with pytest.raises(AlphaloopError, match="is running, not queued"):
         journal.jobs.claim(job_id, os.getpid())
     journal.jobs.link_session(job_id, "s-20260101-000000-abcd")
     done = journal.jobs.finish(job_id, {"kind": "pm_tick", "decision_id": 3})
     assert done.status == JobStatus.finished
     assert done.result == {"kind": "pm_tick", "decision_id": 3}
     assert done.session_id == "s-20260101-000000-abcd" and done.finished_at is not None
-    with pytest.raises(JournalError, match="already ended"):
+    with pytest.raises(AlphaloopError, match="already ended"):
         journal.jobs.fail(job_id, error_type="X", error="x", exit_code=1, http_status=500)
-    with pytest.raises(JobNotFound):
+    with pytest.raises(NotFound):
         journal.jobs.get(job_id + 1)
 
 
@@ -68,5 +69,5 @@ def test_a_job_whose_worker_is_gone_reads_as_interrupted(journal: Journal) -> No
     assert journal.jobs.get(being_handed).status == JobStatus.queued
     assert [j.id for j in journal.jobs.live("dpo")] == [being_handed, alive]
     assert [j.id for j in journal.jobs.list("dpo", after=handed)] == [being_handed, alive]
-    with pytest.raises(JournalError, match="interrupted, not queued"):
+    with pytest.raises(AlphaloopError, match="interrupted, not queued"):
         journal.jobs.claim(running, os.getpid())

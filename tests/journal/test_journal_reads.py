@@ -9,15 +9,8 @@ import pytest
 from journal_helpers import new_session, new_trial
 from pydantic import ValidationError
 
-from alphaloop.journal import (
-    FollowedTrials,
-    Journal,
-    JournalError,
-    SessionNotFound,
-    SessionRecord,
-    TrialNotFound,
-    TrialRecord,
-)
+from alphaloop.exceptions import AlphaloopError, NotFound
+from alphaloop.journal import FollowedTrials, Journal, SessionRecord, TrialRecord
 
 
 def finished(
@@ -34,15 +27,15 @@ def test_sessions_newest_first(journal: Journal) -> None:
 
 
 def test_session_not_found_lists_recent_ids(journal: Journal) -> None:
-    with pytest.raises(SessionNotFound, match=r"no session 's-x' .* it has no sessions yet"):
+    with pytest.raises(NotFound, match=r"no session 's-x' .* it has no sessions yet"):
         journal.sessions.get("s-x")
     ids = [new_session(journal) for _ in range(7)]
-    with pytest.raises(SessionNotFound) as err:
+    with pytest.raises(NotFound) as err:
         journal.sessions.get("s-20200101-000000-dead")
     message = str(err.value)
     assert "no session 's-20200101-000000-dead'" in message
     assert f"recent sessions: {', '.join(ids[::-1][:5])}" in message and ids[0] not in message
-    assert isinstance(err.value, JournalError) and isinstance(err.value, LookupError)
+    assert isinstance(err.value, AlphaloopError) and isinstance(err.value, LookupError)
 
 
 def test_trials_by_index_and_kind(journal: Journal) -> None:
@@ -60,7 +53,7 @@ def test_trials_by_index_and_kind(journal: Journal) -> None:
     assert journal.trials.of_session("s-nope") == []
     with pytest.raises(ValueError):
         journal.trials.of_session(sid, kind="warmup")
-    with pytest.raises(TrialNotFound, match="no trial with id 4242"):
+    with pytest.raises(NotFound, match="no trial with id 4242"):
         journal.trials.get(4242)
 
 
@@ -184,13 +177,13 @@ def test_models_dump_to_strict_json(journal: Journal) -> None:
 
 def test_trial_at_an_index(journal: Journal) -> None:
     sid = new_session(journal)
-    with pytest.raises(TrialNotFound, match="has no trial #0; it has no trials"):
+    with pytest.raises(NotFound, match="has no trial #0; it has no trials"):
         journal.trials.at(sid, 0)
     rows = [new_trial(journal, sid) for _ in range(3)]
     assert journal.trials.at(sid, 2) == journal.trials.get(rows[2].id)
-    with pytest.raises(TrialNotFound, match=r"no trial #5; its trials are #0\.\.#2"):
+    with pytest.raises(NotFound, match=r"no trial #5; its trials are #0\.\.#2"):
         journal.trials.at(sid, 5)
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(NotFound):
         journal.trials.at("s-x", 0)
 
 

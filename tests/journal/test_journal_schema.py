@@ -9,7 +9,7 @@ import pytest
 from journal_helpers import new_session, new_trial
 
 from alphaloop.exceptions import AlphaloopError
-from alphaloop.journal import SCHEMA_VERSION, Journal, JournalError, migrations, schema
+from alphaloop.journal import SCHEMA_VERSION, Journal, migrations, schema
 
 TABLES = {"sessions", "trials", "bounds_clips", "llm_calls", "events", "chart_reads"}
 
@@ -50,7 +50,7 @@ def test_an_empty_file_becomes_a_journal(journal_path: Path) -> None:
 
 
 def test_create_false_refuses_a_missing_file(journal_path: Path) -> None:
-    with pytest.raises(JournalError, match="no journal at"):
+    with pytest.raises(AlphaloopError, match="no journal at"):
         Journal(journal_path, create=False)
     assert not journal_path.exists()
 
@@ -60,7 +60,7 @@ def test_a_journal_from_a_newer_alphaloop_is_refused(journal_path: Path) -> None
     conn = sqlite3.connect(journal_path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(JournalError) as err:
+    with pytest.raises(AlphaloopError) as err:
         Journal(journal_path)
     assert (
         f"written by a newer alphaloop (schema {SCHEMA_VERSION + 1} > {SCHEMA_VERSION}); "
@@ -79,7 +79,7 @@ def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(
 ) -> None:
     path = tmp_path / "prices.csv"
     path.write_bytes(content)
-    with pytest.raises(JournalError, match=r"prices\.csv is not an alphaloop journal"):
+    with pytest.raises(AlphaloopError, match=r"prices\.csv is not an alphaloop journal"):
         Journal(path)
     assert path.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prices.csv"]
@@ -95,7 +95,7 @@ def test_an_sqlite_database_of_another_application_is_refused_and_left_untouched
     conn.commit()
     conn.close()
     before = path.read_bytes()
-    with pytest.raises(JournalError, match=r"other\.db is not an alphaloop journal: .*notes"):
+    with pytest.raises(AlphaloopError, match=r"other\.db is not an alphaloop journal: .*notes"):
         Journal(path)
     assert path.read_bytes() == before
     assert pragma(path, "journal_mode") == "delete"
@@ -109,7 +109,7 @@ def test_a_file_marked_as_ours_but_missing_tables_is_refused(tmp_path: Path) -> 
     conn.execute(schema.TABLES["sessions"])
     conn.commit()
     conn.close()
-    with pytest.raises(JournalError, match="tables missing: bounds_clips"):
+    with pytest.raises(AlphaloopError, match="tables missing: bounds_clips"):
         Journal(path)
 
 
@@ -336,7 +336,7 @@ def test_a_failed_migration_leaves_the_old_version(
         conn.execute("SELECT * FROM no_such_table")
 
     monkeypatch.setitem(migrations.MIGRATIONS, SCHEMA_VERSION, broken)
-    with pytest.raises(JournalError, match="could not upgrade the journal"):
+    with pytest.raises(AlphaloopError, match="could not upgrade the journal"):
         Journal(journal_path)
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION
     monkeypatch.undo()
@@ -348,7 +348,7 @@ def test_a_closed_journal_says_so(journal_path: Path) -> None:
     j = Journal(journal_path)
     j.close()
     j.close()  # idempotent
-    with pytest.raises(JournalError, match="is closed"):
+    with pytest.raises(AlphaloopError, match="is closed"):
         j.sessions.list()
 
 

@@ -14,15 +14,13 @@ import numpy as np
 import pytest
 from journal_helpers import new_session, new_trial, run_python
 
+from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal import (
     INTERRUPTED,
     STOP_REQUESTED,
     FinalReport,
     Journal,
-    SessionNotFound,
     SessionStatus,
-    TrialNotFound,
-    TrialNotRunning,
     TrialStatus,
     downsample_curve,
 )
@@ -89,7 +87,7 @@ def test_update_session(journal: Journal) -> None:
         journal.sessions.update(sid, status="paused")
     with pytest.raises(ValueError, match=r"unknown field.*created_at"):
         journal.sessions.update(sid, created_at="yesterday")
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(NotFound):
         journal.sessions.update("s-nope", error="x")
 
 
@@ -114,9 +112,9 @@ def test_start_trial_assigns_indexes_per_session(journal: Journal) -> None:
 
 def test_start_trial_refuses_unknown_references(journal: Journal) -> None:
     sid = new_session(journal)
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(NotFound):
         new_trial(journal, "s-nope")
-    with pytest.raises(TrialNotFound):
+    with pytest.raises(NotFound):
         new_trial(journal, sid, parent_id=999)
     with pytest.raises(ValueError, match="kind"):
         new_trial(journal, sid, kind="warmup")
@@ -179,10 +177,10 @@ def test_a_trial_finishes_once(journal: Journal) -> None:
     with pytest.raises(ValueError):
         journal.trials.finish(t.id, status="won")
     journal.trials.finish(t.id, status="discard", objective=0.1)
-    with pytest.raises(TrialNotRunning, match="already finished as 'discard'"):
+    with pytest.raises(AlphaloopError, match="already finished as 'discard'"):
         journal.trials.finish(t.id, status="keep", objective=9.9)
     assert journal.trials.get(t.id).objective == 0.1
-    with pytest.raises(TrialNotFound):
+    with pytest.raises(NotFound):
         journal.trials.finish(12345, status="keep")
 
 
@@ -246,7 +244,7 @@ def test_clips(journal: Journal) -> None:
         (t2.id, "lookback"),
     ]
     assert journal.logs.add_clips(t1.id, []) == []
-    with pytest.raises(TrialNotFound):
+    with pytest.raises(NotFound):
         journal.logs.add_clips(999, [c1])
 
 
@@ -260,7 +258,7 @@ def test_events(journal: Journal) -> None:
     assert fallback.payload == {"reason": "timeout", "fallback": "tpe"}
     assert fallback.session_id == sid
     assert [e.payload for e in journal.logs.events(None)] == [{}]
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(NotFound):
         journal.logs.add_event("s-nope", "X", {})
 
 
@@ -322,7 +320,7 @@ def test_curves(journal: Journal) -> None:
     t = new_trial(journal, new_session(journal))
     assert journal.trials.set_curve(t.id, [[0, -1.0], [512, -0.5]]) == 2
     assert journal.trials.get(t.id).curve == [[0, -1.0], [512, -0.5]]
-    with pytest.raises(TrialNotFound):
+    with pytest.raises(NotFound):
         journal.trials.set_curve(999, [[0, 0.0]])
     with pytest.raises(ValueError, match="at least 2"):
         journal.trials.set_curve(t.id, [[0, 0.0]], max_points=1)
@@ -355,7 +353,7 @@ def test_request_stop(journal: Journal) -> None:
     assert journal.sessions.get(done).status == "finished" and not journal.sessions.stop_requested(
         done
     )
-    with pytest.raises(SessionNotFound):
+    with pytest.raises(NotFound):
         journal.sessions.request_stop("s-nope")
 
 
@@ -386,7 +384,7 @@ def test_reap_interrupted(journal: Journal, journal_path) -> None:
     assert [t.id for t in journal.trials.reap_interrupted(sid, keep={kept.id})] == [mine.id]
     assert journal.trials.get(kept.id).status == "running"
     assert journal.trials.get(live.id).status == "running"  # a live process owns it
-    with pytest.raises(TrialNotRunning):
+    with pytest.raises(AlphaloopError):
         journal.trials.finish(orphan.id, status="keep", objective=1.0)
     assert journal.trials.counted(sid) == 0
     assert new_trial(journal, sid).idx == 4  # indexes are never reused

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from alphaloop.exceptions import ActivePolicyError, PolicyNotFound, PolicyTampered
+from alphaloop.exceptions import ActivePolicyError, NotFound, PolicyTampered
 from alphaloop.journal import EventKind, Journal, PolicyRecord
 from alphaloop.library import activate, active_policy_id, auto_activate, copy_into_library
 from alphaloop.settings import Settings
@@ -47,7 +47,7 @@ def test_no_pointer_then_activation_by_id_is_journaled(
         (first.id, None),
         (second.id, first.id),
     ]
-    with pytest.raises(PolicyNotFound):
+    with pytest.raises(NotFound):
         activate(journal, settings, 99)
     assert active_policy_id(settings) == second.id
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from alphaloop.exceptions import JournalError, PolicyNotFound
+from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal import Journal, PolicyKind, PolicySource
 
 from .helpers import policy_fields, session_and_trial
@@ -30,17 +30,17 @@ def test_add_get_and_list_newest_first(journal: Journal) -> None:
 
 
 def test_missing_id_lists_recent_ids(journal: Journal) -> None:
-    with pytest.raises(PolicyNotFound, match="library is empty"):
+    with pytest.raises(NotFound, match="library is empty"):
         journal.policies.get(1)
     made = journal.policies.add(**policy_fields(session_and_trial(journal)))
-    with pytest.raises(PolicyNotFound, match=f"recent policy ids: {made.id}"):
+    with pytest.raises(NotFound, match=f"recent policy ids: {made.id}"):
         journal.policies.get(made.id + 41)
 
 
 def test_one_entry_per_trial_and_clear_field_errors(journal: Journal) -> None:
     trial = session_and_trial(journal)
     journal.policies.add(**policy_fields(trial))
-    with pytest.raises(JournalError, match="already in the policy library"):
+    with pytest.raises(AlphaloopError, match="already in the policy library"):
         journal.policies.add(**policy_fields(trial))
     with pytest.raises(ValueError, match=r"missing field.*config_hash"):
         journal.policies.add(

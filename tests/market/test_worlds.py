@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from alphaloop.exceptions import DataError
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import (
     PLANTED_HOLD_DAYS,
@@ -81,7 +81,7 @@ def test_generators_are_seeded_and_load_by_name() -> None:
     pd.testing.assert_frame_equal(load_prices("null:3"), null_prices(seed=3))
     pd.testing.assert_frame_equal(load_prices("planted"), planted_prices(seed=0))
     assert not null_prices(seed=3).equals(null_prices(seed=4))
-    with pytest.raises(DataError, match="planted data seed must be an integer, got 'x'"):
+    with pytest.raises(InvalidRequest, match="planted data seed must be an integer, got 'x'"):
         load_prices("planted:x")
     with pytest.raises(ValueError, match="n_calm"):
         planted_prices(n_calm=30)

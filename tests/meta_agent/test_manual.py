@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from alphaloop.exceptions import DataError, SessionNotResumable
+from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import INTERRUPTED, Journal, downsample_curve
 from alphaloop.meta_agent import manual
-from alphaloop.meta_agent.manual import (
-    ManualRunFailed,
-    ManualRunSpec,
-    planned_timesteps,
-    train_manual,
-)
+from alphaloop.meta_agent.manual import ManualRunSpec, planned_timesteps, train_manual
 from alphaloop.meta_agent.session import run_session
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
@@ -89,7 +84,7 @@ def test_planned_timesteps_round_up_to_whole_rollouts() -> None:
 
 
 def test_a_run_past_its_time_limit_is_journaled_as_timeout(settings: Settings) -> None:
-    with pytest.raises(ManualRunFailed, match="failed: trial ran past its time limit"):
+    with pytest.raises(AlphaloopError, match="failed: trial ran past its time limit"):
         train_manual(spec(50, time_limit_s=0.01), settings)
     with Journal(settings.journal_path) as j:
         [session] = j.sessions.list()
@@ -112,7 +107,7 @@ def test_an_interrupted_run_is_not_left_running(settings: Settings) -> None:
     assert session.status == "interrupted"
     assert [p[0] for p in trial.curve] == [64, 128]  # what was trained is kept
     # It is not a research session: resuming it is refused, and changes nothing.
-    with pytest.raises(SessionNotResumable, match=r"manual training run .* `alphaloop train`"):
+    with pytest.raises(InvalidRequest, match=r"manual training run .* `alphaloop train`"):
         run_session(session.id, settings)
     with Journal(settings.journal_path) as j:
         assert j.sessions.get(session.id) == session and j.trials.of_session(session.id) == [trial]
@@ -120,6 +115,6 @@ def test_an_interrupted_run_is_not_left_running(settings: Settings) -> None:
 
 def test_unknown_symbols_name_the_available_ones(settings: Settings) -> None:
     bad = spec(1).model_copy(update={"symbols": ["AAPL", "A01"]})
-    with pytest.raises(DataError, match=r"unknown symbol.*AAPL; available: A00, A01"):
+    with pytest.raises(InvalidRequest, match=r"unknown symbol.*AAPL; available: A00, A01"):
         train_manual(bad, settings)
     assert not settings.journal_path.exists()

@@ -142,7 +142,7 @@ def test_the_api_answers_the_unreachable_cluster_with_the_failed_job(
         job = httpx.get(f"{base}/api/jobs/{r.json()['job_id']}").json()
         sessions = httpx.get(f"{base}/api/sessions").json()
     assert r.status_code == 503, r.text
-    assert r.json()["error"] == "ClusterUnavailable" and address in r.json()["detail"]
+    assert r.json()["error"] == "Unavailable" and address in r.json()["detail"]
     assert job["status"] == "failed" and job["session_id"] is None
     assert job["error"]["message"] == r.json()["detail"]
     assert sessions["items"] == []  # no empty session listed as "interrupted, resume it"

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
-from alphaloop.exceptions import ClusterUnavailable
+from alphaloop.exceptions import Unavailable
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import DataSpec, MarketData
@@ -143,9 +143,7 @@ def test_one_loss_past_the_bound_stops_the_session_instead_of_a_crash(
     try:
         pending = trials.submit(job(idx=3, kind="baseline"))
         os.kill(freeze_a_running_trial(), signal.SIGKILL)
-        with pytest.raises(
-            ClusterUnavailable, match=r"trial 3 \(baseline\) lost its Ray task 1 times"
-        ):
+        with pytest.raises(Unavailable, match=r"trial 3 \(baseline\) lost its Ray task 1 times"):
             outcome_of(pending)  # not a crash outcome: the cluster failed, not the trial
     finally:
         trials.close()

@@ -57,18 +57,18 @@ def test_a_failing_job_journals_its_error_typed(settings: Settings) -> None:
     no_policy = run_here(settings, jobs.PmTickJob())
     assert no_policy.status == JobStatus.failed and no_policy.result is None
     assert no_policy.error == jobs.JobError(
-        type="PmError",
+        type="Conflict",
         message="no active policy: activate a library entry with `alphaloop policies activate ID`",
-        exit_code=1,
+        exit_code=2,
         http_status=409,
     )
     assert no_policy.pid == os.getpid() and no_policy.finished_at is not None
     unknown = run_here(settings, jobs.ScheduleJob(job="nightly"))
-    assert unknown.error is not None and unknown.error.type == "ScheduleError"
+    assert unknown.error is not None and unknown.error.type == "InvalidRequest"
     assert "unknown job 'nightly'" in unknown.error.message
     assert (unknown.error.exit_code, unknown.error.http_status) == (2, 422)
     with Journal(settings.journal_path) as journal:  # the traceback is kept for people
-        assert "ScheduleError" in (journal.jobs.get(unknown.id).traceback_tail or "")
+        assert "InvalidRequest" in (journal.jobs.get(unknown.id).traceback_tail or "")
 
 
 def test_a_finished_job_journals_its_typed_result(settings: Settings) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from alphaloop import ops
-from alphaloop.exceptions import ChartExportError, NoJournal, UnknownChartKind
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, NoJournal
 from alphaloop.settings import Settings
 
 
@@ -27,15 +27,15 @@ def test_knobs_by_name_and_mode() -> None:
     cvar = ops.knobs.list_knobs(mode="cufolio_only")
     assert {k.group for k in cvar} == {"cvar"}
     assert all("cufolio_only" in k.used_in_modes for k in cvar)
-    with pytest.raises(ops.knobs.UnknownKnob, match="unknown knobs alpha_boost"):
+    with pytest.raises(InvalidRequest, match="unknown knobs alpha_boost"):
         ops.knobs.list_knobs(["gamma", "alpha_boost"])
 
 
 def test_chart_inputs_are_checked_before_drawing(tmp_path: Path) -> None:
     assert ops.charts.chart_kind("training-curve") == "training_curve"
-    with pytest.raises(UnknownChartKind):
+    with pytest.raises(InvalidRequest):
         ops.charts.chart_kind("pie")
     assert ops.charts.check_export(None) == ("html", (1100, 620))
     assert ops.charts.check_export(tmp_path / "c.png", 800, 400) == ("png", (800, 400))
-    with pytest.raises(ChartExportError):
+    with pytest.raises(AlphaloopError):
         ops.charts.check_export(tmp_path / "c.pdf")

@@ -7,7 +7,7 @@ import pytest
 from alphaloop.broker import OrderPlan
 from alphaloop.broker.alpaca import AlpacaBroker
 from alphaloop.broker.base import Order
-from alphaloop.exceptions import BrokerError
+from alphaloop.exceptions import Unavailable
 from alphaloop.journal.books import BookRecord
 from alphaloop.settings import Settings
 from tests.fake_alpaca import KEY, SECRET, FakeAlpaca
@@ -65,7 +65,7 @@ def test_a_rate_limit_is_retried_as_alpaca_py_does(settings: Settings) -> None:
 
 
 def test_bad_keys_are_a_broker_error(settings: Settings) -> None:
-    with FakeAlpaca() as server, pytest.raises(BrokerError, match="403"):
+    with FakeAlpaca() as server, pytest.raises(Unavailable, match="403"):
         _broker(settings, server, key="WRONG").holdings(BOOK)
-    with pytest.raises(BrokerError, match="ALPACA_API_KEY"):
+    with pytest.raises(Unavailable, match="ALPACA_API_KEY"):
         AlpacaBroker(settings)

@@ -18,7 +18,7 @@ from alphaloop.broker import PaperBroker
 from alphaloop.broker.alpaca import AlpacaBroker
 from alphaloop.broker.base import Execution, OrderPlan, client_order_id
 from alphaloop.cli import app
-from alphaloop.exceptions import BadTickDate, Conflict
+from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.market import load_prices
 from alphaloop.ops import pm as ops_pm
@@ -193,7 +193,7 @@ def test_bad_days_are_named(active: Settings) -> None:
         ("1990-01-02", "outside the data"),
         ("2099-01-02", "is in the future: a tick decides at most the next trading day"),
     ):
-        with pytest.raises(BadTickDate, match=re.escape(why)):
+        with pytest.raises(InvalidRequest, match=re.escape(why)):
             tick_day(text, dates)
     tomorrow = pd.Timestamp.today().normalize() + pd.offsets.BDay(1)
     assert tick_day(str(tomorrow.date()), dates) == tomorrow  # decided after today's close

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from alphaloop.exceptions import DataError, PmError
+from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.market import DataSpec
 from alphaloop.ops import pm as ops_pm
@@ -51,8 +51,10 @@ def test_pm_run_equals_the_evaluator_backtest(pm_settings: Settings, kind: str) 
 
 def test_a_reversed_window_is_bad_usage_and_an_empty_one_is_said() -> None:
     market = DataSpec(data="synthetic").load()
-    with pytest.raises(DataError, match="--end 2013-01-04 is before --start 2013-03-29") as err:
+    with pytest.raises(
+        InvalidRequest, match="--end 2013-01-04 is before --start 2013-03-29"
+    ) as err:
         window_rows(market, "2013-03-29", "2013-01-04")
     assert err.value.exit_code == 2
-    with pytest.raises(PmError, match="no trading days between 2013-06-29 and 2013-06-30"):
+    with pytest.raises(Conflict, match="no trading days between 2013-06-29 and 2013-06-30"):
         window_rows(market, "2013-06-29", "2013-06-30")  # a weekend

@@ -14,7 +14,7 @@ from skfolio.measures import cvar as skfolio_cvar
 from skfolio.optimization import MeanRisk, ObjectiveFunction
 
 from alphaloop import metrics
-from alphaloop.exceptions import InfeasibleProblem, SolverError
+from alphaloop.exceptions import InvalidRequest, SolverError
 from alphaloop.portfolio_opt import (
     CvarSolution,
     _lp,
@@ -187,8 +187,8 @@ def test_solution_is_frozen_with_read_only_weights_and_serialises(scenarios):
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"max_weight": 0.1}, InfeasibleProblem, "cannot respect the cap"),
-        ({"max_weight": 0.0}, InfeasibleProblem, "positive finite"),
+        ({"max_weight": 0.1}, InvalidRequest, "cannot respect the cap"),
+        ({"max_weight": 0.0}, InvalidRequest, "positive finite"),
         ({"alpha": 1.0}, ValueError, "alpha must be strictly between 0 and 1"),
         ({"alpha": 0.0}, ValueError, "alpha must be strictly between 0 and 1"),
         ({"alpha": float("nan")}, ValueError, "alpha must be strictly between 0 and 1"),
@@ -211,7 +211,7 @@ def test_bad_scenarios_raise_clear_errors(scenarios):
     bad[3, 2] = np.nan
     with pytest.raises(ValueError, match="1 NaN or infinite"):
         solve_mean_cvar(bad, 0.95, 0.3)
-    with pytest.raises(InfeasibleProblem, match="need max_weight >= 1/8"):
+    with pytest.raises(InvalidRequest, match="need max_weight >= 1/8"):
         min_cvar_weights(scenarios, 0.95, 0.12)
 
 

@@ -9,7 +9,7 @@ import pytest
 from skfolio import RiskMeasure
 from skfolio.optimization import MeanRisk, ObjectiveFunction
 
-from alphaloop.exceptions import InfeasibleProblem
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.portfolio_opt import (
     efficient_frontier,
     empirical_cvar,
@@ -142,10 +142,10 @@ def test_fewer_than_two_points_is_refused(n_points: object) -> None:
 
 def test_infeasible_cap_and_targets_are_refused() -> None:
     r = fat_tailed(4, 500, 0)
-    with pytest.raises(InfeasibleProblem, match="cannot respect the cap"):
+    with pytest.raises(InvalidRequest, match="cannot respect the cap"):
         efficient_frontier(r, ALPHA, 0.2, 5)
     highest = float(r.mean(axis=0) @ max_return_weights(r.mean(axis=0), 0.5))
-    with pytest.raises(InfeasibleProblem, match="largest return"):
+    with pytest.raises(InvalidRequest, match="largest return"):
         efficient_frontier(r, ALPHA, 0.5, 2, targets=[0.0, highest * 1.01])
     with pytest.raises(ValueError, match="equal weights the only portfolio"):
         efficient_frontier(r, ALPHA, 0.25, 3)  # 4 x 0.25 = 1: one feasible book

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from alphaloop.exceptions import InfeasibleProblem
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.portfolio_opt import (
     BUDGET_BELOW_MIN_CVAR,
     TARGET_FEASIBLE,
@@ -125,7 +125,7 @@ def test_repeating_bootstrap_scenarios_give_the_uncompressed_answer(make_history
     [
         ({"target_weights": np.ones(3) / 3}, ValueError, r"target_weights must have shape \(8,\)"),
         ({"cvar_budget": float("nan")}, ValueError, "cvar_budget must be a finite number"),
-        ({"max_weight": 0.1}, InfeasibleProblem, "cannot respect the cap"),
+        ({"max_weight": 0.1}, InvalidRequest, "cannot respect the cap"),
         ({"alpha": 1.5}, ValueError, "alpha must be strictly between 0 and 1"),
     ],
 )

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.journal.schedule import ScheduleOutcome
 from alphaloop.ops import schedule
@@ -39,7 +40,7 @@ def test_next_runs_follow_the_cron_settings(settings: Settings) -> None:
 def test_a_bad_cron_is_refused_naming_its_variable(
     settings: Settings, clean_env: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(schedule.ScheduleError, match="ALPHALOOP_CRON_RETRAIN='0 25"):
+    with pytest.raises(InvalidRequest, match="ALPHALOOP_CRON_RETRAIN='0 25"):
         schedule.list_jobs(settings.model_copy(update={"cron_retrain": "0 25 * * *"}))
     clean_env.setenv("ALPHALOOP_CRON_DPO_CHECK", "every day")
     result = CliRunner().invoke(app, ["scheduler", "list", "--json"])

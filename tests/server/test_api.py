@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 
@@ -132,12 +133,12 @@ def test_token_guards_writes_on_loopback_and_everything_elsewhere(
 
 
 def test_non_loopback_needs_a_token(settings: Settings) -> None:
-    from alphaloop.server import UnsafeBind, check_bind, is_loopback
+    from alphaloop.server import check_bind, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
     assert check_bind("127.0.0.1", settings) is False
-    with pytest.raises(UnsafeBind, match="ALPHALOOP_API_TOKEN"):
+    with pytest.raises(InvalidRequest, match="ALPHALOOP_API_TOKEN"):
         check_bind("0.0.0.0", settings)
     assert check_bind("0.0.0.0", settings.model_copy(update={"api_token": "t"})) is True
 

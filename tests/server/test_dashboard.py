@@ -121,7 +121,7 @@ def test_trials_are_paged_sorted_and_filtered_by_the_server(home) -> None:
             httpx.get(f"{base}/api/sessions/{sid}/trials", params={"limit": 501}).status_code == 422
         )
         missing = httpx.get(f"{base}/api/sessions/s-20000101-000000-abcd/trials")
-        assert missing.status_code == 404 and missing.json()["error"] == "SessionNotFound"
+        assert missing.status_code == 404 and missing.json()["error"] == "NotFound"
 
 
 def test_csv_export_holds_every_match(home) -> None:

@@ -100,7 +100,7 @@ def test_unknown_routes_methods_and_bodies_answer_json(home: Settings) -> None:
         assert_error(httpx.post(f"{base}/api/research", json={"goal": 5, "budget": "many"}), 422)
         assert_error(httpx.post(f"{base}/api/pm/halt", json={"why": "x", "book": "../etc"}), 422)
         err = assert_error(httpx.get(f"{base}/api/sessions/{SID}/journal"), 404)
-        assert err["error"] == "SessionNotFound"
+        assert err["error"] == "NotFound"
         assert_error(httpx.post(f"{base}/api/research", content=b"goal=x"), 403)
         assert_error(httpx.get(f"{base}/api/charts/pie"), 422)
 

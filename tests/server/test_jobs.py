@@ -34,7 +34,7 @@ def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
         r = httpx.post(f"{base}/api/train", json=body, timeout=90)
         assert r.status_code == 422, r.text
         answer = r.json()
-        assert answer["error"] == "DataError" and "unknown symbol(s) NOPE" in answer["detail"]
+        assert answer["error"] == "InvalidRequest" and "unknown symbol(s) NOPE" in answer["detail"]
         job = httpx.get(f"{base}/api/jobs/{answer['job_id']}").json()
         listed = httpx.get(f"{base}/api/jobs").json()
         assert httpx.get(f"{base}/api/jobs/{answer['job_id'] + 1}").status_code == 404
@@ -43,7 +43,7 @@ def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
     unset = ("fill", "date_format", "n_envs", "truncate_drawdown", "stop_properly")
     assert job["job"] == {**defaults, **dict.fromkeys(unset), "fill": "none", **body}
     assert job["error"] == {
-        "type": "DataError",
+        "type": "InvalidRequest",
         "message": answer["detail"],
         "exit_code": 2,
         "http_status": 422,
@@ -51,7 +51,7 @@ def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
     assert [j["id"] for j in listed["items"]] == [job["id"]] and listed["next_after"] == job["id"]
     with Journal(settings.journal_path) as j:  # what the route answered is the journal's row
         row = j.jobs.get(job["id"])
-    assert (row.error_type, row.error, row.pid) == ("DataError", answer["detail"], job["pid"])
+    assert (row.error_type, row.error, row.pid) == ("InvalidRequest", answer["detail"], job["pid"])
 
 
 def test_a_tick_answers_at_once_and_its_job_reads_its_error(settings: Settings) -> None:
@@ -63,7 +63,7 @@ def test_a_tick_answers_at_once_and_its_job_reads_its_error(settings: Settings) 
         started = r.json()
         job = follow(base, started["job_id"], ("finished", "failed", "interrupted"))
     assert job["pid"] == started["pid"] and job["job"]["book"] == "paper"
-    assert job["status"] == "failed" and job["error"]["type"] == "PmError"
+    assert job["status"] == "failed" and job["error"]["type"] == "Conflict"
     assert "no active policy" in job["error"]["message"] and job["error"]["http_status"] == 409
 
 

@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from alphaloop.exceptions import EvaluationWindowError, exit_code_of
+from alphaloop.exceptions import InvalidRequest, exit_code_of
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MIN_TRAIN_ROWS, load_market
 from alphaloop.trials import (
@@ -50,10 +50,10 @@ def test_folds_tile_the_history_before_test_and_end_with_validation(data, k: int
 def test_too_many_folds_name_the_most_that_fit(data) -> None:
     most = max_folds(data)
     build_folds(data, most)
-    with pytest.raises(EvaluationWindowError, match=f"use --folds {most}") as err:
+    with pytest.raises(InvalidRequest, match=f"use --folds {most}") as err:
         build_folds(data, most + 1)
     assert exit_code_of(err.value) == 2
-    with pytest.raises(EvaluationWindowError, match="at least 1"):
+    with pytest.raises(InvalidRequest, match="at least 1"):
         build_folds(data, 0)
 
 

@@ -25,13 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from alphaloop import prompts
-from alphaloop.exceptions import (
-    InvalidDelta,
-    LLMError,
-    ReplyParseError,
-    ResponseFormatUnsupported,
-    ToolsUnsupported,
-)
+from alphaloop.exceptions import InvalidDelta, LLMError, ReplyParseError, Unsupported
 from alphaloop.journal import EventKind
 from alphaloop.knobs import KNOBS, ConfigDelta, knobs_for_mode, parse_number
 from alphaloop.llm import LLMCallRecord, LLMClient, LLMReply
@@ -68,6 +62,8 @@ EXCERPT = 500  # characters of an unusable reply kept in its invalid row
 TOOLS_UNSUPPORTED_EVENT = EventKind.tools_unsupported
 FALLBACK_EVENT = EventKind.proposer_fallback
 MODE_EVENT = EventKind.llm_mode_changed
+# How a mode change journals the capability the endpoint refused.
+_CAUSES = {"tools": "ToolsUnsupported", "response_format": "ResponseFormatUnsupported"}
 # How an edit is asked for, in the order they are tried: each asks less of the endpoint.
 MODES = ("tools", "json_schema", "json_text")
 NEXT_MODE = {"tools": "json_schema", "json_schema": "json_text", "json_text": "json_text"}
@@ -215,7 +211,7 @@ class LLMProposer:
         was last found to honour.
 
         Raises:
-            LLMNotConfigured: no endpoint base URL or model is set.
+            InvalidRequest: no endpoint base URL or model is set.
         """
 
         def on_call(record: LLMCallRecord) -> None:
@@ -251,9 +247,9 @@ class LLMProposer:
             sent, asked = messages_text(messages), self.mode
             try:
                 reply = self._ask(messages, ctx.mode)
-            except (ToolsUnsupported, ResponseFormatUnsupported) as err:
+            except Unsupported as err:
                 # Not the model's fault: ask the next way, same attempt.
-                self._switch(str(err), type(err).__name__)
+                self._switch(str(err), _CAUSES[err.capability])
                 messages = self._messages(ctx)
                 continue
             except LLMError as err:
