@@ -123,8 +123,7 @@ def _certificate(scenarios: np.ndarray) -> float:
     """Our relative certificate gap (exact objective minus lower bound) on one problem."""
     atoms = _lp.compress(scenarios, pad=False)
     found = _cutting.solve(
-        atoms.returns,
-        atoms.probabilities,
+        atoms,
         ALPHA,
         _cap(scenarios.shape[1]),
         RISK_AVERSION,

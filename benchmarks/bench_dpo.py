@@ -139,7 +139,7 @@ def former_limit(settings: Settings, model: Path) -> str:
 def train(settings: Settings, model: Path, out: Path, steps: int) -> dict[str, Any]:
     """One DPO run through ``ops.dpo.train_dpo``, timed: the Trainer's own runtime per step, and
     the time between consecutive steps' log lines (the first step has no predecessor)."""
-    from alphaloop.ops.dpo import train_dpo
+    from alphaloop.ops.dpo import DpoOptions, train_dpo
 
     stamps: list[float] = []
     runtime: list[float] = []
@@ -156,7 +156,8 @@ def train(settings: Settings, model: Path, out: Path, steps: int) -> dict[str, A
             runtime.append(float(entry["train_runtime"]))
 
     began = time.perf_counter()
-    run = train_dpo(settings, model, out, max_steps=steps, batch_size=BATCH, on_log=on_log)
+    options = DpoOptions(max_steps=steps, batch_size=BATCH)
+    run = train_dpo(settings, model, out, options, on_log=on_log)
     return {
         "run": run,
         "s_per_step": runtime[0] / steps if runtime else float("nan"),

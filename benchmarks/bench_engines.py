@@ -85,8 +85,7 @@ else:
             entry["seconds"].append(time.perf_counter() - began)
             entry["objectives"].append(solution.objective)
             atoms = _lp.compress(scen, pad=False)
-            found = _cutting.solve(
-                atoms.returns, atoms.probabilities, 0.95, cap, 2.0, scen.mean(0), None, 0.0)
+            found = _cutting.solve(atoms, 0.95, cap, 2.0, scen.mean(0), None, 0.0)
             entry["certs"].append((found.upper - found.lower) / abs(found.upper))
     for n_assets, points in job["frontiers"]:
         cap = 0.25 if n_assets <= 20 else 0.05

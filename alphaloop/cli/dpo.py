@@ -77,9 +77,9 @@ def train(
             get_settings(),
             model,
             out,
-            lora=request.lora,
-            max_steps=max_steps,
-            max_length=request.max_length,
+            ops.dpo.DpoOptions(
+                lora=request.lora, max_steps=max_steps, max_length=request.max_length
+            ),
             on_log=on_log,
         )
     if as_json:

@@ -27,6 +27,9 @@ from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 from alphaloop.telemetry import set_attributes, span
 
+# How a run trains, for the front ends that start one.
+__all__ = ["DpoOptions", "DpoRunRecord", "dpo_check", "list_dpo_runs", "train_dpo"]
+
 logger = logging.getLogger(__name__)
 
 
@@ -80,41 +83,32 @@ def train_dpo(
     settings: Settings,
     model_dir: Path,
     out_dir: Path,
+    options: DpoOptions | None = None,
     *,
-    lora: bool = False,
-    max_steps: int = 50,
-    beta: float = 0.1,
-    learning_rate: float = 5e-5,
-    batch_size: int = 8,
-    max_length: int | None = None,
-    seed: int = 0,
     on_log: Callable[[dict[str, Any]], None] | None = None,
 ) -> DpoRunRecord:
     """DPO of ``model_dir`` on every labelled pair, written (a model, or a LoRA adapter) to
     ``out_dir``, journaled from its start (a failure as ``failed``, raised as an
-    :class:`AlphaloopError`).
-    ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``, else the
-    model's context length; ``on_log`` is handed each training log line.
+    :class:`AlphaloopError`). ``options`` say how it trains (TRL's defaults where they do not);
+    their ``max_length`` (tokens of prompt + answer) defaults to ``settings.dpo_max_length``,
+    else the model's context length, and the held-out minimum is
+    ``settings.dpo_min_heldout``. ``on_log`` is handed each training log line.
 
     Raises:
-        InvalidRequest: not a model, ``out_dir`` not empty, or ``max_length`` past its context.
+        InvalidRequest: not a model, ``out_dir`` not empty, or ``max_length`` past its context;
+            fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled); pairs
+            that do not fit even with their history cut (a failed run).
         AlphaloopError: fewer than two labelled pairs.
-        InvalidRequest: fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled).
-        InvalidRequest: pairs that do not fit even with their history cut (a failed run).
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_model_dir(model_dir)
     _check_out_dir(out_dir, model_dir)
-    options = DpoOptions(
-        lora=lora,
-        max_steps=max_steps,
-        beta=beta,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        max_length=resolve_max_length(max_length or settings.dpo_max_length, model_dir),
-        min_heldout=settings.dpo_min_heldout,
-        seed=seed,
+    given = options or DpoOptions()
+    max_length = resolve_max_length(given.max_length or settings.dpo_max_length, model_dir)
+    options = given.model_copy(
+        update={"max_length": max_length, "min_heldout": settings.dpo_min_heldout}
     )
+    lora, max_steps = options.lora, options.max_steps
     settings.confine_scratch()
     go_offline(settings.scratch_dir)
     with open_journal(settings) as journal:
@@ -196,7 +190,7 @@ def dpo_check(
     assert model is not None
     if out_dir is None:
         out_dir = settings.home / "dpo" / f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    run = train_dpo(settings, Path(model), out_dir, lora=lora, max_steps=max_steps)
+    run = train_dpo(settings, Path(model), out_dir, DpoOptions(lora=lora, max_steps=max_steps))
     return DpoCheck(trained=True, new_pairs=new, min_pairs=settings.dpo_min_pairs, run=run)
 
 

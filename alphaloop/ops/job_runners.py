@@ -96,16 +96,10 @@ def _train(job: Any, settings: Settings, link: Link) -> TrainResult:
 def _dpo(job: DpoJob, settings: Settings, link: Link) -> DpoResult:
     from pathlib import Path
 
-    from alphaloop.ops.dpo import train_dpo
+    from alphaloop.ops.dpo import DpoOptions, train_dpo
 
-    run = train_dpo(
-        settings,
-        Path(job.model_dir),
-        Path(job.out_dir),
-        lora=job.lora,
-        max_steps=job.max_steps,
-        max_length=job.max_length,
-    )
+    options = DpoOptions(lora=job.lora, max_steps=job.max_steps, max_length=job.max_length)
+    run = train_dpo(settings, Path(job.model_dir), Path(job.out_dir), options)
     return DpoResult(dpo_run_id=run.id, status=run.status.value)
 
 

@@ -70,8 +70,7 @@ class Target:
 
 
 def solve(
-    returns: np.ndarray,
-    probabilities: np.ndarray,
+    atoms: _lp.Atoms,
     alpha: float,
     cap: float,
     risk_aversion: float,
@@ -86,8 +85,8 @@ def solve(
     """Minimises ``risk_aversion * CVaR - mean . w + cost * |w - prev|_1`` on the capped simplex.
 
     Args:
-        returns: (n_atoms, n_assets) scenario returns.
-        probabilities: (n_atoms,) their probabilities, summing to 1.
+        atoms: the scenarios: (n_atoms, n_assets) returns and their probabilities, summing
+            to 1.
         alpha: CVaR level; cap: weight cap; risk_aversion: > 0 with a target.
         mean: (n_assets,) expected returns.
         prev, cost: the turnover term (``prev`` None for none).
@@ -106,8 +105,8 @@ def solve(
     """
     turnover = prev is not None and cost > 0.0
     problem = _Problem(
-        returns,
-        probabilities,
+        atoms.returns,
+        atoms.probabilities,
         1.0 - alpha,
         cap,
         risk_aversion,
@@ -122,7 +121,7 @@ def solve(
         return Certified(weights, value, value, 0, 0)
     if risk_aversion == 0.0:
         raise ValueError("a minimum-return constraint needs a positive risk aversion")
-    if len(probabilities) <= WHOLE_SET:
+    if len(atoms.probabilities) <= WHOLE_SET:
         done = _whole(problem, merged_from)
     else:
         done = _generate(problem, start_weights)

@@ -205,8 +205,7 @@ def _solve_dual(
     bound, status)."""
     atoms = _lp.compress(r, pad=False)
     found = _cutting.solve(
-        atoms.returns,
-        atoms.probabilities,
+        atoms,
         alpha,
         cap,
         lam,

@@ -239,10 +239,8 @@ def _solve(
     setup: _Setup, target: float | None, start_weights: np.ndarray | None
 ) -> _cutting.Certified:
     """Minimum CVaR (over the atoms) with, when ``target`` is given, ``mean . w >= target``."""
-    atoms = setup.atoms
     return _cutting.solve(
-        atoms.returns,
-        atoms.probabilities,
+        setup.atoms,
         setup.alpha,
         setup.cap,
         1.0,

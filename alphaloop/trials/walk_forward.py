@@ -209,7 +209,6 @@ def walk_forward(
     train_days: int | None = None,
     start: int | None = None,
     policy_dir: str | Path | None = None,
-    on_window: Callable[[WalkForwardWindow], None] | None = None,
 ) -> WalkForward:
     """Evaluates ``config`` window by window (see the module docstring).
 
@@ -220,7 +219,6 @@ def walk_forward(
         train_days: the rolling scheme's training length (see :func:`walk_forward_splits`).
         start: the first row windows may score (see :func:`walk_forward_splits`).
         policy_dir: where PPO policies trained per window are saved (not kept when None).
-        on_window: called after each window, for progress.
 
     Raises:
         ValueError: bad windows or scheme. TrialCrashed / TrialTimeout: as a trial.
@@ -246,8 +244,6 @@ def walk_forward(
                 scored[key] = w
             logger.debug("walk-forward %s window %d: Sharpe %.3f", scheme, i, w.metrics.sharpe)
             done.append(w)
-            if on_window is not None:
-                on_window(w)
         windows.extend(done)
         summaries.append(_summary(scheme, done))
     return WalkForward(

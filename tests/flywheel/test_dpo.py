@@ -10,7 +10,7 @@ import pytest
 
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
-from alphaloop.ops.dpo import dpo_check, list_dpo_runs, train_dpo
+from alphaloop.ops.dpo import DpoOptions, dpo_check, list_dpo_runs, train_dpo
 from alphaloop.settings import Settings
 
 from .helpers import build_tiny_model, separable_pairs
@@ -33,7 +33,8 @@ def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path) -> None
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 20)
     out = tmp_path / "out"
-    run = train_dpo(_few_heldout(settings), model, out, max_steps=6, learning_rate=5e-3, seed=0)
+    options = DpoOptions(max_steps=6, learning_rate=5e-3, seed=0)
+    run = train_dpo(_few_heldout(settings), model, out, options)
     assert run.status == "finished"
     assert run.n_train + run.n_heldout == 20 and run.n_heldout >= 1
     assert run.accuracy_before == 0.5  # policy == reference: every implicit reward ties
@@ -55,7 +56,8 @@ def test_dpo_lora_writes_an_adapter(settings: Settings, tmp_path: Path) -> None:
     model = build_tiny_model(tmp_path / "tiny")
     _journal_pairs(settings, 10)
     out = tmp_path / "adapter"
-    run = train_dpo(_few_heldout(settings), model, out, lora=True, max_steps=4, learning_rate=1e-2)
+    options = DpoOptions(lora=True, max_steps=4, learning_rate=1e-2)
+    run = train_dpo(_few_heldout(settings), model, out, options)
     assert run.status == "finished" and run.lora
     config = json.loads((out / "adapter_config.json").read_text())
     assert config["peft_type"] == "LORA"

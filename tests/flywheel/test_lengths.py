@@ -15,7 +15,7 @@ from alphaloop.exceptions import InvalidRequest, exit_code_of
 from alphaloop.flywheel.lengths import fit_pairs, model_prompt, resolve_max_length
 from alphaloop.journal import Journal
 from alphaloop.journal.preferences import PreferenceRecord
-from alphaloop.ops.dpo import list_dpo_runs, train_dpo
+from alphaloop.ops.dpo import DpoOptions, list_dpo_runs, train_dpo
 from alphaloop.settings import Settings
 
 from .prompts import build_byte_model, byte_tokenizer, research_prompt
@@ -119,7 +119,7 @@ def test_a_run_refuses_a_max_length_past_the_context(settings: Settings, tmp_pat
         for pair in _pairs(4):
             journal.preferences.add(**pair)
     with pytest.raises(InvalidRequest, match="context length 512"):
-        train_dpo(settings, model, tmp_path / "o", max_length=4096)
+        train_dpo(settings, model, tmp_path / "o", DpoOptions(max_length=4096))
     assert list_dpo_runs(settings) == []
     assert json.loads((model / "config.json").read_text())["n_positions"] == 512
 

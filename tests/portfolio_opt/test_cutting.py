@@ -87,7 +87,7 @@ def test_a_bootstrap_is_solved_whole_in_the_kept_lp_and_distinct_scenarios_by_ro
     assert len(atoms.probabilities) <= _cutting.WHOLE_SET
     _lp.mean_cvar_lp.cache_clear()
     found = _cutting.solve(
-        atoms.returns, atoms.probabilities, 0.95, 0.25, 2.0, scen.mean(0), None, 0.0,
+        atoms, 0.95, 0.25, 2.0, scen.mean(0), None, 0.0,
         merged_from=len(scen),
     )  # fmt: skip
     assert (found.rounds, found.n_scenarios_used) == (1, len(atoms.probabilities))
@@ -96,7 +96,7 @@ def test_a_bootstrap_is_solved_whole_in_the_kept_lp_and_distinct_scenarios_by_ro
     # 3,000 distinct scenarios: rounds on a part of them.
     many = make_scenarios(2, 3000, 20)
     pi = np.full(len(many), 1.0 / len(many))
-    found = _cutting.solve(many, pi, 0.95, 0.25, 2.0, many.mean(0), None, 0.0)
+    found = _cutting.solve(_lp.Atoms(many, pi), 0.95, 0.25, 2.0, many.mean(0), None, 0.0)
     assert found.rounds > 1 and found.n_scenarios_used < len(many)
     assert found.upper - found.lower <= 1e-9 * abs(found.upper)
 
@@ -104,7 +104,7 @@ def test_a_bootstrap_is_solved_whole_in_the_kept_lp_and_distinct_scenarios_by_ro
 def test_certificate_brackets_the_optimum(make_scenarios):
     scen = make_scenarios(9, 2500, 30)
     pi = np.full(len(scen), 1.0 / len(scen))
-    found = _cutting.solve(scen, pi, 0.95, 0.1, 2.0, scen.mean(0), None, 0.0)
+    found = _cutting.solve(_lp.Atoms(scen, pi), 0.95, 0.1, 2.0, scen.mean(0), None, 0.0)
     optimum = full_primal_linprog(scen, 0.95, 0.1, 2.0)
     assert found.lower <= optimum + 1e-12 <= found.upper + 2e-12
     assert found.upper - found.lower <= 1e-7 * abs(found.upper)
