@@ -84,9 +84,16 @@ def run(
     if broker not in ("paper", "alpaca"):
         raise typer.Exit(_bad(f"unknown broker {broker!r}; choose paper or alpaca"))
     report = guarded(
-        ops.pm.pm_run, get_settings(), start=start, end=end, data=data, book=book,
-        policy_id=policy, broker=broker, resume=resume,
-    )  # fmt: skip
+        ops.pm.pm_run,
+        get_settings(),
+        start=start,
+        end=end,
+        data=data,
+        book=book,
+        policy_id=policy,
+        broker=broker,
+        resume=resume,
+    )
     if as_json:
         typer.echo(json.dumps(report.model_dump(mode="json")))
         return

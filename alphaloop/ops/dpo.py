@@ -121,9 +121,14 @@ def train_dpo(
             max_length=options.max_length,
             last_preference_id=prefs[-1].id,
         )
-        attrs = {"dpo.run_id": run_id, "dpo.lora": lora, "dpo.max_steps": max_steps,
-                 "dpo.pairs": len(prefs), "dpo.model_dir": str(model_dir),
-                 "dpo.max_length": options.max_length}  # fmt: skip
+        attrs = {
+            "dpo.run_id": run_id,
+            "dpo.lora": lora,
+            "dpo.max_steps": max_steps,
+            "dpo.pairs": len(prefs),
+            "dpo.model_dir": str(model_dir),
+            "dpo.max_length": options.max_length,
+        }
         with span("dpo.train", attrs) as current:
             outcome = _train_journaled(
                 journal, run_id, prefs, (model_dir, out_dir), options, on_log

@@ -138,21 +138,36 @@ def tick(
     if stale:
         fields |= {"status": "halted", "halt_reason": stale}
         return journal.books.commit_tick(
-            book_name, fields, cash=book.cash, positions=book.positions,
-            peak_equity=book.peak_equity, as_of=book.as_of,
-        )  # fmt: skip
+            book_name,
+            fields,
+            cash=book.cash,
+            positions=book.positions,
+            peak_equity=book.peak_equity,
+            as_of=book.as_of,
+        )
     before = _book_state(journal, book)
     plan, equity = _plan(book, setup, day, before, (cash, positions), fields, free_trade)
-    why = _kill_switch(setup, book, equity, plan)
+    why = halt_reason(
+        setup.limits,
+        manual=book.halted,
+        stale=None,
+        equity=equity,
+        peak_equity=book.peak_equity,
+        turnover=plan.turnover if plan else None,
+    )
     peak = max(book.peak_equity, equity)
     if why or plan is None or not plan.orders:
         outcome = {"status": "halted", "halt_reason": why} if why else {"status": "sent"}
         if why:
             fields = _untraded(fields, before)
         return journal.books.commit_tick(
-            book_name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
+            book_name,
+            fields | outcome,
+            cash=cash,
+            positions=positions,
+            peak_equity=peak,
             as_of=fields["date"],
-        )  # fmt: skip
+        )
     journal.books.begin_tick(book_name, fields["date"], fields, plan, peak)
     return _settle(journal, broker, book, fields, plan, peak, recover=False)
 
@@ -240,11 +255,14 @@ def _named(plan: OrderPlan, book: str, date: str) -> OrderPlan:
     """The plan with each order named by its book, date, symbol and side."""
     named = [
         o.model_copy(
-            update={"client_order_id": client_order_id(
-                book, date, o.symbol, "buy" if o.shares > 0 else "sell")}
+            update={
+                "client_order_id": client_order_id(
+                    book, date, o.symbol, "buy" if o.shares > 0 else "sell"
+                )
+            }
         )
         for o in plan.orders
-    ]  # fmt: skip
+    ]
     return plan.model_copy(update={"orders": named})
 
 
@@ -284,20 +302,6 @@ def _order_plan(
     )
 
 
-def _kill_switch(
-    setup: TickSetup, book: BookRecord, equity: float, plan: OrderPlan | None
-) -> str | None:
-    """Why the book's limits (or its manual halt) stop this tick's orders, or None."""
-    return halt_reason(
-        setup.limits,
-        manual=book.halted,
-        stale=None,
-        equity=equity,
-        peak_equity=book.peak_equity,
-        turnover=plan.turnover if plan else None,
-    )
-
-
 def _settle(
     journal: Journal,
     broker: Broker,
@@ -321,9 +325,13 @@ def _settle(
     if outcome["status"] == "failed":
         fields = _untraded(fields, _book_state(journal, book))  # read before this commit
     return journal.books.commit_tick(
-        book.name, fields | outcome, cash=cash, positions=positions, peak_equity=peak,
+        book.name,
+        fields | outcome,
+        cash=cash,
+        positions=positions,
+        peak_equity=peak,
         as_of=fields["date"],
-    )  # fmt: skip
+    )
 
 
 def _after(

@@ -238,9 +238,16 @@ def walk_forward(
                 w = _rescheme(scored[key], scheme, data, split[0])
             else:
                 w = _window(
-                    mode, config, data, budget, seed, scheme, i, split,
+                    mode,
+                    config,
+                    data,
+                    budget,
+                    seed,
+                    scheme,
+                    i,
+                    split,
                     Path(policy_dir) if policy_dir else None,
-                )  # fmt: skip
+                )
                 scored[key] = w
             logger.debug("walk-forward %s window %d: Sharpe %.3f", scheme, i, w.metrics.sharpe)
             done.append(w)
