@@ -42,8 +42,8 @@ from alphaloop.portfolio_opt import _cutting, _lp
 from alphaloop.portfolio_opt._checks import check_problem
 from alphaloop.portfolio_opt.cvar import WeightVector, _check_objective, empirical_cvar
 
-# A point's return may fall short of its target by this much (interior-point round-off, of the
-# order of its 1e-8 residual tolerance times the largest mean) before it counts as inaccurate.
+# A point's return may fall short of its target by this much times the largest mean before it
+# counts as inaccurate: HiGHS' round-off (it solves to 1e-9 feasibility), with room to spare.
 _RETURN_RTOL = 1e-7
 OPTIMAL = "optimal"
 OPTIMAL_INACCURATE = "optimal_inaccurate"
