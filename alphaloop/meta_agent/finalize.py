@@ -24,29 +24,16 @@ from alphaloop.journal import (
     TrialStatus,
 )
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.market import MarketData
 from alphaloop.meta_agent import flight, folding, keep_rule, nodes
 from alphaloop.meta_agent.events import Finalized
 from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics, effective_trials, probabilistic_sharpe_ratio
-from alphaloop.trials import PURGE_ROWS, TrialBudget, equal_weight_backtest
-from alphaloop.validation import (
-    DSR_SET,
-    REFERENCES,
-    ExcessEvidence,
-    Gates,
-    aligned_matrix,
-    evaluate_gates,
-    excess_evidence,
-    search_set,
-    session_dsr,
-    session_pbo,
-    vol_matched_excess,
-)
+from alphaloop.trials import PURGE_ROWS
+from alphaloop.validation import DSR_SET, ExcessEvidence, Gates, aligned_matrix, search_set
+from alphaloop.validation.report import Selection, gate_report, reference_evidence, selection
 
-_WINDOWS = ("validation", "test")
 ONE_FOLD_NOTE = (
     "one fold: trials were scored on VALIDATION alone, so window noise (how a config fares on "
     "other years) was not measured; the keep rule's paired test covers only its days"
@@ -83,14 +70,16 @@ def finalize(ctx: SessionContext) -> None:
         final["best_test_objective"] = best_test.objective
     chosen = best or (base_rows[0] if base_rows else None)
     final.update(_admissibility(ctx, rows, chosen, best is not None))
-    if chosen is not None and chosen.val_returns:
-        final.update(_sharpe_odds(rows, chosen))
+    candidate = chosen.val_returns if chosen is not None and chosen.val_returns else None
+    chosen_from = selection(candidate, rows)
+    if candidate is not None:
+        final.update(_sharpe_odds(candidate, chosen_from))
     excess = reference_evidence(ctx.data, ctx.trial_budget, rows, tests)
     final["excess"] = {
         ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
         for ref, e in excess.items()
     }
-    final.update(_overfitting(rows, final, excess, ctx.objective.max_drawdown))
+    final.update(_overfitting(chosen_from, final, excess, ctx.objective.max_drawdown))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
     report = FinalReport.model_validate(final)
@@ -211,75 +200,24 @@ def _test_rows(ctx: SessionContext, evaluated: dict[str, TrialRecord]) -> dict[s
     return tests
 
 
-def _sharpe_odds(rows: list[TrialRecord], chosen: TrialRecord) -> dict[str, Any]:
-    """The deflated Sharpe of ``chosen`` over the search set (N = its size, the variance of its
-    Sharpe ratios as the spread of luck), under N effective too, and the probabilistic Sharpe;
-    None where undefined."""
-    search = search_set(rows)
-    psr = probabilistic_sharpe_ratio(chosen.val_returns)
-    out: dict[str, Any] = {
+def _sharpe_odds(candidate: list[float], chosen_from: Selection) -> dict[str, Any]:
+    """The reported trial's probabilistic Sharpe, and its deflated Sharpe over the search set
+    (N = its size, the variance of its Sharpe ratios as the spread of luck) under N effective
+    too, as the final report holds them; None where undefined."""
+    psr = probabilistic_sharpe_ratio(candidate)
+    dsr = chosen_from.deflated_sharpe
+    return {
         "probabilistic_sharpe": None if math.isnan(psr) else psr,
         "dsr_set": DSR_SET,
-        "dsr_n_trials": len(search),
-        "deflated_sharpe": None,
-        "n_effective_trials": None,
-        "deflated_sharpe_effective": None,
+        "dsr_n_trials": chosen_from.n_search_trials,
+        "deflated_sharpe": dsr.dsr if dsr is not None else None,
+        "n_effective_trials": dsr.n_effective if dsr is not None else None,
+        "deflated_sharpe_effective": dsr.dsr_effective if dsr is not None else None,
     }
-    if search:
-        dsr = session_dsr(chosen.val_returns, [t.val_returns for t in search])
-        out.update(
-            deflated_sharpe=dsr.dsr,
-            n_effective_trials=dsr.n_effective,
-            deflated_sharpe_effective=dsr.dsr_effective,
-        )
-    return out
-
-
-def reference_evidence(
-    data: MarketData,
-    budget: TrialBudget,
-    rows: list[TrialRecord],
-    tests: dict[str, TrialRecord],
-) -> dict[str, ExcessEvidence | str]:
-    """The pick's TEST evidence against the default config and against 1/N (see
-    :mod:`alphaloop.validation.excess`), or why there is none.
-
-    ``tests`` holds the TEST rows of the default (``default``) and of the best search trial
-    (``search``) when there is one; the pick is the search trial, else the default. The search
-    trials' validation excess over each reference (same seed, same days) deflates the pick's.
-    """
-    pick = tests.get("search") or tests.get("default")
-    if pick is None or not pick.val_returns:
-        return {ref: "no TEST returns of the pick" for ref in REFERENCES}
-    base_val = next((t.val_returns for t in rows if t.kind == TrialKind.baseline), None)
-    equal_weight = {w: equal_weight_backtest(data, w, budget).net for w in _WINDOWS}
-    search = [t.val_returns for t in search_set(rows)]
-    out: dict[str, ExcessEvidence | str] = {}
-    default_test = tests.get("default")
-    if "search" not in tests:
-        out["default"] = "the pick is the default config: no search trial beat it"
-    elif default_test is None or not default_test.val_returns or base_val is None:
-        out["default"] = "no TEST returns of the default config"
-    else:
-        out["default"] = excess_evidence(
-            "default", pick.val_returns, default_test.val_returns, _excess(search, base_val)
-        )
-    out["equal_weight"] = excess_evidence(
-        "equal_weight",
-        pick.val_returns,
-        equal_weight["test"],
-        _excess(search, equal_weight["validation"]),
-    )
-    return out
-
-
-def _excess(series: list[list[float]], reference: Any) -> list[np.ndarray]:
-    """Each series' excess over ``reference`` matched to its volatility, on their common days."""
-    return [vol_matched_excess(s, reference) for s in series]
 
 
 def _overfitting(
-    rows: list[TrialRecord],
+    chosen_from: Selection,
     final: dict[str, Any],
     excess: dict[str, ExcessEvidence | str],
     max_drawdown: float | None = None,
@@ -291,23 +229,17 @@ def _overfitting(
     Stored so it can be read later: a policy that fails a gate must never be activated
     automatically. Stress tests and walk-forward re-run the evaluator and belong to
     ``alphaloop validate``."""
-    search = search_set(rows)
-    out: dict[str, Any] = {"pbo": None}
-    try:
-        pbo = session_pbo([t.val_returns for t in search], labels=[str(t.idx) for t in search])
-    except ValueError as err:
-        out["pbo_note"] = str(err)
+    pbo = chosen_from.pbo
+    out: dict[str, Any] = {"pbo": pbo.pbo if pbo is not None else None}
+    if pbo is None:
+        out["pbo_note"] = chosen_from.pbo_note
     else:
-        out["pbo"] = pbo.pbo
         out["pbo_summary"] = pbo.model_dump(mode="json")
     reported = final.get("best_test") if "best_trial_id" in final else final.get("baseline_test")
     if not reported:
         out["gates_note"] = "no test-window metrics of the reported trial to gate"
         return out
-    gates = Gates().within(max_drawdown)
-    report = evaluate_gates(
-        Metrics(**reported), final.get("deflated_sharpe"), out["pbo"], gates, excess=excess
-    )
+    report = gate_report(Metrics(**reported), chosen_from, Gates().within(max_drawdown), excess)
     out["gates"] = report.model_dump(mode="json")
     out["gates_passed"] = report.passed
     out["gates_summary"] = report.summary()

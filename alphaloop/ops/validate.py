@@ -21,7 +21,7 @@ import pandas as pd
 from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
-from alphaloop.metrics import DeflatedSharpe, Metrics
+from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 from alphaloop.validation import (
@@ -31,16 +31,19 @@ from alphaloop.validation import (
     DSR_SET,
     GateReport,
     Gates,
-    PBOSummary,
     StressReport,
     crisis_windows_in,
-    evaluate_gates,
     search_set,
-    session_dsr,
-    session_pbo,
     stress_test,
 )
-from alphaloop.validation.report import ValidationReport, WalkForward
+from alphaloop.validation.report import (
+    Selection,
+    ValidationReport,
+    WalkForward,
+    gate_report,
+    reference_evidence,
+    selection,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +85,6 @@ def _evidence(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, st
 def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict[str, Any]:
     """The reported trial's TEST evidence against the default and 1/N, as finalize computes
     it (none before finalize: there are no TEST returns yet)."""
-    from alphaloop.meta_agent.finalize import reference_evidence
-
     tested = {t.parent_id: t for t in rows if t.kind == "test" and t.val_returns}
     baseline = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
     tests = {}
@@ -91,24 +92,22 @@ def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict
         tests["default"] = tested[baseline.id]
     if chosen.kind == "search" and chosen.id in tested:
         tests["search"] = tested[chosen.id]
-    loop_rows = [t for t in rows if t.kind in ("baseline", "search")]
-    return reference_evidence(*inputs, loop_rows, tests)
+    return reference_evidence(*inputs, rows, tests)
 
 
 def _gates(
     subject: _Subject,
-    selection: tuple[float | None, float | None],
+    chosen_from: Selection,
     gates: Gates | None,
     walk_forward: Any,
 ) -> tuple[GateReport, str]:
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
-    ``selection``, and its walk-forward on unseen data or why there is none), and what that
+    ``chosen_from``, and its walk-forward on unseen data or why there is none), and what that
     evidence is. The drawdown gate is the session's limit unless ``gates`` set it."""
     metrics, evidence = _evidence(subject.rows, subject.chosen)
     excess = _excess(subject.rows, subject.chosen, subject.inputs)
     limits = (gates or Gates()).within((subject.session.objective or {}).get("max_drawdown"))
-    report = evaluate_gates(metrics, *selection, limits, excess=excess, walk_forward=walk_forward)
-    return report, evidence
+    return gate_report(metrics, chosen_from, limits, excess, walk_forward), evidence
 
 
 def unseen_start(data: Any, oos_start: str | None) -> int:
@@ -246,20 +245,20 @@ def _stress(subject: _Subject, multiplier: float) -> StressReport:
 
 
 def _selection(
-    session_id: str, chosen: TrialRecord, search: list[TrialRecord], n_blocks: int
-) -> tuple[DeflatedSharpe, PBOSummary]:
-    """The deflated Sharpe of ``chosen`` and PBO, both over the search set."""
-    if len(search) < 2:
+    session_id: str, chosen: TrialRecord, rows: list[TrialRecord], n_blocks: int
+) -> Selection:
+    """The deflated Sharpe of ``chosen`` and PBO, both over the search set (as finalize
+    computes them), refused without both."""
+    n_search = len(search_set(rows))
+    if n_search < 2:
         raise InvalidRequest(
-            f"session {session_id} has {len(search)} search trial(s) with validation returns; "
+            f"session {session_id} has {n_search} search trial(s) with validation returns; "
             "PBO needs at least 2 trials to select among"
         )
-    series = [t.val_returns for t in search]
-    try:
-        pbo = session_pbo(series, [str(t.idx) for t in search], n_blocks)
-    except ValueError as err:
-        raise InvalidRequest(f"session {session_id}: {err}") from None
-    return session_dsr(chosen.val_returns, series), pbo
+    chosen_from = selection(chosen.val_returns, rows, n_blocks)
+    if chosen_from.pbo is None or chosen_from.deflated_sharpe is None:
+        raise InvalidRequest(f"session {session_id}: {chosen_from.pbo_note}")
+    return chosen_from
 
 
 T = TypeVar("T")
@@ -306,13 +305,13 @@ def validate_session(
     search, data = search_set(rows), session_market(s)
     unseen = unseen_start(data, oos_start)
     timings: dict[str, float] = {}
-    dsr, pbo = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, search, n_blocks))
+    chosen_from = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, rows, n_blocks))
     step("walk-forward")
     subject = _Subject(s, chosen, rows, (data, session_budget(s)), unseen)
     wf, wf_note = _timed(timings, "walk_forward", lambda: _walk_forward(subject, n_windows))
     step("stress")
     stress = _timed(timings, "stress", lambda: _stress(subject, cost_multiplier))
-    gate_report, evidence = _gates(subject, (dsr.dsr, pbo.pbo), gates, wf or wf_note)
+    gates_report, evidence = _gates(subject, chosen_from, gates, wf or wf_note)
     report = ValidationReport(
         session_id=s.id,
         mode=s.mode,
@@ -321,14 +320,14 @@ def validate_session(
         reported="baseline" if chosen.kind == "baseline" else "best",
         dsr_set=DSR_SET,
         n_search_trials=len(search),
-        deflated_sharpe=dsr,
-        pbo=pbo,
+        deflated_sharpe=chosen_from.deflated_sharpe,
+        pbo=chosen_from.pbo,
         unseen_start=data.window_dates(slice(unseen, unseen + 1))[0],
         unseen_days=len(data.returns) - unseen,
         walk_forward=wf,
         walk_forward_note=wf_note,
         stress=stress,
-        gates=gate_report,
+        gates=gates_report,
         gates_evidence=evidence,
         timings_s=timings,
         elapsed_s=time.monotonic() - started,

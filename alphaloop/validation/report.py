@@ -1,24 +1,145 @@
-"""What ``alphaloop validate`` concluded about a session, typed: the validation report.
+"""What ``alphaloop validate`` concluded about a session, typed: the validation report, and the
+one builder of the parts finalize concludes too.
 
-It is journaled as the session's ``Validated`` event (without the walk-forward windows' daily
-returns) and read back by :meth:`ValidationReport.read`; every view (the CLI panel, the REST
-API, the validation chart, the chat tools) reads this model, never the stored JSON.
+The report is journaled as the session's ``Validated`` event (without the walk-forward windows'
+daily returns) and read back by :meth:`ValidationReport.read`; every view (the CLI panel, the
+REST API, the validation chart, the chat tools) reads this model, never the stored JSON.
+
+Finalize judges the pick once, and ``alphaloop validate`` judges it again later with
+walk-forward and stress on top; both build the shared parts here (:func:`selection`, the
+deflated Sharpe and PBO over the search set; :func:`reference_evidence`, the pick's TEST
+evidence against the default and 1/N; :func:`gate_report`, the gates on them), so the final
+report and a later validation report agree on what they computed and how.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.evidence import DeflatedSharpe, GateReport, PBOSummary
+from alphaloop.evidence import DeflatedSharpe, ExcessEvidence, GateReport, PBOSummary
+from alphaloop.market import MarketData
+from alphaloop.metrics import Metrics
+from alphaloop.trials import TrialBudget, equal_weight_backtest
 from alphaloop.trials.walk_forward import WalkForward
+from alphaloop.validation.excess import excess_evidence, vol_matched_excess
+from alphaloop.validation.gates import REFERENCES, Gates, evaluate_gates
+from alphaloop.validation.pbo import DEFAULT_BLOCKS
 from alphaloop.validation.stress import StressReport
+from alphaloop.validation.summary import search_set, session_dsr, session_pbo
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ValidationReport", "WalkForward"]
+__all__ = [
+    "Selection",
+    "ValidationReport",
+    "WalkForward",
+    "gate_report",
+    "reference_evidence",
+    "selection",
+]
+
+_WINDOWS = ("validation", "test")
+
+
+class Selection(BaseModel):
+    """What selecting the reported trial from the session's search set (:func:`search_set`)
+    weighs against it: its deflated Sharpe over that set (N and N effective) and PBO by CSCV
+    over it, or why PBO could not be computed.
+
+    Attributes:
+        n_search_trials: the trials in the search set (N).
+        deflated_sharpe: the reported trial's deflated Sharpe; None without a search set or
+            without the trial's validation returns.
+        pbo, pbo_note: PBO's summary, or why there is none (fewer than 2 trials, too few days).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_search_trials: int
+    deflated_sharpe: DeflatedSharpe | None = None
+    pbo: PBOSummary | None = None
+    pbo_note: str | None = None
+
+
+def selection(
+    candidate: Sequence[float] | None, rows: Sequence[Any], n_blocks: int = DEFAULT_BLOCKS
+) -> Selection:
+    """The deflated Sharpe of ``candidate`` (the reported trial's validation returns; None:
+    none to deflate) and PBO, both over the search set of a session's trial ``rows``.
+
+    Raises:
+        ValueError: the search trials share fewer than 2 days.
+    """
+    search = search_set(rows)
+    series = [t.val_returns for t in search]
+    dsr = session_dsr(candidate, series) if candidate is not None and search else None
+    try:
+        pbo = session_pbo(series, [str(t.idx) for t in search], n_blocks)
+    except ValueError as err:
+        return Selection(n_search_trials=len(search), deflated_sharpe=dsr, pbo_note=str(err))
+    return Selection(n_search_trials=len(search), deflated_sharpe=dsr, pbo=pbo)
+
+
+def reference_evidence(
+    data: MarketData,
+    budget: TrialBudget,
+    rows: Sequence[Any],
+    tests: dict[str, Any],
+) -> dict[str, ExcessEvidence | str]:
+    """The pick's TEST evidence against the default config and against 1/N (see
+    :mod:`alphaloop.validation.excess`), or why there is none.
+
+    ``tests`` holds the TEST rows of the default (``default``) and of the best search trial
+    (``search``) when there is one; the pick is the search trial, else the default. The search
+    trials' validation excess over each reference (same seed, same days) deflates the pick's.
+    """
+    pick = tests.get("search") or tests.get("default")
+    if pick is None or not pick.val_returns:
+        return {ref: "no TEST returns of the pick" for ref in REFERENCES}
+    base_val = next((t.val_returns for t in rows if t.kind == "baseline"), None)
+    equal_weight = {w: equal_weight_backtest(data, w, budget).net for w in _WINDOWS}
+    search = [t.val_returns for t in search_set(rows)]
+    out: dict[str, ExcessEvidence | str] = {}
+    default_test = tests.get("default")
+    if "search" not in tests:
+        out["default"] = "the pick is the default config: no search trial beat it"
+    elif default_test is None or not default_test.val_returns or base_val is None:
+        out["default"] = "no TEST returns of the default config"
+    else:
+        out["default"] = excess_evidence(
+            "default", pick.val_returns, default_test.val_returns, _excess(search, base_val)
+        )
+    out["equal_weight"] = excess_evidence(
+        "equal_weight",
+        pick.val_returns,
+        equal_weight["test"],
+        _excess(search, equal_weight["validation"]),
+    )
+    return out
+
+
+def _excess(series: list[list[float]], reference: Any) -> list[Any]:
+    """Each series' excess over ``reference`` matched to its volatility, on their common days."""
+    return [vol_matched_excess(s, reference) for s in series]
+
+
+def gate_report(
+    metrics: Metrics,
+    chosen: Selection,
+    gates: Gates,
+    excess: dict[str, ExcessEvidence | str],
+    walk_forward: Any = None,
+) -> GateReport:
+    """The go/no-go gates on the reported trial's ``metrics``, its selection's deflated Sharpe
+    and PBO, its evidence against the references and (``alphaloop validate`` only) its
+    walk-forward on unseen data or why there is none."""
+    dsr = chosen.deflated_sharpe.dsr if chosen.deflated_sharpe is not None else None
+    pbo = chosen.pbo.pbo if chosen.pbo is not None else None
+    return evaluate_gates(metrics, dsr, pbo, gates, excess=excess, walk_forward=walk_forward)
 
 
 class ValidationReport(BaseModel):
