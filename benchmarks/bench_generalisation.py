@@ -79,7 +79,6 @@ from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
 from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
-from alphaloop.metrics import effective_trials
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, run_trial
 from alphaloop.validation import (
@@ -90,6 +89,7 @@ from alphaloop.validation import (
     search_set,
 )
 from alphaloop.validation.excess import sharpe_difference, vol_matched_excess
+from alphaloop.validation.sharpe import effective_trials
 from benchmarks._report import SummaryRow, print_rows, timed
 
 MODE = "cufolio_only"

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from alphaloop.metrics import effective_trials
 from alphaloop.validation import cscv_pbo
+from alphaloop.validation.sharpe import effective_trials
 from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
 
 N_TRIALS, N_DAYS, N_BLOCKS = 50, 750, 16

@@ -15,15 +15,15 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.market import DataSpec
-from alphaloop.metrics import (
-    Metrics,
+from alphaloop.metrics import Metrics
+from alphaloop.settings import Settings, get_settings
+from alphaloop.validation import Gates, cscv_pbo, evaluate_gates, excess_evidence
+from alphaloop.validation.sharpe import (
     deflated_sharpe,
     deflated_sharpe_ratio,
     effective_trials,
     trial_sharpes,
 )
-from alphaloop.settings import Settings, get_settings
-from alphaloop.validation import Gates, cscv_pbo, evaluate_gates, excess_evidence
 
 SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic"]
 SESSION += ["--noise-seeds", "2", "--proposer", "random", "--seed", "3", "--json"]

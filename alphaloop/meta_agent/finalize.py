@@ -29,10 +29,11 @@ from alphaloop.meta_agent.events import Finalized
 from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import SessionContext
-from alphaloop.metrics import Metrics, effective_trials, probabilistic_sharpe_ratio
+from alphaloop.metrics import Metrics
 from alphaloop.trials import PURGE_ROWS
 from alphaloop.validation import DSR_SET, ExcessEvidence, Gates, aligned_matrix, search_set
 from alphaloop.validation.report import Selection, gate_report, reference_evidence, selection
+from alphaloop.validation.sharpe import effective_trials, probabilistic_sharpe_ratio
 
 ONE_FOLD_NOTE = (
     "one fold: trials were scored on VALIDATION alone, so window noise (how a config fares on "

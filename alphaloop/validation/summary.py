@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from alphaloop.evidence import DeflatedSharpe, PBOSummary
-from alphaloop.metrics import (
+from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, pbo_interval
+from alphaloop.validation.sharpe import (
     deflated_sharpe,
     effective_trials,
     trial_sharpes,
 )
-from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, pbo_interval
 
 # The one set N and the variance of Sharpe ratios are taken over. Baseline runs are the default
 # config on noise seeds, not candidates: their near-identical Sharpes would shrink the variance.
@@ -73,7 +73,7 @@ def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -
     """The deflated Sharpe of ``candidate`` selected from the ``search`` trials (N = their
     count), with the effective number of independent trials (Li & Ji) and the DSR under it.
     The hurdle uses the variance of the trials' Sharpe ratios, as the paper does (see
-    :func:`~alphaloop.metrics.deflated_sharpe`).
+    :func:`~alphaloop.validation.sharpe.deflated_sharpe`).
 
     Raises:
         ValueError: no search series, or fewer than 2 common days.

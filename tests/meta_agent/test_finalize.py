@@ -14,7 +14,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.finalize import configs_tried
 from alphaloop.meta_agent.outcome import TrialOutcome
-from alphaloop.metrics import effective_trials
+from alphaloop.validation.sharpe import effective_trials
 from tests.meta_agent.helpers import session_context
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from alphaloop.metrics import expected_max_sharpe, trial_sharpes
 from alphaloop.validation import session_dsr
+from alphaloop.validation.sharpe import expected_max_sharpe, trial_sharpes
 
 
 def test_session_dsr_hurdle_takes_the_trials_own_variance_under_autocorrelation() -> None:
