@@ -116,8 +116,15 @@ if job["kind"] == "trials":
             entry["returns"].append([x for r in results for x in r.daily_returns])
             entry["solves"].append(list(solves))
 else:
+    import inspect
     from alphaloop.portfolio_opt import (
         _cutting, _lp, efficient_frontier, solve_mean_cvar, start_sequence)
+
+    def certified(atoms, *rest):  # the former solve took the atoms' two arrays
+        if "probabilities" in inspect.signature(_cutting.solve).parameters:
+            return _cutting.solve(atoms.returns, atoms.probabilities, *rest)
+        return _cutting.solve(atoms, *rest)
+
     for n_assets, runs in job["solves"]:
         cap = 0.25 if n_assets <= 20 else 0.05
         solve_mean_cvar(distinct(n_assets, 99), 0.95, cap, 2.0)  # warm-up
@@ -131,7 +138,7 @@ else:
             entry["seconds"].append(time.perf_counter() - began)
             entry["objectives"].append(solution.objective)
             atoms = _lp.compress(scen, pad=False)
-            found = _cutting.solve(atoms, 0.95, cap, 2.0, scen.mean(0), None, 0.0)
+            found = certified(atoms, 0.95, cap, 2.0, scen.mean(0), None, 0.0)
             entry["certs"].append((found.upper - found.lower) / abs(found.upper))
     for n_assets, points in job["frontiers"]:
         cap = 0.25 if n_assets <= 20 else 0.05
