@@ -10,7 +10,7 @@ of tables and each in the module of the same name: ``journal.sessions``, ``journ
 
 from alphaloop.journal.connection import pid_alive
 from alphaloop.journal.curves import MAX_CURVE_POINTS, downsample_curve
-from alphaloop.journal.folds import FoldRecord, Folds
+from alphaloop.journal.folds import FoldRecord, Folds, FoldScores
 from alphaloop.journal.jobs import JobRecord, JobStatus
 from alphaloop.journal.journal import Journal
 from alphaloop.journal.models import (
@@ -52,6 +52,7 @@ __all__ = [
     "EventRecord",
     "FinalReport",
     "FoldRecord",
+    "FoldScores",
     "Folds",
     "FoldsUsed",
     "FollowedTrials",

@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from alphaloop.journal.codec import dumps, now
 from alphaloop.journal.models import INTERRUPTED, _Record
 
@@ -47,6 +49,17 @@ class FoldRecord(_Record):
     evaluator_version: str | None = None
     reused_from: int | None = None
     created_at: str
+
+
+class FoldScores(BaseModel):
+    """A trial's objective on each fold it ran (by fold number, 0 the oldest window) and the
+    number of folds its session scores a trial on: what a race or an export reads of its folds,
+    without their windows, metrics and daily returns."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_folds: int
+    objectives: dict[int, float]
 
 
 class Folds:
@@ -139,6 +152,24 @@ class Folds:
             for r in rows:
                 out.setdefault(r["trial_id"], []).append(r["objective"])
         return out
+
+    def scores_of_session(self, session_id: str) -> dict[int, FoldScores]:
+        """The fold scores of each of a session's trials that has folds, by trial id. Reads
+        four columns: a session's daily returns (most of :meth:`of_session`'s cost) are not
+        parsed."""
+        rows = self._journal._rows(
+            "SELECT f.trial_id, f.fold, f.n_folds, f.objective FROM trial_folds f "
+            "JOIN trials t ON t.id = f.trial_id WHERE t.session_id = ? ORDER BY f.trial_id, f.fold",
+            (session_id,),
+        )
+        by_trial: dict[int, tuple[int, dict[int, float]]] = {}
+        for r in rows:
+            _, objectives = by_trial.setdefault(r["trial_id"], (r["n_folds"], {}))
+            objectives[r["fold"]] = r["objective"]
+        return {
+            tid: FoldScores(n_folds=n, objectives=objectives)
+            for tid, (n, objectives) in by_trial.items()
+        }
 
     def of_session(self, session_id: str) -> dict[int, list[FoldRecord]]:
         """Every fold of a session's trials, by trial id, oldest window first."""

@@ -1,8 +1,10 @@
 """A session as an Optuna study: ``alphaloop export optuna`` and the API's study download.
 
-The study is written through Optuna's own storage API (``optuna.storages.RDBStorage``), so any
+The study is written into Optuna's own RDB storage (``optuna.storages.RDBStorage``), so any
 RDB URL Optuna accepts works, and what is written is an ordinary study: optuna-dashboard,
-``optuna.visualization`` and ``optuna.importance`` open it as they open their own.
+``optuna.visualization`` and ``optuna.importance`` open it as they open their own. New trials
+go in bulk through Optuna's table models, the rest through its storage API
+(:mod:`alphaloop.ops._optuna_storage`).
 
 How the journal maps onto the study:
 
@@ -30,16 +32,15 @@ by their journal id (user attr ``alphaloop_trial_id``); new rows are added, a tr
 while it ran is completed in place, and an unchanged one is left alone. Optuna never changes a
 finished trial, so when one no longer matches the journal (the pick's trial gets its TEST
 results when the session finishes after an earlier export) the study is written again whole.
-Everything is built and checked in memory before the storage is touched: bad input writes
-nothing.
+Everything is built and checked in memory before the storage is touched, and the study is
+written in one transaction (:mod:`alphaloop.ops._optuna_storage`): bad input, a failure half-way
+or a second export of the same study at once writes nothing.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.exceptions import InvalidRequest, NotFound
 from alphaloop.journal import (
-    FoldRecord,
+    FoldScores,
     SessionRecord,
     TrialKind,
     TrialRecord,
@@ -57,16 +58,14 @@ from alphaloop.journal import (
 )
 from alphaloop.journal.status import RACED_OUT, shown_status
 from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
+from alphaloop.ops import _optuna_storage as optuna_storage
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops._optuna_storage import SESSION_ID_ATTR, TRIAL_ID_ATTR
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
-    from optuna.storages import RDBStorage
     from optuna.trial import FrozenTrial
 
-# The user attrs naming what a trial and a study are in the journal.
-TRIAL_ID_ATTR = "alphaloop_trial_id"
-SESSION_ID_ATTR = "alphaloop_session_id"
 _TEXT_CHARS = 2000  # an error or rationale longer than this is cut: attrs are shown in tables
 
 
@@ -110,16 +109,19 @@ def export_optuna(
         InvalidRequest: no such session, a URL Optuna refuses (or one naming the journal's own
             file), or a study of that name holding something else than this session's export.
             Nothing is written then.
+        Conflict: another export of the same study is writing it; nothing is written.
     """
     session, rows, folds = _read(settings, session_id)
     name = study_name or session.id
     if not name.strip():
         raise InvalidRequest("--study-name must not be blank")
     wanted, tests = _trials(session, rows, folds)
-    shown = _shown_url(storage)
-    _refuse_journal_file(storage, settings)
-    with _storage(storage, shown) as rdb:
-        added, completed, unchanged, rewritten = _write(rdb, name, session, wanted)
+    shown = optuna_storage.shown_url(storage)
+    optuna_storage.refuse_journal_file(storage, settings)
+    with optuna_storage.open_storage(storage, shown) as rdb:
+        added, completed, unchanged, rewritten = optuna_storage.write(
+            rdb, shown, name, session.id, _study_attrs(session), wanted
+        )
     states: dict[str, int] = {}
     for t in wanted:
         states[t.state.name] = states.get(t.state.name, 0) + 1
@@ -160,38 +162,38 @@ def export_optuna_file(settings: Settings, session_id: str) -> tuple[Path, Optun
 
 def _read(
     settings: Settings, session_id: str
-) -> tuple[SessionRecord, list[TrialRecord], dict[int, list[FoldRecord]]]:
+) -> tuple[SessionRecord, list[TrialRecord], dict[int, FoldScores]]:
     try:
         with open_journal(settings) as j:
             session = j.sessions.get(session_id)
             rows = j.trials.of_session(session_id, series=False)
-            folds = j.folds.of_session(session_id)
+            folds = j.folds.scores_of_session(session_id)
     except NotFound as err:  # no journal, or no such session
         raise InvalidRequest(f"cannot export: {err}") from err
     return session, rows, folds
 
 
 def _trials(
-    session: SessionRecord, rows: list[TrialRecord], folds: dict[int, list[FoldRecord]]
+    session: SessionRecord, rows: list[TrialRecord], folds: dict[int, FoldScores]
 ) -> tuple[list[FrozenTrial], int]:
     """The study's trials in journal order, built and validated by Optuna; and how many TEST
     rows were folded into the trials they evaluated."""
     tests = {t.parent_id: t for t in rows if t.kind == TrialKind.test and t.parent_id is not None}
     dists = optuna_distributions(knobs_for_mode(session.mode))
     built = [
-        _trial(t, folds.get(t.id, []), dists, tests.get(t.id))
-        for t in rows
-        if t.kind != TrialKind.test
+        _trial(t, folds.get(t.id), dists, tests.get(t.id)) for t in rows if t.kind != TrialKind.test
     ]
     return built, sum(1 for t in rows if t.kind == TrialKind.test)
 
 
-def _shown(row: TrialRecord, folds: list[FoldRecord]) -> str:
+def _shown(row: TrialRecord, folds: FoldScores | None) -> str:
     """The row's status as every front end says it (``ran``, ``raced out``...)."""
-    return shown_status(row.kind, row.status, len(folds), folds[0].n_folds if folds else None)
+    if folds is None:
+        return shown_status(row.kind, row.status)
+    return shown_status(row.kind, row.status, len(folds.objectives), folds.n_folds)
 
 
-def _state(row: TrialRecord, folds: list[FoldRecord]) -> Any:
+def _state(row: TrialRecord, folds: FoldScores | None) -> Any:
     from optuna.trial import TrialState
 
     if row.status == TrialStatus.running:
@@ -205,7 +207,7 @@ def _state(row: TrialRecord, folds: list[FoldRecord]) -> Any:
 
 def _trial(
     row: TrialRecord,
-    folds: list[FoldRecord],
+    folds: FoldScores | None,
     dists: dict[str, Any],
     test: TrialRecord | None,
 ) -> FrozenTrial:
@@ -219,7 +221,11 @@ def _trial(
         params=params,
         distributions={k: dists[k] for k in params},
         user_attrs=_attrs(row, _shown(row, folds), test),
-        intermediate_values={f.fold: f.objective for f in folds if _finite(f.objective)},
+        intermediate_values={
+            fold: value
+            for fold, value in (folds.objectives.items() if folds else ())
+            if _finite(value)
+        },
     )
     made.datetime_start = _local(row.started_at)
     if state.is_finished():
@@ -293,143 +299,6 @@ def _cut(text: str | None) -> str | None:
 def _local(stamp: str) -> datetime:
     """A journal timestamp (ISO 8601, UTC) as Optuna keeps times: naive, local."""
     return datetime.fromisoformat(stamp).astimezone().replace(tzinfo=None)
-
-
-# --- Optuna's side -----------------------------------------------------------------------------
-
-
-def _shown_url(storage: str) -> str:
-    """``storage`` with its password hidden, or InvalidRequest when it is not a URL at all."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(storage).render_as_string(hide_password=True)
-    except ArgumentError as err:
-        raise InvalidRequest(
-            f"--storage {storage!r} is not a database URL Optuna can open ({err}); "
-            "give one like sqlite:///study.db or postgresql://user@host/db"
-        ) from None
-
-
-def _refuse_journal_file(storage: str, settings: Settings) -> None:
-    """Optuna creates its tables in whatever database it opens: never in the journal's."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(storage)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
-        target = Path(url.database).expanduser()
-        if target.exists() and target.resolve() == settings.journal_path.resolve():
-            raise InvalidRequest(
-                f"--storage {storage!r} is alphaloop's own journal; name another file, "
-                "e.g. sqlite:///study.db"
-            )
-
-
-@contextmanager
-def _storage(storage: str, shown: str) -> Iterator[RDBStorage]:
-    """Optuna's RDB storage at ``storage``, its connections closed after the block."""
-    import optuna
-    from optuna.storages import RDBStorage
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        rdb = RDBStorage(storage)
-    except Exception as err:  # Optuna and SQLAlchemy refuse a URL in many ways; all say why
-        raise InvalidRequest(
-            f"Optuna refused the storage {shown}: {type(err).__name__}: {err}".splitlines()[0]
-        ) from err
-    try:
-        yield rdb
-    finally:
-        with suppress(Exception):
-            rdb.remove_session()
-        rdb.engine.dispose()
-
-
-def _write(
-    rdb: RDBStorage, name: str, session: SessionRecord, wanted: list[FrozenTrial]
-) -> tuple[int, int, int, bool]:
-    """Brings study ``name`` in line with ``wanted``: (added, completed, unchanged, rewritten)."""
-    import optuna
-
-    study = _own_study(rdb, name, session)
-    if study is None:
-        study = optuna.create_study(storage=rdb, study_name=name, direction="maximize")
-        return _fill(study, session, wanted), 0, 0, False
-    have = {t.user_attrs.get(TRIAL_ID_ATTR): t for t in study.get_trials(deepcopy=False)}
-    ids = {t.user_attrs[TRIAL_ID_ATTR] for t in wanted}
-    stale = bool(set(have) - ids) or any(
-        have[i].state.is_finished() and _differs(have[i], t)
-        for t in wanted
-        if (i := t.user_attrs[TRIAL_ID_ATTR]) in have
-    )
-    if stale:
-        optuna.delete_study(study_name=name, storage=rdb)
-        study = optuna.create_study(storage=rdb, study_name=name, direction="maximize")
-        return _fill(study, session, wanted), 0, 0, True
-    new = [t for t in wanted if t.user_attrs[TRIAL_ID_ATTR] not in have]
-    study_id = rdb.get_study_id_from_name(name)
-    completed = unchanged = 0
-    for t in wanted:
-        old = have.get(t.user_attrs[TRIAL_ID_ATTR])
-        if old is None:
-            continue
-        if _differs(old, t):
-            tid = rdb.get_trial_id_from_study_id_trial_number(study_id, old.number)
-            _complete(rdb, tid, old, t)
-            completed += 1
-        else:
-            unchanged += 1
-    return _fill(study, session, new), completed, unchanged, False
-
-
-def _own_study(rdb: RDBStorage, name: str, session: SessionRecord) -> Any:
-    """Study ``name`` when it holds this session's export, None when there is none; refuses a
-    study of that name holding anything else."""
-    import optuna
-
-    try:
-        study = optuna.load_study(study_name=name, storage=rdb)
-    except KeyError:
-        return None
-    owner = study.user_attrs.get(SESSION_ID_ATTR)
-    if owner != session.id:
-        what = f"session {owner}'s export" if owner else "a study alphaloop did not write"
-        raise InvalidRequest(
-            f"the study {name!r} already exists there and holds {what}; choose another --study-name"
-        )
-    return study
-
-
-def _fill(study: Any, session: SessionRecord, trials: list[FrozenTrial]) -> int:
-    for key, value in _study_attrs(session).items():
-        study.set_user_attr(key, value)
-    study.add_trials(trials)
-    return len(trials)
-
-
-def _differs(old: FrozenTrial, new: FrozenTrial) -> bool:
-    return (old.state, old.values, old.params, old.user_attrs, old.intermediate_values) != (
-        new.state,
-        new.values,
-        new.params,
-        new.user_attrs,
-        new.intermediate_values,
-    )
-
-
-def _complete(rdb: RDBStorage, tid: int, old: FrozenTrial, new: FrozenTrial) -> None:
-    """Brings trial ``tid``, exported while it ran, up to date in place (Optuna lets a running
-    trial change): its new folds, attrs and, once it finished, its state and value."""
-    for step, value in new.intermediate_values.items():
-        if old.intermediate_values.get(step) != value:
-            rdb.set_trial_intermediate_value(tid, step, value)
-    for key, value in new.user_attrs.items():
-        if old.user_attrs.get(key) != value:
-            rdb.set_trial_user_attr(tid, key, value)
-    if new.state.is_finished():
-        rdb.set_trial_state_values(tid, new.state, new.values)
 
 
 __all__ = ["OptunaExport", "export_optuna", "export_optuna_file"]

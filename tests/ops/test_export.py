@@ -5,15 +5,17 @@ nothing. Read back with Optuna's own ``load_study``."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import optuna
 import pytest
 
-from alphaloop.exceptions import InvalidRequest
+from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.knobs import KNOBS, TrialConfig, config_hash
+from alphaloop.ops import _optuna_storage as optuna_storage
 from alphaloop.ops.export import export_optuna
 from alphaloop.settings import Settings
 from tests.server.helpers import new_session
@@ -210,3 +212,194 @@ def test_bad_input_writes_nothing(
         export_optuna(settings, rows["sid"], url, study_name="shared")
     assert _study(url, "shared").trials == []
     assert _study(url, "shared").user_attrs["alphaloop_session_id"] == other
+
+
+_READ_BACK = (
+    "number", "state", "values", "params", "distributions", "user_attrs", "system_attrs",
+    "intermediate_values", "datetime_start", "datetime_complete",
+)  # fmt: skip
+
+
+def _trial_rows(url: str, name: str) -> list[dict[str, Any]]:
+    """Everything Optuna reads back of each trial but its storage id."""
+    return [{f: getattr(t, f) for f in _READ_BACK} for t in _study(url, name).trials]
+
+
+def _study_rows(url: str, name: str) -> tuple[Any, ...]:
+    study = _study(url, name)
+    attrs = {k: v for k, v in study.user_attrs.items() if k != "alphaloop_exported_at"}
+    return study.directions, attrs, study._storage.get_study_system_attrs(study._study_id)
+
+
+def test_the_bulk_write_reads_back_as_optunas_own_add_trials(
+    settings: Settings,
+    journal: Journal,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reference: the same exports, first and again, written by ``Study.add_trials``."""
+    sid = rows["sid"]
+    fast, slow = f"sqlite:///{tmp_path / 'fast.db'}", f"sqlite:///{tmp_path / 'slow.db'}"
+
+    def both() -> None:
+        export_optuna(settings, sid, fast)
+        with monkeypatch.context() as m:
+            m.setattr(optuna_storage, "KNOWN_SCHEMAS", frozenset())
+            m.setattr(optuna_storage, "add_trials", _never)
+            export_optuna(settings, sid, slow)
+        got, want = _trial_rows(fast, sid), _trial_rows(slow, sid)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            if g["user_attrs"]["alphaloop_trial_id"] == rows["running"].id:
+                # completed in place by Optuna's API in both: it says when it was completed
+                g["datetime_complete"] = w["datetime_complete"]
+            assert {f: g[f] for f in _READ_BACK if g[f] != w[f]} == {}, w
+        assert _study_rows(fast, sid) == _study_rows(slow, sid)
+
+    both()
+    running = rows["running"]
+    _folds(journal, running.id, {0: 0.2, 1: 0.25})
+    journal.trials.finish(running.id, status="discard", objective=0.25)
+    late = _start(journal, sid, cvar_alpha=0.95)
+    _folds(journal, late.id, {0: 0.1})
+    journal.trials.finish(late.id, status="discard", objective=0.1, reason="raced out")
+    both()  # in place, one added after the study's trials
+    assert len(_trial_rows(fast, sid)) == 7
+
+
+def _never(*args: Any) -> None:
+    raise AssertionError("the bulk write ran on a schema it does not know")
+
+
+def test_the_bulk_write_knows_the_schema_of_the_optuna_installed(tmp_path: Path) -> None:
+    """Fails on an Optuna whose tables differ from those the bulk write was compared on: check
+    ``add_trials`` against its models, then add the revision to ``KNOWN_SCHEMAS``."""
+    from optuna.storages import RDBStorage
+
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    revision = RDBStorage(url).get_current_version()
+    assert revision in optuna_storage.KNOWN_SCHEMAS, (
+        f"optuna {optuna.__version__} writes schema {revision!r}, "
+        f"not one of {sorted(optuna_storage.KNOWN_SCHEMAS)}"
+    )
+    with optuna_storage.open_storage(url, url) as rdb:
+        assert optuna_storage.bulk_writes(rdb)
+
+
+def _pause_in_add_trials(monkeypatch: pytest.MonkeyPatch, meanwhile: Any) -> None:
+    """Runs ``meanwhile()`` once, when the export starts adding its trials."""
+    add_trials = optuna_storage.add_trials
+    pending = [meanwhile]
+
+    def paused(*args: Any) -> None:
+        if pending:
+            pending.pop()()
+        add_trials(*args)
+
+    monkeypatch.setattr(optuna_storage, "add_trials", paused)
+
+
+def _late_trial(settings: Settings, journal: Journal, sid: str, url: str) -> None:
+    """``sid`` exported, then one more trial journaled: the next export adds one."""
+    export_optuna(settings, sid, url)
+    late = _start(journal, sid, cvar_alpha=0.95)
+    journal.trials.finish(late.id, status="discard", objective=0.1)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["new study", "update"])
+def test_an_export_meeting_another_half_way_is_refused_whole(
+    settings: Settings,
+    journal: Journal,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    first: bool,
+) -> None:
+    url, sid = f"sqlite:///{tmp_path / 'study.db'}", rows["sid"]
+    if not first:
+        _late_trial(settings, journal, sid, url)
+    monkeypatch.setattr(optuna_storage, "LOCK_WAIT_S", 0.2)
+    refused: list[Exception] = []
+
+    def second() -> None:  # a second export, while the first holds the lock half-way through
+        try:
+            export_optuna(settings, sid, url)
+        except Conflict as err:
+            refused.append(err)
+
+    _pause_in_add_trials(monkeypatch, second)
+    done = export_optuna(settings, sid, url)
+    assert len(refused) == 1 and "another export is writing the study" in str(refused[0])
+    assert "nothing was written" in str(refused[0])
+    study = _study(url, sid)
+    assert len(study.trials) == done.n_trials == (6 if first else 7)
+    assert len({t.user_attrs["alphaloop_trial_id"] for t in study.trials}) == done.n_trials
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["new study", "update"])
+def test_two_exports_at_once_add_each_trial_once(
+    settings: Settings,
+    journal: Journal,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    first: bool,
+) -> None:
+    """Two threads export one session into one file at the same moment: one writes, the other
+    waits for its lock and then finds every trial there."""
+    url, sid = f"sqlite:///{tmp_path / 'study.db'}", rows["sid"]
+    if not first:
+        _late_trial(settings, journal, sid, url)
+    start = threading.Barrier(2)
+    done: list[Any] = []
+
+    def export() -> None:
+        start.wait()
+        done.append(export_optuna(settings, sid, url))
+
+    threads = [threading.Thread(target=export) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(d.added for d in done) == [0, 6 if first else 1]
+    study = _study(url, sid)
+    assert len(study.trials) == (6 if first else 7)
+    assert len({t.user_attrs["alphaloop_trial_id"] for t in study.trials}) == len(study.trials)
+    assert sorted(t.number for t in study.trials) == list(range(len(study.trials)))
+
+
+def test_an_export_failing_half_way_writes_nothing(
+    settings: Settings,
+    journal: Journal,
+    rows: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, sid = f"sqlite:///{tmp_path / 'study.db'}", rows["sid"]
+    add_trials = optuna_storage.add_trials
+
+    def failing(*args: Any) -> None:
+        add_trials(*args)  # the trials are in the transaction, uncommitted
+        raise OSError("disk full")
+
+    monkeypatch.setattr(optuna_storage, "add_trials", failing)
+    with pytest.raises(OSError, match="disk full"):
+        export_optuna(settings, sid, url)
+    assert optuna.get_all_study_names(url) == []
+    monkeypatch.undo()
+    export_optuna(settings, sid, url)
+    assert len(_study(url, sid).trials) == 6
+
+
+def test_a_call_optuna_rolled_back_refuses_the_whole_export(tmp_path: Path) -> None:
+    """Optuna rolls back a duplicate row and goes on; what came before it is gone, so what
+    follows must not be committed alone."""
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    with optuna_storage.open_storage(url, url) as rdb:
+        with pytest.raises(Conflict, match="nothing was written"):
+            with optuna_storage.one_transaction(rdb, url, "s"):
+                optuna.create_study(storage=rdb, study_name="s")
+                rdb.scoped_session().rollback()  # as Optuna does on an ignored IntegrityError
+                optuna.create_study(storage=rdb, study_name="t")
+        assert optuna.get_all_study_names(rdb) == []
