@@ -170,7 +170,11 @@ VIEWS: dict[str, Callable[[], Any]] = {
     ),
     "final": lambda: views.final_panel(NS(final=FinalReport(**FINAL))),
     "validation": lambda: views.validation_panel(VALIDATION),
-    "sessions": lambda: views.sessions_table([SESSION, SESSION], {SESSION_ID: 40}),
+    "sessions": lambda: views.sessions_table(
+        [SESSION, SESSION],
+        {SESSION_ID: 40},
+        {SESSION_ID: NS(kind="search", idx=24, objective=1.0062, final=True)},
+    ),
     "session header": lambda: views.session_header(SESSION),
     "chart reads": lambda: views.chart_reads_table(
         [
@@ -237,22 +241,25 @@ def test_the_table_says_the_shown_status_and_no_raced_out_objective() -> None:
     assert objectives[2] == "-" and objectives[0] != "-"
 
 
-def test_the_sessions_list_says_when_the_default_was_the_pick() -> None:
-    default = NS(
-        **{**vars(SESSION), "final": FinalReport(stop_reason="budget", n_trials=40, pick="default")}
-    )
-    running = NS(**{**vars(SESSION), "final": None})
-    drawn = [_draw(views.sessions_table([s], {SESSION_ID: 40}), 200) for s in (SESSION, default)]
-    assert "1.2345" in drawn[0] and "default" not in drawn[0]
-    assert "│ default │" in drawn[1]
-    assert "│ -  " in _draw(views.sessions_table([running], {SESSION_ID: 40}), 200)
+def test_the_sessions_list_names_the_pick_with_its_score() -> None:
+    picks = [
+        NS(kind="search", idx=24, objective=1.0062, final=True),
+        NS(kind="baseline", idx=0, objective=0.8747, final=True),  # nothing beat the default
+        NS(kind="search", idx=3, objective=0.9, final=False),  # the incumbent, still running
+    ]
+    drawn = [_draw(views.sessions_table([SESSION], {SESSION_ID: 40}, {SESSION_ID: p}), 200)
+             for p in picks]  # fmt: skip
+    assert "│ 1.0062 (#24) " in drawn[0]
+    assert "│ 0.8747 (default) " in drawn[1]
+    assert "│ 0.9000 (#3, so far) " in drawn[2]
+    assert "│ -  " in _draw(views.sessions_table([SESSION], {SESSION_ID: 40}, {}), 200)
 
 
 def test_a_table_too_wide_for_its_words_is_shown_vertically() -> None:
-    drawn = _draw(views.sessions_table([SESSION], {SESSION_ID: 40}), WIDTH)
+    drawn = _draw(views.sessions_table([SESSION], {SESSION_ID: 40}, {}), WIDTH)
     assert f"id        {SESSION_ID}" in drawn
     assert "mode      cufolio_only" in drawn
-    wide = _draw(views.sessions_table([SESSION], {SESSION_ID: 40}), 200)
+    wide = _draw(views.sessions_table([SESSION], {SESSION_ID: 40}, {}), 200)
     assert "┃ id" in wide  # a table still, where it fits
 
 

@@ -19,12 +19,16 @@ _START = 'start one with `alphaloop research "GOAL"`'
 def sessions(as_json: JsonFlag = False) -> None:
     """List research sessions, newest first.
 
-    A session whose process died (a kill -9) is shown interrupted, with how to resume it.
+    "best" is the session's pick on validation, as the page says it: the search trial that
+    beat the default config, or the default's run when none did ("default"); while a session
+    runs, its incumbent ("so far"). A session whose process died (a kill -9) is shown
+    interrupted, with how to resume it.
 
     Example: alphaloop sessions
     """
     settings = get_settings()
-    rows = guarded(ops.sessions.list_sessions, settings)
+    rows = guarded(ops.sessions.list_sessions, settings, with_best=True)
+    best = {r.session.id: ops_rows.best_of_trial(r.session, r.best) for r in rows}
     if as_json:
         typer.echo(
             json.dumps(
@@ -33,6 +37,7 @@ def sessions(as_json: JsonFlag = False) -> None:
                         **r.session.model_dump(mode="json"),
                         "counted_trials": r.counted_trials,
                         "resume": r.resume,
+                        "best": (b := best[r.session.id]) and b.model_dump(mode="json"),
                     }
                     for r in rows
                 ]
@@ -43,7 +48,7 @@ def sessions(as_json: JsonFlag = False) -> None:
         console.print(f"no sessions yet in {escape(str(settings.home))}; {_START}")
         return
     counts = {r.session.id: r.counted_trials for r in rows}
-    console.print(views.sessions_table([r.session for r in rows], counts))
+    console.print(views.sessions_table([r.session for r in rows], counts, best))
     for r in rows:
         if r.resume:
             console.print(views.resume_line(r.session, r.counted_trials, r.resume))

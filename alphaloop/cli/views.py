@@ -473,7 +473,17 @@ def session_header(session: Any) -> Panel:
     return Panel(text, title="session", title_align="left")
 
 
-def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
+def pick_text(best: Any) -> str:
+    """A session's best as the page says it: ``1.0062 (#24)``, ``0.8747 (default)`` when
+    finalize picked the default config, ``, so far`` while it is the incumbent."""
+    if best is None:
+        return "-"
+    who = "default" if best.kind == "baseline" else f"#{best.idx}"
+    return f"{fmt(best.objective)} ({who}{'' if best.final else ', so far'})"
+
+
+def sessions_table(sessions: list[Any], counts: dict[str, int], best: dict[str, Any]) -> Table:
+    """The sessions with their trials counted and their best (:func:`pick_text`), by id."""
     table = FitTable(title="sessions", title_justify="left")
     # The id is what every other command takes: never wrap or truncate it.
     table.add_column("id", no_wrap=True, min_width=22)
@@ -481,17 +491,13 @@ def sessions_table(sessions: list[Any], counts: dict[str, int]) -> Table:
         table.add_column(col)
     table.add_column("goal", ratio=1)
     for s in sessions:
-        final = s.final
-        best = fmt(final.best_validation_objective if final else None)
-        if final is not None and final.pick == "default":
-            best = "default"  # nothing beat it with confidence
         table.add_row(
             s.id,
             s.status,
             s.mode,
             plain(s.proposer),
             f"{counts.get(s.id, 0)}/{s.budget}",
-            best,
+            pick_text(best.get(s.id)),
             plain(shorten(s.goal, 60)),
         )
     return table

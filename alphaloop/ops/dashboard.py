@@ -27,7 +27,7 @@ from alphaloop.journal.pages import METRIC_SORT, SORTS
 from alphaloop.knobs import KNOB_NAMES
 from alphaloop.market.load import DataSpec
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.rows import TrialRow, row_of, rows_of
+from alphaloop.ops.rows import Best, TrialRow, best_of_trial, is_final, row_of, rows_of
 from alphaloop.ops.tally import Tally, tally
 from alphaloop.settings import Settings
 
@@ -78,28 +78,11 @@ def display_status(s: SessionRecord) -> str:
     return status
 
 
-class Best(BaseModel):
-    """A session's best, as every view says it: finalize's pick once it ran (the search trial
-    that beat the default with confidence, else the default's baseline run), before that the
-    incumbent (the best kept search trial, else the best baseline): ``final`` tells which."""
-
-    model_config = _FROZEN
-
-    trial_id: int | None
-    idx: int
-    kind: str
-    objective: float | None
-    final: bool
-
-
 def best_of(j: Journal, s: SessionRecord, t: Tally) -> Best | None:
     """The best of session ``s`` whose tally is ``t`` (see :class:`Best`); None before any
     trial could rank."""
-    f = s.final
-    if f is not None and f.pick is not None and s.best_trial_id is not None:
-        chosen = j.trials.get(s.best_trial_id)
-        return Best(trial_id=chosen.id, idx=chosen.idx, kind=str(chosen.kind),
-                    objective=chosen.objective, final=True)  # fmt: skip
+    if is_final(s) and s.best_trial_id is not None:
+        return best_of_trial(s, j.trials.get(s.best_trial_id))
     ranked = t.search or t.baseline
     if ranked is None:
         return None

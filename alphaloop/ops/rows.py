@@ -81,10 +81,37 @@ def pick_of(journal: Journal, session: SessionRecord) -> TrialRecord | None:
     """The session's best as every front end says it: finalize's pick once it ran (the search
     trial that beat the default with confidence, else the default's baseline run), before that
     the incumbent (the best kept search trial, else the best baseline)."""
-    final = session.final
-    if final is not None and final.pick is not None and session.best_trial_id is not None:
+    if is_final(session) and session.best_trial_id is not None:
         return journal.trials.get(session.best_trial_id)
     return journal.trials.best(session.id)
+
+
+def is_final(session: SessionRecord) -> bool:
+    """Whether the session's best is finalize's pick (see :func:`pick_of`)."""
+    f = session.final
+    return f is not None and f.pick is not None and session.best_trial_id is not None
+
+
+class Best(BaseModel):
+    """A session's best, as every view says it: finalize's pick once it ran (the search trial
+    that beat the default with confidence, else the default's baseline run), before that the
+    incumbent (the best kept search trial, else the best baseline): ``final`` tells which."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trial_id: int | None
+    idx: int
+    kind: str
+    objective: float | None
+    final: bool
+
+
+def best_of_trial(session: SessionRecord, trial: TrialRecord | None) -> Best | None:
+    """``trial``, the session's best as :func:`pick_of` read it, as every view says it."""
+    if trial is None:
+        return None
+    return Best(trial_id=trial.id, idx=trial.idx, kind=str(trial.kind),
+                objective=trial.objective, final=is_final(session))  # fmt: skip
 
 
 def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[int, str]:
@@ -97,8 +124,11 @@ def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[in
 
 __all__ = [
     "SHOWN_STATUSES",
+    "Best",
     "ShownStatus",
     "TrialRow",
+    "best_of_trial",
+    "is_final",
     "pick_of",
     "row_of",
     "rows_of",
