@@ -1,4 +1,5 @@
-"""The REST API under load: ``python -m benchmarks.bench_server [--quick]``.
+"""The REST API under load: ``python -m benchmarks.bench_server [--quick]``; the sessions beside
+optuna-dashboard alone: ``--scale-only [--sizes 50000] [--loads 1]``.
 
 A 1,000-trial session whose trials carry what real ones do (754 daily validation returns, final
 weights, the prompt of an LLM proposal), while a writer thread appends more through the Journal.
@@ -215,8 +216,22 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser.add_argument(
         "--sizes", help="the sessions' sizes beside optuna-dashboard (default 1000,10000,50000)"
     )
+    parser.add_argument("--loads", type=int, help="cold opens of each view at each size (3)")
+    parser.add_argument(
+        "--scale-only", action="store_true", help="only the sessions beside optuna-dashboard"
+    )
     args = parser.parse_args(argv)
     quick = args.quick
+    sizes = (
+        tuple(int(n) for n in args.sizes.split(","))
+        if args.sizes
+        else (1_000, 5_000)
+        if quick
+        else (1_000, 10_000, 50_000)
+    )
+    opens = args.loads or (2 if quick else 3)
+    if args.scale_only:
+        return scale(sizes, loads=opens)
     n_trials, n_req, loads = (300, 20, 2) if quick else (1000, 60, 3)
     ramp, seconds = ((8, 32), 2.0) if quick else ((8, 32, 64, 128), 4.0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -323,9 +338,7 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
             f"full read {polls[('before', top)][0]:.0f} req/s",
         )
     )
-    return rows + scale(
-        (1_000, 5_000) if quick else (1_000, 10_000, 50_000), loads=2 if quick else 3
-    )
+    return rows + scale(sizes, loads=opens)
 
 
 # --- 1,000 / 10,000 / 50,000 trials: the page beside optuna-dashboard -------------------------

@@ -273,12 +273,16 @@ def _update(
         for t in wanted
         if (i := t.user_attrs[TRIAL_ID_ATTR]) in have
     )
+    study_id = rdb.get_study_id_from_name(name)
+    if stale and bulk_writes(rdb):
+        _clear(rdb, study_id)  # the same study, its trials written again from number 0
+        _fill(rdb, study, study_attrs, wanted)
+        return len(wanted), 0, 0, True
     if stale:
         import optuna
 
         optuna.delete_study(study_name=name, storage=rdb)
         return _create(rdb, name, study_attrs, wanted), 0, 0, True
-    study_id = rdb.get_study_id_from_name(name)
     completed = unchanged = 0
     for t in wanted:
         old = have.get(t.user_attrs[TRIAL_ID_ATTR])
@@ -412,6 +416,21 @@ def add_trials(rdb: RDBStorage, study_id: int, trials: list[FrozenTrial]) -> Non
     for model, batch in rows.items():
         if batch:
             session.execute(insert(model.__table__), batch)
+
+
+def _clear(rdb: RDBStorage, study_id: int) -> None:
+    """Deletes every trial of study ``study_id``, with the rows of each table naming its trials,
+    in one statement a table (``optuna.delete_study`` loads and deletes them one by one)."""
+    from optuna.storages._rdb import models
+    from sqlalchemy import delete, select
+
+    trials = models.TrialModel.__table__
+    theirs = select(trials.c.trial_id).where(trials.c.study_id == study_id)
+    session = rdb.scoped_session()
+    for table in reversed(models.BaseModel.metadata.sorted_tables):
+        if table is not trials and "trial_id" in table.c:
+            session.execute(delete(table).where(table.c.trial_id.in_(theirs)))
+    session.execute(delete(trials).where(trials.c.study_id == study_id))
 
 
 def _distributions(session: Session, study_id: int) -> dict[str, BaseDistribution]:

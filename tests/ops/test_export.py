@@ -238,7 +238,8 @@ def test_the_bulk_write_reads_back_as_optunas_own_add_trials(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The reference: the same exports, first and again, written by ``Study.add_trials``."""
+    """The reference: the same exports (first, again with new rows, again whole) written by
+    Optuna's own ``Study.add_trials`` and ``delete_study``."""
     sid = rows["sid"]
     fast, slow = f"sqlite:///{tmp_path / 'fast.db'}", f"sqlite:///{tmp_path / 'slow.db'}"
 
@@ -266,6 +267,11 @@ def test_the_bulk_write_reads_back_as_optunas_own_add_trials(
     journal.trials.finish(late.id, status="discard", objective=0.1, reason="raced out")
     both()  # in place, one added after the study's trials
     assert len(_trial_rows(fast, sid)) == 7
+    kept = rows["kept"]
+    test = _start(journal, sid, "test", parent=kept.id, cvar_alpha=0.9, n_scenarios=2000)
+    journal.trials.finish(test.id, status="keep", objective=1.3, metrics={"sharpe": 1.3})
+    both()  # written again whole: a finished trial has its TEST results
+    assert _by_id(_study(fast, sid))[kept.id].user_attrs["test_objective"] == 1.3
 
 
 def _never(*args: Any) -> None:
