@@ -50,6 +50,9 @@ def test_the_site_builds_strict_and_loads_nothing_from_the_network(tmp_path: Pat
     assert "/api/sessions/{session_id}/export/optuna" in api
     reference = (site / "reference" / "index.html").read_text("utf-8")
     assert "export_optuna" in reference and "InvalidRequest" in reference
+    for module in ("ops.research", "ops.sessions", "ops.requests", "ops.validate", "ops.pm",
+                   "ops.policies", "ops.jobs", "knobs", "exceptions"):  # fmt: skip
+        assert f'id="alphaloop.{module}"' in reference, module
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:

@@ -138,8 +138,9 @@ def run_session(
         session_id: a created session.
         settings: the alphaloop home and the endpoint.
         on_event: told each ``TrialStarted``, ``TrialFinished`` and the ``Finalized`` report.
-        workers, ray_address: where its trials run from now on (a resume's move: a Ray
-            cluster, or ``local``; each None: where they ran before).
+        workers: how many trials run at once from now on (None: as before).
+        ray_address: the Ray cluster its trials run on from now on, or ``local`` (a resume's
+            move; None: where they ran before).
 
     Raises:
         Conflict: another live process is running it.
