@@ -34,7 +34,7 @@ from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.settings import Settings
@@ -266,14 +266,18 @@ def _write_once(
 def _update(
     rdb: RDBStorage, study: Study, name: str, study_attrs: dict[str, Any], wanted: list[FrozenTrial]
 ) -> tuple[int, int, int, bool]:
-    have = {t.user_attrs.get(TRIAL_ID_ATTR): t for t in study.get_trials(deepcopy=False)}
+    study_id = rdb.get_study_id_from_name(name)
+    have: dict[Any, Any]
+    if bulk_writes(rdb):
+        have = _stored_trials(rdb, study_id)
+    else:
+        have = {t.user_attrs.get(TRIAL_ID_ATTR): t for t in study.get_trials(deepcopy=False)}
     ids = {t.user_attrs[TRIAL_ID_ATTR] for t in wanted}
     stale = bool(set(have) - ids) or any(
         have[i].state.is_finished() and _differs(have[i], t)
         for t in wanted
         if (i := t.user_attrs[TRIAL_ID_ATTR]) in have
     )
-    study_id = rdb.get_study_id_from_name(name)
     if stale and bulk_writes(rdb):
         _clear(rdb, study_id)  # the same study, its trials written again from number 0
         _fill(rdb, study, study_attrs, wanted)
@@ -297,6 +301,67 @@ def _update(
     new = [t for t in wanted if t.user_attrs[TRIAL_ID_ATTR] not in have]
     _fill(rdb, study, study_attrs, new)
     return len(new), completed, unchanged, False
+
+
+class _Stored(NamedTuple):
+    """What an update compares of a trial the study holds (a ``FrozenTrial``'s fields)."""
+
+    number: int
+    trial_id: int
+    state: Any
+    values: list[float] | None
+    params: dict[str, Any]
+    user_attrs: dict[str, Any]
+    intermediate_values: dict[int, float]
+
+
+def _stored_trials(rdb: RDBStorage, study_id: int) -> dict[Any, _Stored]:
+    """The study's trials by their journal id, read a table at a time and decoded by Optuna's
+    own functions (``Study.get_trials`` builds each trial's objects one by one: a re-export of
+    an unchanged study took twice a first export)."""
+    from optuna.distributions import json_to_distribution
+    from optuna.storages._rdb import models
+    from sqlalchemy import select
+
+    session = rdb.scoped_session()
+    t = models.TrialModel.__table__
+    mine = select(t.c.trial_id).where(t.c.study_id == study_id)
+    trials = {
+        r.trial_id: _Stored(r.number, r.trial_id, r.state, None, {}, {}, {})
+        for r in session.execute(
+            select(t.c.trial_id, t.c.number, t.c.state).where(t.c.study_id == study_id)
+        )
+    }
+
+    def rows(model: Any, *cols: str) -> Any:
+        table = model.__table__
+        chosen = select(table.c.trial_id, *(table.c[c] for c in cols))
+        return session.execute(chosen.where(table.c.trial_id.in_(mine)))
+
+    dists: dict[str, Any] = {}
+    for tid, name, value, text in rows(
+        models.TrialParamModel, "param_name", "param_value", "distribution_json"
+    ):
+        dist = dists.get(text) or dists.setdefault(text, json_to_distribution(text))
+        trials[tid].params[name] = dist.to_external_repr(value)
+    values = models.TrialValueModel
+    by_objective: dict[int, dict[int, float]] = {}
+    for tid, objective, value, kind in rows(values, "objective", "value", "value_type"):
+        by_objective.setdefault(tid, {})[objective] = values.stored_repr_to_value(value, kind)
+    steps = models.TrialIntermediateValueModel
+    for tid, step, value, kind in rows(
+        steps, "step", "intermediate_value", "intermediate_value_type"
+    ):
+        trials[tid].intermediate_values[step] = steps.stored_repr_to_intermediate_value(value, kind)
+    for tid, key, text in rows(models.TrialUserAttributeModel, "key", "value_json"):
+        trials[tid].user_attrs[key] = json.loads(text)
+    out: dict[Any, _Stored] = {}
+    for tid, trial in trials.items():
+        objectives = by_objective.get(tid)
+        if objectives:
+            trial = trial._replace(values=[objectives[k] for k in sorted(objectives)])
+        out[trial.user_attrs.get(TRIAL_ID_ATTR)] = trial
+    return out
 
 
 def _own_study(rdb: RDBStorage, name: str, session_id: str) -> Study | None:
@@ -450,7 +515,7 @@ def _distributions(session: Session, study_id: int) -> dict[str, BaseDistributio
     return {name: json_to_distribution(text) for name, text in found}
 
 
-def _differs(old: FrozenTrial, new: FrozenTrial) -> bool:
+def _differs(old: FrozenTrial | _Stored, new: FrozenTrial) -> bool:
     return (old.state, old.values, old.params, old.user_attrs, old.intermediate_values) != (
         new.state,
         new.values,
@@ -460,7 +525,7 @@ def _differs(old: FrozenTrial, new: FrozenTrial) -> bool:
     )
 
 
-def _complete(rdb: RDBStorage, tid: int, old: FrozenTrial, new: FrozenTrial) -> None:
+def _complete(rdb: RDBStorage, tid: int, old: FrozenTrial | _Stored, new: FrozenTrial) -> None:
     """Brings trial ``tid``, exported while it ran, up to date in place (Optuna lets a running
     trial change): its new folds, attrs and, once it finished, its state and value."""
     for step, value in new.intermediate_values.items():
