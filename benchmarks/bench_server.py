@@ -1,5 +1,5 @@
 """The REST API under load: ``python -m benchmarks.bench_server [--quick]``; the sessions beside
-optuna-dashboard alone: ``--scale-only [--sizes 50000] [--loads 1]``.
+optuna-dashboard alone: ``--scale-only [--sizes 50000] [--loads 1] [--give-up 900]``.
 
 A 1,000-trial session whose trials carry what real ones do (754 daily validation returns, final
 weights, the prompt of an LLM proposal), while a writer thread appends more through the Journal.
@@ -148,7 +148,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _latency(base: str, path: str, n: int) -> tuple[float, float]:
     times = []
-    with httpx.Client(base_url=base, timeout=120) as c:
+    with httpx.Client(base_url=base, timeout=max(120, _GIVE_UP_S)) as c:
         c.get(path).raise_for_status()  # warm-up: imports, first parse
         for _ in range(n):
             t0 = time.perf_counter()
@@ -210,7 +210,8 @@ def _ms(m: tuple[float, float]) -> str:
     return f"{m[0]:.1f} / {m[1]:.1f} ms"
 
 
-def main(argv: list[str] | None = None) -> list[SummaryRow]:
+def _args(argv: list[str] | None) -> tuple[bool, tuple[int, ...], int, bool]:
+    """(quick, the sizes beside optuna-dashboard, cold opens of each view, only those)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller sessions")
     parser.add_argument(
@@ -220,17 +221,20 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser.add_argument(
         "--scale-only", action="store_true", help="only the sessions beside optuna-dashboard"
     )
+    parser.add_argument("--give-up", type=float, help="seconds a view may take to draw (120)")
     args = parser.parse_args(argv)
+    if args.give_up:
+        global _GIVE_UP_S
+        _GIVE_UP_S = args.give_up
     quick = args.quick
-    sizes = (
-        tuple(int(n) for n in args.sizes.split(","))
-        if args.sizes
-        else (1_000, 5_000)
-        if quick
-        else (1_000, 10_000, 50_000)
-    )
-    opens = args.loads or (2 if quick else 3)
-    if args.scale_only:
+    default = (1_000, 5_000) if quick else (1_000, 10_000, 50_000)
+    sizes = tuple(int(n) for n in args.sizes.split(",")) if args.sizes else default
+    return quick, sizes, args.loads or (2 if quick else 3), args.scale_only
+
+
+def main(argv: list[str] | None = None) -> list[SummaryRow]:
+    quick, sizes, opens, scale_only = _args(argv)
+    if scale_only:
         return scale(sizes, loads=opens)
     n_trials, n_req, loads = (300, 20, 2) if quick else (1000, 60, 3)
     ramp, seconds = ((8, 32), 2.0) if quick else ((8, 32, 64, 128), 4.0)
@@ -412,11 +416,11 @@ _THEIRS_TRIALS = (
 )
 # Resolves with the milliseconds from the navigation's start to the first frame where
 # ``done`` holds (a check from outside the page cannot run while plotly.js runs).
-_GIVE_UP_S = 120
-_MARK = """(done) => new Promise((resolve, reject) => {
+_GIVE_UP_S = 120  # --give-up
+_MARK = """([done, giveUpMs]) => new Promise((resolve, reject) => {
   const check = new Function('return (' + done + ')()');
   const tick = () => requestAnimationFrame(() => check() ? resolve(performance.now()) : tick());
-  setTimeout(() => reject(new Error('not drawn in time: ' + done)), 120000);
+  setTimeout(() => reject(new Error('not drawn in time: ' + done)), giveUpMs);
   tick();
 })"""
 
@@ -430,7 +434,7 @@ def _open(browser: Any, url: str, done: str) -> float:
     page = context.new_page()
     try:
         page.goto(url, wait_until="commit", timeout=_GIVE_UP_S * 1000)
-        return float(page.evaluate(_MARK, done)) / 1e3
+        return float(page.evaluate(_MARK, [done, _GIVE_UP_S * 1000])) / 1e3
     except Error:
         return math.inf
     finally:
@@ -469,7 +473,8 @@ def _views(base: str, theirs: str, sid: str, study_id: int, loads: int) -> dict[
 
 
 def _study_id(theirs: str, name: str) -> int:
-    studies = httpx.get(f"{theirs}/api/studies", timeout=120).json()["study_summaries"]
+    listed = httpx.get(f"{theirs}/api/studies", timeout=max(120, _GIVE_UP_S))
+    studies = listed.json()["study_summaries"]
     return int(next(s["study_id"] for s in studies if s["study_name"] == name))
 
 
