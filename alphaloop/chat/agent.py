@@ -198,7 +198,7 @@ class Chat:
         )
 
     def _journal_call(self, record: LLMCallRecord) -> None:
-        ops.reads.log_llm_call(self.settings, **record.model_dump())
+        ops.notes.log_llm_call(self.settings, **record.model_dump())
 
     @property
     def tokens_used(self) -> int:

@@ -1,6 +1,6 @@
 """DPO runs on the preference pairs: ``train_dpo`` (one run, journaled in ``dpo_runs``),
 ``dpo_check`` (train only when enough new labelled pairs exist, else journal why not) and
-``list_dpo_runs``.
+``list_dpo_runs`` (``running_dpo_runs``: those still running).
 
 Training runs in this process; a server runs it in a worker process by calling these (or the
 command line) there.
@@ -21,7 +21,7 @@ from alphaloop.exceptions import EXIT_USAGE, AlphaloopError, InvalidRequest
 from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
 from alphaloop.flywheel.heldout import check_heldout, split_pairs
 from alphaloop.flywheel.lengths import resolve_max_length
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, pid_alive
 from alphaloop.journal.preferences import DpoRunRecord, DpoStatus
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
@@ -213,3 +213,17 @@ def list_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
     """Every DPO run and skipped check, newest first."""
     with open_journal(settings) as journal:
         return journal.preferences.dpo_runs()
+
+
+def running_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
+    """DPO runs journaled ``running`` whose process is still alive, oldest first. A run whose
+    process is gone (a kill -9) stays ``running`` in the journal but is not listed: it will
+    never finish, and must not stop a new run from starting."""
+    if not settings.journal_path.exists():
+        return []
+    with open_journal(settings) as j:
+        rows = j.preferences.dpo_runs()
+    return sorted(
+        (r for r in rows if r.status == DpoStatus.running and pid_alive(r.owner_pid)),
+        key=lambda r: r.id,
+    )

@@ -1,5 +1,6 @@
-"""Notes on sessions and trials: the current text with its version, every earlier version, and
-an edit that is refused when it was made on an older version (409)."""
+"""What people and the chat write beside sessions: notes on sessions and trials (the current
+text with its version, every earlier version, and an edit that is refused when it was made on
+an older version: 409), and the chat's own LLM calls."""
 
 from __future__ import annotations
 
@@ -61,3 +62,11 @@ def save_note(
 
 
 __all__ = ["MAX_NOTE_CHARS", "Note", "read_note", "save_note"]
+
+
+def log_llm_call(settings: Settings, **record: object) -> None:
+    """Journals one LLM call made outside a session's loop (the chat agent's)."""
+    from alphaloop.journal import Journal
+
+    with Journal(settings.journal_path) as journal:
+        journal.logs.add_llm_call(**record)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
-from alphaloop.ops import jobs, reads
+from alphaloop.ops import jobs
 from alphaloop.ops.requests import (
     BOOK,
     MAIN_BOOK,
@@ -113,7 +113,7 @@ def _dpo_router(dpo: Any) -> APIRouter:
         run = body.run or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
         out = (settings.home / "dpo" / run).absolute()
         with _dpo_lock:  # check and start as one step: two requests never start two runs
-            _check_dpo_free(settings, run, out)
+            _check_dpo_free(settings, dpo, run, out)
             job = jobs.DpoJob(
                 model_dir=str(model),
                 out_dir=str(out),
@@ -159,10 +159,10 @@ def _dpo_model(settings: Any, model_id: str | None) -> Path:
     return Path(model).absolute()
 
 
-def _check_dpo_free(settings: Any, run: str, out: Path) -> None:
+def _check_dpo_free(settings: Any, dpo: Any, run: str, out: Path) -> None:
     """Raises HTTPException 409 when a run is going on, the name is taken or pairs are few."""
     busy = [j.pid for j in jobs.live_jobs(settings, "dpo")]
-    busy = busy or [r.owner_pid for r in reads.running_dpo_runs(settings)]
+    busy = busy or [r.owner_pid for r in dpo.running_dpo_runs(settings)]
     if busy:
         raise HTTPException(
             409,

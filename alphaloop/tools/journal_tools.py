@@ -75,7 +75,7 @@ class SessionArgs(BaseModel):
 
 
 def summarize_session(args: SessionArgs, ctx: ToolContext) -> dict[str, Any]:
-    d = ops.reads.session_digest(ctx.settings, args.session_id)
+    d = ops.sessions.session_digest(ctx.settings, args.session_id)
     s, trials, calls = d.session, d.trials, d.llm_calls
     baseline = [t.objective for t in trials if t.kind == "baseline" and t.objective is not None]
     return {
@@ -116,7 +116,7 @@ class LeaderboardArgs(BaseModel):
 
 
 def leaderboard(args: LeaderboardArgs, ctx: ToolContext) -> dict[str, Any]:
-    board = ops.reads.leaderboard(ctx.settings, args.session_id, args.k)
+    board = ops.sessions.leaderboard(ctx.settings, args.session_id, args.k)
     return {
         "session_id": board.session.id,
         "objective": board.session.objective,
@@ -130,7 +130,7 @@ class TrialArgs(BaseModel):
 
 
 def explain_trial(args: TrialArgs, ctx: ToolContext) -> dict[str, Any]:
-    d = ops.reads.trial_detail(ctx.settings, args.trial_id)
+    d = ops.sessions.trial_detail(ctx.settings, args.trial_id)
     data = {k: v for k, v in d.trial.model_dump(mode="json").items() if k not in _HEAVY}
     data["baselines"] = d.trial.baselines
     data["clips"] = [c.model_dump(mode="json") for c in d.clips]
@@ -146,7 +146,7 @@ class CompareArgs(BaseModel):
 
 
 def compare_trials(args: CompareArgs, ctx: ToolContext) -> dict[str, Any]:
-    c = ops.reads.compare_trials(ctx.settings, args.trial_a, args.trial_b)
+    c = ops.sessions.compare_trials(ctx.settings, args.trial_a, args.trial_b)
     return {
         "a": trial_summary(c.a),
         "b": trial_summary(c.b),
