@@ -93,24 +93,21 @@ class ExcessEvidence(BaseModel):
     Attributes:
         reference: ``default`` or ``equal_weight``.
         test: the paired Sharpe-difference test of the pick against the reference.
-        deflated: the deflated Sharpe of the excess series, deflated by the search trials'
-            excess Sharpes (None when there were no search trials to deflate by).
     """
 
     model_config = _FROZEN
 
     reference: str
     test: SharpeDifference
-    deflated: DeflatedSharpe | None = None
 
-    @property
-    def excess_dsr(self) -> float | None:
-        """The excess series' deflated Sharpe under the effective number of trials (the
-        nominal one when that is unknown)."""
-        if self.deflated is None:
-            return None
-        d = self.deflated
-        return d.dsr_effective if d.dsr_effective is not None else d.dsr
+    @model_validator(mode="before")
+    @classmethod
+    def _without_test_deflation(cls, data: Any) -> Any:
+        # Reports journaled while the TEST excess was deflated by the configs tried carry that
+        # deflated Sharpe too; TEST selects nothing, so it is no longer evidence and is dropped.
+        if isinstance(data, dict) and "deflated" in data:
+            return {k: v for k, v in data.items() if k != "deflated"}
+        return data
 
 
 class NoEvidence(BaseModel):
@@ -179,20 +176,40 @@ class GateReport(BaseModel):
         return tuple(r for r in self.results if not r.passed)
 
     def headline(self) -> str:
-        """``GO: 10 of 10 gates passed``, or ``NO-GO: 4 of 10 gates passed``, with ``does not
-        beat 1/N with confidence`` first when the pick does not."""
+        """The one-line verdict, naming the tests that decided it: on a GO the two TEST tests
+        (``GO: beats the default (p 0.004) and 1/N (p 0.011) on TEST; 8 of 8 gates passed``),
+        on a NO-GO each gate that failed, the TEST tests first (``NO-GO: beats_default failed
+        (p-value 0.214, needs < 0.05); 7 of 8 gates passed``)."""
         n, ok = len(self.results), len(self.results) - len(self.failed)
+        tally = f"{ok} of {n} gates passed"
         if self.passed:
-            return f"GO: {ok} of {n} gates passed"
-        beaten = any(r.gate == "beats_equal_weight" for r in self.failed)
-        said = "does not beat 1/N with confidence; " if beaten else ""
-        return f"NO-GO: {said}{ok} of {n} gates passed"
+            tests = [r for r in self.results if r.gate in _PAIRED]
+            if not tests:
+                return f"GO: {tally} (the TEST tests against the default and 1/N are off)"
+            said = " and ".join(
+                f"{_PAIRED[r.gate]} (p {r.value:.3g})" for r in tests if r.value is not None
+            )
+            return f"GO: beats {said} on TEST; {tally}"
+        failed = sorted(self.failed, key=lambda r: r.gate not in _PAIRED)
+        return f"NO-GO: {', '.join(_failure(r) for r in failed)}; {tally}"
 
     def summary(self) -> str:
-        """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the comparison with
-        1/N first."""
+        """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the TEST tests
+        first."""
         if self.passed:
             return self.headline()
-        first = [r for r in self.failed if r.gate == "beats_equal_weight"]
-        reasons = "; ".join(r.reason for r in (*first, *(r for r in self.failed if r not in first)))
-        return f"{self.headline()} ({reasons})"
+        failed = sorted(self.failed, key=lambda r: r.gate not in _PAIRED)
+        return f"{self.headline()} ({'; '.join(r.reason for r in failed)})"
+
+
+# The TEST tests, by gate name, and what the verdict calls their reference.
+_PAIRED = {"beats_default": "the default", "beats_equal_weight": "1/N"}
+
+
+def _failure(result: GateResult) -> str:
+    """``beats_default failed (p-value 0.214, needs < 0.05)`` for the headline."""
+    if result.value is None:
+        return f"{result.gate} failed (not computed)"
+    name = "p-value " if result.gate in _PAIRED else ""
+    shown = f"{name}{result.value:.3g}, needs {result.comparison} {result.threshold:g}"
+    return f"{result.gate} failed ({shown})"

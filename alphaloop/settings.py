@@ -107,6 +107,15 @@ class Settings(BaseSettings):
         description="Nemotron reasoning mode: 'detailed thinking on' in the system prompt",
     )
 
+    # --- research: the go/no-go gates --------------------------------------------------------
+    gates: str = Field(
+        default="",
+        validation_alias=AliasChoices("ALPHALOOP_GATES"),
+        description="go/no-go gate thresholds every new session is judged by, comma-separated "
+        "NAME=VALUE or NAME=off, the names of --gate (min_sharpe=1.0,max_pbo=off); a session's "
+        "own --gate wins",
+    )
+
     # --- the continuous loop: policy library, portfolio manager, broker ------------------------
     auto_activate: bool = Field(
         default=False,

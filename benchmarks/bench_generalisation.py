@@ -62,8 +62,9 @@ import logging
 import math
 import statistics
 import tempfile
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations, pairwise
@@ -88,7 +89,7 @@ from alphaloop.validation import (
     excess_evidence,
     search_set,
 )
-from alphaloop.validation.excess import sharpe_difference, vol_matched_excess
+from alphaloop.validation.excess import sharpe_difference
 from alphaloop.validation.sharpe import effective_trials
 from benchmarks._report import SummaryRow, print_rows, timed
 
@@ -154,6 +155,10 @@ class Outcome:
     # Planted markets: the planted config itself (the optimum) against the default on TEST,
     # deflated by this session's search trials as its pick is (see :func:`optimum_evidence`).
     optimum: ExcessEvidence | None = None
+    # What a caller's ``extra`` read off the session's journal (see :func:`_session`), and the
+    # session's wall time from its creation to its review (seconds).
+    extra: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
 
     @property
     def searched(self) -> bool:
@@ -260,22 +265,32 @@ def _former_pick(into: list[int | None]) -> Iterator[None]:
         yield
 
 
-def _session(spec: SessionSpec, arm: str) -> Outcome:
+# Reads what a benchmark wants of a finished session while its journal is open: (the spec,
+# its market, the journal, the session id) -> anything picklable, kept in ``Outcome.extra``.
+Extra = Callable[[SessionSpec, Any, Journal, str], dict[str, Any]]
+
+
+def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome:
     """Runs one session as the CLI would, then re-runs its search trials on TEST (a PPO trial
     with the policy it trained, as finalize does)."""
     market = spec.load()
     former: list[int | None] = []
     optimum = None
+    extras: dict[str, Any] = {}
+    began = time.perf_counter()
     with tempfile.TemporaryDirectory() as home, _former_pick(former):
         settings = Settings(ALPHALOOP_HOME=home)
         sid = create_session(spec, settings)
         run_session(sid, settings)
+        seconds = time.perf_counter() - began
         with Journal(settings.journal_path) as journal:
             session = journal.sessions.get(sid)
             rows = journal.trials.of_session(sid, series=False)
             days = journal.folds.returns_by_fold(sid)
             if arm == "planted":
                 optimum = optimum_evidence(spec, market, journal.trials.of_session(sid))
+            if extra is not None:
+                extras = extra(spec, market, journal, sid)
         search = [t for t in rows if _scored(t)]
         reruns = {
             t.id: run_trial(
@@ -293,7 +308,7 @@ def _session(spec: SessionSpec, arm: str) -> Outcome:
     final = dict(session.final or {})
     out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
-    out.optimum = optimum
+    out.optimum, out.extra, out.seconds = optimum, extras, seconds
     if former and former[-1] is not None:
         out.former_pick_test = test[former[-1]]
     if final.get("best_trial_id") in test:
@@ -364,16 +379,13 @@ def z_buckets(judged: list[tuple[float, bool]]) -> str:
 
 def optimum_evidence(spec: SessionSpec, market: Any, rows: list[TrialRecord]) -> ExcessEvidence:
     """The planted config (the optimum, not the session's pick) against the default on TEST,
-    as finalize weighs a pick: the paired test, and the excess deflated Sharpe deflated by the
-    session's search trials (their validation excess over the default). What the optimum
-    itself scores under today's gates is the ceiling of the session's GO rate: a pick that
-    passes more often than the optimum would is luck."""
+    by the paired test finalize runs on a pick. What the optimum itself scores is the ceiling of
+    the session's GO rate: a pick that passes more often than the optimum would is luck."""
     base = next(t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep)
     default = next(t for t in rows if t.kind == TrialKind.test and t.parent_id == base.id)
     planted = TrialConfig(cufolio_hold_days=PLANTED_HOLD_DAYS)
     good = run_trial(MODE, planted, market, spec.trial_budget, default.seed or 0, window="test")
-    search = [vol_matched_excess(t.val_returns, base.val_returns) for t in search_set(rows)]
-    return excess_evidence("default", good.daily_returns, default.val_returns, search)
+    return excess_evidence("default", good.daily_returns, default.val_returns)
 
 
 def run_arm(

@@ -26,6 +26,7 @@ from alphaloop.cli._app import (
 )
 from alphaloop.cli._options import Cli, request_command
 from alphaloop.cli.review import review
+from alphaloop.cli.validate import GATES_CLI
 from alphaloop.ops import rows as ops_rows
 from alphaloop.ops.requests import FILES, ResearchRequest, ResumeRequest
 from alphaloop.ops.research import (
@@ -127,6 +128,7 @@ RESEARCH_CLI = {
     "symbols": Cli(
         type=str, parse=parse_symbols, help="comma-separated subset of the data's columns"
     ),
+    "gates": GATES_CLI,
 }
 
 

@@ -26,18 +26,19 @@ def _gate(name: str, value: str) -> float | None:
         raise fail(f"--gate {name} takes a number or 'off', got {value!r}", 2) from None
 
 
+# The gates' thresholds on the command line, for validate and research alike.
+GATES_CLI = Cli(
+    flag="--gate",
+    type=list[str],
+    parse=pairs("--gate", _gate),
+    default=[],
+    metavar="NAME=VALUE",
+    help="a gate threshold, NAME=VALUE or NAME=off (repeatable): " + ", ".join(get_args(GateName)),
+)
 VALIDATE_CLI = {
     "blocks": Cli(flag="--blocks"),
     "windows": Cli(flag="--windows"),
-    "gates": Cli(
-        flag="--gate",
-        type=list[str],
-        parse=pairs("--gate", _gate),
-        default=[],
-        metavar="NAME=VALUE",
-        help="a gate threshold, NAME=VALUE or NAME=off (repeatable): "
-        + ", ".join(get_args(GateName)),
-    ),
+    "gates": GATES_CLI,
     "oos_start": Cli(flag="--oos-start"),
 }
 

@@ -75,12 +75,13 @@ def finalize(ctx: SessionContext) -> None:
     chosen_from = selection(candidate, rows)
     if candidate is not None:
         final.update(_sharpe_odds(candidate, chosen_from))
-    excess = reference_evidence(ctx.data, ctx.trial_budget, rows, tests)
+    excess = reference_evidence(ctx.data, ctx.trial_budget, tests)
     final["excess"] = {
         ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
         for ref, e in excess.items()
     }
-    final.update(_overfitting(chosen_from, final, excess, ctx.objective.max_drawdown))
+    gates = ctx.gates.within(ctx.objective.max_drawdown)
+    final.update(_overfitting(chosen_from, final, excess, gates))
     if chosen is not None:
         _publish_policy(ctx, chosen, best, final)
     report = FinalReport.model_validate(final)
@@ -221,11 +222,11 @@ def _overfitting(
     chosen_from: Selection,
     final: dict[str, Any],
     excess: dict[str, ExcessEvidence | str],
-    max_drawdown: float | None = None,
+    gates: Gates,
 ) -> dict[str, Any]:
     """PBO by CSCV over the search set (its summary, not every combination) and the go/no-go
-    gates on the reported trial's test metrics, its deflated Sharpe and PBO. The drawdown
-    limit the user set on the session (``max_drawdown``) is the drawdown gate on TEST.
+    gates (the session's, with its drawdown limit as the drawdown gate unless the gates set
+    one) on the two TEST tests, the reported trial's TEST metrics, its deflated Sharpe and PBO.
 
     Stored so it can be read later: a policy that fails a gate must never be activated
     automatically. Stress tests and walk-forward re-run the evaluator and belong to
@@ -240,7 +241,7 @@ def _overfitting(
     if not reported:
         out["gates_note"] = "no test-window metrics of the reported trial to gate"
         return out
-    report = gate_report(Metrics(**reported), chosen_from, Gates().within(max_drawdown), excess)
+    report = gate_report(Metrics(**reported), chosen_from, gates, excess)
     out["gates"] = report.model_dump(mode="json")
     out["gates_passed"] = report.passed
     out["gates_summary"] = report.summary()

@@ -48,6 +48,7 @@ from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomPropose
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
 from alphaloop.trials import DEFAULT_FOLDS, TrialBudget, build_folds, max_folds
+from alphaloop.validation import Gates, resolved_gates
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,10 @@ class SessionSpec(DataSpec):
     # Walk-forward folds a trial is scored on (see ``trials.folds``); None: DEFAULT_FOLDS, or as
     # many as the data holds when fewer. Resolved when the session is created.
     folds: int | None = Field(default=None, ge=1, le=MAX_FOLDS)
+    # The go/no-go gates finalize judges the pick by (``validation.gates``): the thresholds set
+    # here win over the settings' (``ALPHALOOP_GATES``), both over the defaults. Resolved, with
+    # the drawdown limit, when the session is created.
+    gates: Gates = Field(default_factory=Gates)
     # Trials run at once; more than 1 (or a Ray address) runs them in single-threaded
     # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
@@ -171,6 +176,7 @@ def _context(
         workers=spec.workers,
         ray_address=spec.ray_address,
         folds=build_folds(data, spec.folds or 1),
+        gates=spec.gates.within(spec.objective.max_drawdown),
         settings=settings,
     )
 
@@ -193,7 +199,12 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
             names the most that fit).
     """
     data = spec.load()
-    spec = placed(spec, settings).model_copy(update={"folds": resolve_folds(spec.folds, data)})
+    try:
+        gates = resolved_gates(settings.gates, spec.gates, spec.objective.max_drawdown)
+    except ValueError as err:  # the settings' gates: the request's were checked by the model
+        raise InvalidRequest(f"ALPHALOOP_GATES: {err}") from None
+    update = {"folds": resolve_folds(spec.folds, data), "gates": gates}
+    spec = placed(spec, settings).model_copy(update=update)
     if on_ray(spec.ray_address):
         # The cluster answers, and each node can run the trials, before anything is journaled
         # (the connection stays open for the run that follows in this process).

@@ -25,6 +25,7 @@ from alphaloop.meta_agent.proposers import Proposer, TrialView
 from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.settings import Settings
 from alphaloop.trials import Rows, TrialBudget
+from alphaloop.validation import Gates
 
 if TYPE_CHECKING:  # executors import this module
     from alphaloop.meta_agent.executors import Pending, TrialRunner
@@ -67,6 +68,8 @@ class SessionContext:
     ray_address: str | None = None
     # The walk-forward folds every trial is scored on (oldest first; see ``trials.folds``).
     folds: list[Rows] = field(default_factory=list)
+    # The go/no-go gates finalize judges the pick by (the session's, resolved).
+    gates: Gates = field(default_factory=Gates)
     # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
     settings: Settings | None = None
     # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,

@@ -64,7 +64,6 @@ GateName = Literal[
     "min_deflated_sharpe",
     "max_pbo",
     "max_excess_p_value",
-    "min_excess_deflated_sharpe",
     "min_walk_forward_share",
 ]
 
@@ -114,6 +113,15 @@ def _name_only(extra: dict[str, Any]) -> None:
 
 
 DataField = Annotated[str, Field(max_length=4096, json_schema_extra=_name_only)]
+
+
+def gates_field() -> Any:
+    """The go/no-go gate thresholds a request may set, by name (research and validate alike)."""
+    return Field(
+        default={},  # in the schema: a generated client learns it
+        description="go/no-go gate thresholds by name, null turns a gate off (the command line "
+        "takes --gate NAME=VALUE or NAME=off)",
+    )
 
 
 def same(model: type[BaseModel], field: str) -> Any:
@@ -226,8 +234,9 @@ class ResearchRequest(Request):
         ge=1,
         le=20,
         description="walk-forward folds of the history before TEST each trial is scored on "
-        "(default 3, fewer when the data is shorter; 1 scores VALIDATION alone)",
+        "(default: as many as the history holds; 1 scores VALIDATION alone)",
     )
+    gates: dict[GateName, float | None] = gates_field()
     total_timesteps: int | None = Field(
         default=None, ge=64, le=50_000_000, description="PPO env steps per trial"
     )
@@ -410,11 +419,7 @@ class ValidateRequest(Request):
         description="CSCV blocks S (even), 12,870 splits at 16",
     )
     windows: int = Field(default=4, ge=1, le=50, description="walk-forward windows per scheme")
-    gates: dict[GateName, float | None] = Field(
-        default={},  # in the schema: a generated client learns it
-        description="gate thresholds by name, null turns a gate off (the command line takes "
-        "--gate NAME=VALUE or NAME=off)",
-    )
+    gates: dict[GateName, float | None] = gates_field()
     oos_start: dt.date | None = Field(
         default=None, description="walk-forward and stress from this date (unseen data)"
     )

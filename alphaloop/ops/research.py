@@ -34,6 +34,7 @@ def session_spec(request: ResearchRequest) -> SessionSpec:
     from alphaloop.meta_agent.session import SessionSpec
     from alphaloop.ops.requests import budget_of
     from alphaloop.ops.trial import trial_budget
+    from alphaloop.validation.gates import Gates
 
     r = request
     return SessionSpec(
@@ -53,6 +54,7 @@ def session_spec(request: ResearchRequest) -> SessionSpec:
         seed=r.seed,
         noise_seeds=r.noise_seeds,
         folds=r.folds,
+        gates=Gates(**r.gates),
         workers=r.workers,
         ray_address=r.ray_address,
         trial_budget=budget_of(r, trial_budget),

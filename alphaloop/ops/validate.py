@@ -92,7 +92,7 @@ def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict
         tests["default"] = tested[baseline.id]
     if chosen.kind == "search" and chosen.id in tested:
         tests["search"] = tested[chosen.id]
-    return reference_evidence(*inputs, rows, tests)
+    return reference_evidence(*inputs, tests)
 
 
 def _gates(
@@ -103,11 +103,25 @@ def _gates(
 ) -> tuple[GateReport, str]:
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
     ``chosen_from``, and its walk-forward on unseen data or why there is none), and what that
-    evidence is. The drawdown gate is the session's limit unless ``gates`` set it."""
+    evidence is. The gates are the session's with ``gates``' explicit thresholds on top
+    (:func:`session_gates`)."""
     metrics, evidence = _evidence(subject.rows, subject.chosen)
     excess = _excess(subject.rows, subject.chosen, subject.inputs)
-    limits = (gates or Gates()).within((subject.session.objective or {}).get("max_drawdown"))
+    limits = session_gates(subject.session, gates)
     return gate_report(metrics, chosen_from, limits, excess, walk_forward), evidence
+
+
+def session_gates(session: SessionRecord, overrides: Gates | None = None) -> Gates:
+    """The gates a session was judged by at finalize (its spec's, resolved when it was
+    created; the defaults under its drawdown limit for a session from before gates were
+    stored), with the thresholds ``overrides`` sets explicitly on top: ``validate`` judges as
+    finalize did unless asked otherwise."""
+    stored = ((session.settings or {}).get("spec") or {}).get("gates")
+    limit = (session.objective or {}).get("max_drawdown")
+    base = Gates.model_validate(stored) if stored else Gates().within(limit)
+    if overrides is None:
+        return base
+    return base.model_copy(update={k: getattr(overrides, k) for k in overrides.model_fields_set})
 
 
 def unseen_start(data: Any, oos_start: str | None) -> int:

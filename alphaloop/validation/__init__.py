@@ -16,14 +16,16 @@ from alphaloop.validation.excess import (
     SharpeDifference,
     excess_evidence,
     sharpe_difference,
-    vol_matched_excess,
 )
 from alphaloop.validation.gates import (
+    GATE_NAMES,
     REFERENCES,
     GateReport,
     GateResult,
     Gates,
     evaluate_gates,
+    gate_thresholds,
+    resolved_gates,
 )
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
 from alphaloop.validation.stress import (
@@ -53,6 +55,7 @@ __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_COST_MULTIPLIER",
     "DSR_SET",
+    "GATE_NAMES",
     "REFERENCES",
     "Backtested",
     "CSCVResult",
@@ -71,13 +74,14 @@ __all__ = [
     "cscv_pbo",
     "evaluate_gates",
     "excess_evidence",
+    "gate_thresholds",
     "n_combinations",
     "recosted",
+    "resolved_gates",
     "search_set",
     "session_dsr",
     "session_pbo",
     "sharpe_difference",
     "stress_test",
     "summarize_pbo",
-    "vol_matched_excess",
 ]

@@ -13,16 +13,12 @@ same days: does the pick earn more than the default, and more than equal weight?
   is Newey & West's (Bartlett kernel) with their rule-of-thumb bandwidth
   ``floor(4 (T / 100) ** (2 / 9))``; Ledoit & Wolf's prewhitened quadratic-spectral kernel is
   a refinement of the same estimator. One-sided: the alternative is "the pick is better".
-- :func:`excess_evidence` adds the deflated Sharpe of the excess series, deflated by the configs
-  the search tried: the spread of luck is the spread of the search trials' excess Sharpes on
-  the data they were selected on, and N their (effective) number.
+- :func:`excess_evidence` is that test of the pick against one reference on TEST: one
+  pre-registered test per reference, nothing deflated by the configs the search tried (TEST
+  selects nothing; see :mod:`.gates`).
 
-The excess series is the pick less the reference *scaled to the pick's volatility*
-(:func:`vol_matched_excess`; Modigliani & Modigliani's M-squared): its mean is the pick's
-volatility times the Sharpe difference, so it is positive exactly when the pick has the higher
-Sharpe. The raw difference ``pick - reference`` asks another question, "does the pick earn more
-return?": a pick that earns 1/N's return at a third of its risk has a far higher Sharpe and a raw
-excess of zero, and a deflated Sharpe of that raw excess would call it no better.
+The test compares Sharpe ratios, not returns: a pick that earns 1/N's return at a third of its
+risk has a far higher Sharpe and no more return, and is better.
 """
 
 from __future__ import annotations
@@ -34,14 +30,13 @@ import numpy as np
 
 from alphaloop.evidence import ExcessEvidence, SharpeDifference
 from alphaloop.metrics import TRADING_DAYS
-from alphaloop.validation.summary import aligned_matrix, session_dsr
+from alphaloop.validation.summary import aligned_matrix
 
 __all__ = [
     "ExcessEvidence",
     "SharpeDifference",
     "excess_evidence",
     "sharpe_difference",
-    "vol_matched_excess",
 ]
 
 
@@ -122,43 +117,15 @@ def sharpe_difference(
     )
 
 
-def vol_matched_excess(
-    returns: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray
-) -> np.ndarray:
-    """``returns`` less ``reference`` levered to the volatility of ``returns``, on their common
-    latest days: the excess whose mean is ``sd(returns) * (SR - SR_reference)`` per period.
-
-    Raises:
-        ValueError: the reference does not vary (it cannot be levered to any volatility).
-    """
-    paired = aligned_matrix([returns, reference])
-    sd = paired.std(axis=0, ddof=1)
-    if sd[1] <= 1e-15:
-        raise ValueError("a reference that does not vary cannot be matched in volatility")
-    return paired[:, 0] - (sd[0] / sd[1]) * paired[:, 1]
-
-
 def excess_evidence(
-    reference: str,
-    pick: Sequence[float],
-    baseline: Sequence[float],
-    search_excess: Sequence[Sequence[float]] = (),
+    reference: str, pick: Sequence[float], baseline: Sequence[float]
 ) -> ExcessEvidence:
-    """The pick's paired test and excess deflated Sharpe against ``baseline`` (both on TEST).
+    """The pick's paired test against ``baseline``, both on TEST.
 
     Args:
         reference: what ``baseline`` is (``default`` or ``equal_weight``).
         pick, baseline: TEST daily returns; when their lengths differ (a strategy that starts
             later in the window) only their common, latest days are compared.
-        search_excess: each search trial's excess returns over the same reference on the data
-            it was selected on (:func:`vol_matched_excess`); their spread and number deflate
-            the excess Sharpe.
     """
     paired = aligned_matrix([pick, baseline])
-    excess = vol_matched_excess(paired[:, 0], paired[:, 1])
-    deflated = session_dsr(excess, search_excess) if search_excess else None
-    return ExcessEvidence(
-        reference=reference,
-        test=sharpe_difference(paired[:, 0], paired[:, 1]),
-        deflated=deflated,
-    )
+    return ExcessEvidence(reference=reference, test=sharpe_difference(paired[:, 0], paired[:, 1]))

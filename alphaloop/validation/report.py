@@ -25,7 +25,7 @@ from alphaloop.market import MarketData
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialBudget, equal_weight_backtest
 from alphaloop.trials.walk_forward import WalkForward
-from alphaloop.validation.excess import excess_evidence, vol_matched_excess
+from alphaloop.validation.excess import excess_evidence
 from alphaloop.validation.gates import REFERENCES, Gates, evaluate_gates
 from alphaloop.validation.pbo import DEFAULT_BLOCKS
 from alphaloop.validation.stress import StressReport
@@ -41,8 +41,6 @@ __all__ = [
     "reference_evidence",
     "selection",
 ]
-
-_WINDOWS = ("validation", "test")
 
 
 class Selection(BaseModel):
@@ -87,44 +85,31 @@ def selection(
 def reference_evidence(
     data: MarketData,
     budget: TrialBudget,
-    rows: Sequence[Any],
     tests: dict[str, Any],
 ) -> dict[str, ExcessEvidence | str]:
     """The pick's TEST evidence against the default config and against 1/N (see
     :mod:`alphaloop.validation.excess`), or why there is none.
 
     ``tests`` holds the TEST rows of the default (``default``) and of the best search trial
-    (``search``) when there is one; the pick is the search trial, else the default. The search
-    trials' validation excess over each reference (same seed, same days) deflates the pick's.
+    (``search``) when there is one; the pick is the search trial, else the default. Each is one
+    pre-registered paired test on TEST: nothing there is deflated by the configs the search
+    tried, whose multiplicity the pick's own test on the folds paid
+    (:func:`alphaloop.meta_agent.finalize.pick`).
     """
     pick = tests.get("search") or tests.get("default")
     if pick is None or not pick.val_returns:
         return {ref: "no TEST returns of the pick" for ref in REFERENCES}
-    base_val = next((t.val_returns for t in rows if t.kind == "baseline"), None)
-    equal_weight = {w: equal_weight_backtest(data, w, budget).net for w in _WINDOWS}
-    search = [t.val_returns for t in search_set(rows)]
     out: dict[str, ExcessEvidence | str] = {}
     default_test = tests.get("default")
     if "search" not in tests:
-        out["default"] = "the pick is the default config: no search trial beat it"
-    elif default_test is None or not default_test.val_returns or base_val is None:
+        out["default"] = "the pick is the default config: no search trial beat it on the folds"
+    elif default_test is None or not default_test.val_returns:
         out["default"] = "no TEST returns of the default config"
     else:
-        out["default"] = excess_evidence(
-            "default", pick.val_returns, default_test.val_returns, _excess(search, base_val)
-        )
-    out["equal_weight"] = excess_evidence(
-        "equal_weight",
-        pick.val_returns,
-        equal_weight["test"],
-        _excess(search, equal_weight["validation"]),
-    )
+        out["default"] = excess_evidence("default", pick.val_returns, default_test.val_returns)
+    equal_weight = equal_weight_backtest(data, "test", budget).net
+    out["equal_weight"] = excess_evidence("equal_weight", pick.val_returns, equal_weight)
     return out
-
-
-def _excess(series: list[list[float]], reference: Any) -> list[Any]:
-    """Each series' excess over ``reference`` matched to its volatility, on their common days."""
-    return [vol_matched_excess(s, reference) for s in series]
 
 
 def gate_report(

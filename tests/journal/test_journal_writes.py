@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from journal_helpers import new_session, new_trial, run_python
 
+from alphaloop.evidence import DeflatedSharpe
 from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal import (
     INTERRUPTED,
@@ -403,11 +404,12 @@ def test_a_report_written_by_another_alphaloop_still_reads(journal: Journal) -> 
     assert FinalReport.model_json_schema()["required"] == ["stop_reason", "n_trials"]
 
 
-def test_a_report_whose_deflated_sharpe_was_capped_still_reads_its_evidence(
+def test_a_report_whose_test_excess_was_deflated_still_reads_its_evidence(
     journal: Journal,
 ) -> None:
-    # Reports journaled while the deflated Sharpe's trial variance was capped at Lo's i.i.d.
-    # variance carry the cap and the uncapped variance: the evidence reads without them.
+    # Reports journaled while the TEST excess was deflated by the configs tried (its trial
+    # variance capped at Lo's i.i.d. variance) carry that deflated Sharpe: the evidence, the
+    # paired test, reads without it.
     sid = new_session(journal)
     deflated = {
         "sharpe": 0.1, "n_obs": 750, "skew": 0.0, "kurtosis": 3.0, "psr": 0.99,
@@ -427,4 +429,7 @@ def test_a_report_whose_deflated_sharpe_was_capped_still_reads_its_evidence(
         conn.execute("UPDATE sessions SET final = ? WHERE id = ?", (json.dumps(stored), sid))
     final = journal.sessions.get(sid).final
     evidence = final.excess["default"]
-    assert evidence.test.p_value == 0.07 and evidence.deflated.dsr == 0.9
+    assert evidence.test.p_value == 0.07 and evidence.reference == "default"
+    assert "deflated" not in evidence.model_dump()
+    # A validation report of then holds such a deflated Sharpe of the pick: it reads as it was.
+    assert DeflatedSharpe.model_validate(deflated).dsr == 0.9

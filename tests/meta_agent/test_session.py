@@ -20,7 +20,7 @@ from rich.console import Console
 from scipy import stats
 
 from alphaloop.cli import views
-from alphaloop.exceptions import TrialCrashed, TrialTimeout
+from alphaloop.exceptions import InvalidRequest, TrialCrashed, TrialTimeout
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -579,3 +579,33 @@ def test_a_kill_mid_fold_loses_no_fold_and_runs_none_twice(
     source = next(f for f in folds if f.id == carried[0].reused_from)
     assert by_id[source.trial_id].error == "interrupted"
     assert (source.fold, source.returns) == (carried[0].fold, carried[0].returns)
+
+
+def test_a_session_is_judged_by_its_own_gates_over_the_settings_over_the_defaults(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    # The settings turn PBO off and ask more Sharpe; the session asks its own Sharpe bar and a
+    # drawdown limit: the stored spec holds the resolved gates, and finalize judges by them.
+    settings = Settings(
+        ALPHALOOP_HOME=str(tmp_path / "home"), ALPHALOOP_GATES="max_pbo=off,min_sharpe=2.5"
+    )
+    asked = SessionSpec.model_validate(
+        {**spec(budget=2).model_dump(), "gates": {"min_sharpe": 0.1, "min_hit_rate": None}}
+    )
+    sid = create_session(
+        asked.model_copy(update={"objective": Objective(max_drawdown=0.5)}), settings
+    )
+    run_session(sid, settings)
+    s, _ = read(settings, sid)
+    stored = s.settings["spec"]["gates"]
+    assert (stored["min_sharpe"], stored["max_pbo"], stored["min_hit_rate"]) == (0.1, None, None)
+    assert stored["max_drawdown"] == 0.5 and stored["min_profit_factor"] == 1.1
+    results = {r.gate: r for r in s.final.gates.results}
+    assert "pbo" not in results and "hit_rate" not in results
+    assert results["sharpe"].threshold == 0.1 and results["max_drawdown"].threshold == 0.5
+    assert list(results)[:2] == ["beats_default", "beats_equal_weight"]
+    assert s.final.gates_summary.startswith(("GO: beats the default", "NO-GO: beats_default"))
+    # A name the settings give that no gate has is refused before anything is journaled.
+    wrong = Settings(ALPHALOOP_HOME=str(tmp_path / "home"), ALPHALOOP_GATES="min_sortino=1")
+    with pytest.raises(InvalidRequest, match="unknown gate 'min_sortino'; the gates are"):
+        create_session(spec(), wrong)

@@ -9,6 +9,7 @@ from alphaloop.meta_agent.finalize import _overfitting
 from alphaloop.metrics import Metrics
 from alphaloop.ops.pm import _limits
 from alphaloop.settings import Settings
+from alphaloop.validation import Gates
 from alphaloop.validation.report import selection
 from tests.pm.helpers import add_policy
 
@@ -21,7 +22,7 @@ TEST = Metrics(
 
 def _drawdown_gate(limit: float | None) -> dict:
     final = {"best_trial_id": 1, "best_test": TEST.model_dump()}
-    out = _overfitting(selection(None, []), final, {}, limit)
+    out = _overfitting(selection(None, []), final, {}, Gates().within(limit))
     (gate,) = [g for g in out["gates"]["results"] if g["gate"] == "max_drawdown"]
     return gate
 

@@ -1,4 +1,5 @@
-"""Go/no-go gates: the defaults, strict thresholds, missing evidence and turned-off gates."""
+"""Go/no-go gates: the defaults, strict thresholds, missing evidence, turned-off gates, the
+verdict line naming the tests that decided it, and thresholds from the settings' text."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ import pytest
 
 from alphaloop.evidence import GateReport
 from alphaloop.metrics import Metrics, compute_metrics
-from alphaloop.validation import ExcessEvidence, Gates, evaluate_gates, excess_evidence
+from alphaloop.validation import (
+    GATE_NAMES,
+    ExcessEvidence,
+    Gates,
+    evaluate_gates,
+    excess_evidence,
+    gate_thresholds,
+    resolved_gates,
+)
 
 
 def _metrics(**values: float) -> Metrics:
@@ -21,27 +30,23 @@ PASSING = {"sharpe": 1.2, "max_drawdown": 0.12, "hit_rate": 0.53, "profit_factor
 
 
 def _excess(edge: float, seed: int = 0) -> dict[str, ExcessEvidence]:
-    """Evidence of a pick earning ``edge`` a day over both references, on 500 TEST days, with
-    20 search trials of no edge to deflate by."""
+    """Evidence of a pick earning ``edge`` a day over both references, on 500 TEST days."""
     rng = np.random.default_rng(seed)
     market = rng.normal(0.0004, 0.01, 500)
     pick = market + rng.normal(edge, 0.002, 500)
-    search = [rng.normal(0.0, 0.002, 500) for _ in range(20)]
-    return {ref: excess_evidence(ref, pick, market, search) for ref in ("default", "equal_weight")}
+    return {ref: excess_evidence(ref, pick, market) for ref in ("default", "equal_weight")}
 
 
 BEATS = _excess(0.0006)
 NAMES = [
+    "beats_default",
+    "beats_equal_weight",
     "sharpe",
     "max_drawdown",
     "hit_rate",
     "profit_factor",
     "deflated_sharpe",
     "pbo",
-    "beats_default",
-    "excess_dsr_default",
-    "beats_equal_weight",
-    "excess_dsr_equal_weight",
 ]
 
 
@@ -49,7 +54,10 @@ def test_defaults_are_the_common_practice_thresholds() -> None:
     g = Gates()
     assert (g.min_sharpe, g.max_drawdown, g.min_hit_rate) == (0.8, 0.30, 0.48)
     assert (g.min_profit_factor, g.min_deflated_sharpe, g.max_pbo) == (1.1, 0.95, 0.5)
-    assert (g.max_excess_p_value, g.min_excess_deflated_sharpe) == (0.05, 0.95)
+    assert g.max_excess_p_value == 0.05
+    assert (
+        GATE_NAMES == tuple(Gates.model_fields) and "min_excess_deflated_sharpe" not in GATE_NAMES
+    )
     with pytest.raises(ValueError):
         g.max_pbo = 0.9  # frozen
 
@@ -58,8 +66,11 @@ def test_a_strategy_clearing_every_gate_is_a_go() -> None:
     report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=BEATS)
     assert report.passed and report.failed == ()
     assert [r.gate for r in report.results] == NAMES
-    assert report.summary() == "GO: 10 of 10 gates passed"
-    assert report.results[1].reason == "max drawdown 12.0% passes < 30.0%"
+    p = [f"{r.value:.3g}" for r in report.results[:2]]
+    assert report.summary() == (
+        f"GO: beats the default (p {p[0]}) and 1/N (p {p[1]}) on TEST; 8 of 8 gates passed"
+    )
+    assert report.results[3].reason == "max drawdown 12.0% passes < 30.0%"
 
 
 @pytest.mark.parametrize(
@@ -78,7 +89,9 @@ def test_each_metric_gate_fails_on_its_own(
     assert not report.passed
     assert [r.gate for r in report.failed] == [gate]
     assert report.failed[0].reason == reason
-    assert report.summary() == f"NO-GO: 9 of 10 gates passed ({reason})"
+    bar = {">": "> ", "<": "< "}[report.failed[0].comparison]
+    shown = f"{value:.3g}, needs {bar}{report.failed[0].threshold:g}"
+    assert report.summary() == f"NO-GO: {gate} failed ({shown}); 7 of 8 gates passed ({reason})"
 
 
 def test_thresholds_are_strict() -> None:
@@ -103,11 +116,13 @@ def test_a_gate_set_to_none_is_not_checked() -> None:
         min_deflated_sharpe=None,
         min_sharpe=1.0,
         max_excess_p_value=None,
-        min_excess_deflated_sharpe=None,
     )
     report = evaluate_gates(_metrics(**PASSING), dsr=None, pbo=None, gates=gates)
     assert report.passed and len(report.results) == 4
     assert report.results[0].threshold == 1.0
+    assert report.headline() == (
+        "GO: 4 of 4 gates passed (the TEST tests against the default and 1/N are off)"
+    )
 
 
 def test_a_sessions_drawdown_limit_is_the_drawdown_gate_unless_one_was_asked_for() -> None:
@@ -128,42 +143,68 @@ def test_gates_reject_nonsense_thresholds() -> None:
         Gates(unknown=1.0)  # type: ignore[call-arg]
 
 
-def test_a_pick_that_does_not_beat_one_over_n_is_no_go_said_first() -> None:
-    # A pick with no edge over either reference: the absolute gates pass, the excess ones fail.
+def test_a_pick_with_no_edge_is_no_go_and_the_verdict_names_the_tests_that_decided() -> None:
+    # A pick with no edge over either reference: the absolute gates pass, the TEST tests fail,
+    # and the verdict names them first, with their p-values.
     report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=_excess(0.0, seed=1))
     assert not report.passed
-    assert {r.gate for r in report.failed} >= {"beats_equal_weight", "beats_default"}
-    assert report.summary().startswith("NO-GO: does not beat 1/N with confidence; ")
-    first = report.summary().split("(", 1)[1]
-    assert first.startswith("TEST Sharpe ") and "vs 1/N's" in first.split(";")[0]
-    ok = len(report.results) - len(report.failed)
+    assert [r.gate for r in report.failed] == ["beats_default", "beats_equal_weight"]
+    p = [f"{r.value:.3g}" for r in report.failed]
     assert report.headline() == (
-        f"NO-GO: does not beat 1/N with confidence; {ok} of {len(report.results)} gates passed"
+        f"NO-GO: beats_default failed (p-value {p[0]}, needs < 0.05), beats_equal_weight "
+        f"failed (p-value {p[1]}, needs < 0.05); 6 of 8 gates passed"
     )
-    assert report.summary().startswith(report.headline() + " (")
-    # The headline read from the report as journaled is the same.
+    first = report.summary().removeprefix(report.headline() + " (")
+    assert first.startswith("TEST Sharpe ") and "vs the default config's" in first.split(";")[0]
+    # The verdict read from the report as journaled is the same.
     journaled = GateReport.model_validate(report.model_dump(mode="json"))
     assert journaled.headline() == report.headline()
+    # The TEST tests come first whatever order the results are in.
     both = [r for r in report.results if r.gate in ("sharpe", "beats_equal_weight")]
-    flipped = (
-        both[0].model_copy(update={"passed": False}),
-        both[1].model_copy(update={"passed": True}),
+    flipped = (both[0].model_copy(update={"passed": False}), both[1])
+    assert (
+        GateReport(passed=False, results=flipped)
+        .headline()
+        .startswith("NO-GO: beats_equal_weight failed (p-value")
     )
-    assert GateReport(passed=False, results=flipped).headline() == "NO-GO: 1 of 2 gates passed"
 
 
-def test_excess_gates_without_evidence_fail_and_say_why() -> None:
+def test_the_test_tests_without_evidence_fail_and_say_why() -> None:
     excess = {"default": "the pick is the default config: nothing beat it"}
     report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.2, excess=excess)
     failed = {r.gate: r.reason for r in report.failed}
-    assert set(failed) == {
-        "beats_default",
-        "excess_dsr_default",
-        "beats_equal_weight",
-        "excess_dsr_equal_weight",
-    }
+    assert set(failed) == {"beats_default", "beats_equal_weight"}
     assert failed["beats_default"] == (
         "p-value over the default config not computed (the pick is the default config: "
         "nothing beat it); needs < 0.050"
     )
     assert "no evidence given" in failed["beats_equal_weight"]
+    assert report.headline().startswith("NO-GO: beats_default failed (not computed)")
+
+
+def test_thresholds_read_from_text_with_the_names_of_the_gates() -> None:
+    assert gate_thresholds(["min_sharpe=1.0", " max_pbo = off "]) == {
+        "min_sharpe": 1.0,
+        "max_pbo": None,
+    }
+    with pytest.raises(ValueError, match=r"unknown gate 'min_sortino'; the gates are min_sharpe"):
+        gate_thresholds(["min_sortino=1"])
+    with pytest.raises(ValueError, match="takes a number or 'off'"):
+        gate_thresholds(["min_sharpe=high"])
+    with pytest.raises(ValueError, match="is not NAME=VALUE"):
+        gate_thresholds(["min_sharpe"])
+
+
+def test_a_sessions_gates_are_the_defaults_under_the_settings_under_its_own() -> None:
+    assert resolved_gates("", None, None) == Gates()
+    assert resolved_gates("min_sharpe=1.0,max_pbo=off", None, None) == Gates(
+        min_sharpe=1.0, max_pbo=None
+    )
+    asked = Gates(min_sharpe=0.5)
+    assert resolved_gates("min_sharpe=1.0,max_pbo=off", asked, 0.2) == Gates(
+        min_sharpe=0.5, max_pbo=None, max_drawdown=0.2
+    )
+    # A drawdown gate the settings or the request set stands over the session's limit.
+    assert resolved_gates("max_drawdown=0.4", None, 0.2).max_drawdown == 0.4
+    with pytest.raises(ValueError, match="unknown gate 'nope'"):
+        resolved_gates("nope=1", None, None)
