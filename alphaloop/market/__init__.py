@@ -49,9 +49,12 @@ if TYPE_CHECKING:
     from alphaloop.market.synthetic import synthetic_prices
     from alphaloop.market.validate import validate_prices
     from alphaloop.market.worlds import (
+        DRIFT_PER_EDGE,
+        GRADED_DAYS,
         PLANTED_HOLD_DAYS,
         WORLD_DAYS,
         flat_prices,
+        graded_prices,
         null_prices,
         planted_prices,
         tied_prices,
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DATE_COLUMNS",
     "DELIMITERS",
+    "DRIFT_PER_EDGE",
+    "GRADED_DAYS",
     "MIN_EVAL_ROWS",
     "MIN_TRAIN_ROWS",
     "PLANTED_HOLD_DAYS",
@@ -73,6 +78,7 @@ __all__ = [
     "MarketData",
     "Window",
     "flat_prices",
+    "graded_prices",
     "load_market",
     "load_prices",
     "null_prices",
@@ -87,6 +93,9 @@ __all__ = [
 # pandas and numpy load with the first name that needs them: front ends catch DataWarning
 # (and name Fill) without reading any prices.
 _LAZY = {
+    "DRIFT_PER_EDGE": "alphaloop.market.worlds",
+    "GRADED_DAYS": "alphaloop.market.worlds",
+    "graded_prices": "alphaloop.market.worlds",
     "PLANTED_HOLD_DAYS": "alphaloop.market.worlds",
     "WORLD_DAYS": "alphaloop.market.worlds",
     "flat_prices": "alphaloop.market.worlds",

@@ -13,7 +13,13 @@ from alphaloop.market.files import read_file
 from alphaloop.market.splits import MarketData, split
 from alphaloop.market.synthetic import synthetic_prices
 from alphaloop.market.validate import validate_prices
-from alphaloop.market.worlds import flat_prices, null_prices, planted_prices, tied_prices
+from alphaloop.market.worlds import (
+    flat_prices,
+    graded_prices,
+    null_prices,
+    planted_prices,
+    tied_prices,
+)
 
 # Seeded generators a data name can ask for as ``NAME`` or ``NAME:SEED``.
 GENERATORS = {
@@ -33,8 +39,9 @@ def load_prices(
     Args:
         source: ``"sp500"`` (the 20-stock daily set bundled with skfolio, 1990-2022),
             ``"synthetic"`` or ``"synthetic:SEED"`` (see :func:`synthetic_prices`), ``"null"``,
-            ``"tied"``, ``"flat"`` and ``"planted"``, each optionally ``:SEED`` (markets where
-            the right answer is known, see :mod:`alphaloop.market.worlds`), or a path to a
+            ``"tied"``, ``"flat"`` and ``"planted"``, each optionally ``:SEED``, and
+            ``"graded:EDGE"`` or ``"graded:EDGE:SEED"`` (markets where the right answer is
+            known, see :mod:`alphaloop.market.worlds`), or a path to a
             CSV/Parquet file with a date column (or a datetime index) and one column per asset.
         fill: ``"none"`` refuses missing prices; ``"ffill"`` carries them forward.
         date_format: strptime format of a file's date column (``%d/%m/%Y``); needed only when
@@ -46,6 +53,8 @@ def load_prices(
 
         return validate_prices(load_sp500_dataset(), "sp500", fill)
     name, _, seed_text = text.partition(":")
+    if name == "graded":
+        return _graded(seed_text)
     if name in GENERATORS:
         try:
             seed = int(seed_text or "0")
@@ -56,6 +65,19 @@ def load_prices(
         return GENERATORS[name](seed=seed)
     path = Path(text)
     return validate_prices(read_file(path), str(path), fill, date_format)
+
+
+def _graded(arguments: str) -> pd.DataFrame:
+    """``graded:EDGE`` or ``graded:EDGE:SEED`` (see :func:`graded_prices`)."""
+    edge_text, _, seed_text = arguments.partition(":")
+    try:
+        edge, seed = float(edge_text), int(seed_text or "0")
+        return graded_prices(edge, seed=seed)
+    except ValueError as err:
+        raise InvalidRequest(
+            f"graded data is graded:EDGE or graded:EDGE:SEED (EDGE an annualised Sharpe in "
+            f"[0, 5], SEED an integer), got graded:{arguments!r}: {err}"
+        ) from None
 
 
 def select_symbols(prices: pd.DataFrame, symbols: list[str] | None) -> pd.DataFrame:

@@ -95,6 +95,8 @@ def split(
 
     Without dates, the embedded set (``source="sp500"``) keeps its fixed windows, TRAIN to 2016,
     VALIDATION 2017-2019 and TEST 2020-2022, which benchmarks and past sessions were run on.
+    The graded markets (``graded:EDGE``, :func:`~alphaloop.market.worlds.graded_prices`) keep
+    the embedded set's shape: their last three years are TEST and the three before VALIDATION.
     Any other data is split 60% / 20% / 20% of its trading days (daily returns) in date order,
     whatever years it spans: cutting a 2005-2024 file at the embedded set's years would give
     60% / 15% / 25%, windows nobody asked for.
@@ -104,7 +106,12 @@ def split(
     n = len(dates)
     if train_end is None and val_end is None and source == "sp500":
         train_end, val_end = SP500_TRAIN_END, SP500_VAL_END
-    if train_end is None and val_end is None:
+    if train_end is None and val_end is None and source.startswith("graded:"):
+        # The graded markets mirror the embedded set: three years each of VALIDATION and TEST.
+        from alphaloop.market.worlds import GRADED_EVAL_DAYS
+
+        a, b = n - 2 * GRADED_EVAL_DAYS, n - GRADED_EVAL_DAYS
+    elif train_end is None and val_end is None:
         a, b = int(n * TRAIN_FRACTION), int(n * (TRAIN_FRACTION + VAL_FRACTION))
     elif train_end is None or val_end is None:
         raise InvalidRequest("give both train_end and val_end, or neither")

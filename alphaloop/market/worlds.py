@@ -33,19 +33,32 @@ def _prices(rets: np.ndarray, start: str) -> pd.DataFrame:
     return pd.DataFrame(100.0 * growth, index=index, columns=[f"A{i:02d}" for i in range(n_assets)])
 
 
-def _factor_shocks(rng: np.random.Generator, n_days: int, n_assets: int, rho: float) -> np.ndarray:
-    """Unit-variance Student-t shocks with pairwise correlation ``rho`` (one common factor)."""
+def _factor_shocks(
+    rng: np.random.Generator, n_days: int, n_assets: int, rho: float, factor_ar: float = 0.0
+) -> np.ndarray:
+    """Unit-variance Student-t shocks with pairwise correlation ``rho`` (one common factor).
+
+    ``factor_ar`` makes the common factor an AR(1) of that coefficient, still of unit variance
+    (``x_t = phi x_{t-1} + sqrt(1 - phi^2) e_t``): autocorrelated noise with the same law for
+    every day's cross-section, so no book's expected return changes.
+    """
     scale = np.sqrt((_T_DOF - 2.0) / _T_DOF)
     market = rng.standard_t(_T_DOF, size=(n_days, 1)) * scale
     idio = rng.standard_t(_T_DOF, size=(n_days, n_assets)) * scale
+    if factor_ar:
+        innovations, market = market * np.sqrt(1.0 - factor_ar**2), market.copy()
+        for t in range(1, n_days):
+            market[t] = factor_ar * market[t - 1] + innovations[t]
     return np.sqrt(rho) * market + np.sqrt(1.0 - rho) * idio
 
 
-def _check(n_days: int, n_assets: int, correlation: float) -> None:
+def _check(n_days: int, n_assets: int, correlation: float, factor_ar: float = 0.0) -> None:
     if n_days < 2 or n_assets < 2:
         raise ValueError(f"need n_days >= 2 and n_assets >= 2, got {n_days} and {n_assets}")
     if not 0.0 <= correlation < 1.0:
         raise ValueError(f"correlation must be in [0, 1), got {correlation}")
+    if not -1.0 < factor_ar < 1.0:
+        raise ValueError(f"factor_ar must be in (-1, 1), got {factor_ar}")
 
 
 def null_prices(
@@ -57,6 +70,7 @@ def null_prices(
     drift: float = 0.0004,
     daily_vol: float = 0.01,
     correlation: float = 0.3,
+    factor_ar: float = 0.0,
 ) -> pd.DataFrame:
     """A market where no allocation rule beats 1/N in expectation, out of sample or in.
 
@@ -70,11 +84,13 @@ def null_prices(
 
     The drift and volatility give 1/N an annual Sharpe of about 1.2 (with the default 0.3
     correlation), so the absolute gates (Sharpe above 0.8 and the like) are often passed and
-    it is the excess gates that have to say NO-GO.
+    it is the excess gates that have to say NO-GO. ``factor_ar`` makes the common factor
+    autocorrelated (see :func:`_factor_shocks`): every asset loads on it alike, so nothing
+    changes but the noise's autocorrelation.
     """
-    _check(n_days, n_assets, correlation)
+    _check(n_days, n_assets, correlation, factor_ar)
     rng = np.random.default_rng(seed)
-    rets = drift + daily_vol * _factor_shocks(rng, n_days, n_assets, correlation)
+    rets = drift + daily_vol * _factor_shocks(rng, n_days, n_assets, correlation, factor_ar)
     return _prices(rets, start)
 
 
@@ -87,6 +103,7 @@ def tied_prices(
     drift: float = 0.0007,
     daily_vol: float = 0.01,
     correlation: float = 0.9,
+    factor_ar: float = 0.0,
 ) -> pd.DataFrame:
     """A market where every long-only book ties: no knob setting beats the default config.
 
@@ -105,7 +122,14 @@ def tied_prices(
     decide: the excess gates have to say NO-GO.
     """
     return null_prices(
-        n_days, n_assets, seed, start, drift=drift, daily_vol=daily_vol, correlation=correlation
+        n_days,
+        n_assets,
+        seed,
+        start,
+        drift=drift,
+        daily_vol=daily_vol,
+        correlation=correlation,
+        factor_ar=factor_ar,
     )
 
 
@@ -147,6 +171,7 @@ def planted_prices(
     wild_vol: float = 0.03,
     drift: float = 0.0012,
     correlation: float = 0.2,
+    factor_ar: float = 0.0,
 ) -> pd.DataFrame:
     """A market with a planted edge for short Mean-CVaR holding periods (``cufolio_hold_days``
     of about :data:`PLANTED_HOLD_DAYS`), and for Mean-CVaR over 1/N.
@@ -172,13 +197,71 @@ def planted_prices(
     plus the deflated Sharpe's usual hurdle) on 38 of the first 40 seeds, median z 4.7, and
     above 1.645 on all 40. With 10 assets (5 wild, this market's former size) the z passed 3.1
     on 5 of 16 seeds and 1.645 on 12, median 2.3: the optimum itself failed the gates in most
-    markets, which left their power unmeasured.
+    markets, which left their power unmeasured. ``factor_ar``: see :func:`null_prices`.
     """
-    _check(n_days, n_assets, correlation)
+    _check(n_days, n_assets, correlation, factor_ar)
     if not 1 <= n_calm < n_assets:
         raise ValueError(f"n_calm must be in [1, n_assets), got {n_calm}")
     rng = np.random.default_rng(seed)
     vol = np.r_[np.full(n_calm, calm_vol), np.full(n_assets - n_calm, wild_vol)]
     rng.shuffle(vol)
-    rets = drift + vol * _factor_shocks(rng, n_days, n_assets, correlation)
+    rets = drift + vol * _factor_shocks(rng, n_days, n_assets, correlation, factor_ar)
     return _prices(rets, start)
+
+
+# The graded markets (see :func:`graded_prices`): the embedded S&P 500 set's span, 33 years.
+GRADED_DAYS = 33 * 252
+# Their last six years: VALIDATION and TEST three years each, as on the embedded set, so the
+# folds have 27 years before them.
+GRADED_EVAL_DAYS = 3 * 252
+# The common daily drift per unit of edge: the planted config's annualised Sharpe over the
+# default's on unseen data is ``edge`` at ``drift = edge * DRIFT_PER_EDGE``, traded without
+# costs. Measured on long unseen markets (``python -m benchmarks.bench_power --arm grades``
+# prints the check for every grade).
+DRIFT_PER_EDGE = 0.002
+
+
+def graded_prices(
+    edge: float = 0.5,
+    n_days: int = GRADED_DAYS,
+    n_assets: int = 30,
+    seed: int = 0,
+    start: str = "1990-01-02",
+    *,
+    factor_ar: float = 0.0,
+) -> pd.DataFrame:
+    """A planted market whose edge is graded: the planted config (``cufolio_hold_days`` =
+    :data:`PLANTED_HOLD_DAYS`, other knobs at their defaults) beats the default config by
+    ``edge`` of annualised Sharpe on unseen data, traded without costs.
+
+    The planted market's structure (:func:`planted_prices`: five calm assets among 30, the
+    rest wild, one drift for all) with assets half correlated (0.5) and the wild ones two and
+    a half times as volatile (0.02 a day against 0.008), as long-only equity books are: every
+    book's returns correlate about 0.9 with every other's, so three years of TEST tell a Sharpe
+    difference of 0.5 from luck with a z near 2.2, and 1/N, which spends its risk on the wild
+    assets, trails both Mean-CVaR books.
+
+    Every fully invested book earns the common drift, and a Mean-CVaR solve's weights do not
+    change when one constant is added to every asset's scenarios (its mean rises by it and its
+    CVaR falls by it), so the same seed gives the same books at any drift and every book's
+    Sharpe is its drift over its volatility: the edge of any book over another grows linearly
+    with the drift, and ``edge = 0`` is a market where every config ties exactly (no drift:
+    every Sharpe is 0, and the success criteria fail by themselves). The linearity holds up to
+    the compounding between rebalances; the benchmark checks every grade on long unseen data.
+    Costs would add a term that does not scale (the planted config trades four times as often
+    as the default), so these markets are meant to be traded without them
+    (``TrialBudget(eval_cost_bps=0)``).
+    """
+    if not 0.0 <= edge <= 5.0:
+        raise ValueError(f"edge must be in [0, 5] (annualised Sharpe), got {edge}")
+    return planted_prices(
+        n_days,
+        n_assets,
+        seed,
+        start,
+        calm_vol=0.008,
+        wild_vol=0.02,
+        drift=edge * DRIFT_PER_EDGE,
+        correlation=0.5,
+        factor_ar=factor_ar,
+    )

@@ -1,5 +1,5 @@
-"""The null and planted-edge markets: the null's assets are exchangeable, the planted edge is
-there out of sample, and both load by name."""
+"""The markets with a known answer: the null's assets are exchangeable, the planted edge is
+there out of sample, a graded edge is the drift alone, and all load by name."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ import pytest
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import (
+    DRIFT_PER_EDGE,
+    GRADED_DAYS,
     PLANTED_HOLD_DAYS,
     WORLD_DAYS,
     flat_prices,
+    graded_prices,
     load_market,
     load_prices,
     null_prices,
     planted_prices,
     tied_prices,
 )
-from alphaloop.trials import run_trial
+from alphaloop.trials import TrialBudget, run_trial
 
 
 def _returns(prices: pd.DataFrame) -> np.ndarray:
@@ -99,3 +102,47 @@ def test_planted_config_beats_the_default_on_test() -> None:
         # and the planted config beats 1/N, which holds the wild assets too
         assert good.objective > good.baselines["equal_weight"].sharpe
     assert np.mean(gains) > 0.3, gains
+
+
+def test_a_graded_market_loads_by_name_with_the_embedded_sets_windows() -> None:
+    data = load_market("graded:0.5:3")
+    assert data.returns.shape == (GRADED_DAYS, 30)
+    assert data.test.stop - data.test.start == data.val.stop - data.val.start == 3 * 252
+    pd.testing.assert_frame_equal(load_prices("graded:0.5:3"), graded_prices(0.5, seed=3))
+    pd.testing.assert_frame_equal(load_prices("graded:1"), graded_prices(1.0, seed=0))
+    with pytest.raises(
+        InvalidRequest, match=r"graded:EDGE or graded:EDGE:SEED .* got graded:'x:1'"
+    ):
+        load_prices("graded:x:1")
+    with pytest.raises(InvalidRequest, match="edge must be in"):
+        load_prices("graded:9")
+
+
+def test_a_graded_edge_is_the_drift_alone_and_leaves_every_book_as_it_was() -> None:
+    # The same seed at two grades: every asset's every return moves by the drift and nothing
+    # else, so a Mean-CVaR solve decides the same book (its mean rises by the drift, its CVaR
+    # falls by it) and a book's Sharpe moves by the drift over its volatility.
+    flat, graded = (load_market(f"graded:{edge}:4") for edge in (0, 1))
+    np.testing.assert_allclose(graded.returns - flat.returns, DRIFT_PER_EDGE, atol=1e-12)
+    cost_free = TrialBudget(eval_cost_bps=0.0)
+    books = [
+        run_trial("cufolio_only", TrialConfig(), d, cost_free, window="test")
+        for d in (flat, graded)
+    ]
+    # Up to the compounding of the horizon's scenarios and of the days between solves.
+    np.testing.assert_allclose(books[0].final_weights, books[1].final_weights, atol=5e-4)
+    assert books[1].metrics.sharpe > books[0].metrics.sharpe
+
+
+def test_an_autocorrelated_factor_changes_only_the_noises_autocorrelation() -> None:
+    def lag_one(prices: pd.DataFrame) -> float:
+        book = _returns(prices).mean(axis=1)  # 1/N: the factor and a tenth of the rest
+        return float(np.corrcoef(book[1:], book[:-1])[0, 1])
+
+    assert abs(lag_one(null_prices(seed=2))) < 0.05
+    # The factor carries 0.3 of each asset's variance and 1/N averages the rest down to 0.07,
+    # so 1/N's lag-one autocorrelation is about 0.4 * 0.3 / 0.37 = 0.32.
+    assert lag_one(null_prices(seed=2, factor_ar=0.4)) == pytest.approx(0.32, abs=0.05)
+    assert null_prices(seed=2, factor_ar=0.0).equals(null_prices(seed=2))
+    with pytest.raises(ValueError, match="factor_ar"):
+        null_prices(factor_ar=1.0)
