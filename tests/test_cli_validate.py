@@ -17,7 +17,14 @@ from alphaloop.journal import Journal
 from alphaloop.market import DataSpec
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings, get_settings
-from alphaloop.validation import Gates, cscv_pbo, evaluate_gates, excess_evidence
+from alphaloop.validation import (
+    Gates,
+    benjamini_hochberg,
+    cscv_pbo,
+    evaluate_gates,
+    excess_evidence,
+    sharpe_difference,
+)
 from alphaloop.validation.sharpe import (
     deflated_sharpe,
     deflated_sharpe_ratio,
@@ -178,8 +185,24 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     assert all("equal_weight" in c["metrics"] for c in report["stress"]["cases"])
     review = json.loads(run_cli("journal", session, "--json").stdout)
     assert review["validation"] == report
+    # Which configs beat the default on the folds' days: BH at 10% over every search config.
+    with Journal(settings.journal_path) as j:
+        rows = j.trials.of_session(session)
+    search = [t for t in rows if t.kind == "search" and t.status in ("keep", "discard")]
+    base = np.mean([t.val_returns for t in rows if t.kind == "baseline"], axis=0)
+    p = [
+        sharpe_difference(t.val_returns, base[len(base) - len(t.val_returns) :]).p_value
+        for t in search
+    ]
+    m = report["multiplicity"]
+    assert [c["trial"] for c in m["configs"]] == [t.idx for t in search]
+    assert [c["p_value"] for c in m["configs"]] == pytest.approx(p, rel=1e-9)
+    assert m["beat_default_fdr"] == [
+        t.idx for t, r in zip(search, benjamini_hochberg(p, 0.10), strict=True) if r
+    ]
     human = run_cli("journal", session)
     assert "deflated Sharpe ratio" in human.stdout and "go/no-go gates" in human.stdout
+    assert "configs that beat the default at 10% FDR (Benjamini-Hochberg)" in said(human.stdout)
     unseen = f"unseen data (no search scored it): {first_unseen} on, {report['unseen_days']:,}"
     assert unseen in said(human.stdout)
 

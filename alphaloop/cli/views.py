@@ -388,11 +388,33 @@ def validation_panel(report: ValidationReport) -> Panel:
         )
     if report.walk_forward_note:
         lines.append(f"walk-forward: {report.walk_forward_note}")
+    lines += multiplicity_lines(report)
     body: list[Any] = [plain("\n".join(lines))]
     body.append(walk_forward_table(report.walk_forward))
     body.append(stress_table(report.stress, unseen))
     body.append(gates_table(report.gates, f"go/no-go gates ({report.gates_evidence})"))
     return Panel(Group(*body), title=f"validation of {report.session_id}")
+
+
+def multiplicity_lines(report: ValidationReport) -> list[str]:
+    """Which search configs beat the default on the folds' days, under each answer to "many
+    configs tried" (a validation report's ``multiplicity``), or why that was not computed."""
+    m = report.multiplicity
+    if m is None:
+        note = report.multiplicity_note
+        return [f"configs against the default: not computed ({note})"] if note else []
+
+    def named(trials: list[int] | tuple[int, ...]) -> str:
+        return ", ".join(f"#{i}" for i in trials) or "none"
+
+    holm = [c.trial for c in m.configs if c.holm]
+    ras = [c.trial for c in m.configs if (c.ras_lower or 0.0) > 0.0]
+    return [
+        f"configs that beat the default at {m.q:.0%} FDR (Benjamini-Hochberg), of "
+        f"{len(m.configs)}: {named(m.beat_default_fdr)}",
+        f"  at {m.alpha:.0%} family-wise (Holm): {named(holm)}; with a Rademacher Anti-Serum "
+        f"lower bound above 0 ({1 - m.delta:.0%}, all at once): {named(ras)}",
+    ]
 
 
 def walk_forward_table(wf: WalkForward | None) -> Table:

@@ -1,6 +1,7 @@
 """Validation a strategy has to survive before anyone trusts it: probability of backtest
-overfitting (CSCV), the deflated Sharpe over a session's search trials, go/no-go gates and
-stress tests.
+overfitting (CSCV), the deflated Sharpe over a session's search trials, the multiplicity of many
+configs tried (Holm, Benjamini-Hochberg, the Rademacher Anti-Serum), go/no-go gates and stress
+tests.
 
 Pure functions over return series and metrics. This package reads journaled numbers handed to
 it; it never imports the journal, the meta-agent or the CLI, so the evaluator, the loop and any
@@ -26,6 +27,15 @@ from alphaloop.validation.gates import (
     evaluate_gates,
     gate_thresholds,
     resolved_gates,
+)
+from alphaloop.validation.multiplicity import (
+    ConfigVerdict,
+    Multiplicity,
+    against_default,
+    benjamini_hochberg,
+    holm,
+    rademacher_complexity,
+    ras_lower_bounds,
 )
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
 from alphaloop.validation.stress import (
@@ -59,23 +69,30 @@ __all__ = [
     "REFERENCES",
     "Backtested",
     "CSCVResult",
+    "ConfigVerdict",
     "CrisisWindow",
     "ExcessEvidence",
     "GateReport",
     "GateResult",
     "Gates",
+    "Multiplicity",
     "PBOSummary",
     "Rerun",
     "SharpeDifference",
     "StressCase",
     "StressReport",
+    "against_default",
     "aligned_matrix",
+    "benjamini_hochberg",
     "crisis_windows_in",
     "cscv_pbo",
     "evaluate_gates",
     "excess_evidence",
     "gate_thresholds",
+    "holm",
     "n_combinations",
+    "rademacher_complexity",
+    "ras_lower_bounds",
     "recosted",
     "resolved_gates",
     "search_set",

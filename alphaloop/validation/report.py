@@ -27,6 +27,7 @@ from alphaloop.trials import TrialBudget, equal_weight_backtest
 from alphaloop.trials.walk_forward import WalkForward
 from alphaloop.validation.excess import excess_evidence
 from alphaloop.validation.gates import REFERENCES, Gates, evaluate_gates
+from alphaloop.validation.multiplicity import Multiplicity
 from alphaloop.validation.pbo import DEFAULT_BLOCKS
 from alphaloop.validation.stress import StressReport
 from alphaloop.validation.summary import search_set, session_dsr, session_pbo
@@ -141,6 +142,8 @@ class ValidationReport(BaseModel):
             data, or why it did not run (the journaled copy has no daily returns).
         stress: the stress cases next to equal weight.
         gates, gates_evidence: the go/no-go gates and what evidence they judged.
+        multiplicity, multiplicity_note: which search configs beat the default on the folds'
+            days (at 10% FDR, under Holm and RAS), or why that was not computed.
         timings_s, elapsed_s: how long each part and the whole suite took.
     """
 
@@ -162,6 +165,8 @@ class ValidationReport(BaseModel):
     stress: StressReport
     gates: GateReport
     gates_evidence: str
+    multiplicity: Multiplicity | None = None
+    multiplicity_note: str | None = None
     timings_s: dict[str, float]
     elapsed_s: float
 
