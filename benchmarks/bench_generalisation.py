@@ -147,6 +147,9 @@ class Outcome:
     # side it favours has the higher Sharpe on the second half (see :func:`half_split`).
     folds_on_half: list[tuple[float, bool]] = field(default_factory=list)
     half_on_half: list[tuple[float, bool]] = field(default_factory=list)
+    # Every pair of scored search trials of one state (the flywheel's candidates): |z| of the
+    # folds' paired test, the folds both ran, and whether the favoured side wins on TEST.
+    state_pairs: list[tuple[float, int, bool]] = field(default_factory=list)
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
     pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
     # The pick under the former multiplicity (configs counted over returns): its TEST objective,
@@ -330,6 +333,10 @@ def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome
         out.all_pairs.append(test[chosen.id] > test[rejected.id])
         if a.parent_id != b.parent_id or floor is None or not math.isfinite(floor):
             continue
+        if folds is not None and folds.z != 0:
+            shared = len(set(days.get(a.id, {})) & set(days.get(b.id, {})))
+            won = (folds.z > 0) == (test[a.id] > test[b.id])
+            out.state_pairs.append((abs(folds.z), shared, won))
         judged = judge(a, b, days)
         if judged is not None:
             out.pairs.append(test[judged[0].id] > test[judged[1].id])

@@ -25,6 +25,14 @@ Arms (``--arm``, repeatable; all by default):
   every config ties exactly and every pick that is not the default is false; GO with the
   success criteria switched off (the two paired TEST tests alone) is printed too, since the
   criteria alone fail a market without drift.
+* folds: the fold length, measured: the same sessions' rule on folds half VALIDATION's length
+  (eighteen folds of 18 months on a graded market, where VALIDATION-long folds make nine), at
+  EDGE 0.5 and 1.0, beside the power arm's: pick, GO and search trials per hour.
+* cpcv: combinatorial purged CV beside walk-forward at the same days: whether a group's returns
+  depend on the groups that trained (a Mean-CVaR book has no training window), the paired z of
+  the planted config over the default, and the group backtests each needs. (PPO's CPCV would
+  train on groups after the one it scores; the evaluator refuses training rows after the
+  window it scores, the guarantee that no TEST row and nothing later than a fold trains.)
 * grades: each grade checked, not assumed: the planted config and the default on long unseen
   graded markets (years after a warm-up no session sees), their Sharpe difference.
 * null-ar: the graded market at EDGE 0 with an autocorrelated common factor (AR(1), 0.4), which
@@ -60,20 +68,23 @@ import argparse
 import logging
 import math
 import os
+import pickle
 import statistics
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
 from alphaloop import metrics
 from alphaloop.journal import Journal, TrialKind
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import PLANTED_HOLD_DAYS, graded_prices, split
+from alphaloop.market import PLANTED_HOLD_DAYS, graded_prices, load_market, split
 from alphaloop.market.worlds import GRADED_EVAL_DAYS
 from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.metrics import (
@@ -83,28 +94,33 @@ from alphaloop.metrics import (
     psr_from_moments,
     trial_sharpes,
 )
-from alphaloop.trials import TrialBudget, build_folds, equal_weight_backtest, run_trial
+from alphaloop.trials import Rows, TrialBudget, build_folds, equal_weight_backtest, run_trial
+from alphaloop.trials import folds as folds_module
 from alphaloop.validation import (
     Gates,
+    against_default,
     aligned_matrix,
     search_set,
+    session_dsr,
     sharpe_difference,
 )
 from benchmarks._report import SummaryRow, print_rows, timed
-from benchmarks.bench_generalisation import Outcome, _session, share
+from benchmarks.bench_generalisation import Outcome, _session, share, z_buckets
 
 MODE = "cufolio_only"
 PROPOSERS = ("tpe", "random")
 GRADES = (0.0, 0.25, 0.5, 1.0)
 RULES = ("before", "after")
+# The fold-length arm's rule: today's, on folds half VALIDATION's length (twice as many).
+HALF = "after, half-length folds"
 LEVEL = 0.05  # every paired test's one-sided level, the oracle's selection included
 BUDGET = SessionSpec.model_fields["budget"].default  # the default budget of search trials
 FORMER_FOLDS = 3  # today's layout: three VALIDATION-long folds ending at TEST
 PLANTED = TrialConfig(cufolio_hold_days=PLANTED_HOLD_DAYS)
 COST_FREE = TrialBudget(eval_cost_bps=0.0)
 # Sessions per grade and rule, and of the other arms.
-FULL = {"power": 16, "null-ar": 16, "tied": 16, "null": 16, "ppo": 4, "sp500": 12}
-QUICK = {"power": 1, "null-ar": 1, "tied": 1, "null": 1, "ppo": 1, "sp500": 1}
+FULL = {"power": 16, "folds": 8, "null-ar": 16, "tied": 16, "null": 16, "ppo": 4, "sp500": 12}
+QUICK = {"power": 1, "folds": 1, "null-ar": 1, "tied": 1, "null": 1, "ppo": 1, "sp500": 1}
 QUICK_BUDGET = 4
 PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 1024
 AR_FACTOR = 0.4
@@ -263,7 +279,86 @@ def power_extra(
             }
         del found["excess"], found["returns"]
         out["oracle"] = found
+    out["alternatives"] = alternative_picks(spec, market, rows, final, test)
     return out
+
+
+# The picks weighed against today's on the same sessions: (name, how a kept config qualifies).
+ALTERNATIVES = ("RAS, delta 0.05", "RAS, delta 0.5", "Holm, 5%", "BH, 5%")
+
+
+def alternative_picks(
+    spec: SessionSpec, market: Any, rows: list[Any], final: dict[str, Any], test: dict[str, Any]
+) -> dict[str, dict[str, bool]]:
+    """What each alternative multiplicity rule would have picked in this session (the best kept
+    config, by the keep rule's score, that it says beats the default on the folds; else the
+    default), and whether that pick beats the default on TEST and says GO by the session's
+    gates. The RAS class is every search config scored on all the folds; Holm and BH weigh
+    every search config's paired test on its own days."""
+    base = [t.val_returns for t in rows if t.kind == TrialKind.baseline and t.val_returns]
+    search = search_set(rows)
+    kept = sorted((t for t in search if t.status == "keep"), key=lambda t: -(t.score or -math.inf))
+    out: dict[str, dict[str, bool]] = {}
+    if not search or not base:
+        return {name: {"picked": False, "beats": False, "go": False} for name in ALTERNATIVES}
+    default = aligned_matrix(base).mean(axis=1)
+    series = {t.idx: t.val_returns for t in search}
+    verdicts = {
+        "RAS, delta 0.05": against_default(series, default, delta=0.05),
+        "RAS, delta 0.5": against_default(series, default, delta=0.5),
+        "Holm, 5%": against_default(series, default),
+        "BH, 5%": against_default(series, default, q=0.05),
+    }
+    for name, m in verdicts.items():
+        ok = {
+            v.trial
+            for v in m.configs
+            if (
+                (v.ras_lower or 0.0) > 0.0
+                if name.startswith("RAS")
+                else v.holm
+                if name.startswith("Holm")
+                else v.fdr
+            )
+        }
+        chosen = next((t for t in kept if t.idx in ok), None)
+        out[name] = _judged_pick(spec, market, rows, final, test, chosen)
+    return out
+
+
+def _judged_pick(
+    spec: SessionSpec,
+    market: Any,
+    rows: list[Any],
+    final: dict[str, Any],
+    test: dict[str, Any],
+    chosen: Any,
+) -> dict[str, bool]:
+    """A pick's TEST verdicts under the session's gates (the default: no GO)."""
+    if chosen is None:
+        return {"picked": False, "beats": False, "go": False}
+    config, seed = TrialConfig(**chosen.config), chosen.seed or 0
+    policy = chosen.policy_path if spec.mode != MODE else None
+    run = run_trial(
+        spec.mode, config, market, spec.trial_budget, seed, window="test", policy_path=policy
+    )
+    p = {ref: sharpe_difference(*_pair(run.daily_returns, r)).p_value for ref, r in test.items()}
+    gates = Gates()  # the benchmark's sessions are judged by the defaults
+    dsr = session_dsr(chosen.val_returns, [t.val_returns for t in search_set(rows)]).dsr
+    pbo = final.get("pbo")
+    go = (
+        all(v < (gates.max_excess_p_value or 1.0) for v in p.values())
+        and criteria(run.metrics.model_dump(), gates)
+        and (gates.min_deflated_sharpe is None or (dsr or 0.0) > gates.min_deflated_sharpe)
+        and (gates.max_pbo is None or (pbo is not None and pbo < gates.max_pbo))
+    )
+    beats = run.metrics.sharpe > (final.get("baseline_test_objective") or math.inf)
+    return {"picked": True, "beats": bool(beats), "go": bool(go)}
+
+
+def _pair(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    m = aligned_matrix([a, b])
+    return m[:, 0], m[:, 1]
 
 
 def _p(final: dict[str, Any], reference: str) -> float:
@@ -353,7 +448,7 @@ def _spec(task: Task, data: str, dates: tuple[str, str] | None = None) -> Sessio
 def run_task(task: Task) -> Judged:
     """Runs one session (in a pool worker) and judges it."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
-    oracle = task.arm in ("power", "null-ar")
+    oracle = task.arm in ("power", "null-ar", "folds")
     extra = _bind(power_extra, oracle)
     if task.arm == "null-ar":
         with tempfile.TemporaryDirectory() as folder:
@@ -365,8 +460,16 @@ def run_task(task: Task) -> Judged:
             "tied": f"tied:{task.index}",
             "null": f"null:{task.index}",
         }.get(task.arm, f"graded:{task.grade:g}:{task.index}")
-        outcome = _session(_spec(task, data), task.arm, extra)
+        half = task.rule == HALF
+        layout = mock.patch.object(folds_module, "_fold_rows", half_rows) if half else nullcontext()
+        with layout:
+            outcome = _session(_spec(task, data), task.arm, extra)
     return judge(task.rule, task.arm, task.grade, outcome)
+
+
+def half_rows(data: Any) -> int:
+    """Folds half VALIDATION's length (the fold-length arm's layout)."""
+    return (data.val.stop - data.val.start) // 2
 
 
 def _bind(fn: Callable[..., Any], *args: Any) -> Callable[..., Any]:
@@ -408,7 +511,7 @@ def _rate(k: int, n: int) -> str:
 def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
     """The rows of one grade: each share under each rule, the oracle's beside it."""
     rows = []
-    by_rule = {r: [j for j in judged if j.rule == r] for r in RULES}
+    by_rule = {r: [j for j in judged if j.rule == r] for r in dict.fromkeys(j.rule for j in judged)}
     measures: tuple[tuple[str, Callable[[Judged], bool], Callable[[Judged], bool]], ...] = (
         ("pick is not the default", lambda j: j.picked, lambda j: j.oracle_picked),
         (
@@ -430,11 +533,37 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
             n = len(js)
             rows.append((f"{name}: {rule}", _rate(sum(map(ours, js)), n)))
             rows.append((f"  oracle ({rule})", _rate(sum(map(theirs, js)), n)))
+    after = by_rule.get("after") or []
+    for name in ALTERNATIVES:
+        alt = [j.outcome.extra.get("alternatives", {}).get(name) for j in after]
+        alt = [a for a in alt if a is not None]
+        if alt:
+            n = len(alt)
+            rows.append(
+                (
+                    f"pick | beats on TEST | GO by {name} (after)",
+                    f"{_rate(sum(a['picked'] for a in alt), n)} | "
+                    f"{sum(a['beats'] for a in alt)}/{n} | {sum(a['go'] for a in alt)}/{n}",
+                )
+            )
     for rule, js in by_rule.items():
         go, oracle = sum(j.go for j in js), sum(j.oracle_go for j in js)
         if js and oracle:
             rows.append((f"GO / oracle's GO: {rule}", f"{go / oracle:.0%} ({go} / {oracle})"))
         if js:
+            pairs = [p for j in js for p in j.outcome.pairs]
+            rows.append(
+                (
+                    f"research pairs a session | right on TEST: {rule}",
+                    f"{len(pairs) / len(js):.1f} | {_rate(sum(pairs), len(pairs))}",
+                )
+            )
+            rows.append(
+                (
+                    f"  every search pair by the folds' |z|, favoured wins on TEST: {rule}",
+                    z_buckets([z for j in js for z in j.outcome.fold_z]),
+                )
+            )
             hours = sum(j.notes["seconds"] for j in js) / 3600
             trials = sum(j.notes["search_trials"] for j in js)
             rows.append((f"search trials per hour: {rule}", f"{trials / hours:,.0f}"))
@@ -446,7 +575,7 @@ def power_summary(judged: list[Judged]) -> list[SummaryRow]:
     GO >= 70%."""
     out: list[SummaryRow] = []
     for grade in sorted({j.grade for j in judged if j.grade is not None}):
-        for rule in RULES:
+        for rule in dict.fromkeys(j.rule for j in judged):
             js = [j for j in judged if j.grade == grade and j.rule == rule]
             if not js:
                 continue
@@ -547,6 +676,30 @@ def size_windows(task: tuple[float, int, int]) -> dict[str, list[float]]:
     return out
 
 
+def cpcv_check(seed: int) -> dict[str, Any]:
+    """Combinatorial purged CV beside walk-forward on one graded market (EDGE 0.5): the planted
+    config and the default on the session's nine folds as groups. CPCV with k = 2 test groups
+    scores each group in C(8, 1) = 8 of its C(9, 2) = 36 splits, each time after training on
+    the other groups (purged); walk-forward scores each once after training on the groups
+    before it. A Mean-CVaR book has no training window (its scenarios are the trailing days
+    before each solve), so a group's returns cannot depend on which groups trained: the check
+    runs each group twice, with the walk-forward's training rows and with a CPCV split's
+    (purged, the rows after the group left out, as the evaluator requires), and compares."""
+    market = load_market(f"graded:0.5:{seed}")
+    groups = build_folds(market, 9)
+    same, z = True, {}
+    for config, name in ((PLANTED, "planted"), (TrialConfig(), "default")):
+        walk = [run_trial(MODE, config, market, COST_FREE, 0, window=g) for g in groups]
+        other = Rows(
+            start=groups[4].start, stop=groups[4].stop, train=(groups[0].start, groups[1].stop)
+        )
+        again = run_trial(MODE, config, market, COST_FREE, 0, window=other)
+        same = same and again.daily_returns == walk[4].daily_returns
+        z[name] = [x for r in walk for x in r.daily_returns]
+    test = sharpe_difference(z["planted"], z["default"])
+    return {"same_returns": same, "z": test.z, "walk_runs": 9, "cpcv_runs": 36 * 2}
+
+
 def _pool_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int) -> list[Any]:
     items = list(items)
     if workers <= 1:
@@ -614,7 +767,19 @@ def check_size(quick: bool, workers: int) -> list[SummaryRow]:
 
 # --- the arms --------------------------------------------------------------------------------
 
-ARMS = ("dsr", "size", "grades", "power", "null-ar", "tied", "null", "ppo", "sp500")
+ARMS = (
+    "dsr",
+    "size",
+    "grades",
+    "cpcv",
+    "power",
+    "folds",
+    "null-ar",
+    "tied",
+    "null",
+    "ppo",
+    "sp500",
+)
 
 
 def _tasks(arm: str, n: int, budget: int, quick: bool, rules: tuple[str, ...]) -> list[Task]:
@@ -623,6 +788,8 @@ def _tasks(arm: str, n: int, budget: int, quick: bool, rules: tuple[str, ...]) -
         grades = GRADES
     elif arm == "ppo":
         grades = (0.0, 1.0)
+    elif arm == "folds":
+        grades, rules = (0.5, 1.0), (HALF,)
     elif arm in ("null-ar", "tied", "null"):
         grades = (0.0,)
     return [Task(r, arm, g, i, budget, quick) for g in grades for r in rules for i in range(n)]
@@ -655,6 +822,7 @@ def main(
     budget: int | None = None,
     workers: int = 2,
     rules: tuple[str, ...] = RULES,
+    save: str | None = None,
 ) -> dict[str, Any]:
     """Runs the arms and prints the power table beside the oracle, before and after."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
@@ -682,8 +850,35 @@ def main(
         if arm == "size":
             summary += check_size(quick, workers)
             continue
+        if arm == "cpcv":
+            found = _pool_map(cpcv_check, range(1 if quick else 4), workers)
+            same = all(f["same_returns"] for f in found)
+            print(
+                "\ncpcv: CPCV (9 groups, 2 test groups) beside walk-forward (9 folds), graded:0.5"
+            )
+            print_rows(
+                [
+                    ("a group's returns whatever trained", "identical" if same else "DIFFER"),
+                    (
+                        "paired z, planted over default (every path the same)",
+                        ", ".join(f"{f['z']:.2f}" for f in found),
+                    ),
+                    (
+                        "group backtests per config: CPCV | walk-forward",
+                        f"{found[0]['cpcv_runs']} | {found[0]['walk_runs']}",
+                    ),
+                ]
+            )
+            summary.append(
+                (
+                    "cpcv: compute for the same days and z, CPCV / walk-forward",
+                    f"{found[0]['cpcv_runs'] / found[0]['walk_runs']:.0f}x",
+                    "1x",
+                )
+            )
+            continue
         n = sessions or plan[arm]
-        arm_rules = ("after",) if arm == "sp500" else rules
+        arm_rules = ("after",) if arm in ("sp500", "tied", "null", "null-ar") else rules
         seconds, found = timed(
             lambda a=arm, n=n, r=arm_rules: run_tasks(_tasks(a, n, b, quick, r), workers)
         )
@@ -706,6 +901,9 @@ def main(
                 summary.append((f"{arm}: {row[0]}", row[1], row[2]))
     print()
     print_rows([(m, f"{v}   (target {ref})") for m, v, ref in summary])
+    if save:
+        with open(save, "wb") as f:
+            pickle.dump({"judged": judged, "summary": summary}, f)
     return {"judged": judged, "summary": summary}
 
 
@@ -717,5 +915,7 @@ if __name__ == "__main__":
     parser.add_argument("--budget", type=int, help="search trials per session")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rule", action="append", choices=RULES, help="only these rules")
+    parser.add_argument("--save", help="also pickle every session's verdicts to this file")
     args = parser.parse_args()
-    main(args.quick, args.arm, args.sessions, args.budget, args.workers, tuple(args.rule or RULES))
+    rules = tuple(args.rule or RULES)
+    main(args.quick, args.arm, args.sessions, args.budget, args.workers, rules, args.save)

@@ -34,7 +34,8 @@ class FoldsUsed(BaseModel):
         n: how many folds.
         windows: each fold's first and last day (ISO dates), in order.
         purge_days: rows purged between a fold's training and scoring days.
-        note: set when one fold measured no window noise.
+        note: how much of the history before TEST the folds cover, or, for one fold, that it
+            measured no window noise.
     """
 
     model_config = _FROZEN

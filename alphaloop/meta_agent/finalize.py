@@ -30,7 +30,7 @@ from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
-from alphaloop.trials import PURGE_ROWS
+from alphaloop.trials import PURGE_ROWS, max_folds
 from alphaloop.validation import DSR_SET, ExcessEvidence, Gates, aligned_matrix, search_set
 from alphaloop.validation.report import Selection, gate_report, reference_evidence, selection
 from alphaloop.validation.sharpe import effective_trials, probabilistic_sharpe_ratio
@@ -152,12 +152,18 @@ def configs_tried(rows: list[TrialRecord], default: np.ndarray) -> float:
 
 
 def folds_summary(ctx: SessionContext) -> dict[str, Any]:
-    """The folds the session scored trials on, and a note when one fold measured no window
-    noise."""
+    """The folds the session scored trials on, and a note saying how much of the history they
+    cover (or, for one fold, that it measured no window noise)."""
     windows = [list(ctx.data.window_dates(slice(f.start, f.stop))) for f in ctx.folds]
-    out: dict[str, Any] = {"n": len(ctx.folds), "windows": windows, "purge_days": PURGE_ROWS}
-    if len(ctx.folds) == 1:
+    n, most = len(ctx.folds), max_folds(ctx.data)
+    out: dict[str, Any] = {"n": n, "windows": windows, "purge_days": PURGE_ROWS}
+    days = ctx.folds[0].stop - ctx.folds[0].start if ctx.folds else 0
+    if n == 1:
         out["note"] = ONE_FOLD_NOTE
+    elif n < most:
+        out["note"] = f"{n} of the {most} folds of {days} days the history before TEST holds"
+    else:
+        out["note"] = f"all {n} folds of {days} days the history before TEST holds"
     return out
 
 

@@ -5,15 +5,19 @@ session's walk-forward folds (``alphaloop.trials.folds``), one evaluator job per
 the session's runner (so with several workers a trial's folds run side by side). Its outcome is
 the folds' aggregate (``aggregate_folds``), or the first fold's crash.
 
-Racing, as the keep rule races seeds: a search trial runs its most recent fold first, and runs
-the others only if that fold does not already show it clearly worse than the incumbent on the
-same days (the paired Sharpe-difference z above :data:`FOLD_SCREEN_Z`). A raced-out trial is
-discarded with that reason. The screen only decides where runs are spent: a trial is kept only
-on the test over all folds, so the screen cannot raise the false-keep rate.
+Racing, as the keep rule races seeds: a search trial runs its folds from the most recent back,
+in stages of one fold, then up to three in all, then nine, then 27 (:func:`stages`), and after
+each stage but the last stops if the folds it ran already show it clearly worse than the
+incumbent on the same days (the paired Sharpe-difference z below :data:`FOLD_SCREEN_Z`). A
+raced-out trial is discarded with that reason. The screen only decides where runs are spent: a
+trial is kept only on the test over all folds, so the screen cannot raise the false-keep rate.
+The stages grow geometrically so that the history's extra folds stay cheap: a config clearly
+behind stops after one fold or three, and the test of one that is not looks a handful of times
+in all, not once a fold. Three folds race as they always did: one, then the other two.
 
 With several workers, racing must not leave one idle while the loop waits for an older
-trial: as soon as a later trial's first fold is in, the loop journals it and, unless it already
-trails the incumbent of the moment, starts its other folds (:meth:`FoldedRun.advance`). The race
+trial: as soon as a later trial's stage is in, the loop journals it and, unless it already
+trails the incumbent of the moment, starts its next stage (:meth:`FoldedRun.advance`). The race
 itself is decided when the trial's turn comes, against the incumbent as of its index, as with one
 worker: only when an older trial's keep changed the incumbent can the two disagree, and then the
 folds started early are dropped (cancelled, or not journaled), never counted.
@@ -45,11 +49,23 @@ from alphaloop.meta_agent.state import SessionContext
 from alphaloop.trials import TrialResult, aggregate_folds, fold_budget
 from alphaloop.validation import aligned_matrix, sharpe_difference
 
-# A search trial whose first fold trails the incumbent's by more than half a standard error of
+# A search trial whose folds so far trail the incumbent's by more than half a standard error of
 # the paired Sharpe difference runs no further fold. Loose on purpose: in bench_keep_rule (tied
 # markets, three-year folds) all 96 candidates with +0.3 Sharpe planted in every fold passed it,
 # while it stopped about a third of the seed-only and window-lucky ones after one fold.
 FOLD_SCREEN_Z = -0.5
+
+
+def stages(order: list[int], race: bool) -> list[list[int]]:
+    """``order``'s folds in the stages a trial runs them in: all at once unless it is raced,
+    else one, then up to three in all, nine, 27 (see the module docstring)."""
+    if not race:
+        return [order]
+    out, start, upto = [], 0, 1
+    while start < len(order):
+        out.append(order[start:upto])
+        start, upto = upto, 3 * upto
+    return out
 
 
 class FoldedRun:
@@ -66,12 +82,13 @@ class FoldedRun:
         self._ctx, self._row, self._config = ctx, row, config
         self._race = race and len(ctx.folds) > 1
         n = len(ctx.folds)
-        self._order = list(range(n - 1, -1, -1))  # the most recent fold first
+        # The most recent fold first, in stages (all at once when not raced).
+        self._stages = stages(list(range(n - 1, -1, -1)), self._race)
         self._done: dict[int, TrialResult] = _carried_over(ctx, row)
         self._pending: dict[int, Pending] = {}
         self._outcome: TrialOutcome | None = None
-        first = [i for i in self._order if i not in self._done]
-        self._submit(first[:1] if self._race else first)
+        self._looked = 0  # stages :meth:`advance` has journaled and raced
+        self._submit(self._stages[0])
 
     def _submit(self, folds: list[int]) -> None:
         for i in folds:
@@ -99,39 +116,53 @@ class FoldedRun:
         return self._outcome
 
     def advance(self) -> None:
-        """Without waiting: once a raced trial's first fold is in, journals it and starts the
-        other folds unless it trails the incumbent of the moment (see the module docstring)."""
-        first = self._order[0] if self._race else None
-        if first is None or self._outcome is not None or first not in self._pending:
+        """Without waiting: once a raced trial's stage is in, journals its folds and starts the
+        next stage unless the trial trails the incumbent of the moment (see the module
+        docstring)."""
+        if not self._race or self._outcome is not None or self._looked >= len(self._stages) - 1:
             return
-        if not finished(self._pending[first]):
+        stage = self._stages[self._looked]
+        waiting = [i for i in stage if i not in self._done]
+        if not all(i in self._pending and finished(self._pending[i]) for i in waiting):
             return
-        outcome = outcome_of(self._pending[first])
-        if outcome.status is not OutcomeStatus.ok or outcome.result is None:
+        outcomes = {i: outcome_of(self._pending[i]) for i in waiting}
+        if any(o.status is not OutcomeStatus.ok or o.result is None for o in outcomes.values()):
             return  # the trial's turn reports the crash
-        del self._pending[first]
-        self._done[first] = outcome.result
-        _journal_fold(self._ctx, self._row.id, first, outcome.result)
-        if raced_out(self._ctx, first, outcome.result) is None:
-            self._submit(self._order[1:])
+        for i, outcome in outcomes.items():
+            del self._pending[i]
+            self._done[i] = outcome.result  # type: ignore[assignment]
+            _journal_fold(self._ctx, self._row.id, i, self._done[i])
+        self._looked += 1
+        ran = self._ran(self._looked)
+        if raced_out(self._ctx, ran, self._aggregate(ran)) is None:
+            self._submit(self._stages[self._looked])
+
+    def _ran(self, n_stages: int) -> list[int]:
+        """The folds of the first ``n_stages`` stages, oldest first."""
+        return sorted(i for stage in self._stages[:n_stages] for i in stage)
+
+    def _aggregate(self, folds: list[int]) -> TrialResult:
+        return aggregate_folds([self._done[i] for i in folds])
 
     def _run(self) -> TrialOutcome:
-        for step, i in enumerate(self._order):
-            if i not in self._done:
-                self._submit([i])
+        for step, stage in enumerate(self._stages):
+            self._submit(stage)
+            for i in stage:
+                if i in self._done:
+                    continue
                 outcome = outcome_of(self._pending.pop(i), self._advance_others)
                 if outcome.status is not OutcomeStatus.ok or outcome.result is None:
                     return _fold_failed(self._ctx, i, outcome)
                 self._done[i] = outcome.result
                 _journal_fold(self._ctx, self._row.id, i, outcome.result)
-            if step == 0 and self._race:
-                why = raced_out(self._ctx, i, self._done[i])
+            if self._race and step < len(self._stages) - 1:
+                ran = self._ran(step + 1)
+                why = raced_out(self._ctx, ran, self._aggregate(ran))
                 if why is not None:
                     self._drop_started()
                     return TrialOutcome(
-                        status=OutcomeStatus.ok, result=self._done[i], raced_out=why
+                        status=OutcomeStatus.ok, result=self._aggregate(ran), raced_out=why
                     )
-                self._submit(self._order[1:])
         ordered = [self._done[i] for i in range(len(self._ctx.folds))]
         return TrialOutcome(status=OutcomeStatus.ok, result=aggregate_folds(ordered))
 
@@ -239,14 +270,15 @@ def seed_mean_returns(
     return aligned_matrix([fold_returns(ctx, t, folds) for t in trials]).mean(axis=1)
 
 
-def raced_out(ctx: SessionContext, fold: int, result: TrialResult) -> str | None:
-    """Why a search trial stops after its first fold, or None to run the rest (see the module
-    docstring); a trial with no incumbent to race against runs on."""
+def raced_out(ctx: SessionContext, folds: list[int], result: TrialResult) -> str | None:
+    """Why a search trial stops after ``folds`` (the folds it ran, oldest first; ``result``
+    their aggregate), or None to run on (see the module docstring); a trial with no incumbent
+    to race against runs on."""
     rows = finished_trials(ctx)
     incumbent, _ = best_so_far(rows)
     if incumbent is None:
         return None
-    theirs = seed_mean_returns(ctx, seed_rows(ctx, rows, incumbent), [fold])
+    theirs = seed_mean_returns(ctx, seed_rows(ctx, rows, incumbent), folds)
     pair = aligned_matrix([result.daily_returns, theirs])
     try:
         test = sharpe_difference(pair[:, 0], pair[:, 1])
@@ -254,9 +286,12 @@ def raced_out(ctx: SessionContext, fold: int, result: TrialResult) -> str | None
         return None
     if test.z >= FOLD_SCREEN_Z:
         return None
+    n = len(ctx.folds)
+    where = (
+        f"on fold {folds[0] + 1} of {n}" if len(folds) == 1 else f"after {len(folds)} of {n} folds"
+    )
     return (
-        f"raced out on fold {fold + 1} of {len(ctx.folds)} ({result.start_date}.."
-        f"{result.end_date}): Sharpe {test.sharpe_a:.2f} vs the incumbent's "
-        f"{test.sharpe_b:.2f} on the same days (z {test.z:.2f} < {FOLD_SCREEN_Z:g}); "
-        "its other folds were not run"
+        f"raced out {where} ({result.start_date}..{result.end_date}): Sharpe "
+        f"{test.sharpe_a:.2f} vs the incumbent's {test.sharpe_b:.2f} on the same days "
+        f"(z {test.z:.2f} < {FOLD_SCREEN_Z:g}); its other folds were not run"
     )

@@ -47,7 +47,7 @@ from alphaloop.meta_agent.preflight import reach
 from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
-from alphaloop.trials import DEFAULT_FOLDS, TrialBudget, build_folds, max_folds
+from alphaloop.trials import TrialBudget, build_folds, max_folds
 from alphaloop.validation import Gates, resolved_gates
 
 logger = logging.getLogger(__name__)
@@ -76,8 +76,8 @@ class SessionSpec(DataSpec):
     noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
     confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
     trial_budget: TrialBudget = TrialBudget()
-    # Walk-forward folds a trial is scored on (see ``trials.folds``); None: DEFAULT_FOLDS, or as
-    # many as the data holds when fewer. Resolved when the session is created.
+    # Walk-forward folds a trial is scored on (see ``trials.folds``); None: as many as the history
+    # before TEST holds. Resolved when the session is created.
     folds: int | None = Field(default=None, ge=1, le=MAX_FOLDS)
     # The go/no-go gates finalize judges the pick by (``validation.gates``): the thresholds set
     # here win over the settings' (``ALPHALOOP_GATES``), both over the defaults. Resolved, with
@@ -183,10 +183,10 @@ def _context(
 
 def resolve_folds(folds: int | None, data: MarketData) -> int:
     """The fold count a session runs with: ``folds`` when the data holds them (else
-    ``InvalidRequest``), or by default :data:`DEFAULT_FOLDS`, fewer when the data is
-    too short for them."""
+    ``InvalidRequest``, naming the most that fit), or by default as many as the history
+    before TEST holds (at most :data:`MAX_FOLDS`; one on data too short for two)."""
     if folds is None:
-        return min(DEFAULT_FOLDS, max_folds(data))
+        return min(max_folds(data), MAX_FOLDS)
     build_folds(data, folds)
     return folds
 

@@ -33,7 +33,6 @@ from alphaloop.rl_engine import set_worker_threads
 from alphaloop.trials.backtest import Backtest, simulate, window_slice
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
 from alphaloop.trials.folds import (
-    DEFAULT_FOLDS,
     PURGE_ROWS,
     aggregate_folds,
     build_folds,
@@ -73,7 +72,6 @@ __all__ = [
     "BASELINE_MAX_WEIGHT",
     "BASELINE_N_SCENARIOS",
     "BASELINE_SEED",
-    "DEFAULT_FOLDS",
     "EVALUATOR_VERSION",
     "EXPLICIT",
     "PURGE_ROWS",

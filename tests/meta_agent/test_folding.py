@@ -124,8 +124,8 @@ def screen(monkeypatch: pytest.MonkeyPatch, verdicts: list[str | None]) -> list[
     (trial idx, fold) of each call."""
     calls: list[Key] = []
 
-    def raced_out(ctx: SessionContext, fold: int, result: TrialResult) -> str | None:
-        calls.append((int(result.objective), fold))
+    def raced_out(ctx: SessionContext, folds: list[int], result: TrialResult) -> str | None:
+        calls.append((int(result.objective), min(folds)))
         return verdicts[min(len(calls), len(verdicts)) - 1]
 
     monkeypatch.setattr(folding, "raced_out", raced_out)
@@ -229,3 +229,38 @@ def test_a_first_fold_that_crashed_is_the_trials_crash_at_its_turn(
     assert outcome.status is OutcomeStatus.crash
     assert outcome.error is not None and outcome.error.startswith("fold 3 of 3 (")
     assert "worker died" in outcome.error
+
+
+def test_the_folds_run_in_stages_of_one_three_and_nine() -> None:
+    order = list(range(8, -1, -1))
+    assert folding.stages(order, race=True) == [[8], [7, 6], [5, 4, 3, 2, 1, 0]]
+    assert folding.stages([2, 1, 0], race=True) == [[2], [1, 0]]  # three: as they always did
+    assert folding.stages([2, 1, 0], race=False) == [[2, 1, 0]]
+    assert [len(s) for s in folding.stages(list(range(20)), race=True)] == [1, 2, 6, 11]
+
+
+def test_a_trial_behind_after_its_first_three_of_nine_folds_runs_no_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nine folds: raced after the most recent one, then after three; the screen sees the
+    # folds run so far, end to end, and the six older folds are never submitted.
+    data = DataSpec(data="sp500").load()
+    folds = build_folds(data, 9)
+    ctx = session_context(tmp_path, data=data, folds=folds, runner=ScriptedRunner(folds))
+    runner: ScriptedRunner = ctx.runner  # type: ignore[assignment]
+    runner.auto.add(0)
+    seen: list[list[int]] = []
+
+    def raced_out(_ctx: SessionContext, ran: list[int], result: TrialResult) -> str | None:
+        seen.append(ran)
+        assert result.daily_returns == [r for i in ran for r in ok(0, i).result.daily_returns]
+        return "raced out after 3 of 9 folds" if len(ran) == 3 else None
+
+    monkeypatch.setattr(folding, "raced_out", raced_out)
+    run = FoldedRun(ctx, search_row(ctx, 0), TrialConfig(), race=True)
+    outcome = run.result()
+    assert seen == [[8], [6, 7, 8]]
+    assert runner.submitted == [(0, 8), (0, 7), (0, 6)] and journaled(ctx, run) == [6, 7, 8]
+    assert outcome.raced_out == "raced out after 3 of 9 folds"
+    assert outcome.result is not None and outcome.result.start_date == "2016-01-01"
+    ctx.journal.close()

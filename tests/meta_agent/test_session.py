@@ -20,10 +20,14 @@ from rich.console import Console
 from scipy import stats
 
 from alphaloop.cli import views
-from alphaloop.exceptions import InvalidRequest, TrialCrashed, TrialTimeout
+from alphaloop.exceptions import (
+    InvalidRequest,
+    TrialCrashed,
+    TrialTimeout,
+)
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
-from alphaloop.market import PLANTED_HOLD_DAYS
+from alphaloop.market import PLANTED_HOLD_DAYS, split, synthetic_prices
 from alphaloop.meta_agent import executors, nodes, session
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
@@ -609,3 +613,20 @@ def test_a_session_is_judged_by_its_own_gates_over_the_settings_over_the_default
     wrong = Settings(ALPHALOOP_HOME=str(tmp_path / "home"), ALPHALOOP_GATES="min_sortino=1")
     with pytest.raises(InvalidRequest, match="unknown gate 'min_sortino'; the gates are"):
         create_session(spec(), wrong)
+
+
+def test_a_session_scores_on_every_fold_the_history_holds_and_asks_for_no_more() -> None:
+    # The embedded S&P 500 set: 27 years before VALIDATION's end hold nine three-year folds,
+    # where the former default scored three (nine years). A shorter history holds fewer, and a
+    # count it cannot hold is refused naming the most that fit.
+    sp500 = session.DataSpec(data="sp500").load()
+    assert session.resolve_folds(None, sp500) == 9
+    assert session.resolve_folds(3, sp500) == 3
+    prices = synthetic_prices(n_days=900, n_assets=4, seed=1)
+    short = split(prices, source="short")  # 540 days of TRAIN, 180 of VALIDATION
+    assert session.resolve_folds(None, short) == 2
+    with pytest.raises(InvalidRequest, match="use --folds 2"):
+        session.resolve_folds(3, short)
+    dates = prices.index
+    shorter = split(prices, str(dates[250].date()), str(dates[600].date()), source="shorter")
+    assert session.resolve_folds(None, shorter) == 1  # data too short for two still runs
