@@ -43,7 +43,8 @@ Arms (the targets are those of the issues "held up out of sample" and "checks th
 
 For every arm also the accuracy of the research preference pairs as the flywheel builds them
 (two scored proposals from one state whose daily returns differ with confidence on the folds
-both ran, :func:`alphaloop.flywheel.research.judge`): the share whose chosen side also has the
+both ran, at a false discovery rate over the session's pairs,
+:func:`alphaloop.flywheel.research.labelled`): the share whose chosen side also has the
 higher TEST objective, and the same over every pair of a session's search trials; and over
 every such pair, by the strength of the folds' paired test (|z| buckets), how often the side
 the folds favour wins on TEST: whether a stricter label, or any label from the folds, could be
@@ -74,7 +75,7 @@ from unittest import mock
 from scipy import stats
 
 from alphaloop import metrics
-from alphaloop.flywheel.research import folds_test, judge
+from alphaloop.flywheel.research import folds_test, labelled
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
 from alphaloop.market import PLANTED_HOLD_DAYS
@@ -337,9 +338,14 @@ def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome
             shared = len(set(days.get(a.id, {})) & set(days.get(b.id, {})))
             won = (folds.z > 0) == (test[a.id] > test[b.id])
             out.state_pairs.append((abs(folds.z), shared, won))
-        judged = judge(a, b, days)
-        if judged is not None:
-            out.pairs.append(test[judged[0].id] > test[judged[1].id])
+    if floor is not None and math.isfinite(floor):
+        # The flywheel's own rule over the session's pairs (both scored: TEST decides).
+        states: dict[int | None, list[TrialRecord]] = {}
+        for t in search:
+            states.setdefault(t.parent_id, []).append(t)
+        for chosen, rejected, _ in labelled(list(states.values()), days):
+            if test[chosen.id] != test[rejected.id]:
+                out.pairs.append(test[chosen.id] > test[rejected.id])
     return out
 
 

@@ -82,6 +82,7 @@ from unittest import mock
 import numpy as np
 
 from alphaloop import metrics
+from alphaloop.flywheel.heldout import HELDOUT_BUCKETS, MIN_HELDOUT
 from alphaloop.journal import Journal, TrialKind
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import PLANTED_HOLD_DAYS, graded_prices, load_market, split
@@ -124,6 +125,8 @@ QUICK = {"power": 1, "folds": 1, "null-ar": 1, "tied": 1, "null": 1, "ppo": 1, "
 QUICK_BUDGET = 4
 PPO_TIMESTEPS, QUICK_PPO_TIMESTEPS = 4096, 1024
 AR_FACTOR = 0.4
+# Labelled pairs a first DPO run needs: ALPHALOOP_DPO_MIN_HELDOUT (20) held out, one in five.
+DPO_PAIRS = MIN_HELDOUT * HELDOUT_BUCKETS
 
 
 # --- the former rule's deflated Sharpe ---------------------------------------------------------
@@ -558,6 +561,14 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
                     f"{len(pairs) / len(js):.1f} | {_rate(sum(pairs), len(pairs))}",
                 )
             )
+            each = [pairs_at(j.outcome.state_pairs, 0.05) for j in js]
+            flat = [won for session in each for won in session]
+            rows.append(
+                (
+                    f"  the same labelled each at 5% (the former rule): {rule}",
+                    f"{len(flat) / len(js):.1f} | {_rate(sum(flat), len(flat))}",
+                )
+            )
             rows.append(
                 (
                     f"  every search pair by the folds' |z|, favoured wins on TEST: {rule}",
@@ -568,6 +579,14 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
             trials = sum(j.notes["search_trials"] for j in js)
             rows.append((f"search trials per hour: {rule}", f"{trials / hours:,.0f}"))
     return rows
+
+
+def pairs_at(state_pairs: list[tuple[float, int, bool]], alpha: float) -> list[bool]:
+    """Whether the favoured side won on TEST, for each of a session's same-state pairs whose
+    folds' paired test passes at ``alpha`` two-sided on its own (the former labelling rule)."""
+    from scipy import stats
+
+    return [won for z, _, won in state_pairs if 2 * stats.norm.sf(z) < alpha]
 
 
 def power_summary(judged: list[Judged]) -> list[SummaryRow]:
@@ -885,6 +904,16 @@ def main(
         judged[arm] = found
         print(f"\n{arm}: {len(found)} sessions x {b} search trials in {seconds:.0f} s", flush=True)
         print_sessions(found)
+        pairs = [p for j in found for p in j.outcome.pairs]
+        per = len(pairs) / len(found) if found else 0.0
+        need = math.ceil(DPO_PAIRS / per) if per else "never"
+        summary.append(
+            (
+                f"{arm}: research pairs a session | right on TEST | sessions before dpo train",
+                f"{per:.1f} | {_rate(sum(pairs), len(pairs))} | {need}",
+                ">= 65% right",
+            )
+        )
         if arm == "sp500":
             print_rows(sp500_rows(found))
             lost = sum(1 for row in sp500_rows(found) if "LOST" in row[1])

@@ -3,12 +3,17 @@
 The state of a proposal is its session and the best-so-far config it edited (the trial's
 ``parent_id``). Two search trials of one state form a pair when one's daily returns beat the
 other's on the same days with confidence: the paired Sharpe-difference test (Ledoit & Wolf,
-HAC) over every fold both were scored on, two-sided at :data:`PAIR_ALPHA`; or when one scored
-and the other was invalid, crashed or timed out (then the margin is infinite: any result beats
-none). A difference in objectives alone is not a pair: over a few configs the larger objective
-is mostly the window's noise, and a model trained on such labels learns that noise (rule
-``folds-paired``, :data:`RULE_VERSION`; pairs labelled before it carry no rule and
-``prefs export`` skips them). Both trials of a session run on the session seed, so their
+HAC) over every fold both were scored on, two-sided, rejected by Benjamini & Hochberg's
+procedure at a false discovery rate of :data:`PAIR_FDR` over all the session's candidate pairs
+(:func:`labelled`); or when one scored and the other was invalid, crashed or timed out (then
+the margin is infinite: any result beats none). A difference in objectives alone is not a
+pair: over a few configs the larger objective is mostly the window's noise, and a model trained
+on such labels learns that noise. Each pair at 5% of its own was the former rule: a session of
+twenty trials has dozens of candidate pairs, so on a market where no config differs from
+another a few passed by luck in every session; the false discovery rate over the session's
+pairs lets through as many pairs as the evidence carries, more where configs truly differ and
+next to none where they do not (rule :data:`RULE_VERSION`; pairs labelled under another rule
+are skipped by ``prefs export``). Both trials of a session run on the session seed, so their
 returns are comparable day by day.
 
 ``chosen`` and ``rejected`` are the edits as the model emitted them: the journaled ``delta``
@@ -32,11 +37,11 @@ from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, Tr
 from alphaloop.journal.models import is_interrupted
 from alphaloop.journal.preferences import PreferenceSource
 from alphaloop.meta_agent.prompt_log import render_proposal_prompt
-from alphaloop.validation import SharpeDifference, sharpe_difference
+from alphaloop.validation import SharpeDifference, benjamini_hochberg, sharpe_difference
 
 SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
-RULE_VERSION = "folds-paired-1"  # how research pairs are labelled (see the module docstring)
-PAIR_ALPHA = 0.05
+RULE_VERSION = "folds-fdr-1"  # how research pairs are labelled (see the module docstring)
+PAIR_FDR = 0.10
 FAILED = frozenset({TrialStatus.crash, TrialStatus.timeout, TrialStatus.invalid})
 
 
@@ -92,23 +97,32 @@ def pair_answers(chosen: TrialRecord, rejected: TrialRecord) -> tuple[str, str]:
     return answer_text(chosen, rationale=not plain), answer_text(rejected, rationale=not plain)
 
 
-def judge(
-    a: TrialRecord, b: TrialRecord, days: dict[int, list[float]]
-) -> tuple[TrialRecord, TrialRecord, float] | None:
-    """``(chosen, rejected, margin)`` for two proposals of one state, or None when neither beat
-    the other with confidence. ``days`` holds each scored trial's daily returns by fold
-    (``journal.folds.returns_by_fold``); the margin of a scored pair is the Sharpe
-    difference's z."""
-    if _scored(a) and _scored(b):
-        test = folds_test(days, a.id, b.id)
-        if test is None or min(test.p_value, 1.0 - test.p_value) * 2 >= PAIR_ALPHA:
-            return None
-        return (a, b, test.z) if test.z > 0 else (b, a, -test.z)
-    if _scored(a) and _failed(b):
-        return a, b, math.inf
-    if _scored(b) and _failed(a):
-        return b, a, math.inf
-    return None
+def labelled(
+    groups: list[list[TrialRecord]], days: dict[int, dict[int, list[float]]]
+) -> list[tuple[TrialRecord, TrialRecord, float]]:
+    """``(chosen, rejected, margin)`` for every pair of proposals of one state (``groups``: the
+    session's trials by state) that the evidence labels (see the module docstring): the
+    scored pairs whose paired test the false discovery rate over all of them rejects (the
+    margin the test's z), and each scored trial over a failed one (margin infinite).
+    ``days`` holds each scored trial's daily returns by fold (``journal.folds.returns_by_fold``).
+    """
+    out: list[tuple[TrialRecord, TrialRecord, float]] = []
+    tested: list[tuple[TrialRecord, TrialRecord, SharpeDifference]] = []
+    for group in groups:
+        for a, b in combinations(sorted(group, key=lambda t: t.idx), 2):
+            if _scored(a) and _scored(b):
+                test = folds_test(days, a.id, b.id)
+                if test is not None and test.z != 0:
+                    tested.append((a, b, test))
+            elif _scored(a) and _failed(b):
+                out.append((a, b, math.inf))
+            elif _scored(b) and _failed(a):
+                out.append((b, a, math.inf))
+    two_sided = [min(1.0, 2.0 * min(t.p_value, 1.0 - t.p_value)) for _, _, t in tested]
+    for (a, b, test), keep in zip(tested, benjamini_hochberg(two_sided, PAIR_FDR), strict=True):
+        if keep:
+            out.append((a, b, test.z) if test.z > 0 else (b, a, -test.z))
+    return out
 
 
 def folds_test(days: dict[int, dict[int, list[float]]], a: int, b: int) -> SharpeDifference | None:
@@ -152,43 +166,36 @@ def session_pairs(
     for t in rows:
         states[t.parent_id].append(t)
     drafts = []
-    for parent_id, group in states.items():
-        for a, b in combinations(sorted(group, key=lambda t: t.idx), 2):
-            judged = judge(a, b, days)
-            if judged is None:
-                continue
-            chosen, rejected, margin = judged
-            key = origin_key(session.id, chosen, rejected)
-            if known is not None and key in known:
-                continue
-            first, second = (a, b) if a.idx < b.idx else (b, a)
-            answers = pair_answers(chosen, rejected)
-            prompt = (
-                first.prompt
-                or second.prompt
-                or render_proposal_prompt(journal, session.id, first.idx)
+    for chosen, rejected, margin in labelled(list(states.values()), days):
+        key = origin_key(session.id, chosen, rejected)
+        if known is not None and key in known:
+            continue
+        first, second = (chosen, rejected) if chosen.idx < rejected.idx else (rejected, chosen)
+        answers = pair_answers(chosen, rejected)
+        prompt = (
+            first.prompt or second.prompt or render_proposal_prompt(journal, session.id, first.idx)
+        )
+        drafts.append(
+            PairDraft(
+                source=PreferenceSource.research,
+                origin_key=key,
+                origin={
+                    "session_id": session.id,
+                    "parent_id": chosen.parent_id,
+                    "chosen_trial_id": chosen.id,
+                    "rejected_trial_id": rejected.id,
+                    "chosen_idx": chosen.idx,
+                    "rejected_idx": rejected.idx,
+                    "rejected_status": rejected.status.value,
+                    "noise_floor": session.noise_floor,
+                    "rule": RULE_VERSION,
+                    "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
+                },
+                prompt=prompt,
+                chosen=answers[0],
+                rejected=answers[1],
+                margin=margin,
+                labelled=True,
             )
-            drafts.append(
-                PairDraft(
-                    source=PreferenceSource.research,
-                    origin_key=key,
-                    origin={
-                        "session_id": session.id,
-                        "parent_id": parent_id,
-                        "chosen_trial_id": chosen.id,
-                        "rejected_trial_id": rejected.id,
-                        "chosen_idx": chosen.idx,
-                        "rejected_idx": rejected.idx,
-                        "rejected_status": rejected.status.value,
-                        "noise_floor": session.noise_floor,
-                        "rule": RULE_VERSION,
-                        "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
-                    },
-                    prompt=prompt,
-                    chosen=answers[0],
-                    rejected=answers[1],
-                    margin=margin,
-                    labelled=True,
-                )
-            )
+        )
     return drafts

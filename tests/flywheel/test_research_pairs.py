@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from alphaloop.flywheel.research import RULE_VERSION, session_pairs
+from alphaloop.flywheel.research import RULE_VERSION, folds_test, session_pairs
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from tests.journal.journal_helpers import new_session
@@ -77,3 +77,38 @@ def test_pairs_need_a_paired_difference_on_the_folds_not_a_gap_in_objectives(
     assert got == {(a, b), (a, c), (a, d), (b, d), (c, d)}
     assert all(p.origin["rule"] == RULE_VERSION for p in pairs)
     assert next(p for p in pairs if p.origin["rejected_trial_id"] == b).margin > 10  # a z
+
+
+def test_where_no_config_differs_luck_labels_no_pair(tmp_path: Path) -> None:
+    # Twelve proposals of one state with no edge between them: 66 candidate pairs, of which a
+    # rule of 5% a pair labels a few by luck (counted here); the false discovery rate over the
+    # session's pairs labels none.
+    rng = np.random.default_rng(3)
+    market = rng.normal(3e-4, 0.01, (3, 500))
+    with Journal(tmp_path / "journal.db") as journal:
+        sid = new_session(journal, goal="g", objective={}, proposer="llm", seed=0)
+        journal.sessions.update(sid, noise_floor=0.05)
+        for k in range(12):
+            row = journal.trials.start(
+                sid, kind="search", config=TrialConfig().model_dump(), config_hash=f"n{k}",
+                delta={"changes": {}}, parent_id=None, seed=0, rationale="r", proposer="llm",
+                prompt="p",
+            )  # fmt: skip
+            folds = market + rng.normal(0, 2e-3, market.shape)
+            for i, days in enumerate(folds):
+                journal.folds.add(
+                    row.id, fold=i, n_folds=3, start_date=f"200{i}-01-01",
+                    end_date=f"200{i}-12-31", objective=0.0, metrics={}, result={},
+                    returns=days.tolist(), elapsed_s=0.1,
+                )  # fmt: skip
+            journal.trials.finish(row.id, status="discard", objective=float(k), val_returns=[])
+        session = journal.sessions.get(sid)
+        days = journal.folds.returns_by_fold(sid)
+        ids = list(days)
+        by_luck = sum(
+            (t := folds_test(days, a, b)) is not None and min(t.p_value, 1 - t.p_value) < 0.025
+            for i, a in enumerate(ids)
+            for b in ids[i + 1 :]
+        )
+        assert by_luck >= 1
+        assert session_pairs(journal, session) == []
