@@ -332,7 +332,7 @@ def test_the_largest_session_seed_runs(settings: Settings) -> None:
         ),
         (["research", GOAL, "--data", "absent.csv"], "price file not found: absent.csv"),
         (["research", GOAL, "--folds", "4"], "is too short for 4 folds"),
-        (["research", GOAL, "--folds", "4"], "use --folds 3"),
+        (["research", GOAL, "--folds", "4"], "ask for 3 folds or fewer"),
         (["research", GOAL, "--folds", "0"], "--folds"),
     ],
 )

@@ -276,9 +276,9 @@ class ResearchRequest(Request):
     _data = field_validator("data")(data_source)
 
     def check(self) -> None:
-        from alphaloop.ops.research import session_spec
+        from alphaloop.ops.research import check_folds, session_spec
 
-        session_spec(self)
+        check_folds(session_spec(self))
 
 
 class ResumeRequest(Request):

@@ -61,6 +61,20 @@ def session_spec(request: ResearchRequest) -> SessionSpec:
     )
 
 
+def check_folds(spec: SessionSpec) -> None:
+    """Refuses a fold count the data cannot hold, naming the most that fit (the data is loaded
+    only when a count was asked for: by default a session takes as many as fit).
+
+    Raises:
+        InvalidRequest: too many folds for the history before TEST, or data that cannot be
+            loaded.
+    """
+    if spec.folds is not None:
+        from alphaloop.meta_agent.session import resolve_folds
+
+        resolve_folds(spec.folds, spec.load())
+
+
 def check_proposer(proposer: str, settings: Settings) -> None:
     """Refuses the LLM proposer when no endpoint is configured, naming the settings to set.
 

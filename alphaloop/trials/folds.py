@@ -87,8 +87,8 @@ def build_folds(data: MarketData, k: int, purge: int = PURGE_ROWS) -> list[Rows]
         raise InvalidRequest(
             f"{data.source!r} is too short for {k} folds: {end - data.train.start} days before "
             f"TEST ({first}..{last}) hold at most {most} folds of {length} days after "
-            f"{MIN_TRAIN_ROWS} days of training history and a {purge}-day purge; "
-            f"use --folds {most}"
+            f"{MIN_TRAIN_ROWS} days of training history and a {purge}-day purge; ask for "
+            f"{most} folds or fewer"
         )
     folds = []
     for i in range(k):

@@ -625,7 +625,7 @@ def test_a_session_scores_on_every_fold_the_history_holds_and_asks_for_no_more()
     prices = synthetic_prices(n_days=900, n_assets=4, seed=1)
     short = split(prices, source="short")  # 540 days of TRAIN, 180 of VALIDATION
     assert session.resolve_folds(None, short) == 2
-    with pytest.raises(InvalidRequest, match="use --folds 2"):
+    with pytest.raises(InvalidRequest, match="ask for 2 folds or fewer"):
         session.resolve_folds(3, short)
     dates = prices.index
     shorter = split(prices, str(dates[250].date()), str(dates[600].date()), source="shorter")

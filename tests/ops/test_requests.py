@@ -37,6 +37,7 @@ from alphaloop.server import create_app, routes_flywheel
 from alphaloop.settings import Settings
 from alphaloop.tools import TOOLS
 from alphaloop.tools.base import ToolContext, call_tool
+from alphaloop.validation import GATE_NAMES
 
 SID = "s-20260101-120000-ab12"
 
@@ -429,3 +430,28 @@ def test_the_chat_starts_smaller_sessions_by_default_only() -> None:
         StartResearchArgs.model_json_schema()["properties"]["budget"]["maximum"]
         == (rq.ResearchRequest.model_json_schema()["properties"]["budget"]["maximum"])
     )
+
+
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [
+        # Synthetic data holds three folds: the most that fit is named.
+        ({"folds": 4}, ("is too short for 4 folds", "ask for 3 folds or fewer")),
+        # A gate that does not exist is named, and so is every gate there is.
+        ({"gates": {"min_sortino": 1.0}}, ("min_sortino", *GATE_NAMES)),
+    ],
+)
+def test_a_fold_count_or_gate_the_request_cannot_have_is_refused_alike_saying_why(
+    fronts: dict[str, Any], asked: dict[str, Any], said: tuple[str, ...]
+) -> None:
+    shared = SHARED["research"]
+    values = {**shared.base, **asked}
+    cli = CliRunner().invoke(cli_app, cli_args(shared, values))
+    text = " ".join(cli.output.split())
+    assert cli.exit_code == 2 and all(s in text for s in said), cli.output
+    api = shared.api(fronts["client"], values)
+    assert api.status_code == 422 and all(s in api.text for s in said), api.text
+    ctx = ToolContext(fronts["settings"], confirm=lambda _q: True)
+    tool = call_tool(TOOLS, "start_research", values, ctx)
+    told = json.dumps(tool.data)
+    assert tool.data.get("status") == 422 and all(s in told for s in said), tool.data

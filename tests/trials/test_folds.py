@@ -50,7 +50,7 @@ def test_folds_tile_the_history_before_test_and_end_with_validation(data, k: int
 def test_too_many_folds_name_the_most_that_fit(data) -> None:
     most = max_folds(data)
     build_folds(data, most)
-    with pytest.raises(InvalidRequest, match=f"use --folds {most}") as err:
+    with pytest.raises(InvalidRequest, match=f"ask for {most} folds or fewer") as err:
         build_folds(data, most + 1)
     assert exit_code_of(err.value) == 2
     with pytest.raises(InvalidRequest, match="at least 1"):
