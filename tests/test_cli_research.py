@@ -553,7 +553,8 @@ def test_folds_are_journaled_and_one_fold_says_what_it_does_not_measure(
     result = run_cli(*args, "--budget", "2")
     assert result.exit_code == 0, result.output
     final = json.loads(result.stdout)["final"]
-    assert final["folds"]["n"] == 3 and "note" not in final["folds"]
+    assert final["folds"]["n"] == 3
+    assert final["folds"]["note"].startswith("all 3 folds of ")
     sid = json.loads(result.stdout)["session"]["id"]
     with Journal(settings.journal_path) as journal:
         folds = journal.folds.of_session(sid)
