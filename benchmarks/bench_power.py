@@ -88,13 +88,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.market import PLANTED_HOLD_DAYS, graded_prices, load_market, split
 from alphaloop.market.worlds import GRADED_EVAL_DAYS
 from alphaloop.meta_agent.session import SessionSpec
-from alphaloop.metrics import (
-    Metrics,
-    effective_trials,
-    expected_max_sharpe,
-    psr_from_moments,
-    trial_sharpes,
-)
+from alphaloop.metrics import Metrics
 from alphaloop.trials import Rows, TrialBudget, build_folds, equal_weight_backtest, run_trial
 from alphaloop.trials import folds as folds_module
 from alphaloop.validation import (
@@ -104,6 +98,13 @@ from alphaloop.validation import (
     search_set,
     session_dsr,
     sharpe_difference,
+)
+from alphaloop.validation.sharpe import (
+    effective_trials,
+    expected_max_sharpe,
+    probabilistic_sharpe_ratio,
+    psr_from_moments,
+    trial_sharpes,
 )
 from benchmarks._report import SummaryRow, print_rows, timed
 from benchmarks.bench_generalisation import Outcome, _session, share, z_buckets
@@ -225,7 +226,7 @@ def _oracle(
     on_folds = sharpe_difference(pair[:, 0], pair[:, 1])
     good = run_trial(MODE, PLANTED, market, budget, base[0].seed or 0, window="test")
     p = {ref: sharpe_difference(good.daily_returns, r).p_value for ref, r in test.items()}
-    psr = metrics.probabilistic_sharpe_ratio(planted_folds)
+    psr = probabilistic_sharpe_ratio(planted_folds)
     return {
         "picked": on_folds.p_value < LEVEL,
         "fold_z": on_folds.z,
@@ -636,7 +637,7 @@ def dsr_on_ar_noise(repetitions: int, seed: int = 0) -> tuple[float, float]:
     DSR > 0.95: with the trials' own variance of Sharpe ratios, and capped at Lo's."""
     from scipy.signal import lfilter
 
-    from alphaloop.metrics import deflated_sharpe
+    from alphaloop.validation.sharpe import deflated_sharpe
 
     rng = np.random.default_rng(seed)
     own = capped = 0

@@ -73,12 +73,12 @@ def session_dsr(candidate: Sequence[float], search: Sequence[Sequence[float]]) -
     """The deflated Sharpe of ``candidate`` selected from the ``search`` trials (N = their
     count), with the effective number of independent trials (Li & Ji, on the days all share)
     and the DSR under it. The hurdle uses the variance of the trials' Sharpe ratios, as the
-    paper does (see :func:`~alphaloop.validation.sharpe.deflated_sharpe`), measured on as many days as
-    the candidate's: racing leaves trials scored on their most recent folds only, and a Sharpe
-    of three years varies by luck three times as much as one of 27, so a variance taken on the
-    days all trials share would set the hurdle of a 27-year Sharpe far too high. The trials
-    scored on the candidate's days are those of full length (two at least, else the days all
-    share).
+    paper does (see :func:`~alphaloop.validation.sharpe.deflated_sharpe`), measured on as many
+    days as the candidate's: racing leaves trials scored on their most recent folds only, and
+    a Sharpe of three years varies by luck three times as much as one of 27, so a variance
+    taken on the days all trials share would set the hurdle of a 27-year Sharpe far too high.
+    The trials scored on the candidate's days are those of full length (two at least, else the
+    days all share).
 
     Raises:
         ValueError: no search series, or fewer than 2 common days.
