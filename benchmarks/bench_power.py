@@ -459,11 +459,9 @@ def run_task(task: Task) -> Judged:
             data, dates = _ar_market(Path(folder), task.index)
             outcome = _session(_spec(task, data, dates), task.arm, extra)
     else:
-        data = {
-            "sp500": "sp500",
-            "tied": f"tied:{task.index}",
-            "null": f"null:{task.index}",
-        }.get(task.arm, f"graded:{task.grade:g}:{task.index}")
+        named = {"sp500": "sp500", "tied": f"tied:{task.index}", "null": f"null:{task.index}"}
+        # A graded market's name is built only for the arms that have a grade.
+        data = named[task.arm] if task.arm in named else f"graded:{task.grade:g}:{task.index}"
         half = task.rule == HALF
         layout = mock.patch.object(folds_module, "_fold_rows", half_rows) if half else nullcontext()
         with layout:
