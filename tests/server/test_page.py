@@ -69,12 +69,12 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         expect(page).to_have_url(re.compile(r"#/session/s-"), timeout=90_000)
         chart = page.locator("#research-chart")
         page.wait_for_function(
-            "() => Number(document.querySelector('#research-chart').dataset.points) > 0",
+            "() => Number(document.querySelector('#research-chart')?.dataset.points) > 0",
             timeout=90_000,
         )
         first = int(chart.get_attribute("data-points") or 0)
         page.wait_for_function(
-            f"() => Number(document.querySelector('#research-chart').dataset.points) > {first}",
+            f"() => Number(document.querySelector('#research-chart')?.dataset.points) > {first}",
             timeout=90_000,
         )
         page.click("#research-stop")

@@ -154,7 +154,7 @@ def test_the_dashboard_panels(seeded, tmp_path: Path) -> None:
         assert httpx.get(f"{base}/api/policies/active").json()["policy"] is None
         # the portfolio manager: equity and weights over time; halt and resume with a reason
         page.wait_for_function(
-            "() => Number(document.querySelector('#book-weights').dataset.points) === 6",
+            "() => Number(document.querySelector('#book-weights')?.dataset.points) === 6",
             timeout=20_000,
         )
         page.click("#book-halt")  # no reason: refused on the page

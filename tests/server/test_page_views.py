@@ -181,7 +181,7 @@ def test_the_book_shows_pm_status(home, browser) -> None:
             f"{st['pnl']:+,.0f} ({pct:+.2f}%)"
         )
         expect(page.locator("#book-status")).to_contain_text(st["marked_at"])
-        page.wait_for_function("() => document.querySelector('#book-equity').dataset.last")
+        page.wait_for_function("() => document.querySelector('#book-equity')?.dataset.last")
         assert float(page.locator("#book-equity").get_attribute("data-last")) == st["equity"]
     finally:
         page.close()
