@@ -1,5 +1,6 @@
 """What the dashboard reads: the sessions with their verdicts next to 1/N and the default, a
-page of a session's trials sorted and filtered in SQL (and its CSV export), one trial in full.
+page of a session's trials sorted and filtered in SQL (and its CSV export), a session's pulse
+and calendar, a book's history. One trial in full is :mod:`.sessions`' read.
 """
 
 from __future__ import annotations
@@ -13,11 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.evidence import ExcessEvidence
-from alphaloop.exceptions import InvalidRequest, NotFound
+from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import (
     ClipRecord,
     FinalReport,
-    FoldRecord,
     Journal,
     SessionRecord,
     TrialFilter,
@@ -236,76 +236,6 @@ def trial_csv(settings: Settings, session_id: str, f: TrialFilter) -> Iterator[s
             )
 
 
-class FoldRow(BaseModel):
-    """One walk-forward fold a trial was scored on: its window, objective and metrics (its
-    daily returns stay in the journal; the trial's equity curve is drawn from VALIDATION's)."""
-
-    model_config = _FROZEN
-
-    fold: int
-    n_folds: int
-    start_date: str
-    end_date: str
-    objective: float
-    metrics: dict[str, Any]
-    n_days: int
-    elapsed_s: float
-    reused_from: int | None
-
-
-def fold_row(f: FoldRecord) -> FoldRow:
-    """The fold as the detail panel shows it."""
-    return FoldRow(
-        fold=f.fold, n_folds=f.n_folds, start_date=f.start_date, end_date=f.end_date,
-        objective=f.objective, metrics=f.metrics, n_days=len(f.returns), elapsed_s=f.elapsed_s,
-        reused_from=f.reused_from,
-    )  # fmt: skip
-
-
-class TrialFull(BaseModel):
-    """One trial as the detail panel shows it: everything, its series and prompt included,
-    and the folds it was scored on (none for a trial from before folds)."""
-
-    model_config = _FROZEN
-
-    trial: TrialRecord
-    row: TrialRow
-    clips: list[ClipRecord]
-    parent: TrialRecord | None
-    folds: list[FoldRow] = []
-
-
-def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
-    """One trial of ``session_id`` in full.
-
-    Raises:
-        NoJournal, NotFound: no such trial (in that session).
-    """
-    with open_journal(settings) as j:
-        t = j.trials.get(trial_id)
-        if t.session_id != session_id:
-            raise NotFound(f"no trial {trial_id} in session {session_id}")
-        return _full(j, t)
-
-
-def trial_at(settings: Settings, session_id: str, idx: int) -> TrialFull:
-    """Trial ``#idx`` of ``session_id`` in full (the page's address names trials by index).
-
-    Raises:
-        NoJournal, NotFound, NotFound: no such session or trial.
-    """
-    with open_journal(settings) as j:
-        return _full(j, j.trials.at(session_id, idx))
-
-
-def _full(j: Journal, t: TrialRecord) -> TrialFull:
-    parent = j.trials.get(t.parent_id) if t.parent_id else None
-    folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
-    run = (len(folds), folds[0].n_folds) if folds else None
-    return TrialFull(trial=t, row=row_of(t, run), clips=j.logs.clips(t.id), parent=parent,
-                     folds=folds)  # fmt: skip
-
-
 class Pulse(BaseModel):
     """What a page polls about one session, at a cost that does not grow with it: the session
     row, its number of trials, its last trials (those running among them) and its best."""
@@ -410,21 +340,16 @@ __all__ = [
     "BookHistory",
     "Calendar",
     "Comparison",
-    "FoldRow",
     "Pulse",
     "SessionRow",
-    "TrialFull",
     "TrialPage",
     "best_of",
     "book_history",
     "calendar",
     "comparison",
     "display_status",
-    "fold_row",
     "pulse",
     "session_rows",
-    "trial_at",
     "trial_csv",
-    "trial_full",
     "trial_page",
 ]

@@ -8,11 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.exceptions import AlphaloopError, InvalidRequest
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, NotFound
 from alphaloop.journal import (
     ChartReadRecord,
     ClipRecord,
     EventRecord,
+    FoldRecord,
     Journal,
     LLMUsageRecord,
     SessionRecord,
@@ -20,7 +21,7 @@ from alphaloop.journal import (
     pid_alive,
 )
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.rows import pick_of
+from alphaloop.ops.rows import TrialRow, pick_of, row_of
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -335,26 +336,84 @@ def leaderboard(settings: Settings, session_id: str, k: int = 10) -> Leaderboard
         return Leaderboard(session=s, trials=j.trials.leaderboard(s.id, k))
 
 
-class TrialDetail(BaseModel):
-    """One trial with its clips and the trial it was derived from."""
+class FoldRow(BaseModel):
+    """One walk-forward fold a trial was scored on: its window, objective and metrics (its
+    daily returns stay in the journal; the trial's equity curve is drawn from VALIDATION's)."""
+
+    model_config = _FROZEN
+
+    fold: int
+    n_folds: int
+    start_date: str
+    end_date: str
+    objective: float
+    metrics: dict[str, Any]
+    n_days: int
+    elapsed_s: float
+    reused_from: int | None
+
+
+def fold_row(f: FoldRecord) -> FoldRow:
+    """The fold as the detail panel shows it."""
+    return FoldRow(
+        fold=f.fold, n_folds=f.n_folds, start_date=f.start_date, end_date=f.end_date,
+        objective=f.objective, metrics=f.metrics, n_days=len(f.returns), elapsed_s=f.elapsed_s,
+        reused_from=f.reused_from,
+    )  # fmt: skip
+
+
+class TrialFull(BaseModel):
+    """One trial as the detail panel shows it: everything, its series and prompt included,
+    and the folds it was scored on (none for a trial from before folds)."""
 
     model_config = _FROZEN
 
     trial: TrialRecord
+    row: TrialRow
     clips: list[ClipRecord]
     parent: TrialRecord | None
+    folds: list[FoldRow] = []
 
 
-def trial_detail(settings: Settings, trial_id: int) -> TrialDetail:
-    """Everything journaled about one trial.
+def trial_detail(settings: Settings, trial_id: int) -> TrialFull:
+    """Everything journaled about one trial, of any session.
 
     Raises:
         NoJournal, NotFound: no such trial.
     """
     with open_journal(settings) as j:
+        return _full(j, j.trials.get(trial_id))
+
+
+def trial_full(settings: Settings, session_id: str, trial_id: int) -> TrialFull:
+    """One trial of ``session_id`` in full.
+
+    Raises:
+        NoJournal, NotFound: no such trial (in that session).
+    """
+    with open_journal(settings) as j:
         t = j.trials.get(trial_id)
-        parent = j.trials.get(t.parent_id) if t.parent_id else None
-        return TrialDetail(trial=t, clips=j.logs.clips(t.id), parent=parent)
+        if t.session_id != session_id:
+            raise NotFound(f"no trial {trial_id} in session {session_id}")
+        return _full(j, t)
+
+
+def trial_at(settings: Settings, session_id: str, idx: int) -> TrialFull:
+    """Trial ``#idx`` of ``session_id`` in full (the page's address names trials by index).
+
+    Raises:
+        NoJournal, NotFound, NotFound: no such session or trial.
+    """
+    with open_journal(settings) as j:
+        return _full(j, j.trials.at(session_id, idx))
+
+
+def _full(j: Journal, t: TrialRecord) -> TrialFull:
+    parent = j.trials.get(t.parent_id) if t.parent_id else None
+    folds = [fold_row(f) for f in j.folds.of_trial(t.id)]
+    run = (len(folds), folds[0].n_folds) if folds else None
+    return TrialFull(trial=t, row=row_of(t, run), clips=j.logs.clips(t.id), parent=parent,
+                     folds=folds)  # fmt: skip
 
 
 class MetricDiff(BaseModel):

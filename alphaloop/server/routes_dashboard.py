@@ -141,7 +141,7 @@ def trials_csv(
 def trial(request: Request, session_id: str = SessionPath, trial_id: int = IdPath()) -> Any:
     """One trial in full: config, delta, clips, rationale, the exact prompt it was proposed
     with, metrics, and its validation returns (the equity curve)."""
-    full = dashboard.trial_full(_settings(request), session_id, trial_id)
+    full = ops.sessions.trial_full(_settings(request), session_id, trial_id)
     return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
 
 
@@ -150,7 +150,7 @@ def trial_at(
     request: Request, session_id: str = SessionPath, idx: int = Path(ge=0, le=MAX_ID)
 ) -> Any:
     """Trial ``#idx`` of the session in full, as ``/trials/{trial_id}`` answers it."""
-    full = dashboard.trial_at(_settings(request), session_id, idx)
+    full = ops.sessions.trial_at(_settings(request), session_id, idx)
     return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
 
 
