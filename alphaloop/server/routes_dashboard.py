@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
 from alphaloop.journal import TrialFilter, jsonable
-from alphaloop.ops import dashboard, history, notes, plots, study, tearsheet
+from alphaloop.ops import dashboard, notes, plots, tearsheet
 from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
@@ -79,13 +79,13 @@ def pulse(
 def session_history(
     request: Request,
     session_id: str = SessionPath,
-    points: int = Query(history.HISTORY_POINTS, ge=10, le=MAX_ID, description="rows at most"),
+    points: int = Query(plots.HISTORY_POINTS, ge=10, le=MAX_ID, description="rows at most"),
 ) -> dict[str, Any]:
     """The optimisation history as columns (index, status, objective of each search trial,
     the incumbent: the best kept objective so far) and the default's objective; past
     ``points`` search trials a sample that keeps each slice's extremes and every change of the
     incumbent (``sampled``; ``total`` counts them all)."""
-    found = history.history(_settings(request), session_id, points)
+    found = plots.history(_settings(request), session_id, points)
     return jsonable(found.model_dump(mode="json"))
 
 
@@ -93,13 +93,13 @@ def session_history(
 def session_study(
     request: Request,
     session_id: str = SessionPath,
-    points: int = Query(study.STUDY_POINTS, ge=10, le=20_000, description="rows at most"),
+    points: int = Query(plots.STUDY_POINTS, ge=10, le=20_000, description="rows at most"),
 ) -> dict[str, Any]:
     """The session's search trials as columns for the search plots (slice, contour, parallel
     coordinates, EDF, timeline, per-fold intermediate values): shown status, comparable
     objective, start and finish, each knob that varied, each fold's objective; a sample past
     ``points`` trials (the best kept), the objective's distribution exact."""
-    return jsonable(study.study(_settings(request), session_id, points).model_dump(mode="json"))
+    return jsonable(plots.study(_settings(request), session_id, points).model_dump(mode="json"))
 
 
 @router.get("/sessions/{session_id}/calendar")

@@ -8,7 +8,7 @@ import bisect
 import httpx
 
 from alphaloop.journal import Journal
-from alphaloop.ops import history
+from alphaloop.ops import plots
 
 from .helpers import live_server
 from .test_dashboard import N
@@ -49,15 +49,15 @@ def test_the_history_is_read_again_after_a_trial_starts_or_finishes(
 ) -> None:
     settings, ids = dashboard_home
     sid = ids["nogo"]
-    before = history.history(settings, sid)
+    before = plots.history(settings, sid)
     with Journal(settings.journal_path) as j:
         first = j.trials.of_session(sid)[0]
         row = j.trials.start(sid, kind="search", config=first.config, config_hash=None,
                             delta={"changes": {}}, parent_id=None, seed=7, rationale="r",
                             proposer="tpe")  # fmt: skip
-        started = history.history(settings, sid)
+        started = plots.history(settings, sid)
         j.trials.finish(row.id, status="keep", objective=5.0, metrics={}, elapsed_s=0.01)
-    finished = history.history(settings, sid)
+    finished = plots.history(settings, sid)
     assert (before.total, started.total, finished.total) == (N, N + 1, N + 1)
     assert started.status[-1] == "running" and started.incumbent[-1] == before.incumbent[-1]
     assert finished.status[-1] == "keep" and finished.incumbent[-1] == 5.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.ops import study
+from alphaloop.ops import plots
 from alphaloop.settings import Settings
 
 try:
@@ -36,7 +36,7 @@ def _search(settings: Settings, n: int) -> str:
 
 def test_the_search_as_columns(settings: Settings) -> None:
     sid = _search(settings, 30)
-    s = study.study(settings, sid)
+    s = plots.study(settings, sid)
     assert not s.sampled and s.total == 30 and s.idx == list(range(30))
     assert list(s.knobs) == ["lookback"] and s.knobs["lookback"][:3] == [5.0, 6.0, 7.0]
     assert s.status[4] == "raced out" and s.objective[4] is None  # not comparable
@@ -48,7 +48,7 @@ def test_the_search_as_columns(settings: Settings) -> None:
 
 def test_a_long_search_is_sampled_with_its_best_and_exact_quantiles(settings: Settings) -> None:
     sid = _search(settings, 400)
-    s = study.study(settings, sid, points=50)
+    s = plots.study(settings, sid, points=50)
     assert s.sampled and s.total == 400 and len(s.idx) <= 50
     scored = sorted(i / 400 for i in range(400) if i % 5 != 4)
     assert max(o for o in s.objective if o is not None) == scored[-1]
