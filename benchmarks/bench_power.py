@@ -59,7 +59,10 @@ Arms (``--arm``, repeatable; all by default):
   decided it.
 
 Sessions run in a process pool (``--workers``, 2 by default: this machine's cores), each
-session on one core. Reports numbers only; it asserts nothing.
+session on one core. A run can be extended: ``--first N`` starts each cell at session N, and
+``--merge FILE ...`` puts the sessions an earlier run saved (``--save``) beside this run's in
+every table (``--sessions 0 --merge ...`` prints the saved runs together). Reports numbers
+only; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -800,7 +803,9 @@ ARMS = (
 )
 
 
-def _tasks(arm: str, n: int, budget: int, quick: bool, rules: tuple[str, ...]) -> list[Task]:
+def _tasks(
+    arm: str, n: int, budget: int, quick: bool, rules: tuple[str, ...], first: int = 0
+) -> list[Task]:
     grades: tuple[float | None, ...] = (None,)
     if arm == "power":
         grades = GRADES
@@ -810,7 +815,8 @@ def _tasks(arm: str, n: int, budget: int, quick: bool, rules: tuple[str, ...]) -
         grades, rules = (0.5, 1.0), (HALF,)
     elif arm in ("null-ar", "tied", "null"):
         grades = (0.0,)
-    return [Task(r, arm, g, i, budget, quick) for g in grades for r in rules for i in range(n)]
+    indices = range(first, first + n)
+    return [Task(r, arm, g, i, budget, quick) for g in grades for r in rules for i in indices]
 
 
 def sp500_rows(judged: list[Judged]) -> list[tuple[str, str]]:
@@ -841,13 +847,21 @@ def main(
     workers: int = 2,
     rules: tuple[str, ...] = RULES,
     save: str | None = None,
+    first: int = 0,
+    merge: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Runs the arms and prints the power table beside the oracle, before and after."""
+    """Runs the arms and prints the power table beside the oracle, before and after: sessions
+    ``first`` onwards of each cell, beside those an earlier run saved (``merge``)."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     plan = QUICK if quick else FULL
     b = budget or (QUICK_BUDGET if quick else BUDGET)
     summary: list[SummaryRow] = []
     judged: dict[str, list[Judged]] = {}
+    earlier: dict[str, list[Judged]] = {}
+    for path in merge or []:
+        with open(path, "rb") as f:
+            for arm, found in pickle.load(f)["judged"].items():
+                earlier[arm] = earlier.get(arm, []) + found
     for arm in arms or ARMS:
         if arm == "dsr":
             seconds, (own, capped) = timed(lambda: dsr_on_ar_noise(30 if quick else 300))
@@ -895,13 +909,15 @@ def main(
                 )
             )
             continue
-        n = sessions or plan[arm]
+        n = plan[arm] if sessions is None else sessions
         arm_rules = ("after",) if arm in ("sp500", "tied", "null", "null-ar") else rules
         seconds, found = timed(
-            lambda a=arm, n=n, r=arm_rules: run_tasks(_tasks(a, n, b, quick, r), workers)
+            lambda a=arm, n=n, r=arm_rules: run_tasks(_tasks(a, n, b, quick, r, first), workers)
         )
+        ran, found = len(found), earlier.get(arm, []) + found
         judged[arm] = found
-        print(f"\n{arm}: {len(found)} sessions x {b} search trials in {seconds:.0f} s", flush=True)
+        now = f"{ran} run now in {seconds:.0f} s"
+        print(f"\n{arm}: {len(found)} sessions x {b} search trials ({now})", flush=True)
         print_sessions(found)
         pairs = [p for j in found for p in j.outcome.pairs]
         per = len(pairs) / len(found) if found else 0.0
@@ -944,6 +960,20 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rule", action="append", choices=RULES, help="only these rules")
     parser.add_argument("--save", help="also pickle every session's verdicts to this file")
+    parser.add_argument("--first", type=int, default=0, help="the first session index a cell runs")
+    parser.add_argument(
+        "--merge", nargs="+", help="files an earlier --save wrote: their sessions join this run's"
+    )
     args = parser.parse_args()
     rules = tuple(args.rule or RULES)
-    main(args.quick, args.arm, args.sessions, args.budget, args.workers, rules, args.save)
+    main(
+        args.quick,
+        args.arm,
+        args.sessions,
+        args.budget,
+        args.workers,
+        rules,
+        args.save,
+        args.first,
+        args.merge,
+    )
