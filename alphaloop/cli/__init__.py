@@ -29,7 +29,7 @@ from alphaloop.cli import feedback as feedback_cli
 from alphaloop.cli import prefs as prefs_cli
 from alphaloop.cli import scheduler as scheduler_cli
 from alphaloop.cli import serve as serve_cli
-from alphaloop.cli._app import app
+from alphaloop.cli._app import app, reflow_help
 from alphaloop.cli._logging import configure_logging
 from alphaloop.cli._stdio import reserve_stdout
 from alphaloop.settings import get_settings
@@ -77,6 +77,7 @@ for command in (
     serve_cli.serve,
 ):
     app.command()(command)
+reflow_help(app)
 
 __all__ = ["app", "main"]
 

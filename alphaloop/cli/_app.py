@@ -6,6 +6,7 @@ the library raises ends a command with the code its class carries (:mod:`alphalo
 
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 from collections.abc import Callable, Iterable
@@ -70,6 +71,37 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Goal-driven autoresearch on portfolio strategies.",
 )
+
+
+# A line that starts a list item or an indented block keeps its line break when help reflows.
+_KEEP_BREAK = re.compile(r"^(\s|[-*]\s|\d+[.)]\s)")
+
+
+def reflow(doc: str) -> str:
+    """A docstring's paragraphs as single lines, so the terminal wraps them at its own width.
+
+    Rich help keeps every line break of a docstring written to ~95 columns, which breaks each
+    line again in an 80-column terminal. List items and indented lines stay on their own lines.
+    """
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines = paragraph.split("\n")
+        joined = lines[0]
+        for line in lines[1:]:
+            joined += ("\n" if _KEEP_BREAK.match(line) else " ") + line
+        paragraphs.append(joined)
+    return "\n\n".join(paragraphs)
+
+
+def reflow_help(group: typer.Typer) -> None:
+    """Reflow the help of every command of ``group`` and of its subgroups (see :func:`reflow`)."""
+    for command in group.registered_commands:
+        doc = command.help or inspect.getdoc(command.callback)
+        if doc:
+            command.help = reflow(doc)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            reflow_help(sub.typer_instance)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
