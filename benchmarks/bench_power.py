@@ -823,17 +823,18 @@ def sp500_rows(judged: list[Judged]) -> list[tuple[str, str]]:
     """Per session: the pick, TEST Sharpes, a loss of more than one standard error, GO and
     the test that decided it."""
     rows = []
-    for j in judged:
+    for k, j in enumerate(judged, 1):
         f = j.outcome.extra.get("final") or j.outcome.final
         test = ((f.get("excess") or {}).get("default") or {}).get("test") or {}
         lost = bool(test) and test["difference"] < -test["se"]
-        verdict = f.get("gates_summary") or f.get("gates_note") or ""
+        # The journaled verdict starts with GO or NO-GO itself.
+        verdict = f.get("gates_summary") or f.get("gates_note") or ("GO" if j.go else "NO-GO")
         rows.append(
             (
-                f"{j.rule} {j.outcome.proposer} seed {j.outcome.extra.get('seed', '')}".strip(),
+                f"session {k} ({j.outcome.proposer})",
                 f"pick {f.get('pick')}: TEST Sharpe {j.outcome.test_sharpe('pick') or math.nan:.3f}"
                 f" vs default {j.outcome.test_sharpe('default') or math.nan:.3f}"
-                f"{' LOST by > 1 SE' if lost else ''}; {'GO' if j.go else 'NO-GO'}: {verdict}",
+                f"{' LOST by > 1 SE' if lost else ''}; {verdict}",
             )
         )
     return rows
