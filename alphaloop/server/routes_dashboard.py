@@ -183,7 +183,7 @@ def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
     return {
         "report": jsonable(report.journaled()) if report else None,
-        # "NO-GO: does not beat 1/N with confidence; ..." as the terminal says it.
+        # "NO-GO: beats_equal_weight failed (p-value 0.21, ...); ..." as the terminal says it.
         "headline": report.gates.headline() if report else None,
         "verdict": row.model_dump(mode="json") if row else None,
         "command": f"alphaloop validate {session_id}",
