@@ -13,7 +13,7 @@ import functools
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -250,6 +250,15 @@ class JournalFile:
         """One write transaction: all of it is committed, or (on any error, even a kill) none."""
         with self._lock, self._errors(), _immediate(self._conn) as conn:
             yield conn
+
+    def _rows_in(self, sql: str, ids: Sequence[int]) -> list[dict]:
+        """The rows of ``sql`` whose ``{ids}`` is each chunk of ``ids`` in turn, one query a
+        chunk of 500 (SQLite's limit on bound parameters), in chunk order."""
+        ids, out = list(ids), []
+        for lo in range(0, len(ids), 500):
+            chunk = tuple(ids[lo : lo + 500])
+            out += self._rows(sql.format(ids=", ".join("?" for _ in chunk)), chunk)
+        return out
 
     def _rows(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[dict]:
         with self._lock, self._errors():

@@ -125,32 +125,24 @@ class Folds:
 
     def counts(self, trial_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
         """(folds run, folds the session has) of each of ``trial_ids`` that has folds."""
-        out: dict[int, tuple[int, int]] = {}
-        ids = list(trial_ids)
-        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[lo : lo + 500]
-            rows = self._journal._rows(
-                "SELECT trial_id, COUNT(*) AS run, MAX(n_folds) AS n FROM trial_folds "
-                f"WHERE trial_id IN ({', '.join('?' for _ in chunk)}) GROUP BY trial_id",
-                tuple(chunk),
-            )
-            out.update({r["trial_id"]: (r["run"], r["n"]) for r in rows})
-        return out
+        rows = self._journal._rows_in(
+            "SELECT trial_id, COUNT(*) AS run, MAX(n_folds) AS n FROM trial_folds "
+            "WHERE trial_id IN ({ids}) GROUP BY trial_id",
+            trial_ids,
+        )
+        return {r["trial_id"]: (r["run"], r["n"]) for r in rows}
 
     def objectives(self, trial_ids: Sequence[int]) -> dict[int, list[float]]:
         """Each of ``trial_ids``' objective on each fold it ran, oldest window first (the
         intermediate values a race is decided on), without their daily returns."""
         out: dict[int, list[float]] = {}
-        ids = list(trial_ids)
-        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[lo : lo + 500]
-            rows = self._journal._rows(
-                "SELECT trial_id, objective FROM trial_folds WHERE trial_id IN "
-                f"({', '.join('?' for _ in chunk)}) ORDER BY trial_id, fold",
-                tuple(chunk),
-            )
-            for r in rows:
-                out.setdefault(r["trial_id"], []).append(r["objective"])
+        rows = self._journal._rows_in(
+            "SELECT trial_id, objective FROM trial_folds WHERE trial_id IN ({ids}) "
+            "ORDER BY trial_id, fold",
+            trial_ids,
+        )
+        for r in rows:
+            out.setdefault(r["trial_id"], []).append(r["objective"])
         return out
 
     def scores_of_session(self, session_id: str) -> dict[int, FoldScores]:

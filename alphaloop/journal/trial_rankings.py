@@ -274,17 +274,11 @@ class TrialRankings(TrialReads):
 
     def sampled(self, trial_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """The config, start and finish of each of ``trial_ids`` (the rows a plot draws)."""
-        out: dict[int, dict[str, Any]] = {}
-        ids = list(trial_ids)
-        for lo in range(0, len(ids), 500):  # SQLite's limit on bound parameters
-            chunk = ids[lo : lo + 500]
-            rows = self._journal._rows(
-                "SELECT id, config, started_at, finished_at FROM trials "
-                f"WHERE id IN ({', '.join('?' for _ in chunk)})",
-                tuple(chunk),
-            )
-            out.update({r["id"]: {**r, "config": json.loads(r["config"])} for r in rows})
-        return out
+        rows = self._journal._rows_in(
+            "SELECT id, config, started_at, finished_at FROM trials WHERE id IN ({ids})",
+            trial_ids,
+        )
+        return {r["id"]: {**r, "config": json.loads(r["config"])} for r in rows}
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
