@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import typer
 from rich.markup import escape
@@ -19,17 +20,23 @@ scheduler_app = typer.Typer(
 )
 
 
+def _minute(stamp: str) -> str:
+    """An ISO time in UTC to the minute, as the title says UTC: 2026-11-30 22:00."""
+    return datetime.fromisoformat(stamp).astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+
+
 def _jobs_table(jobs: list[ops.schedule.JobInfo]) -> FitTable:
     table = FitTable(title="scheduled jobs (UTC)")
     for col in ("job", "cron", "next run", "last run", "outcome"):
-        table.add_column(col)
+        # a cron expression and a time read whole or not at all
+        table.add_column(col, no_wrap=col in ("cron", "next run", "last run"))
     for j in jobs:
         last = j.last_run
         table.add_row(
             j.name,
             j.cron,
-            j.next_run or "-",
-            last.started_at if last else "never",
+            _minute(j.next_run) if j.next_run else "-",
+            _minute(last.started_at) if last else "never",
             last.outcome.value if last else "-",
         )
     return table

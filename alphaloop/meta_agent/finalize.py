@@ -202,8 +202,9 @@ def _test_rows(ctx: SessionContext, evaluated: dict[str, TrialRecord]) -> dict[s
             continue
         row, pending = running[key]
         outcome = outcome_of(pending)
+        of = "the default" if key == "default" else "the best search trial"
         tests[key] = nodes.finish_outcome(
-            ctx, row.id, outcome, nodes.kept_if_ok(outcome), "test window"
+            ctx, row.id, outcome, nodes.kept_if_ok(outcome), f"TEST of {of}, #{trial.idx}"
         )
     return tests
 

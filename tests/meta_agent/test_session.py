@@ -156,6 +156,8 @@ def test_a_lucky_seed_short_of_the_t_margin_is_discarded(settings: Settings) -> 
     assert s.final.stop_reason == "trial budget of 4 reached"
     assert s.final.best_trial_id is None  # nothing kept: only the baseline is tested
     assert [t.parent_id for t in rows if t.kind == "test"] == [rows[0].id]
+    # the TEST row names what it evaluates, as the page's TEST table shows it
+    assert [t.reason for t in rows if t.kind == "test"] == [f"TEST of the default, #{rows[0].idx}"]
 
 
 class PlantedEdit(ProposerBase):

@@ -37,6 +37,18 @@ def test_next_runs_follow_the_cron_settings(settings: Settings) -> None:
     assert all(j.last_run is None for j in jobs.values())
 
 
+def test_list_reads_each_cron_and_time_whole_at_80_columns(settings: Settings) -> None:
+    settings.journal_path.parent.mkdir(parents=True, exist_ok=True)
+    result = CliRunner().invoke(app, ["scheduler", "list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # every job on one line: its cron whole, its next run to the minute in UTC
+    for job in schedule.list_jobs(settings):
+        (line,) = [line for line in lines if f" {job.name} " in line]
+        assert job.cron in line and job.next_run[:16].replace("T", " ") in line
+
+
 def test_a_bad_cron_is_refused_naming_its_variable(
     settings: Settings, clean_env: pytest.MonkeyPatch
 ) -> None:

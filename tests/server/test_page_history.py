@@ -105,5 +105,8 @@ def test_a_switch_to_a_long_session_draws_its_exact_history(settings: Settings) 
     assert len(line["x"]) < LONG  # sampled
     for t, top in zip(trials[long], _incumbent(trials[long]), strict=True):
         assert line["y"][bisect.bisect_right(line["x"], t.idx) - 1] == top
-    dots = sum(len(t["x"]) for t in drawn if t["name"] in ("kept", "other", "raced out (partial)"))
+    # one series a status, named as the trials table names it
+    marks = {t["name"] for t in drawn} - {"best so far", "default"}
+    assert marks == {str(t.status) for t in trials[long] if t.objective is not None}
+    dots = sum(len(t["x"]) for t in drawn if t["name"] in marks)
     assert 0 < dots <= len(line["x"])

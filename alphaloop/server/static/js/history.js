@@ -2,20 +2,28 @@
 // canvas preview of the same sampled points (exact incumbent steps, the default's line, axes).
 import { layout } from "./plot.js";
 
+// The status vocabulary's names, as the trials table shows them, and their colours.
+const STATUS_COLORS = { keep: "#1b7f3b", discard: "#9aa3b2", ran: "#3d6fb6", "raced out": "#c98a00" };
+const OTHER_COLOR = "#b0b6c2";
+const ORDER = Object.keys(STATUS_COLORS);
+const statusColor = (s) => STATUS_COLORS[s] || OTHER_COLOR;
+// The statuses that have a score in h, in the vocabulary's order (any other last).
+const scored = (h) => [...new Set(h.status.filter((s, i) => h.objective[i] != null))]
+  .sort((a, b) => (ORDER.includes(a) ? ORDER.indexOf(a) : ORDER.length) - (ORDER.includes(b) ? ORDER.indexOf(b) : ORDER.length));
+
 export function historyFigure(h, name = "") {
-  // kept, raced out (scored on its first folds only: apart) and the rest
-  const group = (test) => { const x = [], y = [];
-    h.idx.forEach((v, i) => { if (test(h.status[i]) && h.objective[i] != null) { x.push(v); y.push(h.objective[i]); } });
-    return { x, y }; };
-  const kept = group((s) => s === "keep"), raced = group((s) => s === "raced out");
-  const other = group((s) => s !== "keep" && s !== "raced out");
+  // one series a status, named as the trials table names it; a raced-out trial's score is
+  // its first folds' only: drawn open, apart from the comparable ones
   const hover = "#%{x}: %{y:.4g}<extra>%{fullData.name}</extra>";
-  const data = [
-    { type: "scatter", mode: "markers", name: name + "kept", ...kept, marker: { size: 5, color: "#1b7f3b" }, hovertemplate: hover },
-    { type: "scatter", mode: "markers", name: name + "other", ...other, marker: { size: 4, color: "#9aa3b2" }, hovertemplate: hover },
-    { type: "scatter", mode: "markers", name: name + "raced out (partial)", ...raced, marker: { size: 5, color: "#c98a00", symbol: "circle-open" }, hovertemplate: "#%{x}: %{y:.4g} on its first folds<extra></extra>" },
-    { type: "scatter", mode: "lines", name: name + "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00", shape: "hv" }, hovertemplate: hover },
-  ];
+  const data = scored(h).map((s) => {
+    const x = [], y = [];
+    h.idx.forEach((v, i) => { if (h.status[i] === s && h.objective[i] != null) { x.push(v); y.push(h.objective[i]); } });
+    const raced = s === "raced out";
+    return { type: "scatter", mode: "markers", name: name + (raced ? "raced out (partial)" : s), x, y,
+      marker: { size: s === "keep" || raced ? 5 : 4, color: statusColor(s), ...(raced ? { symbol: "circle-open" } : {}) },
+      hovertemplate: raced ? "#%{x}: %{y:.4g} on its first folds<extra></extra>" : hover };
+  });
+  data.push({ type: "scatter", mode: "lines", name: name + "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00", shape: "hv" }, hovertemplate: hover });
   if (h.baseline != null && h.idx.length) data.push({ type: "scatter", mode: "lines", name: name + "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" }, hovertemplate: "default: %{y:.4g}<extra></extra>" });
   const shown = h.sampled ? `, ${h.idx.length.toLocaleString("en-US")} drawn` : "";
   return { data, layout: layout({ title: `Optimisation history (${h.total.toLocaleString("en-US")} search trials${shown})`, hovermode: "closest",
@@ -52,13 +60,17 @@ export function previewHistory(div, h, height = 340) {
   g.textAlign = "left"; g.font = "14px system-ui, sans-serif";
   g.fillText(`Optimisation history (${h.total.toLocaleString("en-US")} search trials${h.sampled ? `, ${h.idx.length.toLocaleString("en-US")} drawn` : ""})`, left, 10);
   g.font = "12px system-ui, sans-serif";
-  const legend = [["kept", "#1b7f3b"], ["other", "#9aa3b2"], ["best so far", "#e07b00"]];
+  const legend = [...scored(h).map((s) => [s, statusColor(s)]), ["best so far", "#e07b00"]];
   if (h.baseline != null) legend.push(["default", "#5a6375"]);
-  let lx = left;
-  for (const [name, color] of legend) { g.fillStyle = color; g.fillRect(lx, 40, 14, 8); g.fillStyle = "#1d2330"; g.fillText(name, lx + 18, 38); lx += 30 + g.measureText(name).width; }
+  let lx = left, ly = 38;  // a second row where a narrow chart cannot hold them all
+  for (const [name, color] of legend) {
+    const wide = 30 + g.measureText(name).width;
+    if (lx > left && lx + wide > right) { lx = left; ly += 15; }
+    g.fillStyle = color; g.fillRect(lx, ly + 2, 14, 8); g.fillStyle = "#1d2330"; g.fillText(name, lx + 18, ly); lx += wide;
+  }
   let drawn = 0;
   h.idx.forEach((x, i) => { const o = h.objective[i]; if (o == null) return;
-    g.fillStyle = h.status[i] === "keep" ? "#1b7f3b" : h.status[i] === "raced out" ? "#c98a00" : "#9aa3b2"; g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
+    g.fillStyle = statusColor(h.status[i]); g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
   g.strokeStyle = "#e07b00"; g.lineWidth = 2; g.beginPath();
   let last = null;
   h.idx.forEach((x, i) => { const v = h.incumbent[i]; if (v == null) return;

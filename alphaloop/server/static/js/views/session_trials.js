@@ -120,7 +120,7 @@ export async function render(body, sid, ctx) {
   const testPage = await api(`/api/sessions/${sid}/trials?kind=test&limit=50`);
   tests.replaceChildren(table([
     { label: "#", num: true, value: (r) => link(`#/session/${sid}/trial/${r.idx}`, String(r.idx)) },
-    { label: "of", value: (r) => r.reason || "test window" },
+    { label: "evaluates", value: (r) => r.reason || "test window" },
     { label: "TEST objective", num: true, value: (r) => num(r.test_objective) },
     ...DEFAULT_COLS.map((c) => ({ label: metricLabel(c), num: true, value: (r) => metric(c, r.metrics?.[c]) })),
   ], testPage.items, { id: "test-table", empty: "not evaluated yet: TEST is sealed until finalize" }));
