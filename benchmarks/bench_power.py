@@ -556,6 +556,9 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
         if js and oracle:
             rows.append((f"GO / oracle's GO: {rule}", f"{go / oracle:.0%} ({go} / {oracle})"))
         if js:
+            rows.append((f"  GO (oracle's) by proposer, {' | '.join(PROPOSERS)}: {rule}",
+                         " | ".join(_by_proposer(js, p) for p in PROPOSERS)))  # fmt: skip
+        if js:
             pairs = [p for j in js for p in j.outcome.pairs]
             rows.append(
                 (
@@ -583,6 +586,12 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
     return rows
 
 
+def _by_proposer(judged: list[Judged], proposer: str) -> str:
+    """GO and the oracle's GO over ``proposer``'s sessions: ``go/n (oracle/n)``."""
+    js = [j for j in judged if j.outcome.proposer == proposer]
+    return f"{sum(j.go for j in js)}/{len(js)} ({sum(j.oracle_go for j in js)}/{len(js)})"
+
+
 def pairs_at(state_pairs: list[tuple[float, int, bool]], alpha: float) -> list[bool]:
     """Whether the favoured side won on TEST, for each of a session's same-state pairs whose
     folds' paired test passes at ``alpha`` two-sided on its own (the former labelling rule)."""
@@ -593,23 +602,27 @@ def pairs_at(state_pairs: list[tuple[float, int, bool]], alpha: float) -> list[b
 
 def power_summary(judged: list[Judged]) -> list[SummaryRow]:
     """The targets' rows: at 0 pick and GO <= 5%; from +0.5 GO >= 80% of the oracle's; at +1.0
-    GO >= 70%."""
+    GO >= 70%; each grade's GO over all sessions and over TPE's (the default proposer)."""
     out: list[SummaryRow] = []
     for grade in sorted({j.grade for j in judged if j.grade is not None}):
         for rule in dict.fromkeys(j.rule for j in judged):
             js = [j for j in judged if j.grade == grade and j.rule == rule]
             if not js:
                 continue
-            n, go, oracle = len(js), sum(j.go for j in js), sum(j.oracle_go for j in js)
-            picks = sum(j.picked for j in js)
             label = f"power +{grade:g} ({rule})"
             if grade == 0:
+                n, go, picks = len(js), sum(j.go for j in js), sum(j.picked for j in js)
                 out.append((f"{label}: pick | GO", f"{picks}/{n} | {go}/{n}", "<= 5% each"))
-            else:
+                continue
+            target = "reported" if grade < 0.5 else ">= 80% of the oracle's"
+            target += ", >= 70%" if grade >= 1 else ""
+            # TPE is the proposer a session runs when no LLM is configured
+            tpe = [j for j in js if j.outcome.proposer == "tpe"]
+            for name, some in ((label, js), (f"{label}, TPE", tpe)):
+                m, go, oracle = len(some), sum(j.go for j in some), sum(j.oracle_go for j in some)
                 ratio = f"{go / oracle:.0%}" if oracle else "n/a"
-                target = ">= 80% of the oracle's" + (", >= 70%" if grade >= 1 else "")
                 out.append(
-                    (f"{label}: GO | oracle | ratio", f"{go}/{n} | {oracle}/{n} | {ratio}", target)
+                    (f"{name}: GO | oracle | ratio", f"{go}/{m} | {oracle}/{m} | {ratio}", target)
                 )
     return out
 
