@@ -558,7 +558,6 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
         if js:
             rows.append((f"  GO (oracle's) by proposer, {' | '.join(PROPOSERS)}: {rule}",
                          " | ".join(_by_proposer(js, p) for p in PROPOSERS)))  # fmt: skip
-        if js:
             pairs = [p for j in js for p in j.outcome.pairs]
             rows.append(
                 (

@@ -164,7 +164,7 @@ def test_the_drill_kills_a_worker_then_a_node_and_nothing_is_lost(
 ) -> None:
     rng = random.Random(SEED)
     # enough trials that node 1 still runs tasks after the second kill's rows: at 12, a session
-    # on a quiet machine could finish before a task landed there again
+    # could finish before a task landed there again
     home, budget = tmp_path / "home", 20
     worker_at = rng.randint(3, 5)  # finished rows before each kill
     node_at = worker_at + rng.randint(2, 4)
