@@ -107,6 +107,20 @@ ALLOWED: dict[str, set[str]] = {
         "knobs",
         "market",
         "meta_agent",
+        "metrics",
+        "validation",
+    },
+    # the walk: the loop replayed over history, one session per epoch
+    "walk": {
+        "exceptions",
+        "settings",
+        "flywheel",
+        "journal",
+        "knobs",
+        "market",
+        "meta_agent",
+        "metrics",
+        "trials",
         "validation",
     },
     "ops": {
@@ -128,6 +142,7 @@ ALLOWED: dict[str, set[str]] = {
         "rl_engine",
         "trials",
         "validation",
+        "walk",
     },
     # front ends: through ops (the journal's read models are the types ops returns)
     "server": {"exceptions", "settings", "journal", "ops"},

@@ -22,6 +22,7 @@ from alphaloop.cli import (
     train,
     trial,
     validate,
+    walk,
 )
 from alphaloop.cli import dpo as dpo_cli
 from alphaloop.cli import export as export_cli
@@ -52,6 +53,7 @@ def root(
 
 
 app.add_typer(research.research_app, name="research")
+app.add_typer(walk.walk_app, name="walk")
 # The verdicts on decisions live with the flywheel; people reach them as `pm review|decide`.
 pm.pm_app.command("review")(feedback_cli.review)
 pm.pm_app.command("decide")(feedback_cli.decide)

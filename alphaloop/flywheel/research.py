@@ -152,50 +152,71 @@ def common_days(
 def session_pairs(
     journal: Journal, session: SessionRecord, known: set[str] | None = None
 ) -> list[PairDraft]:
-    """Every pair of a session (none without a noise floor). Pairs whose origin key is in
-    ``known`` are skipped before their prompt is rendered (extraction runs again and again)."""
+    """Every pair of a session (none without a noise floor, and none of a walk's epoch, whose
+    pairs the walk labels by the period after it: :mod:`.walk_pairs`). Pairs whose origin key
+    is in ``known`` are skipped before their prompt is rendered (extraction runs again and
+    again)."""
     if session.noise_floor is None or not math.isfinite(session.noise_floor):
         return []
+    if journal.walks.epoch_of(session.id) is not None:
+        return []
     days = journal.folds.returns_by_fold(session.id)
-    rows = [
-        t
-        for t in journal.trials.of_session(session.id, TrialKind.search, series=False)
-        if t.status != TrialStatus.running
-    ]
-    states: dict[int | None, list[TrialRecord]] = defaultdict(list)
-    for t in rows:
-        states[t.parent_id].append(t)
     drafts = []
-    for chosen, rejected, margin in labelled(list(states.values()), days):
+    for chosen, rejected, margin in labelled(states(journal, session.id), days):
         key = origin_key(session.id, chosen, rejected)
         if known is not None and key in known:
             continue
-        first, second = (chosen, rejected) if chosen.idx < rejected.idx else (rejected, chosen)
-        answers = pair_answers(chosen, rejected)
-        prompt = (
-            first.prompt or second.prompt or render_proposal_prompt(journal, session.id, first.idx)
-        )
-        drafts.append(
-            PairDraft(
-                source=PreferenceSource.research,
-                origin_key=key,
-                origin={
-                    "session_id": session.id,
-                    "parent_id": chosen.parent_id,
-                    "chosen_trial_id": chosen.id,
-                    "rejected_trial_id": rejected.id,
-                    "chosen_idx": chosen.idx,
-                    "rejected_idx": rejected.idx,
-                    "rejected_status": rejected.status.value,
-                    "noise_floor": session.noise_floor,
-                    "rule": RULE_VERSION,
-                    "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
-                },
-                prompt=prompt,
-                chosen=answers[0],
-                rejected=answers[1],
-                margin=margin,
-                labelled=True,
-            )
-        )
+        origin = {"noise_floor": session.noise_floor, "rule": RULE_VERSION}
+        drafts.append(proposal_pair(journal, session.id, (chosen, rejected), margin, key, origin))
     return drafts
+
+
+def states(journal: Journal, session_id: str) -> list[list[TrialRecord]]:
+    """A session's finished search trials grouped by the state they were proposed from (the
+    best-so-far config they edited: their ``parent_id``)."""
+    rows = [
+        t
+        for t in journal.trials.of_session(session_id, TrialKind.search, series=False)
+        if t.status != TrialStatus.running
+    ]
+    grouped: dict[int | None, list[TrialRecord]] = defaultdict(list)
+    for t in rows:
+        grouped[t.parent_id].append(t)
+    return list(grouped.values())
+
+
+def proposal_pair(
+    journal: Journal,
+    session_id: str,
+    pair: tuple[TrialRecord, TrialRecord],
+    margin: float,
+    key: str,
+    origin: dict[str, object],
+) -> PairDraft:
+    """The labelled pair ``(chosen, rejected)`` of two proposals from one state: their answers
+    as the model emitted them and the prompt it saw (see the module docstring); ``origin``
+    adds what labelled it."""
+    chosen, rejected = pair
+    first, second = (chosen, rejected) if chosen.idx < rejected.idx else (rejected, chosen)
+    answers = pair_answers(chosen, rejected)
+    prompt = first.prompt or second.prompt or render_proposal_prompt(journal, session_id, first.idx)
+    return PairDraft(
+        source=PreferenceSource.research,
+        origin_key=key,
+        origin={
+            "session_id": session_id,
+            "parent_id": chosen.parent_id,
+            "chosen_trial_id": chosen.id,
+            "rejected_trial_id": rejected.id,
+            "chosen_idx": chosen.idx,
+            "rejected_idx": rejected.idx,
+            "rejected_status": rejected.status.value,
+            **origin,
+            "prompt_from": "journal" if (first.prompt or second.prompt) else "rendered",
+        },
+        prompt=prompt,
+        chosen=answers[0],
+        rejected=answers[1],
+        margin=margin,
+        labelled=True,
+    )

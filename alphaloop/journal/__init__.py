@@ -4,8 +4,8 @@ It is the source of truth of a research session: a session killed at any point r
 it. :class:`Journal` is the open file (:mod:`.connection`) and its repositories, one per group
 of tables and each in the module of the same name: ``journal.sessions``, ``journal.trials``,
 ``journal.folds``, ``journal.logs``, ``journal.notes``, ``journal.policies``, ``journal.books``,
-``journal.preferences``, ``journal.schedule`` and ``journal.jobs``. Reads return frozen models
-(:mod:`.models`, and the records next to their repository).
+``journal.preferences``, ``journal.schedule``, ``journal.jobs`` and ``journal.walks``. Reads
+return frozen models (:mod:`.models`, and the records next to their repository).
 """
 
 from alphaloop.journal.connection import pid_alive
@@ -37,6 +37,16 @@ from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
 from alphaloop.journal.trial_rankings import TrialScore
 from alphaloop.journal.trial_reads import FollowedTrials
+from alphaloop.journal.walk_report import (
+    EpochLine,
+    EpochResult,
+    PairTally,
+    RuleName,
+    RuleRecord,
+    Traded,
+    WalkReport,
+)
+from alphaloop.journal.walks import WalkEpoch, WalkRecord, WalkStatus
 
 __all__ = [
     "COUNTED_STATUSES",
@@ -48,6 +58,8 @@ __all__ = [
     "AutoActivation",
     "ChartReadRecord",
     "ClipRecord",
+    "EpochLine",
+    "EpochResult",
     "EventKind",
     "EventRecord",
     "FinalReport",
@@ -60,18 +72,26 @@ __all__ = [
     "JobStatus",
     "Journal",
     "LLMUsageRecord",
+    "PairTally",
     "Pick",
     "PolicyKind",
     "PolicyRecord",
     "PolicySource",
     "ReplayRecord",
+    "RuleName",
+    "RuleRecord",
     "SessionRecord",
     "SessionStatus",
+    "Traded",
     "TrialFilter",
     "TrialKind",
     "TrialRecord",
     "TrialScore",
     "TrialStatus",
+    "WalkEpoch",
+    "WalkRecord",
+    "WalkReport",
+    "WalkStatus",
     "best_kept",
     "downsample_curve",
     "jsonable",

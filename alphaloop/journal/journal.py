@@ -15,6 +15,7 @@ each writing through the file's connection, lock and transactions:
 ``journal.preferences``     verdicts, preference pairs and DPO runs (:mod:`.preferences`)
 ``journal.schedule``        runs of the scheduler's jobs (:mod:`.schedule`)
 ``journal.jobs``            work handed to worker processes (:mod:`.jobs`)
+``journal.walks``           walks, their epochs and returns after them (:mod:`.walks`)
 ==========================  ===================================================================
 
 Every method that writes is one transaction, so a process killed at any instant leaves either
@@ -37,6 +38,7 @@ from alphaloop.journal.preferences import Preferences
 from alphaloop.journal.schedule import Schedule
 from alphaloop.journal.sessions import Sessions
 from alphaloop.journal.trials import Trials
+from alphaloop.journal.walks import Walks
 
 
 class Journal(JournalFile):
@@ -99,3 +101,8 @@ class Journal(JournalFile):
     def jobs(self) -> Jobs:
         """Long work handed to worker processes (:mod:`.jobs`)."""
         return Jobs(self)
+
+    @cached_property
+    def walks(self) -> Walks:
+        """Walks: the loop replayed over history (:mod:`.walks`)."""
+        return Walks(self)

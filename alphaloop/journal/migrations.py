@@ -26,6 +26,8 @@ from alphaloop.journal.schema import (
     TABLES,
     TICK_INDEXES,
     TICK_TABLES,
+    WALK_INDEXES,
+    WALK_TABLES,
 )
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -195,6 +197,12 @@ def _add_where_trials_ran(conn: sqlite3.Connection) -> None:
     _add_missing_columns(conn, "trials", {"ran_on": "TEXT"})
 
 
+def _add_walks(conn: sqlite3.Connection) -> None:
+    """Schema 13 -> 14: the walk tables (:data:`.schema.WALK_TABLES`): walks, their epochs'
+    sessions and results, and the search trials' returns over the periods after their epoch."""
+    _create_missing(conn, (*WALK_TABLES.values(), *WALK_INDEXES))
+
+
 def _add_missing_columns(conn: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:
     """Adds each of ``columns`` (name -> SQL type) ``table`` lacks: a journal an earlier step
     rebuilt from today's definitions has them already, and nothing is added twice."""
@@ -218,6 +226,7 @@ MIGRATIONS: dict[int, Migration] = {
     10: _add_page_indexes,
     11: _add_trial_revisions,
     12: _add_where_trials_ran,
+    13: _add_walks,
 }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 # "ALPL" in ASCII: marks the file as an alphaloop journal in the SQLite header.
 APPLICATION_ID = 0x414C504C
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -375,6 +375,52 @@ FOLD_TABLES: dict[str, str] = {
 TABLES.update(FOLD_TABLES)
 FOLD_INDEXES: tuple[str, ...] = ("CREATE INDEX idx_trial_folds_trial ON trial_folds (trial_id)",)
 
+# Walks (schema 14): the research loop replayed over history, one session per epoch
+# (``alphaloop.walk``). ``walk_epochs`` links each epoch's session to its walk, written in the
+# transaction that creates the session, and holds what the epoch traded once it has; a session
+# belongs to at most one epoch. ``walk_returns``: search trials' daily returns over the period
+# after their epoch (and the one after that), which none of them saw.
+WALK_TABLES: dict[str, str] = {
+    "walks": """
+        CREATE TABLE walks (
+            id TEXT PRIMARY KEY,
+            goal TEXT NOT NULL,
+            spec TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
+            owner_pid INTEGER,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            finished_at TEXT,
+            report TEXT,
+            error TEXT
+        )""",
+    "walk_epochs": """
+        CREATE TABLE walk_epochs (
+            walk_id TEXT NOT NULL REFERENCES walks(id),
+            epoch INTEGER NOT NULL CHECK (epoch >= 0),
+            session_id TEXT NOT NULL UNIQUE REFERENCES sessions(id),
+            first_day TEXT NOT NULL,
+            last_day TEXT NOT NULL,
+            result TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (walk_id, epoch)
+        )""",
+    "walk_returns": """
+        CREATE TABLE walk_returns (
+            walk_id TEXT NOT NULL REFERENCES walks(id),
+            trial_id INTEGER NOT NULL REFERENCES trials(id),
+            epoch INTEGER NOT NULL,
+            returns TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (trial_id, epoch)
+        )""",
+}
+TABLES.update(WALK_TABLES)
+WALK_INDEXES: tuple[str, ...] = (
+    "CREATE INDEX idx_walks_created ON walks (created_at)",
+    "CREATE INDEX idx_walk_returns_walk ON walk_returns (walk_id, epoch)",
+)
+
 # Each trial's revision (schema 12): a number, increasing within its session, that triggers
 # raise on every insert or update of the trial's row, whoever writes it. A reader holding the
 # highest revision it has seen reads only the rows changed since (``Trials.changed``): the loop
@@ -439,6 +485,7 @@ INDEXES: tuple[str, ...] = (
     *TICK_INDEXES,
     *FOLD_INDEXES,
     *CONFIG_INDEXES,
+    *WALK_INDEXES,
 )
 
 
@@ -473,6 +520,8 @@ def problem(conn: sqlite3.Connection) -> str | None:
     if version > SCHEMA_VERSION:
         return None  # ours, but newer: the caller says so (its tables may differ from ours)
     expected = set(TABLES) - (set(JOB_TABLES) if version < 6 else set())
+    if version < 14:
+        expected -= set(WALK_TABLES)
     if version < 12:
         expected -= set(REVISION_TABLES)
     if version < 9:

@@ -18,6 +18,7 @@ from alphaloop.journal.connection import JournalFile, pid_alive
 from alphaloop.journal.logs import insert_event
 from alphaloop.journal.models import EventKind, SessionRecord, SessionStatus
 from alphaloop.journal.refs import NEWEST_FIRST, session_not_found
+from alphaloop.journal.walks import link_epoch
 
 STOP_REQUESTED = EventKind.stop_requested
 # Fields a caller may change with ``update``: all but the identity and the timestamps the
@@ -62,8 +63,12 @@ class Sessions:
         baseline_config: dict[str, Any],
         time_budget_s: float | None = None,
         max_tokens_total: int | None = None,
+        walk: tuple[str, int, str, str] | None = None,
     ) -> str:
         """Journals a new session, status ``running`` and owned by this process; returns its id.
+
+        ``walk`` (``walk_id, epoch, first_day, last_day``) makes it that walk's epoch, linked in
+        the same transaction: a walk killed at any instant never starts an epoch twice.
 
         Raises:
             ValueError: a value of the wrong type (the message names the field).
@@ -95,8 +100,10 @@ class Sessions:
         for _ in range(20):
             session_id = new_session_id()
             try:
-                with self._journal._write():
+                with self._journal._write() as conn:
                     self._journal.db["sessions"].insert({"id": session_id, **row})
+                    if walk is not None:
+                        link_epoch(conn, walk, session_id)
             except sqlite3.IntegrityError as err:
                 if "sessions.id" in str(err):  # two sessions in one second drew the same suffix
                     continue

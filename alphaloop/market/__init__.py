@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from alphaloop.market.load import DataSpec, load_market, load_prices, select_symbols
     from alphaloop.market.splits import (
         MIN_EVAL_ROWS,
+        MIN_TEST_ROWS,
         MIN_TRAIN_ROWS,
         SP500_TRAIN_END,
         SP500_VAL_END,
@@ -66,6 +67,7 @@ __all__ = [
     "DRIFT_PER_EDGE",
     "GRADED_DAYS",
     "MIN_EVAL_ROWS",
+    "MIN_TEST_ROWS",
     "MIN_TRAIN_ROWS",
     "PLANTED_HOLD_DAYS",
     "SP500_TRAIN_END",
@@ -109,6 +111,7 @@ _LAZY = {
     "load_prices": "alphaloop.market.load",
     "select_symbols": "alphaloop.market.load",
     "MIN_EVAL_ROWS": "alphaloop.market.splits",
+    "MIN_TEST_ROWS": "alphaloop.market.splits",
     "MIN_TRAIN_ROWS": "alphaloop.market.splits",
     "SP500_TRAIN_END": "alphaloop.market.splits",
     "SP500_VAL_END": "alphaloop.market.splits",

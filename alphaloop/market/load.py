@@ -102,10 +102,11 @@ def load_market(
     train_end: str | None = None,
     val_end: str | None = None,
     date_format: str | None = None,
+    test_end: str | None = None,
 ) -> MarketData:
     """``load_prices`` + ``select_symbols`` + ``split`` in one call (what the CLI uses)."""
     prices = select_symbols(load_prices(source, fill, date_format), symbols)
-    return split(prices, train_end, val_end, source=str(source))
+    return split(prices, train_end, val_end, source=str(source), test_end=test_end)
 
 
 class DataSpec(BaseModel):
@@ -119,6 +120,9 @@ class DataSpec(BaseModel):
     symbols: list[str] | None = None
     train_end: str | None = None
     val_end: str | None = None
+    # The last day of TEST: the prices after it are dropped (a walk's epoch, whose TEST is the
+    # period after the epoch; None: the data's last day).
+    test_end: str | None = None
     date_format: str | None = Field(
         default=None, description="strptime format of a file's date column, e.g. %d/%m/%Y"
     )
@@ -132,4 +136,5 @@ class DataSpec(BaseModel):
             train_end=self.train_end,
             val_end=self.val_end,
             date_format=self.date_format,
+            test_end=self.test_end,
         )

@@ -27,6 +27,9 @@ VAL_FRACTION = 0.2
 # to train, and a month of trading days to evaluate on.
 MIN_TRAIN_ROWS = 60 + 120 + 1
 MIN_EVAL_ROWS = 21
+# The shortest TEST: three weeks, so that a month of a monthly walk (19 trading days in most
+# Februaries) is one period of its own.
+MIN_TEST_ROWS = 15
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,24 @@ def _fingerprint(prices: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
+def _cut(prices: pd.DataFrame, test_end: str, source: str) -> pd.DataFrame:
+    """The prices up to ``test_end`` (inclusive): a walk's epoch sees nothing after its period."""
+    try:
+        end = pd.Timestamp(test_end)
+    except ValueError as err:
+        raise InvalidRequest(f"bad test_end date: {err}") from None
+    return prices.loc[pd.DatetimeIndex(prices.index) <= end]
+
+
 def split(
     prices: pd.DataFrame,
     train_end: str | None = None,
     val_end: str | None = None,
     source: str = "prices",
+    test_end: str | None = None,
 ) -> MarketData:
-    """Splits prices by date into TRAIN (<= train_end), VALIDATION (<= val_end) and TEST (after).
+    """Splits prices by date into TRAIN (<= train_end), VALIDATION (<= val_end) and TEST (after,
+    up to ``test_end`` when given: the prices after it are dropped, as if the data ended there).
 
     Without dates, the embedded set (``source="sp500"``) keeps its fixed windows, TRAIN to 2016,
     VALIDATION 2017-2019 and TEST 2020-2022, which benchmarks and past sessions were run on.
@@ -101,6 +115,8 @@ def split(
     whatever years it spans: cutting a 2005-2024 file at the embedded set's years would give
     60% / 15% / 25%, windows nobody asked for.
     """
+    if test_end is not None:
+        prices = _cut(prices, test_end, source)
     rets = prices.pct_change().iloc[1:]
     dates = pd.DatetimeIndex(rets.index)
     n = len(dates)
@@ -125,7 +141,7 @@ def split(
         a = int(dates.searchsorted(t_end, side="right"))
         b = int(dates.searchsorted(v_end, side="right"))
     sizes = {"train": a, "validation": b - a, "test": n - b}
-    needed = {"train": MIN_TRAIN_ROWS, "validation": MIN_EVAL_ROWS, "test": MIN_EVAL_ROWS}
+    needed = {"train": MIN_TRAIN_ROWS, "validation": MIN_EVAL_ROWS, "test": MIN_TEST_ROWS}
     short = [f"{k} has {v} rows, needs >= {needed[k]}" for k, v in sizes.items() if v < needed[k]]
     if short:
         raise InvalidRequest(

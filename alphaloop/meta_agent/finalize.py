@@ -40,6 +40,10 @@ ONE_FOLD_NOTE = (
     "other years) was not measured; the keep rule's paired test covers only its days"
 )
 
+# Why a walk's epoch leaves the library alone: an epoch's pick is history, and its gates were
+# judged on one period; the ``auto_activate`` rule must never put it on a live book.
+NOT_PUBLISHED = "not published: an epoch of a walk trades history, never a live book"
+
 
 def finalize(ctx: SessionContext) -> None:
     """Evaluates the best config and the baseline once on TEST, computes the deflated Sharpe of
@@ -82,8 +86,10 @@ def finalize(ctx: SessionContext) -> None:
     }
     gates = ctx.gates.within(ctx.objective.max_drawdown)
     final.update(_overfitting(chosen_from, final, excess, gates))
-    if chosen is not None:
+    if chosen is not None and ctx.publish:
         _publish_policy(ctx, chosen, best, final)
+    elif chosen is not None:
+        final["policy_note"] = NOT_PUBLISHED
     report = FinalReport.model_validate(final)
     ctx.journal.sessions.update(
         ctx.session_id,

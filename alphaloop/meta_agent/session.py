@@ -89,6 +89,9 @@ class SessionSpec(DataSpec):
     # A Ray cluster (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``), or ``local``: this machine.
     # None: ``RAY_ADDRESS`` when set (resolved when the session is created), else this machine.
     ray_address: str | None = Field(default=None, min_length=1)
+    # Whether finalize adds the pick to the policy library (where ``auto_activate`` may make it
+    # the live book's): a walk's epochs do not, their picks trade history.
+    publish: bool = True
 
     @field_validator("ray_address")
     @classmethod
@@ -178,6 +181,7 @@ def _context(
         folds=build_folds(data, spec.folds or 1),
         gates=spec.gates.within(spec.objective.max_drawdown),
         settings=settings,
+        publish=spec.publish,
     )
 
 
@@ -191,8 +195,13 @@ def resolve_folds(folds: int | None, data: MarketData) -> int:
     return folds
 
 
-def create_session(spec: SessionSpec, settings: Settings) -> str:
+def create_session(
+    spec: SessionSpec, settings: Settings, walk: tuple[str, int, str, str] | None = None
+) -> str:
     """Validates the data and journals a new session; returns its id (nothing runs yet).
+
+    ``walk`` (``walk_id, epoch, first_day, last_day``) makes it that walk's epoch, linked in the
+    transaction that journals it.
 
     Raises:
         InvalidRequest: the data is too short for the folds asked for (the message
@@ -223,6 +232,7 @@ def create_session(spec: SessionSpec, settings: Settings) -> str:
             baseline_config=TrialConfig().model_dump(),
             time_budget_s=spec.time_budget_s,
             max_tokens_total=spec.max_tokens_total,
+            walk=walk,
         )
 
 

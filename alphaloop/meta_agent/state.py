@@ -72,6 +72,8 @@ class SessionContext:
     gates: Gates = field(default_factory=Gates)
     # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
     settings: Settings | None = None
+    # Whether finalize publishes the pick to the policy library (not a walk's epochs).
+    publish: bool = True
     # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,
     # oldest first; search trials a killed run interrupted wait in ``reruns`` to run again.
     runner: TrialRunner | None = None

@@ -16,7 +16,7 @@ reads), ``dashboard``, ``history``, ``plots``, ``study``, ``rows``, ``tally`` an
 web page's reads), ``charts``, ``series`` (the series a chart needs, recomputed), ``replay`` (a
 trial or policy re-run on a window of one's own), ``frontier``, ``knobs``, ``env``,
 ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
-handed to a worker), ``export``, ``tearsheet``.
+handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         train,
         trial,
         validate,
+        walk,
     )
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "train",
     "trial",
     "validate",
+    "walk",
 ]
 
 __getattr__, __dir__ = lazy_attributes(

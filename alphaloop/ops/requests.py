@@ -517,6 +517,64 @@ def derive(
     return derived
 
 
+# --- the walk: the research loop replayed over history -----------------------------------------
+Cadence = Literal["yearly", "quarterly", "monthly"]
+PickRuleName = Literal["strict", "kept", "best"]
+WALK_ID = r"^w-\d{8}-\d{6}-[0-9a-f]{4}$"
+WalkId = Annotated[
+    str, Field(pattern=WALK_ID, max_length=40, description="a walk id, w-YYYYMMDD-HHMMSS-xxxx")
+]
+
+WalkRequest = derive(
+    ResearchRequest,
+    "WalkRequest",
+    exclude={"workers"},
+    extra={
+        "cadence": (
+            Cadence,
+            Field(
+                default="yearly",
+                description="how often the loop re-researches: an epoch on the first trading "
+                "day of each year, quarter or month",
+            ),
+        ),
+        "start": (
+            dt.date | None,
+            Field(
+                default=None,
+                description="the first epoch on or after this day, YYYY-MM-DD (default: the "
+                "first day the session's folds fit before)",
+            ),
+        ),
+        "end": (
+            dt.date | None,
+            Field(default=None, description="the last day traded (default: the data's last)"),
+        ),
+        "rule": (
+            PickRuleName,
+            Field(
+                default="strict",
+                description="what each epoch trades: strict (the session's pick), kept (the "
+                "best kept config) or best (the best-estimated config); every walk reports "
+                "all three",
+            ),
+        ),
+        "workers": (
+            int,
+            Field(
+                default=1,
+                ge=1,
+                le=256,
+                description="epochs run side by side, each in a process of its own",
+            ),
+        ),
+    },
+    doc="Walk the research loop forward over history: at each epoch a session on the data cut "
+    "there, its pick traded over the period after it beside the default and 1/N.",
+)
+WalkRequest.LOCAL = ResearchRequest.LOCAL  # type: ignore[attr-defined]
+
+
 def shared_fields(model: type[BaseModel]) -> list[str]:
     """The fields every front end takes (all but the command line's local ones)."""
     local = getattr(model, "LOCAL", frozenset())
@@ -526,6 +584,7 @@ def shared_fields(model: type[BaseModel]) -> list[str]:
 __all__ = [
     "MAX_ID",
     "SESSION_ID",
+    "WALK_ID",
     "ActivateRequest",
     "DpoTrainRequest",
     "HaltRequest",
@@ -536,6 +595,7 @@ __all__ = [
     "TrainRequest",
     "ValidateRequest",
     "VerdictRequest",
+    "WalkRequest",
     "derive",
     "shared_fields",
 ]

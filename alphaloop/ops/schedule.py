@@ -264,7 +264,7 @@ def retrain_spec(settings: Settings) -> tuple[str, Any]:
     if not done:
         raise Skipped("no finished research session to retrain")
     last = done[0]
-    fields = {**last.settings["spec"], "train_end": None, "val_end": None}
+    fields = {**last.settings["spec"], "train_end": None, "val_end": None, "test_end": None}
     goal = fields.get("goal", last.goal)
     if not goal.startswith("weekly retrain"):
         fields["goal"] = f"weekly retrain of {last.id}: {goal}"

@@ -171,6 +171,7 @@ def evaluate_gates(
     gates: Gates | None = None,
     excess: Mapping[str, ExcessEvidence | str] | None = None,
     walk_forward: WalkForward | str | None = None,
+    window: str = "TEST",
 ) -> GateReport:
     """Checks a strategy's out-of-sample metrics, deflated Sharpe, PBO and its excess over the
     default and 1/N against ``gates``.
@@ -186,6 +187,7 @@ def evaluate_gates(
         walk_forward: the pick's walk-forward on unseen data, or why there is none ("not
             enough unseen data"); None leaves the walk-forward gate out (finalize does not run
             walk-forward).
+        window: what the reasons call the days judged (a walk's: "out-of-sample").
 
     Returns:
         A verdict per enabled gate and whether all passed: the two TEST tests first (the
@@ -204,7 +206,7 @@ def evaluate_gates(
     if gates.max_excess_p_value is not None:
         for reference in REFERENCES:
             evidence = (excess or {}).get(reference)
-            results.append(_paired_gate(reference, evidence, gates.max_excess_p_value))
+            results.append(_paired_gate(reference, evidence, gates.max_excess_p_value, window))
     for gate, field, op, label, fmt in _GATES:
         threshold = getattr(gates, field)
         if threshold is not None:
@@ -227,13 +229,15 @@ def _walk_forward_gate(walk_forward: WalkForward | str, threshold: float) -> Gat
     return _judge("walk_forward", label, "{:.0%}", share, threshold, ">")
 
 
-def _paired_gate(reference: str, evidence: ExcessEvidence | str | None, level: float) -> GateResult:
-    """The pre-registered paired test of the pick against one reference on TEST, at
-    ``level``."""
+def _paired_gate(
+    reference: str, evidence: ExcessEvidence | str | None, level: float, window: str = "TEST"
+) -> GateResult:
+    """The pre-registered paired test of the pick against one reference on ``window`` (TEST),
+    at ``level``."""
     name, gate = REFERENCES[reference], f"beats_{reference}"
     if isinstance(evidence, ExcessEvidence):
         t = evidence.test
-        label = f"TEST Sharpe {t.sharpe_a:.3f} vs {name}'s {t.sharpe_b:.3f}: p-value"
+        label = f"{window} Sharpe {t.sharpe_a:.3f} vs {name}'s {t.sharpe_b:.3f}: p-value"
         return _judge(gate, label, "{:.3f}", t.p_value, level, "<")
     return _missing(gate, f"p-value over {name}", evidence, level, "<")
 
