@@ -148,4 +148,4 @@ def _merge_short(starts: list[int], end: int) -> list[int]:
     """``starts`` less each one whose period (up to the next start, or ``end``) is shorter than
     :data:`MIN_TEST_ROWS`: that period joins the one before (a short first one is left out)."""
     stops = [*starts[1:], end]
-    return [a for a, b in zip(starts, stops, strict=True) if b - a >= MIN_TEST_ROWS]
+    return [a for a, b in zip(starts, stops[: len(starts)], strict=True) if b - a >= MIN_TEST_ROWS]

@@ -15,9 +15,12 @@ ends when the walk's does: a killed walk leaves no epoch running behind it.
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -37,6 +40,7 @@ from alphaloop.walk.trade import epoch_result, pairs_checked
 logger = logging.getLogger(__name__)
 
 _WATCH_S = 1.0  # how often an epoch's process checks that its walk is alive
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def create_walk(spec: WalkSpec, settings: Settings) -> str:
@@ -117,8 +121,18 @@ def run_epoch(
 
 
 def _die_with(walk_pid: int) -> None:
-    """An epoch process's watch: it ends when its walk's process does (a killed walk must not
-    leave its epochs running, which a resume would find owned by a live process)."""
+    """An epoch process ends when its walk's process does: a killed walk must not leave its
+    epochs running, which a resume would find owned by a live process. On Linux the kernel
+    kills it (``PR_SET_PDEATHSIG``, immediate, whatever the process is doing); elsewhere, or
+    as well, a thread watches the walk's process."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            logger.debug("prctl(PR_SET_PDEATHSIG) unavailable; the watch thread stays")
+        if not pid_alive(walk_pid):  # it died before prctl took effect
+            os._exit(1)
 
     def watch() -> None:
         while pid_alive(walk_pid):
