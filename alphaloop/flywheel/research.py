@@ -57,7 +57,8 @@ def _failed(t: TrialRecord) -> bool:
     return t.status in FAILED and not is_interrupted(t.status, t.error)
 
 
-MACHINE_PROPOSERS = frozenset({"tpe", "random"})
+# Who writes bookkeeping, not reasoning: the search algorithms, and a walk's carried configs.
+MACHINE_PROPOSERS = frozenset({"tpe", "random", "carried"})
 
 
 def machine_written(t: TrialRecord) -> bool:

@@ -158,13 +158,40 @@ def propose_and_start(ctx: SessionContext) -> InFlight | None:
 
     best, _ = best_so_far(rows)
     base = TrialConfig(**best.config) if best else TrialConfig()
-    proposal, config, clips = iteration.run(lambda: distinct_proposal(ctx, context, base))
+    carried = _carried(ctx, base)
+    if carried is not None:
+        proposal, config, clips = carried
+    else:
+        proposal, config, clips = iteration.run(lambda: distinct_proposal(ctx, context, base))
     if ctx.journal.sessions.stop_requested(ctx.session_id):
         iteration.end()
         return None
     delta = {"changes": proposal.changes, "rationale": proposal.rationale}
     parent = best.id if best else None
     return _start(ctx, iteration, proposal, config, clips, parent, delta)
+
+
+CARRIED = "carried"  # the proposer name of a start config's trial
+
+
+def _carried(
+    ctx: SessionContext, base: TrialConfig
+) -> tuple[Proposal, TrialConfig, list[BoundsClip]] | None:
+    """The first of the session's start configs it has not run, as an edit of ``base``, or
+    None when every one has run (or is in flight)."""
+    for start in ctx.start_configs:
+        if ctx.journal.trials.twin(ctx.session_id, config_hash(start)) is not None:
+            continue
+        changes = {k: float(v) for k, v in start.model_dump().items() if getattr(base, k) != v}
+        proposal = Proposal(
+            changes=changes,
+            rationale="a start config: kept by an earlier epoch of this walk",
+            proposer=CARRIED,
+        )
+        config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
+        if ctx.journal.trials.twin(ctx.session_id, config_hash(config)) is None:
+            return proposal, config, clips
+    return None
 
 
 def _ask(proposer: Proposer, context: ProposalContext) -> Proposal:

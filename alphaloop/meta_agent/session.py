@@ -92,6 +92,9 @@ class SessionSpec(DataSpec):
     # Whether finalize adds the pick to the policy library (where ``auto_activate`` may make it
     # the live book's): a walk's epochs do not, their picks trade history.
     publish: bool = True
+    # Configs (knob -> value) the search tries first, before its proposer is asked, each as
+    # a search trial like any other: a walk's epoch starts from what earlier epochs kept.
+    start_configs: list[dict[str, float]] = Field(default_factory=list, max_length=20)
 
     @field_validator("ray_address")
     @classmethod
@@ -182,6 +185,7 @@ def _context(
         gates=spec.gates.within(spec.objective.max_drawdown),
         settings=settings,
         publish=spec.publish,
+        start_configs=[TrialConfig(**c) for c in spec.start_configs],
     )
 
 

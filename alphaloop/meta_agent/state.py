@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from alphaloop.journal import FollowedTrials, Journal, TrialRecord
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
@@ -74,6 +75,8 @@ class SessionContext:
     settings: Settings | None = None
     # Whether finalize publishes the pick to the policy library (not a walk's epochs).
     publish: bool = True
+    # Configs the search tries first, before its proposer is asked (a walk's carried picks).
+    start_configs: list[TrialConfig] = field(default_factory=list)
     # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,
     # oldest first; search trials a killed run interrupted wait in ``reruns`` to run again.
     runner: TrialRunner | None = None

@@ -504,7 +504,10 @@ def derive(
         )
 
     def full_check(self: Any) -> None:
-        model.model_validate(self.model_dump(exclude=set(extra or ())))
+        # The data field was checked by this model's own validator, under its caller's context
+        # (the command line takes a path, the API a market's name); the full check takes it
+        # as it stands.
+        model.model_validate(self.model_dump(exclude=set(extra or ())), context={FILES: True})
 
     derived = create_model(
         name,
@@ -565,7 +568,28 @@ WalkRequest = derive(
                 default=1,
                 ge=1,
                 le=256,
-                description="epochs run side by side, each in a process of its own",
+                description="epochs run side by side, each in a process of its own (with "
+                "carry, trials of one epoch at once)",
+            ),
+        ),
+        "fold_days": (
+            int | None,
+            Field(
+                default=None,
+                ge=21,
+                le=10_000,
+                description="trading days of each fold and of each epoch's VALIDATION (default: "
+                "as a lone session's VALIDATION on the same data)",
+            ),
+        ),
+        "carry": (
+            int,
+            Field(
+                default=0,
+                ge=0,
+                le=10,
+                description="each epoch first tries up to this many configs the epoch before "
+                "kept (0: epochs independent, run side by side with workers)",
             ),
         ),
     },

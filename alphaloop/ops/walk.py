@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-_WALK_FIELDS = frozenset({"cadence", "start", "end", "rule", "workers"})
+_WALK_FIELDS = frozenset({"cadence", "start", "end", "rule", "workers", "fold_days", "carry"})
 
 
 def walk_spec(request: WalkRequest) -> WalkSpec:
@@ -53,6 +53,8 @@ def walk_spec(request: WalkRequest) -> WalkSpec:
         end=request.end,
         rule=request.rule,
         workers=request.workers,
+        fold_days=request.fold_days,
+        carry=request.carry,
     )
 
 

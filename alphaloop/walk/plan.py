@@ -47,16 +47,19 @@ class Epoch(NamedTuple):
     last_day: str
 
 
-def fold_days(data: MarketData) -> int:
-    """``L``: the days of each fold (and of each epoch's VALIDATION), a lone session's
-    VALIDATION length on ``data``."""
+def fold_days(data: MarketData, spec: WalkSpec | None = None) -> int:
+    """``L``: the days of each fold (and of each epoch's VALIDATION): the walk's ``fold_days``,
+    else a lone session's VALIDATION length on ``data``."""
+    if spec is not None and spec.fold_days is not None:
+        return spec.fold_days
     return data.val.stop - data.val.start
 
 
-def epoch_data(data: MarketData, start: int, stop: int) -> MarketData:
+def epoch_data(data: MarketData, start: int, stop: int, length: int | None = None) -> MarketData:
     """``data`` as an epoch at row ``start`` trading rows ``start .. stop - 1`` sees it: cut
-    after the period, VALIDATION the ``L`` days before the epoch, TRAIN the rest."""
-    length = fold_days(data)
+    after the period, VALIDATION the ``length`` days before the epoch (default
+    :func:`fold_days`), TRAIN the rest."""
+    length = length or fold_days(data)
     return dataclasses.replace(
         data,
         returns=data.returns[:stop],
@@ -74,19 +77,19 @@ def _boundaries(dates: pd.DatetimeIndex, cadence: Cadence) -> list[int]:
     return [i + 1 for i, c in enumerate(changed) if c]
 
 
-def _folds_fit(data: MarketData, row: int, folds: int) -> bool:
-    if row - fold_days(data) < MIN_TRAIN_ROWS:
+def _folds_fit(data: MarketData, row: int, folds: int, length: int) -> bool:
+    if row - length < MIN_TRAIN_ROWS:
         return False
-    return max_folds(epoch_data(data, row, row + 1)) >= folds
+    return max_folds(epoch_data(data, row, row + 1, length)) >= folds
 
 
 def _day(data: MarketData, row: int) -> str:
     return data.dates[row].date().isoformat()
 
 
-def _needed_text(data: MarketData, folds: int, cadence: Cadence) -> str:
+def _needed_text(length: int, folds: int, cadence: Cadence) -> str:
     period = {Cadence.yearly: 252, Cadence.quarterly: 63, Cadence.monthly: 21}[cadence]
-    days = MIN_TRAIN_ROWS + PURGE_ROWS + folds * fold_days(data) + 2 * period
+    days = MIN_TRAIN_ROWS + PURGE_ROWS + folds * length + 2 * period
     return f"{days} trading days (about {days / _DAYS_PER_YEAR:.1f} years)"
 
 
@@ -99,17 +102,18 @@ def plan(spec: WalkSpec, data: MarketData) -> list[Epoch]:
             fits, or the shortest span that works).
     """
     folds = spec.session.folds or 1
+    length = fold_days(data, spec)
     last = len(data.dates) - 1
     if spec.end is not None:
         last = int(data.dates.searchsorted(pd.Timestamp(spec.end), side="right")) - 1
     rows = [b for b in _boundaries(data.dates, spec.cadence) if b <= last]
-    fitting = [b for b in rows if _folds_fit(data, b, folds)]
+    fitting = [b for b in rows if _folds_fit(data, b, folds, length)]
     span = f"{data.source!r} ({_day(data, 0)}..{_day(data, len(data.dates) - 1)})"
-    what = f"{folds} fold(s) of {fold_days(data)} days"
+    what = f"{folds} fold(s) of {length} days"
     if not fitting:
         raise InvalidRequest(
             f"{span} is too short for a {spec.cadence.value} walk: the first epoch needs "
-            f"{what} before it and two epochs need {_needed_text(data, folds, spec.cadence)}"
+            f"{what} before it and two epochs need {_needed_text(length, folds, spec.cadence)}"
         )
     if spec.start is not None:
         wanted = pd.Timestamp(spec.start)
@@ -125,7 +129,7 @@ def plan(spec: WalkSpec, data: MarketData) -> list[Epoch]:
         raise InvalidRequest(
             f"{span} holds fewer than two {spec.cadence.value} epochs between "
             f"{_day(data, fitting[0]) if fitting else spec.start} and "
-            f"{_day(data, last)}; a walk needs {_needed_text(data, folds, spec.cadence)}"
+            f"{_day(data, last)}; a walk needs {_needed_text(length, folds, spec.cadence)}"
             + (f", or an earlier start than {spec.start}" if spec.start else "")
         )
     stops = [*starts[1:], last + 1]
@@ -134,7 +138,7 @@ def plan(spec: WalkSpec, data: MarketData) -> list[Epoch]:
             index=i,
             start=a,
             stop=b,
-            train_end=_day(data, a - fold_days(data) - 1),
+            train_end=_day(data, a - length - 1),
             val_end=_day(data, a - 1),
             test_end=_day(data, b - 1),
             first_day=_day(data, a),

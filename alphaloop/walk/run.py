@@ -27,7 +27,15 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 from alphaloop.exceptions import AlphaloopError, InvalidRequest
-from alphaloop.journal import EpochResult, Journal, WalkReport, WalkStatus, pid_alive
+from alphaloop.journal import (
+    EpochResult,
+    Journal,
+    TrialKind,
+    TrialStatus,
+    WalkReport,
+    WalkStatus,
+    pid_alive,
+)
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.validation import resolved_gates
@@ -64,9 +72,16 @@ def create_walk(spec: WalkSpec, settings: Settings) -> str:
         return journal.walks.create(goal=session.goal, spec=spec.model_dump(mode="json"))
 
 
-def epoch_spec(spec: WalkSpec, epoch: Epoch, walk_id: str, side_by_side: bool) -> SessionSpec:
+def epoch_spec(
+    spec: WalkSpec,
+    epoch: Epoch,
+    walk_id: str,
+    side_by_side: bool,
+    start_configs: list[dict[str, float]] | None = None,
+) -> SessionSpec:
     """The session epoch ``epoch`` runs: the walk's, on the data cut at the epoch, publishing
-    nothing to the policy library (its pick trades history, never a live book)."""
+    nothing to the policy library (its pick trades history, never a live book), trying
+    ``start_configs`` first."""
     s = spec.session
     return s.model_copy(
         update={
@@ -77,8 +92,28 @@ def epoch_spec(spec: WalkSpec, epoch: Epoch, walk_id: str, side_by_side: bool) -
             "test_end": epoch.test_end,
             "publish": False,
             "workers": 1 if side_by_side else s.workers,
+            "start_configs": start_configs or [],
         }
     )
+
+
+def carried(journal: Journal, walk_id: str, epoch: int, n: int) -> list[dict[str, float]]:
+    """What epoch ``epoch`` starts from: up to ``n`` configs the epoch before kept, best first,
+    or when it kept none the configs it started from itself."""
+    if n == 0 or epoch == 0:
+        return []
+    before = {e.epoch: e for e in journal.walks.epochs(walk_id)}.get(epoch - 1)
+    if before is None:
+        return []
+    rows = journal.trials.of_session(before.session_id, TrialKind.search, series=False)
+    kept = sorted(
+        (t for t in rows if t.status == TrialStatus.keep and t.score is not None),
+        key=lambda t: (-t.score, t.idx),
+    )
+    if kept:
+        return [dict(t.config) for t in kept[:n]]
+    session = journal.sessions.get(before.session_id)
+    return list(SessionSpec.model_validate(session.settings["spec"]).start_configs)[:n]
 
 
 def run_epoch(
@@ -91,9 +126,10 @@ def run_epoch(
     side_by_side: bool = False,
 ) -> EpochResult:
     """Runs (or resumes, or reads back) one epoch: its session, then its trade."""
-    session_spec = epoch_spec(spec, epoch, walk_id, side_by_side)
     with Journal(settings.journal_path) as journal:
         linked = {e.epoch: e for e in journal.walks.epochs(walk_id)}
+        starts = carried(journal, walk_id, epoch.index, spec.carry)
+    session_spec = epoch_spec(spec, epoch, walk_id, side_by_side, starts)
     found = linked.get(epoch.index)
     if found is not None and found.result is not None:
         return found.result
@@ -209,7 +245,7 @@ def run_walk(walk_id: str, settings: Settings, on_event: OnWalkEvent = ignore) -
         with Journal(settings.journal_path) as journal:
             done = {e.epoch for e in journal.walks.epochs(walk_id) if e.result is not None}
         pending = [e for e in epochs if e.index not in done]
-        if spec.workers > 1 and len(pending) > 1:
+        if spec.workers > 1 and len(pending) > 1 and spec.carry == 0:
             _side_by_side(walk_id, spec, pending, n, settings, on_event)
         else:
             for epoch in pending:

@@ -9,6 +9,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from alphaloop.market import MIN_EVAL_ROWS
 from alphaloop.meta_agent.cluster import MAX_WORKERS
 from alphaloop.meta_agent.session import SessionSpec
 
@@ -56,7 +57,13 @@ class WalkSpec(BaseModel):
         end: the last day traded (None: the data's last day).
         rule: what each epoch trades (see :class:`PickRule`).
         workers: epochs run side by side, each in a process of its own; their trials run there
-            (or, with ``session.ray_address``, on the cluster).
+            (or, with ``session.ray_address``, on the cluster). With ``carry`` epochs run in
+            turn, and ``workers`` trials of each at once.
+        fold_days: the days of each fold, and of each epoch's VALIDATION (None: the length
+            of a lone session's VALIDATION on the same data, three years on the S&P 500 set).
+        carry: each epoch's search first tries up to this many configs the epoch before kept
+            (best first; when it kept none, those it was given): cheaper epochs, since configs
+            chosen on earlier data leak nothing. 0: epochs independent of each other.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,6 +74,8 @@ class WalkSpec(BaseModel):
     end: dt.date | None = None
     rule: PickRule = DEFAULT_RULE
     workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
+    fold_days: int | None = Field(default=None, ge=MIN_EVAL_ROWS, le=10_000)
+    carry: int = Field(default=0, ge=0, le=10)
 
     @model_validator(mode="after")
     def _windows_are_the_walks(self) -> Self:

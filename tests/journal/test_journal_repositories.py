@@ -22,6 +22,7 @@ REPOSITORIES = {
     "preferences",
     "schedule",
     "jobs",
+    "walks",
 }
 # What the open file itself offers: closing it (``with`` uses the dunders), where it lives, how
 # a path is journaled relative to it, and its sqlite-utils view that repositories write rows with.

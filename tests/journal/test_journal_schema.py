@@ -153,7 +153,7 @@ def test_a_schema_1_journal_gains_env_steps_and_violations(journal_path: Path) -
         assert all(t.env_steps is None for t in trials)
         assert [t.id for t in j.trials.leaderboard(sid)] == [rows[3].id, rows[0].id, rows[2].id,
                                                       rows[1].id]  # fmt: skip
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def drop_the_continuous_loop(conn: sqlite3.Connection) -> None:
@@ -178,7 +178,7 @@ def test_a_schema_3_journal_gains_the_continuous_loop(journal_path: Path) -> Non
         assert j.trials.of_session(sid)[0].prompt is None
         assert set(schema.LOOP_TABLES) <= set(j.db.table_names())
         assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_4_journal_gains_evaluator_versions_and_held_outcomes(
@@ -209,7 +209,7 @@ def test_a_schema_4_journal_gains_evaluator_versions_and_held_outcomes(
         assert (
             j.trials.awaiting_verdict(sid) == [] and j.trials.get(row.id).evaluator_version == "1"
         )
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_5_journal_gains_the_jobs_table(journal_path: Path) -> None:
@@ -227,7 +227,7 @@ def test_a_schema_5_journal_gains_the_jobs_table(journal_path: Path) -> None:
         assert j.jobs.get(job_id).status == "queued"
         indexes = {i.name for i in j.db["jobs"].indexes}
     assert "idx_jobs_kind_status" in indexes
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_7_journal_gains_pending_ticks_and_book_events(journal_path: Path) -> None:
@@ -247,7 +247,7 @@ def test_a_schema_7_journal_gains_pending_ticks_and_book_events(journal_path: Pa
         indexes = {i.name for i in j.db["pm_book_events"].indexes}
     assert events == [("resume", "earnings are out", "cli"), ("halt", "earnings", "api")]
     assert "idx_pm_book_events_book" in indexes
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_9_journal_gains_dpo_lengths(journal_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_a_schema_9_journal_gains_dpo_lengths(journal_path: Path) -> None:
         )  # fmt: skip
     assert run.max_length == 512 and run.lengths == {"prompt_max": 300.0}
     assert (run.accuracy_after_low, run.accuracy_after_high) == (0.5, 0.9)
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def schema_2_trials_ddl() -> str:
@@ -322,7 +322,7 @@ def test_a_schema_2_journal_gains_confirmation_rows(journal_path: Path) -> None:
         indexes = {r["name"] for r in j.db.query("SELECT name FROM sqlite_master")}
         assert {"idx_trials_session_status", "idx_trials_session_kind"} <= indexes
         assert j.db.execute("PRAGMA foreign_key_check").fetchall() == []
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_failed_migration_leaves_the_old_version(
@@ -378,7 +378,7 @@ def test_a_schema_6_journal_gains_the_mode_and_finish_reason_of_llm_calls(
         )
         new = j.logs.llm_calls(sid)[-1]
     assert (new.mode, new.finish_reason) == ("json_schema", "length")
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_10_journal_gains_the_page_indexes(journal_path: Path) -> None:
@@ -395,7 +395,7 @@ def test_a_schema_10_journal_gains_the_page_indexes(journal_path: Path) -> None:
         assert j.trials.get(row.id).session_id == sid
         indexes = {i.name for i in j.db["trials"].indexes}
     assert {"idx_trials_history", "idx_trials_session_counted", "idx_trials_page"} <= indexes
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_11_journal_gains_trial_revisions(journal_path: Path) -> None:
@@ -417,7 +417,7 @@ def test_a_schema_11_journal_gains_trial_revisions(journal_path: Path) -> None:
         changed = followed.rows()
         assert changed[0].status == "keep" and changed == j.trials.of_session(a, series=False)
         assert "idx_trials_config" in {i.name for i in j.db["trials"].indexes}
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
 
 
 def test_a_schema_12_journal_gains_where_trials_ran(journal_path: Path) -> None:
@@ -433,4 +433,22 @@ def test_a_schema_12_journal_gains_where_trials_ran(journal_path: Path) -> None:
         assert j.trials.get(old.id).ran_on is None  # not recorded before
         new = new_trial(j, sid, ran_on="ray:127.0.0.1:6379")
         assert j.trials.get(new.id).ran_on == "ray:127.0.0.1:6379"
-    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 13
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14
+
+
+def test_a_schema_13_journal_gains_the_walk_tables(journal_path: Path) -> None:
+    with Journal(journal_path) as j:
+        sid = new_session(j)
+    conn = sqlite3.connect(journal_path)
+    for index in schema.WALK_INDEXES:
+        conn.execute(f"DROP INDEX {index.split()[2]}")
+    for table in ("walk_returns", "walk_epochs", "walks"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("PRAGMA user_version = 13")
+    conn.commit()
+    conn.close()
+    with Journal(journal_path) as j:
+        assert j.walks.list() == [] and j.walks.epoch_of(sid) is None
+        walk = j.walks.create(goal="g", spec={})
+        assert [w.id for w in j.walks.list()] == [walk]
+    assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14

@@ -116,3 +116,11 @@ def test_a_short_month_joins_the_one_before() -> None:
     assert "2004-02" in starts and "2004-03" not in starts and "2004-04" in starts
     feb = next(e for e in epochs if data.dates[e.start].strftime("%Y-%m") == "2004-02")
     assert feb.last_day.startswith("2004-03")
+
+
+def test_fold_days_sets_each_epochs_validation_and_the_first_epoch(sp500) -> None:
+    spec = walk(fold_days=252)
+    epochs = plan(spec, sp500)
+    assert epochs[0].start < plan(walk(), sp500)[0].start  # shorter folds fit earlier
+    data = epoch_spec(spec, epochs[0], "w-x", side_by_side=False).load()
+    assert data.val.stop - data.val.start == 252 and data.val.stop == data.test.start
