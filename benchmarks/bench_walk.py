@@ -172,10 +172,12 @@ def _lone_session(task: Task, home: str) -> tuple[bool, bool]:
 def run_task(task: Task) -> Walked:
     """Runs one walk (in a pool worker), its oracle and a lone session on the same market."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
-    start = None if task.start is None else task.start
-    spec = WalkSpec(
-        session=_session_spec(task), carry=task.carry, start=start, fold_days=task.fold_days
-    )
+    spec = WalkSpec(session=_session_spec(task), carry=task.carry, fold_days=task.fold_days)
+    if task.start is not None and task.start.startswith("last:"):  # the last N epochs
+        last = plan(spec, spec.session.load())[-int(task.start.removeprefix("last:"))]
+        spec = spec.model_copy(update={"start": last.first_day})
+    elif task.start is not None:
+        spec = spec.model_copy(update={"start": task.start})
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(ALPHALOOP_HOME=home)
         began = time.perf_counter()
@@ -286,7 +288,9 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser.add_argument("--budget", type=int, default=20, help="search trials an epoch")
     parser.add_argument("--carry", type=int, default=0, help="configs carried between epochs")
     parser.add_argument("--folds", type=int, default=None, help="folds a session (default: all)")
-    parser.add_argument("--start", default=None, help="the first epoch (default: the first fit)")
+    parser.add_argument(
+        "--start", default=None, help="the first epoch, a date or last:N (default: the first fit)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="walks at once (default 2)")
     parser.add_argument("--save", type=Path, default=None, help="keep the walks in this file")
     parser.add_argument("--merge", type=Path, nargs="*", default=[], help="saved walks to add")
@@ -294,7 +298,7 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     args = parser.parse_args(argv)
     if args.quick:
         args.walks, args.budget, args.folds = 1, 2, 1
-        args.start = args.start or "2019-01-01"
+        args.start = args.start or "last:2"
     arms = args.arm or ["power", *NULLS]
     walked: list[Walked] = []
     for path in args.merge:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 walk_app = typer.Typer(
     cls=_DefaultToStart,
     no_args_is_help=True,
-    help="Walk the research loop forward over history: its own out-of-sample record.",
+    help="Replay the research loop over history: its out-of-sample record.",
 )
 
 
@@ -175,11 +175,11 @@ def _run(walk_id: str, settings: Settings, as_json: bool) -> None:
 @walk_app.command("start")
 @request_command(WalkRequest, cli=RESEARCH_CLI, context={FILES: True})
 def walk_start(request: WalkRequest, as_json: JsonFlag = False) -> None:
-    """Start a walk: at each epoch a research session on the data cut there, its pick traded
-    over the period after it beside the default and 1/N; the verdict tests those periods end
-    to end and says how large an edge they could detect.
+    """Start a walk: a research session at each epoch, its pick traded over the next period.
 
-    A session answers "which config, on this window?"; a walk answers "had I run this loop
+    At each epoch a research session runs on the data cut there; its pick trades the period
+    after it beside the default and 1/N, and the verdict tests those periods end to end and
+    says how large an edge they could detect. A session answers "which config, on this window?"; a walk answers "had I run this loop
     since then, would it have beaten the default and 1/N?". With --workers N, N epochs run
     side by side. A killed walk resumes with `alphaloop walk resume WALK_ID`.
 
@@ -203,9 +203,10 @@ def walk_resume(
     walk: str = typer.Argument(..., help="walk id"),
     as_json: JsonFlag = False,
 ) -> None:
-    """Continue a walk after a crash, a kill or an error: epochs already traded are read
-    back, an interrupted epoch's session resumes where its journal says, and no epoch or trial
-    runs twice.
+    """Continue a walk after a crash, a kill or an error; no epoch or trial runs twice.
+
+    Epochs already traded are read back and an interrupted epoch's session resumes where its
+    journal says.
 
     Example: alphaloop walk resume w-20260101-120000-ab12
     """
@@ -219,8 +220,10 @@ def walk_show(
     walk: str = typer.Argument(..., help="walk id"),
     as_json: JsonFlag = False,
 ) -> None:
-    """Show a walk: its epochs, each rule's record against the default and 1/N, and the
-    verdict with the edge the record could detect.
+    """Show a walk: its epochs, each rule's record and the verdict.
+
+    Each rule's record is tested against the default and 1/N; the verdict says the edge the
+    record could detect.
 
     Example: alphaloop walk show w-20260101-120000-ab12 --json
     """
