@@ -179,7 +179,9 @@ def walk_start(request: WalkRequest, as_json: JsonFlag = False) -> None:
 
     At each epoch a research session runs on the data cut there; its pick trades the period
     after it beside the default and 1/N, and the verdict tests those periods end to end and
-    says how large an edge they could detect. A session answers "which config, on this window?"; a walk answers "had I run this loop
+    says how large an edge they could detect.
+
+    A session answers "which config, on this window?"; a walk answers "had I run this loop
     since then, would it have beaten the default and 1/N?". With --workers N, N epochs run
     side by side. A killed walk resumes with `alphaloop walk resume WALK_ID`.
 
