@@ -175,9 +175,9 @@ def run_task(task: Task) -> Walked:
     spec = WalkSpec(session=_session_spec(task), carry=task.carry, fold_days=task.fold_days)
     if task.start is not None and task.start.startswith("last:"):  # the last N epochs
         last = plan(spec, spec.session.load())[-int(task.start.removeprefix("last:"))]
-        spec = spec.model_copy(update={"start": last.first_day})
+        spec = WalkSpec.model_validate({**spec.model_dump(), "start": last.first_day})
     elif task.start is not None:
-        spec = spec.model_copy(update={"start": task.start})
+        spec = WalkSpec.model_validate({**spec.model_dump(), "start": task.start})
     with tempfile.TemporaryDirectory() as home:
         settings = Settings(ALPHALOOP_HOME=home)
         began = time.perf_counter()
@@ -272,7 +272,7 @@ def report(walked: list[Walked]) -> list[SummaryRow]:
         for w in cell if arm == "sp500" else []:
             print(f"  {w.verdict}")
         rows.append(
-            SummaryRow(
+            (
                 f"walk GO ({arm}, strict rule)",
                 share(sum(w.go["strict"] for w in cell), n),
                 "oracle " + (share(sum(oracle), len(oracle)) if oracle else "-"),
@@ -309,7 +309,8 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     if args.save:
         args.save.write_bytes(pickle.dumps(walked))
     rows = report(walked)
-    print_rows(rows)
+    print()
+    print_rows([(name, f"{value} ({ref})") for name, value, ref in rows])
     return rows
 
 
