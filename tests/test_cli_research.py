@@ -8,10 +8,6 @@ import json
 import math
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +24,8 @@ from alphaloop.market import load_market
 from alphaloop.meta_agent.session import SessionSpec, create_session
 from alphaloop.settings import Settings
 from alphaloop.validation import sharpe_difference
+from tests.cli_processes import spawn, wait_for
 
-REPO = Path(__file__).resolve().parents[1]
 GOAL = "maximise validation Sharpe"
 SESSION = [
     "research",
@@ -400,43 +396,6 @@ def test_commands_that_read_a_journal_say_when_there_is_none(
 
 
 # -- other processes -----------------------------------------------------------------------------
-
-
-def spawn(args: list[str], settings: Settings, out: Path) -> subprocess.Popen:
-    """``alphaloop ARGS`` in a new process with this test's home and no LLM configured;
-    its stdout goes to ``out`` and its stderr beside it."""
-    env = dict(os.environ)  # the settings fixture already removed the machine's settings
-    env["ALPHALOOP_HOME"] = str(settings.home)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-c", "from alphaloop.cli import main; main()", *args],
-            cwd=REPO,
-            env=env,
-            stdout=stdout,
-            stderr=stderr,
-        )
-
-
-def wait_for(
-    settings: Settings,
-    check: Callable[[Journal], Any],
-    proc: subprocess.Popen,
-    timeout: float = 90.0,
-) -> Any:
-    """Polls the journal until ``check`` returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the session process ended early"
-        try:
-            with Journal(settings.journal_path, create=False) as journal:
-                found = check(journal)
-        except AlphaloopError:  # not created yet
-            found = None
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"nothing to see after {timeout} s")
 
 
 def only_session(journal: Journal) -> str | None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,12 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from alphaloop.cli import app
-from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 from alphaloop.validation import sharpe_difference
+from tests.cli_processes import spawn, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
 WALK = [
     "walk",
     "maximise Sharpe",
@@ -99,35 +96,6 @@ def test_a_walk_journals_a_session_per_epoch_and_tests_their_periods(settings: S
     assert [w["id"] for w in listed] == [walk["id"]]
 
 
-def spawn(args: list[str], settings: Settings, out: Path) -> subprocess.Popen:
-    env = dict(os.environ)
-    env["ALPHALOOP_HOME"] = str(settings.home)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-c", "from alphaloop.cli import main; main()", *args],
-            cwd=REPO,
-            env=env,
-            stdout=stdout,
-            stderr=stderr,
-        )
-
-
-def wait_for(settings: Settings, check, proc: subprocess.Popen, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the walk ended early"
-        try:
-            with Journal(settings.journal_path, create=False) as journal:
-                found = check(journal)
-        except AlphaloopError:
-            found = None
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"nothing to see after {timeout} s")
-
-
 def _second_epoch_running(journal: Journal) -> Any:
     walks = journal.walks.list()
     if not walks:
@@ -146,7 +114,7 @@ def test_a_walk_killed_mid_epoch_resumes_to_the_record_of_an_uninterrupted_one(
 ) -> None:
     proc = spawn([*WALK, "--workers", workers, "--json"], settings, tmp_path / "walk.out")
     try:
-        walk_id, begun = wait_for(settings, _second_epoch_running, proc)
+        walk_id, begun = wait_for(settings, _second_epoch_running, proc, timeout=120)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
