@@ -98,18 +98,8 @@ def _record_notes(record: RuleRecord) -> list[str]:
 def show_detail(detail: WalkDetail, as_json: bool) -> None:
     """Prints a walk: its report when it has one, else where it is."""
     walk = detail.walk
-    if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "walk": walk.model_dump(mode="json"),
-                    "epochs": [
-                        e.model_dump(mode="json", exclude={"result"}) for e in detail.epochs
-                    ],
-                    "resume": detail.resume_command,
-                }
-            )
-        )
+    if as_json:  # as the API answers GET /api/walks/{id}
+        typer.echo(ops.walk.walk_view(detail).model_dump_json())
         return
     console.print(f"walk [bold]{walk.id}[/bold]: {escape(walk.goal)} ({walk.status.value})")
     report = walk.report

@@ -115,11 +115,17 @@ class Walks:
     def __init__(self, journal: JournalFile) -> None:
         self._journal = journal
 
-    def create(self, *, goal: str, spec: dict[str, Any]) -> str:
-        """Journals a new walk, ``running`` and owned by this process; returns its id."""
+    def create(self, *, goal: str, spec: dict[str, Any], walk_id: str | None = None) -> str:
+        """Journals a new walk, ``running`` and owned by this process; returns its id (drawn
+        here, or ``walk_id`` when the caller drew it, as a server does to answer with it).
+
+        Raises:
+            Conflict: ``walk_id`` names a walk already journaled.
+        """
         stamp = now()
         for _ in range(20):
-            walk_id = new_walk_id()
+            drawn = walk_id is None
+            walk_id = new_walk_id() if drawn else walk_id
             try:
                 with self._journal._write() as conn:
                     conn.execute(
@@ -128,9 +134,12 @@ class Walks:
                         (walk_id, goal, dumps(spec), "running", os.getpid(), stamp, stamp),
                     )
             except sqlite3.IntegrityError as err:
-                if "walks.id" in str(err):  # two walks in one second drew the same suffix
-                    continue
-                raise
+                if "walks.id" not in str(err):
+                    raise
+                if not drawn:
+                    raise Conflict(f"walk {walk_id} exists already") from None
+                walk_id = None  # two walks in one second drew the same suffix
+                continue
             return walk_id
         raise RuntimeError("could not draw a unique walk id in 20 attempts")
 

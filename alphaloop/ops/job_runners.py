@@ -26,6 +26,7 @@ from alphaloop.ops.jobs import (
     TrainResult,
     ValidateResult,
 )
+from alphaloop.ops.walk_jobs import WalkResult, WalkResumeJob
 from alphaloop.settings import Settings
 
 Link = Callable[[str], None]
@@ -159,6 +160,44 @@ def _schedule(job: ScheduleJob, settings: Settings, link: Link) -> ScheduleResul
     )
 
 
+def _walk(job: Any, settings: Settings, link: Link) -> WalkResult:
+    from alphaloop import ops
+    from alphaloop.ops.requests import FILES, WalkRequest
+    from alphaloop.ops.research import check_proposer
+
+    check_proposer(job.proposer, settings)  # the setting may have changed since it was queued
+    request = WalkRequest.model_validate(
+        job.model_dump(exclude={"kind", "walk_id"}), context={FILES: True}
+    )
+    walk_id = ops.walk.start_walk(ops.walk.walk_spec(request), settings, job.walk_id)
+    return _run_walk("walk", walk_id, settings, link)
+
+
+def _walk_resume(job: WalkResumeJob, settings: Settings, link: Link) -> WalkResult:
+    from alphaloop import ops
+
+    ops.walk.check_resume(job.walk_id, settings)
+    return _run_walk("walk_resume", job.walk_id, settings, link)
+
+
+def _run_walk(
+    kind: Literal["walk", "walk_resume"], walk_id: str, settings: Settings, link: Link
+) -> WalkResult:
+    """Runs walk ``walk_id`` to its report; the job is linked to each epoch's session as it
+    begins (``GET /api/jobs/{id}`` names the session running now)."""
+    from alphaloop import ops
+
+    def on_event(event: Any) -> None:
+        if event.name == "epoch_begun":
+            link(event.session_id)
+
+    report = ops.walk.run_walk(walk_id, settings, on_event)
+    walk = ops.walk.get_walk(walk_id, settings).walk
+    return WalkResult(
+        kind=kind, walk_id=walk_id, status=walk.status.value, go=report.go, verdict=report.verdict
+    )
+
+
 _RUNNERS: dict[str, Callable[[Any, Settings, Link], BaseModel]] = {
     "research": _research,
     "resume": _resume,
@@ -167,4 +206,6 @@ _RUNNERS: dict[str, Callable[[Any, Settings, Link], BaseModel]] = {
     "pm_tick": _pm_tick,
     "schedule": _schedule,
     "validate": _validate,
+    "walk": _walk,
+    "walk_resume": _walk_resume,
 }

@@ -1,7 +1,8 @@
 """Typed jobs: long work a front end hands to a worker process, and the worker that runs it.
 
 A job is a frozen model (:data:`Job`, a union on ``kind``): a research session started or
-resumed, a manual PPO run, a DPO run, a portfolio-manager tick, a scheduler job run now.
+resumed, a manual PPO run, a DPO run, a portfolio-manager tick, a scheduler job run now, a
+walk started or resumed (:mod:`alphaloop.ops.walk_jobs`).
 :func:`start_job` journals it ``queued`` and starts ``python -m alphaloop.ops.jobs ID``, a
 detached process; :func:`execute_job` (that process) claims the row, calls the same
 operations the command line calls (:mod:`alphaloop.ops.job_runners`), and journals a typed
@@ -40,6 +41,7 @@ from alphaloop.ops.requests import (
     ValidateRequest,
     derive,
 )
+from alphaloop.ops.walk_jobs import WalkJob, WalkResult, WalkResumeJob
 from alphaloop.settings import Settings
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -107,7 +109,15 @@ class ScheduleJob(BaseModel):
 
 
 Job = Annotated[
-    ResearchJob | ResumeJob | TrainJob | DpoJob | PmTickJob | ScheduleJob | ValidateJob,
+    ResearchJob
+    | ResumeJob
+    | TrainJob
+    | DpoJob
+    | PmTickJob
+    | ScheduleJob
+    | ValidateJob
+    | WalkJob
+    | WalkResumeJob,
     Field(discriminator="kind"),
 ]
 
@@ -173,7 +183,13 @@ class ScheduleResult(BaseModel):
 
 
 JobResult = Annotated[
-    SessionResult | TrainResult | DpoResult | PmTickResult | ScheduleResult | ValidateResult,
+    SessionResult
+    | TrainResult
+    | DpoResult
+    | PmTickResult
+    | ScheduleResult
+    | ValidateResult
+    | WalkResult,
     Field(discriminator="kind"),
 ]
 JOB: TypeAdapter[Job] = TypeAdapter(Job)
@@ -240,7 +256,9 @@ class JobView(BaseModel):
 # --- starting and reading jobs (the front end's side) -------------------------------------------
 
 
-KINDS = ("research", "resume", "train", "dpo", "pm_tick", "schedule", "validate")
+KINDS = (
+    "research", "resume", "train", "dpo", "pm_tick", "schedule", "validate", "walk", "walk_resume"
+)  # fmt: skip
 _starting = threading.Lock()
 
 

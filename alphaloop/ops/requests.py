@@ -597,6 +597,19 @@ WalkRequest = derive(
     "there, its pick traded over the period after it beside the default and 1/N.",
 )
 WalkRequest.LOCAL = ResearchRequest.LOCAL  # type: ignore[attr-defined]
+_research_check = WalkRequest.check
+
+
+def _walk_check(self: Any) -> None:
+    # The session's own check, then the epochs on the data: a cadence, start or end the data
+    # cannot hold is refused here, naming what fits, before any walk or job is journaled.
+    from alphaloop.ops.walk import check_walk
+
+    _research_check(self)
+    check_walk(self)
+
+
+WalkRequest.check = _walk_check  # type: ignore[method-assign]
 
 
 def shared_fields(model: type[BaseModel]) -> list[str]:

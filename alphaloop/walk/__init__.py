@@ -9,7 +9,7 @@ walk, with the journal as its only checkpoint.
 
 from alphaloop.walk.events import EpochBegun, EpochTraded, OnWalkEvent, WalkEvent
 from alphaloop.walk.plan import Epoch, plan
-from alphaloop.walk.record import RULES, walk_report
+from alphaloop.walk.record import RULES, record_days, walk_report
 from alphaloop.walk.run import create_walk, run_walk
 from alphaloop.walk.spec import DEFAULT_RULE, Cadence, PickRule, WalkSpec
 
@@ -26,6 +26,7 @@ __all__ = [
     "WalkSpec",
     "create_walk",
     "plan",
+    "record_days",
     "run_walk",
     "walk_report",
 ]

@@ -70,10 +70,24 @@ def _detectable(evidence: ExcessEvidence | NoEvidence, level: float) -> float | 
     return float((norm.isf(level) + norm.ppf(DETECTION_POWER)) * evidence.test.se)
 
 
+def record_days(
+    results: Sequence[EpochResult], rule: RuleName
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The days of ``rule``'s record over ``results`` (oldest first) and, on them, the daily
+    returns of its pick, of the default and of 1/N: the days its tests run on."""
+    days: list[str] = []
+    parts = []
+    for r in results:
+        part = _aligned(r, rule)
+        days += r.dates[len(r.dates) - len(part[0]) :]
+        parts.append(part)
+    pick, default, equal = (np.concatenate(s) for s in zip(*parts, strict=True))
+    return days, pick, default, equal
+
+
 def rule_record(results: Sequence[EpochResult], rule: RuleName, gates: Gates) -> RuleRecord:
     """The record of ``rule`` over ``results`` (oldest first), judged by ``gates``."""
-    parts = [_aligned(r, rule) for r in results]
-    pick, default, equal = (np.concatenate(s) for s in zip(*parts, strict=True))
+    _, pick, default, equal = record_days(results, rule)
     traded = [r.picks[rule] for r in results]
     n_default = sum(t.trial_id is None for t in traded)
     excess: dict[str, ExcessEvidence | NoEvidence] = {}

@@ -51,8 +51,9 @@ _WATCH_S = 1.0  # how often an epoch's process checks that its walk is alive
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def create_walk(spec: WalkSpec, settings: Settings) -> str:
-    """Checks the walk's epochs fit its data and journals it; returns its id (nothing runs).
+def create_walk(spec: WalkSpec, settings: Settings, walk_id: str | None = None) -> str:
+    """Checks the walk's epochs fit its data and journals it; returns its id (drawn here, or
+    ``walk_id``; nothing runs).
 
     The gates are resolved now (the settings' under the request's), so a resumed walk is
     judged by the gates it was started with.
@@ -60,6 +61,7 @@ def create_walk(spec: WalkSpec, settings: Settings) -> str:
     Raises:
         InvalidRequest: data that cannot be loaded, a cadence or start the data cannot hold, or
             data too short for two epochs (the message names what fits).
+        Conflict: ``walk_id`` names a walk already journaled.
     """
     session = spec.session
     try:
@@ -69,7 +71,9 @@ def create_walk(spec: WalkSpec, settings: Settings) -> str:
     spec = spec.model_copy(update={"session": session.model_copy(update={"gates": gates})})
     plan(spec, session.load())
     with Journal(settings.journal_path) as journal:
-        return journal.walks.create(goal=session.goal, spec=spec.model_dump(mode="json"))
+        return journal.walks.create(
+            goal=session.goal, spec=spec.model_dump(mode="json"), walk_id=walk_id
+        )
 
 
 def epoch_spec(
