@@ -27,7 +27,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "profit_factor": ("profit factor", "{:.3f}"),
 }
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-_CSS = """
+CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
        color: #222; background: #fafafa; }
 main { max-width: 1180px; margin: 0 auto; padding: 24px; }
@@ -39,30 +39,36 @@ table { border-collapse: collapse; background: #fff; } td, th { padding: 4px 10p
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .pass { color: #1e7d34; font-weight: 600; } .fail { color: #b3261e; font-weight: 600; }
 .fig { background: #fff; margin: 12px 0; min-height: 420px; }
+.scroll { overflow-x: auto; max-width: 100%; }
 .note { white-space: pre-wrap; background: #fff; padding: 10px 14px; border-left: 3px solid #bbb; }
 """
 
 
 def tearsheet_html(sheet: TearSheet, figures: dict[str, go.Figure]) -> str:
     """The sheet and its figures as one HTML document (nothing referenced outside it)."""
-    from plotly.offline import get_plotlyjs
-
     parts = [
         _header(sheet),
         "<h2>On TEST</h2>",
         _metrics_table(sheet),
-        *(_figure(name, fig) for name, fig in figures.items()),
+        *(figure_html(name, fig) for name, fig in figures.items()),
         "<h2>Go/no-go gates</h2>",
-        _gates_table(sheet.gates) if sheet.gates else "<p class=muted>no gates were checked</p>",
+        gates_table(sheet.gates) if sheet.gates else "<p class=muted>no gates were checked</p>",
         "<h2>The search</h2>",
         _search(sheet),
         "<h2>Notes</h2>",
         "".join(f"<div class=note>{escape(n)}</div>" for n in sheet.notes)
         or "<p class=muted>no notes</p>",
     ]
+    return page_html(sheet.title, parts)
+
+
+def page_html(title: str, parts: list[str]) -> str:
+    """One HTML document of ``parts``, plotly.js inlined once: it opens offline."""
+    from plotly.offline import get_plotlyjs
+
     return (
         "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-        f"<title>{escape(sheet.title)}</title><style>{_CSS}</style>"
+        f"<title>{escape(title)}</title><style>{CSS}</style>"
         f"<script>{get_plotlyjs()}</script></head><body><main>{''.join(parts)}</main></body>"
         "</html>\n"
     )
@@ -97,7 +103,7 @@ def _fmt(fmt: str, value: float | None) -> str:
     return "-" if value is None else escape(fmt.format(value))
 
 
-def _figure(name: str, fig: go.Figure) -> str:
+def figure_html(name: str, fig: go.Figure) -> str:
     return (
         "<div class=fig>"
         + pio.to_html(
@@ -111,7 +117,7 @@ def _figure(name: str, fig: go.Figure) -> str:
     )
 
 
-def _gates_table(gates: GateReport) -> str:
+def gates_table(gates: GateReport) -> str:
     rows = []
     for g in gates.results:
         verdict = "<span class=pass>pass</span>" if g.passed else "<span class=fail>FAIL</span>"

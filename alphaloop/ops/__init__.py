@@ -15,7 +15,8 @@ status, review), ``research`` (start, run, resume, stop), ``trial`` (one trial b
 ``rows``, ``tally`` and ``notes`` (the web page's reads), ``charts``, ``series`` (the series a chart needs, recomputed), ``replay`` (a
 trial or policy re-run on a window of one's own), ``frontier``, ``knobs``, ``env``,
 ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
-handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history).
+handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history),
+``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear sheet).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
         trial,
         validate,
         walk,
+        walk_jobs,
+        walk_sheet,
     )
 
 __all__ = [
@@ -83,6 +86,8 @@ __all__ = [
     "trial",
     "validate",
     "walk",
+    "walk_jobs",
+    "walk_sheet",
 ]
 
 __getattr__, __dir__ = lazy_attributes(

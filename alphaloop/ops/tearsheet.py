@@ -13,6 +13,7 @@ PNGs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -268,23 +269,56 @@ def write_tearsheet(
         InvalidRequest: a bad ``out``.
         AlphaloopError, AlphaloopError: PNG asked for and no Chromium, or it failed.
     """
+    from alphaloop.charts.tearsheet_html import tearsheet_html
+
+    return write_sheet(
+        drawn.name,
+        lambda: tearsheet_html(drawn.sheet, drawn.figures),
+        drawn.figures,
+        settings,
+        out=out,
+        fmt=fmt,
+    )
+
+
+def write_sheet(
+    name: str,
+    html: Callable[[], str],
+    figures: dict[str, go.Figure],
+    settings: Settings,
+    *,
+    out: Path | None = None,
+    fmt: SheetFormat = "html",
+) -> WrittenSheet:
+    """Writes a sheet as the HTML document ``html()`` gives, or ``figures`` as PNGs rendered
+    by kaleido (``<out stem>-<figure>.png``); default ``<home>/charts/<name>.<fmt>``.
+
+    Raises:
+        InvalidRequest: a bad ``out``.
+        AlphaloopError: PNG asked for and no Chromium, or it failed.
+    """
     from alphaloop.charts import write_atomically
 
     check_output(out, fmt)
-    target = out or settings.charts_dir / f"{drawn.name}.{fmt}"
+    target = out or settings.charts_dir / f"{name}.{fmt}"
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "html":
-        from alphaloop.charts.tearsheet_html import tearsheet_html
-
-        write_atomically(target, tearsheet_html(drawn.sheet, drawn.figures).encode("utf-8"))
+        write_atomically(target, html().encode("utf-8"))
         return WrittenSheet(format=fmt, paths=[target])
     from alphaloop.charts import find_chromium, render_pngs
 
-    pngs = render_pngs(list(drawn.figures.values()), chromium=find_chromium(settings.chromium))
-    paths = [target.with_name(f"{target.stem}-{name}.png") for name in drawn.figures]
+    pngs = render_pngs(list(figures.values()), chromium=find_chromium(settings.chromium))
+    paths = [target.with_name(f"{target.stem}-{figure}.png") for figure in figures]
     for path, png in zip(paths, pngs, strict=True):
         write_atomically(path, png)
     return WrittenSheet(format=fmt, paths=paths)
 
 
-__all__ = ["Tearsheet", "WrittenSheet", "build_tearsheet", "check_output", "write_tearsheet"]
+__all__ = [
+    "Tearsheet",
+    "WrittenSheet",
+    "build_tearsheet",
+    "check_output",
+    "write_sheet",
+    "write_tearsheet",
+]
