@@ -35,6 +35,7 @@ from alphaloop.server import (
     routes_jobs,
     routes_loop,
     routes_research,
+    routes_walks,
 )
 from alphaloop.server.contract import ExactPathMethods, allowed_methods, declare_contract
 from alphaloop.server.errors import error_body
@@ -206,6 +207,7 @@ def create_app(
         routes_frontier.router,
         routes_dashboard.router,
         routes_export.router,
+        routes_walks.router,
         *_optional_routers(),
     ):
         app.include_router(router, dependencies=token)

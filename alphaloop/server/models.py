@@ -18,6 +18,7 @@ from alphaloop.ops.requests import (
     ResearchRequest,
     TickRequest,
     TrainRequest,
+    WalkRequest,
     derive,
 )
 
@@ -42,6 +43,7 @@ DataName = Annotated[str, Field(pattern=DATA_NAME, description=DATA_HELP)]
 ResearchBody = derive(ResearchRequest, "ResearchRequest", exclude=ResearchRequest.LOCAL)
 TrainBody = derive(TrainRequest, "TrainRequest", exclude=TrainRequest.LOCAL)
 TickBody = derive(TickRequest, "TickRequest", exclude=TickRequest.LOCAL)
+WalkBody = derive(WalkRequest, "WalkRequest", exclude=WalkRequest.LOCAL)  # type: ignore[attr-defined]
 
 
 JOB_ID = Field(
