@@ -5,7 +5,7 @@ OpenAI tool schema.
 :func:`call_tool` runs one call, turning every error into a result the model can read.
 """
 
-from alphaloop.tools import journal_tools, knob_tools, run_tools, validate_tools
+from alphaloop.tools import journal_tools, knob_tools, run_tools, validate_tools, walk_tools
 from alphaloop.tools.base import (
     Tool,
     ToolContext,
@@ -16,7 +16,13 @@ from alphaloop.tools.base import (
 
 TOOLS: dict[str, Tool] = {
     t.name: t
-    for t in (*journal_tools.TOOLS, *knob_tools.TOOLS, *run_tools.TOOLS, *validate_tools.TOOLS)
+    for t in (
+        *journal_tools.TOOLS,
+        *knob_tools.TOOLS,
+        *run_tools.TOOLS,
+        *validate_tools.TOOLS,
+        *walk_tools.TOOLS,
+    )
 }
 
 

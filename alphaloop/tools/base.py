@@ -80,7 +80,9 @@ def _validation_message(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
         where = ".".join(str(p) for p in e["loc"]) or "arguments"
-        parts.append(f"{where}: {e['msg']}")
+        # "Value error, " is pydantic's prefix for a rule of ours: the rule speaks for itself,
+        # in the words the API answers it with.
+        parts.append(f"{where}: {str(e['msg']).removeprefix('Value error, ')}")
     return "invalid arguments: " + "; ".join(parts)
 
 

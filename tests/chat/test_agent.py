@@ -73,7 +73,7 @@ def test_answers_through_two_tool_calls_that_match_the_journal(
     # The model read exactly those results, in tool messages answering its calls.
     third = fake_openai.chat_requests[2]
     assert [m["content"] for m in tool_messages(third)] == [t.result for t in answer.tool_calls]
-    assert third["tool_choice"] == "auto" and len(third["tools"]) == 10
+    assert third["tool_choice"] == "auto" and len(third["tools"]) == 12
     assert len(chat_calls) == 3 and all(c.ok for c in chat_calls)
     assert chat_calls[0].prompt_tokens == fake.prompt_tokens_for(
         fake_openai.chat_requests[0]["messages"]

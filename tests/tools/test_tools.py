@@ -71,6 +71,8 @@ def test_every_tool_spec_is_accepted_by_a_strict_server() -> None:
         "validate_session",
         "start_research",
         "stop_research",
+        "start_walk",
+        "walk_verdict",
     }
     fake.validate_chat_request(
         {
