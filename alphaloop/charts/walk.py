@@ -9,6 +9,7 @@ page draws from their JSON and :mod:`.walk_html` writes into one offline HTML fi
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -90,8 +91,7 @@ def equity(sheet: WalkSheet) -> go.Figure:
         fig.add_vline(x=line.start, line={"color": "#b9c0cc", "width": 1, "dash": "dot"})
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"Out of sample, {sheet.report.first_day} to {sheet.report.last_day}: "
-               "the walk against the default and 1/N", "x": 0.01, "xanchor": "left"},
+        title={"text": "The walk against the default and 1/N", "x": 0.01, "xanchor": "left"},
         hovermode="x unified",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
         margin={"l": 60, "r": 30, "t": 80, "b": 50},
@@ -104,8 +104,26 @@ def equity(sheet: WalkSheet) -> go.Figure:
     return fig
 
 
-def _traded(line: EpochLine) -> str:
-    return "default config" if line.trial_id is None else f"config {line.config_hash[:8]}"
+def _letters(i: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA: spreadsheet column names."""
+    name = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        name = chr(65 + r) + name
+    return name
+
+
+def config_names(epochs: Sequence[EpochLine]) -> dict[str, str]:
+    """A short name for each searched config the walk traded, by hash: ``config A``, ``config
+    B``... in the order they first traded (the page's walk view names them the same way)."""
+    hashes = dict.fromkeys(e.config_hash for e in epochs if e.trial_id is not None)
+    return {h: f"config {_letters(i)}" for i, h in enumerate(hashes)}
+
+
+def traded_name(line: EpochLine, names: dict[str, str]) -> str:
+    """What an epoch traded: ``default config`` or the config's short name."""
+    return "default config" if line.trial_id is None else names[line.config_hash]
 
 
 def _days(line: EpochLine) -> int:
@@ -117,7 +135,12 @@ def picks(sheet: WalkSheet) -> go.Figure:
     """What the walk's rule traded in each epoch, as a timeline: one row per config (the
     default first), a bar over each period, and a mark where the pick changed."""
     report = sheet.report
-    rows = list(dict.fromkeys(["default config", *(_traded(e) for e in report.epochs)]))
+    names = config_names(report.epochs)
+
+    def _traded(line: EpochLine) -> str:
+        return traded_name(line, names)
+
+    rows = ["default config", *names.values()]
     fig = go.Figure()
     for searched, color, name in ((False, _DEFAULT_COLOR, "default config"),
                                   (True, _PICK_COLOR, "a searched config")):  # fmt: skip
@@ -150,12 +173,10 @@ def picks(sheet: WalkSheet) -> go.Figure:
                 hovertemplate="%{x}: the pick changed to %{y}<extra></extra>",
             )
         )  # fmt: skip
-    n_default = sum(e.trial_id is None for e in report.epochs)
     fig.update_layout(
         template=TEMPLATE,
-        title={"text": f"The pick of each epoch ({report.rule} rule): the default in "
-               f"{n_default} of {len(report.epochs)}, {sum(e.changed for e in report.epochs)} "
-               "change(s)", "x": 0.01, "xanchor": "left"},
+        title={"text": f"The pick of each epoch ({report.rule} rule)", "x": 0.01,
+               "xanchor": "left"},
         barmode="overlay",
         bargap=0.35,
         height=picks_height(len(rows)),
@@ -178,7 +199,7 @@ def _hover(line: EpochLine) -> str:
     def fmt(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
 
-    trial = "" if line.trial_id is None else f" (trial {line.trial_id})"
+    trial = "" if line.trial_id is None else f" (trial {line.trial_id}, {line.config_hash[:8]})"
     return (f"{trial}<br>Sharpe: pick {fmt(line.sharpe_pick)}, default "
             f"{fmt(line.sharpe_default)}, 1/N {fmt(line.sharpe_equal_weight)}")  # fmt: skip
 
@@ -216,4 +237,11 @@ def walk_figures(sheet: WalkSheet) -> dict[str, go.Figure]:
     return {"equity": equity(sheet), "picks": picks(sheet), "epoch_sharpe": epoch_sharpe(sheet)}
 
 
-__all__ = ["WALK_FIGURES", "WalkSheet", "picks_height", "walk_figures"]
+__all__ = [
+    "WALK_FIGURES",
+    "WalkSheet",
+    "config_names",
+    "picks_height",
+    "traded_name",
+    "walk_figures",
+]

@@ -9,7 +9,7 @@ from html import escape
 import plotly.graph_objects as go
 
 from alphaloop.charts.tearsheet_html import figure_html, gates_table, page_html
-from alphaloop.charts.walk import WalkSheet
+from alphaloop.charts.walk import WalkSheet, config_names, traded_name
 from alphaloop.evidence import ExcessEvidence
 from alphaloop.journal import RuleRecord, WalkReport
 
@@ -131,12 +131,11 @@ def _epochs(report: WalkReport) -> str:
         "<th class=num>default</th><th class=num>1/N</th><th>session</th></tr>"
     )
     rows = []
+    names = config_names(report.epochs)
     for e in report.epochs:
-        traded = (
-            "the default config"
-            if e.trial_id is None
-            else f"trial {e.trial_id} (config {escape(e.config_hash[:8])})"
-        )
+        traded = traded_name(e, names)
+        if e.trial_id is not None:
+            traded = f"{traded}: trial {e.trial_id} ({escape(e.config_hash[:8])})"
         rows.append(
             f"<tr><td class=num>{e.epoch}</td><td>{escape(e.start)} .. {escape(e.end)}</td>"
             f"<td>{traded}</td><td>{'yes' if e.changed else ''}</td>"
