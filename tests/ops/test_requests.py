@@ -64,6 +64,9 @@ class Shared:
     cli_tail: list[str] = field(default_factory=list)  # the command's own arguments
     tool: str | None = None
     tool_extra: dict[str, Any] = field(default_factory=dict)
+    # columns and a day of the data in ``base`` (a walk's check loads the data: it knows them)
+    symbols: list[str] = field(default_factory=lambda: ["AAPL", "MSFT"])
+    day: str = "2022-06-01"
     skip: ClassVar[frozenset[str]] = frozenset({"data"})  # names: probed apart (files on the CLI)
 
 
@@ -92,6 +95,17 @@ SHARED = {
         [(ops.research, "start_session"), (ops.research, "run_research"), (ops_jobs, "start_job")],
         base={"goal": "maximise Sharpe", "data": "synthetic"},
         tool="start_research",
+    ),
+    "walk": Shared(
+        rq.WalkRequest,
+        ["walk", "start"],
+        research.RESEARCH_CLI,
+        _post("/api/walks"),
+        [(ops.walk, "start_walk"), (ops.walk, "run_walk"), (ops_jobs, "start_job")],
+        base={"goal": "maximise Sharpe", "data": "synthetic"},
+        tool="start_walk",
+        symbols=["A00", "A01"],
+        day="2014-01-01",
     ),
     "train": Shared(
         rq.TrainRequest,
@@ -192,8 +206,14 @@ def _schema(prop: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
-def probes(model: type[rq.Request], name: str) -> Iterator[Any]:
-    """Values to try for field ``name``, read from ``model``'s JSON schema."""
+def probes(
+    model: type[rq.Request],
+    name: str,
+    symbols: tuple[str, ...] = ("AAPL", "MSFT"),
+    day: str = "2022-06-01",
+) -> Iterator[Any]:
+    """Values to try for field ``name``, read from ``model``'s JSON schema (``symbols`` and
+    ``day``: columns and a day the data has)."""
     schema = model.model_json_schema()
     prop = _schema(schema["properties"][name])
     kind = prop.get("type")
@@ -205,7 +225,7 @@ def probes(model: type[rq.Request], name: str) -> Iterator[Any]:
     elif kind == "boolean":
         yield from (True, False)
     elif kind == "string" and prop.get("format") == "date":
-        yield from ("2022-06-01", "2022-13-45", "2022-02-30")
+        yield from (day, "2022-13-45", "2022-02-30")
     elif kind == "string":
         low, high = prop.get("minLength", 0), prop.get("maxLength")
         if low:
@@ -216,7 +236,7 @@ def probes(model: type[rq.Request], name: str) -> Iterator[Any]:
             yield from ("../etc/passwd", "main")
     elif kind == "array":
         item = _schema(prop.get("items", {}))
-        yield from (["AAPL", "MSFT"], [], ["../x"] if "pattern" in item else ["a b"])
+        yield from (list(symbols), [], ["../x"] if "pattern" in item else ["a b"])
     elif kind == "object":
         keys = prop.get("propertyNames", {}).get("enum") or ["AAPL"]
         values = _schema(prop.get("additionalProperties", {}))
@@ -230,7 +250,7 @@ def cases() -> Iterator[Any]:
         for name in rq.shared_fields(shared.model):
             if name in shared.skip:
                 continue
-            for value in probes(shared.model, name):
+            for value in probes(shared.model, name, tuple(shared.symbols), shared.day):
                 yield pytest.param(request, name, value, id=f"{request}-{name}-{value!r}"[:80])
         if "data" in shared.model.model_fields:
             for value in ("sp500", "synthetic:7", "planted:3", "yahoo"):
@@ -344,7 +364,7 @@ def verdict(model: type[rq.Request], values: dict[str, Any], context: Any = None
     return "accepted"
 
 
-@pytest.mark.parametrize("request_name", ["research", "train"])
+@pytest.mark.parametrize("request_name", ["research", "train", "walk"])
 def test_fields_of_this_machine_are_the_command_line_s_alone(
     fronts: dict[str, Any], request_name: str
 ) -> None:
@@ -364,7 +384,7 @@ def test_the_probes_reach_both_sides_of_every_bound() -> None:
         for name in rq.shared_fields(shared.model):
             if name in shared.skip:
                 continue
-            values = list(probes(shared.model, name))
+            values = list(probes(shared.model, name, tuple(shared.symbols), shared.day))
             if all(isinstance(v, bool) for v in values):
                 continue  # a flag: both values are fine
             outcomes = set()

@@ -33,6 +33,8 @@ KNOWN = {
     ("POST", "/api/schedule/{job}/run"),
     ("POST", "/api/research/{session_id}/stop"),
     ("POST", "/api/research"),
+    ("POST", "/api/walks"),
+    ("POST", "/api/walks/{walk_id}/resume"),
 }
 
 # A body each route would accept, so that only the guard stands between the attack and a change
@@ -44,13 +46,14 @@ BODIES: dict[str, dict[str, Any]] = {
     "/api/decisions/{decision_id}/verdict": {"verdict": "approve"},
     "/api/pm/tick": {"data": "synthetic"},
     "/api/pm/halt": {"why": "from another site"},
+    "/api/walks": {"goal": "walk the book", "budget": 1, "data": "synthetic"},
 }
 
 
 @pytest.fixture
 def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
     """A finished session, a session its (live) owner runs, a library entry, an undecided
-    decision and a halted book: every mutating route has something to change."""
+    decision, a halted book and a failed walk: every mutating route has something to change."""
     with Journal(settings.journal_path) as j:
         done = new_session(j, budget=3)
         add_trials(j, done, 3)
@@ -67,10 +70,12 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
         )  # fmt: skip
         decision = add_decision(j, date="2024-01-02", symbols=["A", "B"], pre=None,
                                 target={"A": 0.5, "B": 0.5})  # fmt: skip
+        walk = j.walks.create(goal="a walk that failed", spec={})  # resumable
+        j.walks.update(walk, status="failed", error="a drill")
     pm.pm_halt(settings, "a drill", origin="cli")
     params = {"policy_id": str(policy.id), "decision_id": str(decision), "job": "retrain",
               "job_id": "1", "kind": "research_progress"}  # fmt: skip
-    return settings, {**params, "session_id": done, "live_session_id": live}
+    return settings, {**params, "session_id": done, "live_session_id": live, "walk_id": walk}
 
 
 def _url(path: str, params: dict[str, str]) -> str:
@@ -168,7 +173,8 @@ def test_the_pages_own_requests_pass_the_guard(home) -> None:
     app = create_app(settings)
     unknown = "s-20000101-000000-abcd"
     bad = {**params, "policy_id": "999", "decision_id": "999", "job": "no_such_job",
-           "session_id": unknown, "live_session_id": unknown}  # fmt: skip
+           "session_id": unknown, "live_session_id": unknown,
+           "walk_id": "w-20000101-000000-abcd"}  # fmt: skip
     before = fingerprint(settings)
     with live_server(settings, app=app) as base:
         port = int(base.rsplit(":", 1)[1])
