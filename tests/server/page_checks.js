@@ -31,7 +31,7 @@
     if (!p || p.closest('.mono, pre, code, textarea, script, style, option, #toast') || p.closest('[hidden]')) continue;
     // a value that was missing, printed as such
     if (/\b(undefined|NaN)\b|^\s*null\s*$/.test(n.textContent)) out.missing.push(name(p) + ': ' + n.textContent.slice(0, 60));
-    const text = n.textContent.replace(/s-\d{8}-\d{6}-\w+/g, ' ').replace(/\d{4}-\d{2}-\d{2}/g, ' ').replace(/\d{1,2}:\d{2}(:\d{2})?/g, ' ').replace(/#\d+/g, ' ');
+    const text = n.textContent.replace(/[sw]-\d{8}-\d{6}-\w+/g, ' ').replace(/\d{4}-\d{2}-\d{2}/g, ' ').replace(/\d{1,2}:\d{2}(:\d{2})?/g, ' ').replace(/#\d+/g, ' ');
     for (const m of text.matchAll(/\d[\d,]*(\.\d+)?(e[-+]?\d+)?/gi)) {
       // significant digits: no leading zeros, nor an integer's trailing ones (1,000,000 has 1)
       let mantissa = m[0].split(/e/i)[0];

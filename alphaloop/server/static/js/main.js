@@ -17,9 +17,11 @@ const ROUTES = [
   [/^#\/schedule$/, "schedule", () => ({})],
   [/^#\/lab$/, "lab", () => ({})],
   [/^#\/knobs$/, "knobs", () => ({})],
+  [/^#\/walks$/, "walks", () => ({})],
+  [/^#\/walk\/([\w-]+)$/, "walk", (m) => ({ walk: m[1] })],
 ];
 // The header's link of each view (a trial and a session light "Sessions").
-const NAV = { trial: "sessions", session: "sessions", report: "sessions" };
+const NAV = { trial: "sessions", session: "sessions", report: "sessions", walk: "walks" };
 
 let current = null;
 async function route() {
