@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -57,6 +58,18 @@ class WalkSheet(BaseModel):
     report: WalkReport
 
 
+def _look(fig: go.Figure, sheet: WalkSheet, kind: str, title: str, **layout: Any) -> None:
+    """The house look, the legend above the plot, and the metadata a reader relies on."""
+    fig.update_layout(
+        template=TEMPLATE,
+        title={"text": title, "x": 0.01, "xanchor": "left"},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
+        margin={"l": 60, "r": 30, "t": 80, "b": 50},
+        meta={"kind": kind, "walk_id": sheet.walk_id, "rule": sheet.report.rule},
+        **layout,
+    )
+
+
 def _lines(sheet: WalkSheet) -> list[tuple[str, str, list[float], float]]:
     """(name, colour, returns, width) of the record and its two references."""
     return [
@@ -89,14 +102,8 @@ def equity(sheet: WalkSheet) -> go.Figure:
         )  # fmt: skip
     for line in sheet.report.epochs[1:]:
         fig.add_vline(x=line.start, line={"color": "#b9c0cc", "width": 1, "dash": "dot"})
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": "The walk against the default and 1/N", "x": 0.01, "xanchor": "left"},
-        hovermode="x unified",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
-        margin={"l": 60, "r": 30, "t": 80, "b": 50},
-        meta={"kind": "walk_equity", "walk_id": sheet.walk_id, "rule": sheet.report.rule},
-    )  # fmt: skip
+    _look(fig, sheet, "walk_equity", "The walk against the default and 1/N",
+          hovermode="x unified")  # fmt: skip
     fig.update_xaxes(type="date")
     fig.update_xaxes(title_text="date", row=2, col=1)
     fig.update_yaxes(title_text="growth of 1", tickformat=".2f", row=1, col=1)
@@ -173,19 +180,12 @@ def picks(sheet: WalkSheet) -> go.Figure:
                 hovertemplate="%{x}: the pick changed to %{y}<extra></extra>",
             )
         )  # fmt: skip
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": f"The pick of each epoch ({report.rule} rule)", "x": 0.01,
-               "xanchor": "left"},
-        barmode="overlay",
-        bargap=0.35,
-        height=picks_height(len(rows)),
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
-        margin={"l": 120, "r": 30, "t": 80, "b": 50},
+    _look(
+        fig, sheet, "walk_picks", f"The pick of each epoch ({report.rule} rule)",
+        barmode="overlay", bargap=0.35, height=picks_height(len(rows)),
         xaxis={"type": "date", "title": {"text": "date"}},
         yaxis={"categoryorder": "array", "categoryarray": rows[::-1], "title": {"text": ""},
                "automargin": True},
-        meta={"kind": "walk_picks", "walk_id": sheet.walk_id, "rule": report.rule},
     )  # fmt: skip
     return fig
 
@@ -219,15 +219,10 @@ def epoch_sharpe(sheet: WalkSheet) -> go.Figure:
             go.Bar(x=x, y=values, name=name, marker={"color": color},
                    hovertemplate="epoch %{x}: %{y:.2f}<extra>" + name + "</extra>")
         )  # fmt: skip
-    fig.update_layout(
-        template=TEMPLATE,
-        title={"text": "Each period's Sharpe (annualised)", "x": 0.01, "xanchor": "left"},
-        barmode="group",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0},
-        margin={"l": 60, "r": 30, "t": 80, "b": 50},
+    _look(
+        fig, sheet, "walk_epoch_sharpe", "Each period's Sharpe (annualised)", barmode="group",
         xaxis={"type": "category", "title": {"text": "epoch: first month"}},
         yaxis={"title": {"text": "Sharpe"}, "tickformat": ".2f"},
-        meta={"kind": "walk_epoch_sharpe", "walk_id": sheet.walk_id},
     )  # fmt: skip
     return fig
 

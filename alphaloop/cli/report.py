@@ -93,10 +93,11 @@ def _report_json(drawn: Any, written: Any) -> dict[str, Any]:
 
 
 def _walk(settings: Settings, walk_id: str, out: Path | None, fmt: str, as_json: bool) -> None:
-    from alphaloop.ops.walk_sheet import build_walk_sheet, write_walk_sheet
+    from alphaloop.ops.tearsheet import write_tearsheet
+    from alphaloop.ops.walk_sheet import build_walk_sheet
 
     drawn = guarded(build_walk_sheet, settings, walk_id)
-    written = guarded(write_walk_sheet, drawn, settings, out=out, fmt=fmt)
+    written = guarded(write_tearsheet, drawn, settings, out=out, fmt=fmt)
     report = drawn.sheet.report
     if as_json:
         typer.echo(

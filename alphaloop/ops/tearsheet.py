@@ -13,7 +13,6 @@ PNGs.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,13 +39,34 @@ SheetFormat = Literal["html", "png"]
 _FAILED = (TrialStatus.crash, TrialStatus.timeout)
 
 
-class Tearsheet(BaseModel):
-    """A drawn tear sheet: its typed content and its figures by name."""
+class DrawnSheet(BaseModel):
+    """A drawn sheet: its typed content (``sheet``) and its figures by name; a kind of sheet
+    says its file stem (``name``) and its HTML document (``html``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
-    sheet: TearSheet
+    sheet: BaseModel
     figures: dict[str, go.Figure]
+
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def html(self) -> str:
+        raise NotImplementedError
+
+    def as_json(self) -> dict[str, Any]:
+        """The sheet and its figures (plotly JSON, ``Plotly.newPlot(div, data, layout)``)."""
+        return {
+            "sheet": jsonable(self.sheet.model_dump(mode="json")),
+            "figures": {k: json.loads(f.to_json()) for k, f in self.figures.items()},
+        }
+
+
+class Tearsheet(DrawnSheet):
+    """A drawn tear sheet of a session or a policy."""
+
+    sheet: TearSheet
 
     @property
     def name(self) -> str:
@@ -55,12 +75,10 @@ class Tearsheet(BaseModel):
             return f"tearsheet-policy-{self.sheet.policy_id}"
         return f"tearsheet-{self.sheet.session_id}"
 
-    def as_json(self) -> dict[str, Any]:
-        """The sheet and its figures (plotly JSON, ``Plotly.newPlot(div, data, layout)``)."""
-        return {
-            "sheet": jsonable(self.sheet.model_dump(mode="json")),
-            "figures": {k: json.loads(f.to_json()) for k, f in self.figures.items()},
-        }
+    def html(self) -> str:
+        from alphaloop.charts.tearsheet_html import tearsheet_html
+
+        return tearsheet_html(self.sheet, self.figures)
 
 
 class WrittenSheet(BaseModel):
@@ -260,53 +278,27 @@ def check_output(out: Path | None, fmt: SheetFormat) -> None:
 
 
 def write_tearsheet(
-    drawn: Tearsheet, settings: Settings, *, out: Path | None = None, fmt: SheetFormat = "html"
+    drawn: DrawnSheet, settings: Settings, *, out: Path | None = None, fmt: SheetFormat = "html"
 ) -> WrittenSheet:
-    """Writes ``drawn`` as one self-contained HTML file, or each figure as a PNG rendered by
-    kaleido (``<out stem>-<figure>.png``); default ``<home>/charts/<sheet name>.<fmt>``.
+    """Writes ``drawn`` (a session's, a policy's or a walk's sheet) as one self-contained HTML
+    file, or each figure as a PNG rendered by kaleido (``<out stem>-<figure>.png``); default
+    ``<home>/charts/<sheet name>.<fmt>``.
 
     Raises:
         InvalidRequest: a bad ``out``.
         AlphaloopError, AlphaloopError: PNG asked for and no Chromium, or it failed.
     """
-    from alphaloop.charts.tearsheet_html import tearsheet_html
-
-    return write_sheet(
-        drawn.name,
-        lambda: tearsheet_html(drawn.sheet, drawn.figures),
-        drawn.figures,
-        settings,
-        out=out,
-        fmt=fmt,
-    )
-
-
-def write_sheet(
-    name: str,
-    html: Callable[[], str],
-    figures: dict[str, go.Figure],
-    settings: Settings,
-    *,
-    out: Path | None = None,
-    fmt: SheetFormat = "html",
-) -> WrittenSheet:
-    """Writes a sheet as the HTML document ``html()`` gives, or ``figures`` as PNGs rendered
-    by kaleido (``<out stem>-<figure>.png``); default ``<home>/charts/<name>.<fmt>``.
-
-    Raises:
-        InvalidRequest: a bad ``out``.
-        AlphaloopError: PNG asked for and no Chromium, or it failed.
-    """
     from alphaloop.charts import write_atomically
 
     check_output(out, fmt)
-    target = out or settings.charts_dir / f"{name}.{fmt}"
+    target = out or settings.charts_dir / f"{drawn.name}.{fmt}"
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "html":
-        write_atomically(target, html().encode("utf-8"))
+        write_atomically(target, drawn.html().encode("utf-8"))
         return WrittenSheet(format=fmt, paths=[target])
     from alphaloop.charts import find_chromium, render_pngs
 
+    figures = drawn.figures
     pngs = render_pngs(list(figures.values()), chromium=find_chromium(settings.chromium))
     paths = [target.with_name(f"{target.stem}-{figure}.png") for figure in figures]
     for path, png in zip(paths, pngs, strict=True):
@@ -315,10 +307,10 @@ def write_sheet(
 
 
 __all__ = [
+    "DrawnSheet",
     "Tearsheet",
     "WrittenSheet",
     "build_tearsheet",
     "check_output",
-    "write_sheet",
     "write_tearsheet",
 ]

@@ -4,46 +4,37 @@ each epoch, each rule's record, the epochs, and the verdict with the edge it cou
 
 The record's days are the journal's (what each epoch traded over its period, journaled when it
 was traded), on the days the walk's tests ran (:func:`alphaloop.walk.record_days`); nothing is
-replayed. :func:`build_walk_sheet` gives the sheet's typed content with its figures, and
-:func:`write_walk_sheet` writes it as one offline HTML file, or its figures as PNGs.
+replayed. :func:`build_walk_sheet` gives the sheet's typed content with its figures;
+:func:`alphaloop.ops.tearsheet.write_tearsheet` writes it as one offline HTML file, or its
+figures as PNGs, as it writes a session's.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-import plotly.graph_objects as go
-from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts.walk import WalkSheet
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.journal import WalkRecord, jsonable
+from alphaloop.journal import WalkRecord
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.tearsheet import SheetFormat, WrittenSheet, write_sheet
+from alphaloop.ops.tearsheet import DrawnSheet
 from alphaloop.settings import Settings
 
 
-class WalkTearsheet(BaseModel):
-    """A drawn walk sheet: its typed content and its figures by name."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+class WalkTearsheet(DrawnSheet):
+    """A drawn walk sheet (``write_tearsheet`` writes it, as it writes a session's)."""
 
     sheet: WalkSheet
-    figures: dict[str, go.Figure]
 
     @property
     def name(self) -> str:
         """A file stem: ``tearsheet-w-20260101-120000-ab12``."""
         return f"tearsheet-{self.sheet.walk_id}"
 
-    def as_json(self) -> dict[str, Any]:
-        """The sheet and its figures (plotly JSON, ``Plotly.newPlot(div, data, layout)``)."""
-        return {
-            "sheet": jsonable(self.sheet.model_dump(mode="json")),
-            "figures": {k: json.loads(f.to_json()) for k, f in self.figures.items()},
-        }
+    def html(self) -> str:
+        from alphaloop.charts.walk_html import walk_html
+
+        return walk_html(self.sheet, self.figures)
 
 
 def build_walk_sheet(settings: Settings, walk_id: str) -> WalkTearsheet:
@@ -98,26 +89,4 @@ def _report(walk: WalkRecord) -> Any:
     return walk.report
 
 
-def write_walk_sheet(
-    drawn: WalkTearsheet, settings: Settings, *, out: Path | None = None, fmt: SheetFormat = "html"
-) -> WrittenSheet:
-    """Writes ``drawn`` as one self-contained HTML file, or each figure as a PNG rendered by
-    kaleido; default ``<home>/charts/<sheet name>.<fmt>``.
-
-    Raises:
-        InvalidRequest: a bad ``out``.
-        AlphaloopError: PNG asked for and no Chromium, or it failed.
-    """
-    from alphaloop.charts.walk_html import walk_html
-
-    return write_sheet(
-        drawn.name,
-        lambda: walk_html(drawn.sheet, drawn.figures),
-        drawn.figures,
-        settings,
-        out=out,
-        fmt=fmt,
-    )
-
-
-__all__ = ["WalkTearsheet", "build_walk_sheet", "write_walk_sheet"]
+__all__ = ["WalkTearsheet", "build_walk_sheet"]

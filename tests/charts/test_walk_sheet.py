@@ -23,7 +23,8 @@ from alphaloop.cli import app
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal, WalkRecord
 from alphaloop.meta_agent.session import SessionSpec
-from alphaloop.ops.walk_sheet import WalkTearsheet, build_walk_sheet, write_walk_sheet
+from alphaloop.ops.tearsheet import write_tearsheet
+from alphaloop.ops.walk_sheet import WalkTearsheet, build_walk_sheet
 from alphaloop.settings import Settings
 from alphaloop.validation import sharpe_difference
 from tests.server.helpers import ARGS, CHROMIUM
@@ -131,7 +132,7 @@ def test_the_html_loads_nothing_from_the_network(drawn) -> None:
 def test_chromium_draws_the_walk_sheet_offline(walked, drawn, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    [path] = write_walk_sheet(drawn, walked[0], out=tmp_path / "walk.html").paths
+    [path] = write_tearsheet(drawn, walked[0], out=tmp_path / "walk.html").paths
     asked: list[str] = []
     errors: list[str] = []
     with sync_playwright() as pw:

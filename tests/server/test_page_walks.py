@@ -92,8 +92,8 @@ def test_every_walk_view_by_its_address(home, browser, width: int, tmp_path: Pat
             page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
             found = page.evaluate(CHECKS)
             if name == "walk":
-                undated = page.evaluate(UNDATED.replace("#trial-equity", "#walk-equity, #walk-picks"))
-                found["undated"] = undated
+                charts = UNDATED.replace("#trial-equity", "#walk-equity, #walk-picks")
+                found["undated"] = page.evaluate(charts)
             if any(found.values()):
                 problems[name] = {k: v[:6] for k, v in found.items() if v}
         expect(page.locator("#walk-resume")).to_be_visible()
@@ -121,10 +121,9 @@ def test_the_walk_view_draws_the_journal_s_record(home, browser) -> None:
         expect(page.locator("#walk-verdict")).to_have_text(report.verdict)
         kpis = dict(zip(page.locator("#walk-kpis dt").all_inner_texts(),
                         page.locator("#walk-kpis dd").all_inner_texts(), strict=True))  # fmt: skip
-        equity = page.evaluate("document.querySelector('#walk-equity').data.map("
-                               "(t) => ({name: t.name, x: t.x, y: t.y}))")  # fmt: skip
-        picks = page.evaluate("document.querySelector('#walk-picks').data.map("
-                              "(t) => ({name: t.name, type: t.type, y: t.y, base: t.base}))")  # fmt: skip
+        traces = "(t) => ({name: t.name, type: t.type, x: t.x, y: t.y, base: t.base})"
+        equity = page.evaluate(f"document.querySelector('#walk-equity').data.map({traces})")
+        picks = page.evaluate(f"document.querySelector('#walk-picks').data.map({traces})")
         traded = page.locator("#walk-epochs tbody tr td:nth-child(3)").all_inner_texts()
     finally:
         page.close()
@@ -139,7 +138,8 @@ def test_the_walk_view_draws_the_journal_s_record(home, browser) -> None:
     assert line["x"] == sorted(line["x"]) and line["x"][1:] == [d for r in results for d in r.dates]
     assert line["y"][0] == 1.0 and line["y"][-1] == pytest.approx(np.prod(1 + pick), rel=1e-9)
     # the timeline's rows are the names the epochs table gives what each epoch traded
-    rows = {s: y for t in picks if t["type"] == "bar" for s, y in zip(t["base"], t["y"], strict=True)}
+    bars = [t for t in picks if t["type"] == "bar"]
+    rows = {s: y for t in bars for s, y in zip(t["base"], t["y"], strict=True)}
     assert [rows[e.start] for e in report.epochs] == [t.split(" (")[0] for t in traded]
     [marks] = [t for t in picks if t["name"] == "the pick changed"]
     assert len(marks["y"]) == own.n_changes
