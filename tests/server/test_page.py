@@ -53,7 +53,8 @@ def test_the_page_drives_the_loop(settings: Settings, tmp_path: Path) -> None:
         # the views, linked from the header
         expect(page.locator("#sessions-table tbody tr")).to_have_count(1, timeout=30_000)
         links = page.eval_on_selector_all("#nav a", "els => els.map(e => e.getAttribute('href'))")
-        assert links[:5] == ["#/sessions", "#/compare", "#/deploy", "#/feedback", "#/schedule"]
+        assert links[:6] == ["#/sessions", "#/walks", "#/compare", "#/deploy", "#/feedback",
+                             "#/schedule"]  # fmt: skip
 
         # a short session: the chart gains points as trials finish, then it is stopped
         page.click("#new-session summary")
