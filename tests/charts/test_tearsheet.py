@@ -6,9 +6,7 @@ draws every figure without asking the network for anything (its screenshot is ke
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +19,8 @@ from alphaloop.exceptions import InvalidRequest
 from alphaloop.metrics import TRADING_DAYS, annual_turnover, compute_metrics
 from alphaloop.ops.tearsheet import Tearsheet, build_tearsheet, write_tearsheet
 from tests.charts.conftest import Lab
-from tests.server.helpers import ARGS, CHROMIUM
+from tests.charts.offline import draw_offline
+from tests.server.helpers import CHROMIUM
 
 
 @pytest.fixture(scope="module")
@@ -117,29 +116,8 @@ def test_the_html_loads_nothing_from_the_network(drawn: Tearsheet) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_chromium_draws_the_sheet_offline(lab: Lab, drawn: Tearsheet, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
     [path] = write_tearsheet(drawn, lab.settings, out=tmp_path / "sheet.html").paths
-    asked: list[str] = []
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.on("request", lambda r: asked.append(r.url))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
-            page.wait_for_function(
-                f"document.querySelectorAll('.js-plotly-plot').length === {len(drawn.figures)}"
-            )
-            shot = tmp_path / "tearsheet.png"
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
-    if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
-        target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, target / "tearsheet.png")
-    assert not errors, errors
-    assert asked == [path.as_uri()]  # the file itself, and nothing else
-    assert shot.stat().st_size > 50_000
+    seen = draw_offline(path, len(drawn.figures), tmp_path / "tearsheet.png")
+    assert not seen.errors, seen.errors
+    assert seen.asked == [path.as_uri()]  # the file itself, and nothing else
+    assert seen.shot.stat().st_size > 50_000

@@ -6,9 +6,7 @@ what it cannot draw."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from html import escape
 from pathlib import Path
 
@@ -27,7 +25,8 @@ from alphaloop.ops.tearsheet import write_tearsheet
 from alphaloop.ops.walk_sheet import WalkTearsheet, build_walk_sheet
 from alphaloop.settings import Settings
 from alphaloop.validation import sharpe_difference
-from tests.server.helpers import ARGS, CHROMIUM
+from tests.charts.offline import draw_offline
+from tests.server.helpers import CHROMIUM
 from tests.walk.helpers import tiny_walk
 
 
@@ -130,34 +129,12 @@ def test_the_html_loads_nothing_from_the_network(drawn) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH")
 def test_chromium_draws_the_walk_sheet_offline(walked, drawn, tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
     [path] = write_tearsheet(drawn, walked[0], out=tmp_path / "walk.html").paths
-    asked: list[str] = []
-    errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.on("request", lambda r: asked.append(r.url))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
-            page.wait_for_function(
-                f"document.querySelectorAll('.js-plotly-plot').length === {len(drawn.figures)}"
-            )
-            wide = page.evaluate("document.documentElement.scrollWidth > innerWidth")
-            shot = tmp_path / "walk-tearsheet.png"
-            page.screenshot(path=str(shot), full_page=True)
-        finally:
-            browser.close()
-    if os.environ.get("ALPHALOOP_TEST_ARTIFACTS"):
-        target = Path(os.environ["ALPHALOOP_TEST_ARTIFACTS"])
-        target.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, target / "walk-tearsheet.png")
-    assert not errors, errors
-    assert asked == [path.as_uri()]  # the file itself, and nothing else
-    assert not wide  # wide tables scroll in their box
-    assert shot.stat().st_size > 50_000
+    seen = draw_offline(path, len(drawn.figures), tmp_path / "walk-tearsheet.png")
+    assert not seen.errors, seen.errors
+    assert seen.asked == [path.as_uri()]  # the file itself, and nothing else
+    assert not seen.wide  # wide tables scroll in their box
+    assert seen.shot.stat().st_size > 50_000
 
 
 def _cli(settings: Settings, *args: str):

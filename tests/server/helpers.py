@@ -55,6 +55,18 @@ def page_at(
             browser.close()
 
 
+def open_page(browser: Any, width: int, height: int = 900) -> tuple[Any, list[str]]:
+    """A new page of ``browser`` ``width`` px wide, and the list its script errors and console
+    errors are put in (each with the address it was at)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
+    page.on(
+        "console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None
+    )
+    return page, errors
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

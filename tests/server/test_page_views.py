@@ -21,7 +21,7 @@ from alphaloop.cli import app
 from alphaloop.ops import dashboard
 from alphaloop.settings import Settings, get_settings
 
-from .helpers import ARGS, CHROMIUM, live_server
+from .helpers import ARGS, CHROMIUM, live_server, open_page
 
 pytestmark = [
     pytest.mark.slow,
@@ -120,7 +120,10 @@ CHECKS = "\n".join(line for line in _SOURCE if not line.startswith("//"))
 
 
 # Charts over time whose x axis is not a date axis.
-TIME_CHARTS = "#trial-equity, #compare-equity, #book-equity, #book-weights, #timeline-chart"
+TIME_CHARTS = (
+    "#trial-equity, #compare-equity, #book-equity, #book-weights, #timeline-chart, "
+    "#walk-equity, #walk-picks"
+)
 UNDATED = f"""() => [...document.querySelectorAll('{TIME_CHARTS}')]
   .filter((d) => d.layout && d.layout.xaxis.type !== 'date').map((d) => d.id)"""
 
@@ -131,32 +134,39 @@ def _artifacts(tmp: Path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_every_view_by_its_address(home, browser, width: int, tmp_path: Path) -> None:
+def visit(
+    page: Any, base: str, address: str, ready: list[str], shot: Path, dated: bool
+) -> dict[str, list[str]]:
+    """Opens the view at ``address``, waits for each of ``ready``, screenshots it to ``shot``
+    and returns what the checks found there (with ``dated``, time charts without dates too),
+    six of each at most."""
     from playwright.sync_api import expect
 
+    page.goto(f"{base}/{address}")
+    for selector in ready:
+        expect(page.locator(selector).first).to_be_attached(timeout=60_000)
+    page.wait_for_timeout(300)  # a poll's redraw settles
+    page.screenshot(path=str(shot), full_page=True)
+    found = page.evaluate(CHECKS)
+    if dated:
+        found["undated"] = page.evaluate(UNDATED)
+    return {k: v[:6] for k, v in found.items() if v}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_view_by_its_address(home, browser, width: int, tmp_path: Path) -> None:
     _, ids = home
     base, b = browser
     shots = _artifacts(tmp_path)
-    page = b.new_page(viewport={"width": width, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
-    page.on(
-        "console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None
-    )
+    page, errors = open_page(b, width)
     problems = {}
+    dated = ("trial", "compare-trials", "deploy", "plots")  # their time axes are dates
     try:
         for name, address, ready in _views(ids):
-            page.goto(f"{base}/{address}")
-            for selector in ready:
-                expect(page.locator(selector).first).to_be_attached(timeout=60_000)
-            page.wait_for_timeout(300)  # a poll's redraw settles
-            page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
-            found = page.evaluate(CHECKS)
-            if name in ("trial", "compare-trials", "deploy", "plots"):  # time axes are dates
-                found["undated"] = page.evaluate(UNDATED)
-            if any(found.values()):
-                problems[name] = {k: v[:6] for k, v in found.items() if v}
+            shot = shots / f"{name}-{width}.png"
+            found = visit(page, base, address, ready, shot, dated=name in dated)
+            if found:
+                problems[name] = found
     finally:
         page.close()
     assert not problems, problems

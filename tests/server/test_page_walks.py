@@ -21,8 +21,8 @@ from alphaloop.journal import Journal
 from alphaloop.settings import Settings
 from tests.walk.helpers import tiny_walk
 
-from .helpers import ARGS, CHROMIUM, live_server
-from .test_page_views import CHECKS, UNDATED, WIDTHS, _artifacts
+from .helpers import ARGS, CHROMIUM, live_server, open_page
+from .test_page_views import WIDTHS, _artifacts, visit
 
 pytestmark = [
     pytest.mark.slow,
@@ -64,16 +64,6 @@ def _views(ids: dict[str, str]) -> list[tuple[str, str, list[str]]]:
     ]  # fmt: skip
 
 
-def _page(b: Any, width: int) -> tuple[Any, list[str]]:
-    page = b.new_page(viewport={"width": width, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(f"{page.url}: {e}"))
-    page.on(
-        "console", lambda m: errors.append(f"{page.url}: {m.text}") if m.type == "error" else None
-    )
-    return page, errors
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_walk_view_by_its_address(home, browser, width: int, tmp_path: Path) -> None:
     from playwright.sync_api import expect
@@ -81,21 +71,14 @@ def test_every_walk_view_by_its_address(home, browser, width: int, tmp_path: Pat
     _, ids = home
     base, b = browser
     shots = _artifacts(tmp_path)
-    page, errors = _page(b, width)
+    page, errors = open_page(b, width)
     problems = {}
     try:
         for name, address, ready in _views(ids):
-            page.goto(f"{base}/{address}")
-            for selector in ready:
-                expect(page.locator(selector).first).to_be_attached(timeout=60_000)
-            page.wait_for_timeout(300)
-            page.screenshot(path=str(shots / f"{name}-{width}.png"), full_page=True)
-            found = page.evaluate(CHECKS)
-            if name == "walk":
-                charts = UNDATED.replace("#trial-equity", "#walk-equity, #walk-picks")
-                found["undated"] = page.evaluate(charts)
-            if any(found.values()):
-                problems[name] = {k: v[:6] for k, v in found.items() if v}
+            shot = shots / f"{name}-{width}.png"
+            found = visit(page, base, address, ready, shot, dated=name == "walk")
+            if found:
+                problems[name] = found
         expect(page.locator("#walk-resume")).to_be_visible()
         expect(page.locator("#walk-status")).to_have_text("interrupted")
     finally:
@@ -113,7 +96,7 @@ def test_the_walk_view_draws_the_journal_s_record(home, browser) -> None:
         report = j.walks.get(ids["finished"]).report
         results = [e.result for e in j.walks.epochs(ids["finished"])]
     own = report.record()
-    page, errors = _page(b, 1440)
+    page, errors = open_page(b, 1440)
     try:
         page.goto(f"{base}/#/walk/{ids['finished']}")
         for chart in CHARTS:
@@ -150,7 +133,7 @@ def test_a_walk_started_from_the_page_runs_and_is_drawn(settings: Settings, brow
 
     _, b = browser  # the module's chromium, on a server of an empty home of its own
     with live_server(settings) as base:
-        page, errors = _page(b, 1440)
+        page, errors = open_page(b, 1440)
         try:
             page.goto(f"{base}/#/walks")
             expect(page.locator("#walks-table")).to_contain_text("no walk yet")
