@@ -104,8 +104,10 @@ def _fmt(fmt: str, value: float | None) -> str:
 
 
 def figure_html(name: str, fig: go.Figure) -> str:
+    # a figure of its own height (a timeline of a few rows) takes that, not the box's minimum
+    tall = f" style='min-height: {int(fig.layout.height)}px'" if fig.layout.height else ""
     return (
-        "<div class=fig>"
+        f"<div class=fig{tall}>"
         + pio.to_html(
             fig,
             include_plotlyjs=False,
