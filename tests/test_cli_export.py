@@ -1,6 +1,7 @@
-"""``alphaloop export optuna`` end to end: a real session exported, read back with Optuna's own
-``load_study`` against what the journal holds, drawn by ``optuna.visualization`` and served by
-optuna-dashboard as they are; exporting again adds nothing; bad input exits 2."""
+"""``alphaloop export optuna`` end to end: a real session exported into an Optuna journal file
+(and a SQLite database), read back with Optuna's own ``load_study`` and journal storage reader
+against what the journal holds, drawn by ``optuna.visualization`` and served by optuna-dashboard
+as they are; exporting again adds nothing; bad input exits 2."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from alphaloop.cli import app
 from alphaloop.journal import Journal
 from alphaloop.knobs import KNOBS
 from alphaloop.settings import Settings, get_settings
+from tests.ops.optuna_export import opened
 
 
 def run_cli(*args: str) -> Any:
@@ -43,14 +45,15 @@ def _export(session: str, url: str, *more: str) -> dict[str, Any]:
 def test_a_finished_session_reads_back_as_the_journal_has_it(
     settings: Settings, session: str, tmp_path: Path
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'study.db'}"
+    url = str(tmp_path / "study.log")
     done = _export(session, url)
+    assert done["storage"] == url
     with Journal(settings.journal_path) as j:
         rows = j.trials.of_session(session, series=False)
         folds = j.folds.of_session(session)
     scored = [t for t in rows if t.kind != "test"]
     tests = [t for t in rows if t.kind == "test"]  # the default's, and the pick's if searched
-    study = optuna.load_study(study_name=session, storage=url)
+    study = optuna.load_study(study_name=session, storage=opened(url))
     assert done["study_name"] == session and done["n_trials"] == len(study.trials) == len(scored)
     assert done["test_rows"] == len(tests) >= 1
     for row, trial in zip(scored, study.trials, strict=True):
@@ -73,17 +76,19 @@ def test_a_finished_session_reads_back_as_the_journal_has_it(
     by_id = {t.user_attrs["alphaloop_trial_id"]: t for t in study.trials}
     for test in tests:
         assert by_id[test.parent_id].user_attrs["test_objective"] == test.objective
+    written = Path(url).read_bytes()
     again = _export(session, url)
-    assert len(optuna.load_study(study_name=session, storage=url).trials) == len(scored)
+    assert Path(url).read_bytes() == written  # nothing new: nothing written
     assert (again["added"], again["unchanged"], again["rewritten"]) == (0, len(scored), False)
 
 
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])
 def test_the_study_opens_in_optuna_visualization_and_dashboard(
-    session: str, tmp_path: Path
+    session: str, tmp_path: Path, kind: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'study.db'}"
+    url = str(tmp_path / "study.log") if kind == "journal" else f"sqlite:///{tmp_path / 's.db'}"
     _export(session, url)
-    study = optuna.load_study(study_name=session, storage=url)
+    study = optuna.load_study(study_name=session, storage=opened(url))
     history = optuna.visualization.plot_optimization_history(study)
     complete = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert list(history.data[0].y) == [t.value for t in complete]
@@ -92,7 +97,7 @@ def test_the_study_opens_in_optuna_visualization_and_dashboard(
 
     from optuna_dashboard import wsgi
 
-    dashboard = wsgi(url)
+    dashboard = wsgi(url)  # a path or a URL, as the optuna-dashboard command takes them
     [listed] = _get(dashboard, "/api/studies")["study_summaries"]
     assert listed["study_name"] == session
     detail = _get(dashboard, f"/api/studies/{listed['study_id']}")
@@ -113,9 +118,15 @@ def _get(wsgi_app: Any, path: str) -> Any:
 
 
 def test_bad_input_exits_2_and_writes_nothing(session: str, tmp_path: Path) -> None:
-    target = tmp_path / "s.db"
-    unknown = run_cli("export", "optuna", "s-nope", "--storage", f"sqlite:///{target}")
+    target = tmp_path / "s.log"
+    unknown = run_cli("export", "optuna", "s-nope", "--storage", str(target))
     assert unknown.exit_code == 2 and "no session 's-nope'" in unknown.stderr
-    assert not target.exists()
     refused = run_cli("export", "optuna", session, "--storage", "nosuchdb://host/x")
     assert refused.exit_code == 2 and "Optuna refused the storage" in refused.stderr
+    missing = run_cli("export", "optuna", session, "--storage", str(tmp_path / "no" / "s.log"))
+    assert missing.exit_code == 2 and "no directory" in missing.stderr
+    target.write_text("not a journal\n")
+    other = run_cli("export", "optuna", session, "--storage", str(target), "--json")
+    assert other.exit_code == 2 and "not an Optuna journal file" in other.stderr
+    assert other.stdout == "" and target.read_text() == "not a journal\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.log"]

@@ -24,7 +24,8 @@ def optuna(
     storage: Annotated[
         str,
         typer.Option(
-            help="an RDB URL Optuna accepts: sqlite:///study.db, postgresql://user@host/db..."
+            help="an Optuna journal file (study.log: a path) or an RDB URL Optuna accepts "
+            "(sqlite:///study.db, postgresql://user@host/db...)"
         ),
     ],
     study_name: Annotated[
@@ -42,7 +43,11 @@ def optuna(
     they evaluated, the pick and the gates user attrs of the study. Running it again updates
     the study instead of adding a copy.
 
-    Example: alphaloop export optuna s-20260101-120000-ab12 --storage sqlite:///study.db
+    A path is an Optuna journal file, written whole or not at all; a URL is a database, written
+    a trial at a time by Optuna's add_trials (much slower: a commit per trial).
+
+    Example: alphaloop export optuna s-20260101-120000-ab12 --storage study.log
+    (then: optuna-dashboard study.log)
     """
     from alphaloop.ops.export import export_optuna
 

@@ -1,10 +1,9 @@
 """A session as an Optuna study: ``alphaloop export optuna`` and the API's study download.
 
-The study is written into Optuna's own RDB storage (``optuna.storages.RDBStorage``), so any
-RDB URL Optuna accepts works, and what is written is an ordinary study: optuna-dashboard,
-``optuna.visualization`` and ``optuna.importance`` open it as they open their own. New trials
-go in bulk through Optuna's table models, the rest through its storage API
-(:mod:`alphaloop.ops._optuna_storage`).
+The study is written through Optuna's public storage API into an Optuna journal file (a path:
+``JournalStorage``, the default) or any RDB URL Optuna accepts (``RDBStorage``), so what is
+written is an ordinary study: optuna-dashboard, ``optuna.visualization`` and
+``optuna.importance`` open it as they open their own (:mod:`alphaloop.ops._optuna_storage`).
 
 How the journal maps onto the study:
 
@@ -29,12 +28,12 @@ How the journal maps onto the study:
 
 Running the export again updates the study instead of adding a second copy: trials are matched
 by their journal id (user attr ``alphaloop_trial_id``); new rows are added, a trial exported
-while it ran is completed in place, and an unchanged one is left alone. Optuna never changes a
-finished trial, so when one no longer matches the journal (the pick's trial gets its TEST
-results when the session finishes after an earlier export) the study is written again whole.
-Everything is built and checked in memory before the storage is touched, and the study is
-written in one transaction (:mod:`alphaloop.ops._optuna_storage`): bad input, a failure half-way
-or a second export of the same study at once writes nothing.
+while it ran is completed in place, and an unchanged one is left alone (an export that changes
+nothing writes nothing). Optuna never changes a finished trial, so when one no longer matches the
+journal (the pick's trial gets its TEST results when the session finishes after an earlier
+export) the study is written again whole. Everything is built and checked in memory before the
+storage is touched: bad input writes nothing. A journal file gets all of an export or none of
+it; a database gets each trial in its own commit (:mod:`alphaloop.ops._optuna_storage`).
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ import math
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,7 +59,7 @@ from alphaloop.journal.status import RACED_OUT, shown_status
 from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
 from alphaloop.ops import _optuna_storage as optuna_storage
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops._optuna_storage import SESSION_ID_ATTR, TRIAL_ID_ATTR
+from alphaloop.ops._optuna_study import SESSION_ID_ATTR, TRIAL_ID_ATTR
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
@@ -84,7 +83,9 @@ class OptunaExport(BaseModel):
 
     session_id: str
     study_name: str
-    storage: str = Field(description="the storage URL, its password hidden")
+    storage: str = Field(
+        description="the Optuna journal file as given, or the database URL, its password hidden"
+    )
     n_trials: int
     states: dict[str, int]
     added: int
@@ -102,59 +103,83 @@ def export_optuna(
     Args:
         settings: where the journal is.
         session_id: the session to export (running or finished).
-        storage: an RDB URL Optuna accepts (``sqlite:///study.db``, ``postgresql://...``).
+        storage: an Optuna journal file (``study.log``: a path, the default form), or an RDB
+            URL Optuna accepts (``sqlite:///study.db``, ``postgresql://...``).
         study_name: the study's name (default: the session id).
 
     Raises:
-        InvalidRequest: no such session, a URL Optuna refuses (or one naming the journal's own
-            file), or a study of that name holding something else than this session's export.
-            Nothing is written then.
-        Conflict: another export of the same study is writing it; nothing is written.
+        InvalidRequest: no such session, a storage Optuna refuses (a URL that is not one, a file
+            that is not an Optuna journal, alphaloop's own journal), or a study of that name
+            holding something else than this session's export. Nothing is written then.
+        Conflict: another export of the same study met this one (nothing is written into a
+            journal file; a database keeps what was committed, and the next export repairs it).
     """
     session, rows, folds = _read(settings, session_id)
+    target = optuna_storage.target_of(storage, settings)
+    return _export(settings, session, rows, folds, target, study_name)
+
+
+ExportFormat = Literal["journal", "sqlite"]
+
+
+def export_optuna_file(
+    settings: Settings, session_id: str, kind: ExportFormat = "journal"
+) -> tuple[Path, OptunaExport]:
+    """The session as a new study file in the home's scratch folder, an Optuna journal file or
+    a SQLite database (the API's download; the caller deletes the file once sent). Messages name
+    the file as the download does, never by its path.
+
+    Raises:
+        InvalidRequest: no such session (nothing is left behind).
+    """
+    session, rows, folds = _read(settings, session_id)
+    folder = settings.scratch_dir / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = ".log" if kind == "journal" else ".db"
+    path = folder / f"{session_id}-{uuid.uuid4().hex[:12]}{suffix}"
+    shown = f"{session_id}.optuna{suffix}"
+    if kind == "journal":
+        target = optuna_storage.journal_target(path, shown, settings)
+    else:
+        target = optuna_storage.Target(shown, url=f"sqlite:///{path.absolute()}")
+    try:
+        done = _export(settings, session, rows, folds, target, None)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path, done
+
+
+def _export(
+    settings: Settings,
+    session: SessionRecord,
+    rows: list[TrialRecord],
+    folds: dict[int, FoldScores],
+    target: optuna_storage.Target,
+    study_name: str | None,
+) -> OptunaExport:
     name = study_name or session.id
     if not name.strip():
         raise InvalidRequest("--study-name must not be blank")
     wanted, tests = _trials(session, rows, folds)
-    shown = optuna_storage.shown_url(storage)
-    optuna_storage.refuse_journal_file(storage, settings)
-    with optuna_storage.open_storage(storage, shown) as rdb:
-        added, completed, unchanged, rewritten = optuna_storage.write(
-            rdb, shown, name, session.id, _study_attrs(session), wanted
-        )
+    written = optuna_storage.write(
+        target, settings, name, session.id, _study_attrs(session), wanted
+    )
     states: dict[str, int] = {}
     for t in wanted:
         states[t.state.name] = states.get(t.state.name, 0) + 1
     return OptunaExport(
         session_id=session.id,
         study_name=name,
-        storage=shown,
+        storage=target.shown,
         n_trials=len(wanted),
         states=states,
-        added=added,
-        completed=completed,
-        unchanged=unchanged,
-        rewritten=rewritten,
+        added=written.added,
+        completed=written.completed,
+        unchanged=written.unchanged,
+        rewritten=written.rewritten,
         test_rows=tests,
     )
-
-
-def export_optuna_file(settings: Settings, session_id: str) -> tuple[Path, OptunaExport]:
-    """The session as a new SQLite study file in the home's scratch folder (the API's download;
-    the caller deletes the file once sent).
-
-    Raises:
-        InvalidRequest: no such session (nothing is left behind).
-    """
-    folder = settings.scratch_dir / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{session_id}-{uuid.uuid4().hex[:12]}.db"
-    try:
-        done = export_optuna(settings, session_id, f"sqlite:///{path.absolute()}")
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path, done
 
 
 # --- the journal's side ------------------------------------------------------------------------
@@ -301,4 +326,4 @@ def _local(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp).astimezone().replace(tzinfo=None)
 
 
-__all__ = ["OptunaExport", "export_optuna", "export_optuna_file"]
+__all__ = ["ExportFormat", "OptunaExport", "export_optuna", "export_optuna_file"]
