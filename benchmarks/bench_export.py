@@ -1,19 +1,25 @@
-"""``alphaloop export optuna`` at size: ``python -m benchmarks.bench_export [--sizes 1000,10000]``.
+"""``alphaloop export optuna`` at size, against a former export:
+``python -m benchmarks.bench_export --before-tree DIR [--sizes 20,1000,10000]``.
 
-A session of N trials is journaled as a real one is (each search trial with the 754 daily
-validation returns, final weights, an LLM prompt and three folds of daily returns; every 7th
-raced out on one fold, every 50th a crash), cloned in SQL from rows written through the
-Journal. Each size is exported cold into a new SQLite study file, side by side in one run:
+``DIR`` holds the former code (``git archive REV | tar -x -C DIR``) and must read the same
+journal. A session of N trials is journaled as a real one is (each search trial with the 754
+daily validation returns, final weights, an LLM prompt and three folds of daily returns; every
+7th raced out on one fold, every 50th a crash), cloned in SQL from rows written through the
+Journal. Each size is exported cold, each export in a fresh Python process, side by side in one
+run, in turn (before, journal, sqlite, before...):
 
-- *before*: the former export, one Optuna call per trial (``Study.add_trials``: a transaction,
-  a commit and its fsync per trial) after reading every fold with its daily returns;
-- *after*: ``export_optuna`` as shipped: one transaction, new trials written in bulk.
+- *before*: ``export_optuna`` of ``DIR`` into a new SQLite study;
+- *journal*: ``export_optuna`` of this tree into a new Optuna journal file (a path: the default
+  form), through Optuna's ``JournalStorage``;
+- *sqlite*: the same into a new SQLite study, through Optuna's ``RDBStorage`` and
+  ``Study.add_trials`` (``--sqlite-up-to``: the largest size it runs at, it is slow).
 
-Both write into Optuna's ``RDBStorage``; the study each writes is read back with
-``optuna.load_study`` and checked equal (trial numbers, states, values, params, intermediate
-values, user attrs) before any time is printed. Times are medians of ``--repeats`` runs taken
-in turn (before, after, before...); trials per second and the ratio are of those medians. A
-re-export of an unchanged session (the study already written) is timed too.
+Each process times the export call (opening the storage and its imports included), the same
+export again into the study it wrote (nothing new), and ``optuna.load_study`` of the study with
+its trials (what optuna-dashboard reads first). Every study is read back and compared with the
+*before* one (numbers, states, values, params, distributions, intermediate values, user attrs,
+times) before any time is printed. Times are medians of the runs; trials per second and ratios
+are of those medians.
 
 Reports numbers only; it asserts nothing.
 """
@@ -21,9 +27,12 @@ Reports numbers only; it asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,14 +40,15 @@ from typing import Any
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.settings import Settings
-from benchmarks._report import SummaryRow, print_rows, timed
-from tests.server.helpers import new_session
+from benchmarks._report import SummaryRow, print_rows
+from tests.server.helpers import REPO, new_session
 
 N_DAYS = 754  # validation days of the embedded S&P 500 data
 FOLD_DAYS = 251
 N_FOLDS = 3
 N_ASSETS = 20
 PROMPT = "x" * 3000  # an LLM proposal's prompt
+SIDES = ("before", "journal", "sqlite")
 
 
 def journal_session(settings: Settings, n: int) -> str:
@@ -124,101 +134,131 @@ def _clone(path: Path, sid: str, template: int, n: int) -> None:
         )
 
 
-def _before(settings: Settings, sid: str, storage: str) -> None:
-    """The former export of a new study: every fold read with its daily returns, then one
-    Optuna call per trial, each its own transaction (``Study.add_trials`` on the storage as
-    Optuna opens it)."""
-    import optuna
+# One export in a fresh process of the tree on its PYTHONPATH: the call, the call again (nothing
+# new), and the study read back. Prints the three times as JSON.
+_CHILD = """
+import json, sys, time
+home, sid, storage = sys.argv[1:4]
+from alphaloop.settings import Settings
+from alphaloop.ops.export import export_optuna
+settings = Settings(ALPHALOOP_HOME=home)
+began = time.perf_counter()
+export_optuna(settings, sid, storage)
+first = time.perf_counter() - began
+began = time.perf_counter()
+again = export_optuna(settings, sid, storage)
+assert again.added == 0, again
+second = time.perf_counter() - began
+import optuna
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+began = time.perf_counter()
+opened = storage if "://" in storage else JournalStorage(JournalFileBackend(storage))
+n = len(optuna.load_study(study_name=sid, storage=opened).get_trials(deepcopy=False))
+load = time.perf_counter() - began
+import alphaloop
+print(json.dumps({"first": first, "again": second, "load": load, "n": n,
+                  "code": alphaloop.__file__}))
+"""
 
-    from alphaloop.journal import FoldScores
-    from alphaloop.ops import export
 
-    with Journal(settings.journal_path) as j:
-        session = j.sessions.get(sid)
-        rows = j.trials.of_session(sid, series=False)
-        records = j.folds.of_session(sid)
-    folds = {
-        tid: FoldScores(n_folds=fs[0].n_folds, objectives={f.fold: f.objective for f in fs})
-        for tid, fs in records.items()
-    }
-    wanted, _ = export._trials(session, rows, folds)
-    study = optuna.create_study(storage=storage, study_name=sid, direction="maximize")
-    for key, value in export._study_attrs(session).items():
-        study.set_user_attr(key, value)
-    study.add_trials(wanted)
+def _run(tree: Path, home: Path, sid: str, storage: str) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(tree), "ALPHALOOP_HOME": str(home)}
+    done = subprocess.run(  # -P: the working directory is not on the path, only the tree
+        [sys.executable, "-P", "-c", _CHILD, str(home), sid, storage],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the export into {storage} failed:\n{done.stderr[-3000:]}")
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(got["code"]).is_relative_to(tree):
+        raise SystemExit(f"ran {got['code']}, not the code in {tree}")
+    return got
 
 
-def _after(settings: Settings, sid: str, storage: str) -> None:
-    from alphaloop.ops.export import export_optuna
-
-    export_optuna(settings, sid, storage)
+_READ_BACK = ("number", "state", "values", "params", "distributions", "intermediate_values",
+              "user_attrs", "datetime_start", "datetime_complete")  # fmt: skip
 
 
 def _read_back(storage: str, name: str) -> list[tuple[Any, ...]]:
     import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
 
-    study = optuna.load_study(study_name=name, storage=storage)
-    return [
-        (t.number, t.state, t.value, t.params, t.intermediate_values,
-         {k: v for k, v in t.user_attrs.items()})
-        for t in study.get_trials(deepcopy=False)
-    ]  # fmt: skip
+    opened = storage if "://" in storage else JournalStorage(JournalFileBackend(storage))
+    study = optuna.load_study(study_name=name, storage=opened)
+    return [tuple(getattr(t, f) for f in _READ_BACK) for t in study.get_trials(deepcopy=False)]
 
 
-def _size(n: int, repeats: int) -> tuple[float, float, float, int]:
-    """Median seconds of the before and after exports of ``n`` trials (cold, each into a new
-    file), and of the after export again into the study it wrote (nothing changed); and how
-    many trials the study holds."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+def _size(
+    n: int, repeats: int, trees: dict[str, Path], sides: tuple[str, ...]
+) -> dict[str, dict[str, float]]:
+    """Median seconds of each side's export of ``n`` trials (cold, each into a new file), of
+    the same export again, and of the study's load."""
+    times: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(ALPHALOOP_HOME=str(Path(tmp) / "home"))
-        sid = journal_session(settings, n)
-        times: dict[str, list[float]] = {"before": [], "after": [], "again": []}
-        studies: dict[str, str] = {}
+        home = Path(tmp) / "home"
+        sid = journal_session(Settings(ALPHALOOP_HOME=str(home)), n)
+        written: dict[str, str] = {}
         for r in range(repeats):
-            for name, run in (("before", _before), ("after", _after)):
-                storage = f"sqlite:///{Path(tmp) / f'{name}-{r}.db'}"
-                elapsed, _ = timed(lambda: run(settings, sid, storage))  # noqa: B023
-                times[name].append(elapsed)
-                studies[name] = storage
-            elapsed, _ = timed(lambda: _after(settings, sid, studies["after"]))
-            times["again"].append(elapsed)
-        before, after = _read_back(studies["before"], sid), _read_back(studies["after"], sid)
-        if before != after:
-            raise SystemExit(f"the two exports of {n} trials differ: not comparable")
-    return (statistics.median(times["before"]), statistics.median(times["after"]),
-            statistics.median(times["again"]), len(after))  # fmt: skip
+            for side in sides:
+                file = Path(tmp) / f"{side}-{r}.{'log' if side == 'journal' else 'db'}"
+                storage = str(file) if side == "journal" else f"sqlite:///{file}"
+                got = _run(trees[side], home, sid, storage)
+                if got["n"] != n:
+                    raise SystemExit(f"{side} wrote {got['n']} trials of {n}")
+                for key in ("first", "again", "load"):
+                    times[side].setdefault(key, []).append(got[key])
+                written[side] = storage
+        want = _read_back(written["before"], sid)
+        for side in sides[1:]:
+            if _read_back(written[side], sid) != want:
+                raise SystemExit(f"{side} and before wrote different studies of {n} trials")
+    return {s: {k: statistics.median(v) for k, v in times[s].items()} for s in sides}
+
+
+_SAID = {
+    "before": "before: the former export, SQLite",
+    "journal": "journal file (JournalStorage)",
+    "sqlite": "SQLite (RDBStorage, Study.add_trials)",
+}
 
 
 def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="300 trials, once")
-    parser.add_argument("--sizes", default="1000,10000", help="comma-separated trial counts")
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="runs of each under 5,000 trials (1 above)"
-    )
+    parser.add_argument("--before-tree", type=Path, required=True,
+                        help="the former code (git archive REV | tar -x -C DIR)")  # fmt: skip
+    parser.add_argument("--sizes", default="20,1000,10000", help="comma-separated trial counts")
+    parser.add_argument("--sqlite-up-to", type=int, default=1000,
+                        help="the largest size the sqlite side runs at")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="runs of each under 5,000 trials (1 above; 5 up to 100)")  # fmt: skip
     args = parser.parse_args(argv)
-    sizes = (300,) if args.quick else tuple(int(s) for s in args.sizes.split(","))
+    trees = {"before": args.before_tree.resolve(), "journal": REPO, "sqlite": REPO}
     load = os.getloadavg()
-    print(f"Export to a new SQLite study (load average {load[0]:.1f} {load[1]:.1f} "
-          f"{load[2]:.1f} on {os.cpu_count()} CPUs):")  # fmt: skip
+    print(f"Export to a new study, each in a fresh process (load average {load[0]:.1f} "
+          f"{load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs):")  # fmt: skip
     rows: list[SummaryRow] = []
-    for n in sizes:
-        repeats = 1 if args.quick or n >= 5000 else args.repeats
-        before, after, again, count = _size(n, repeats)
-        print(f"{n:,} trials ({count:,} in the study; medians of {repeats}):", flush=True)
+    for n in (int(s) for s in args.sizes.split(",")):
+        repeats = 1 if n >= 5000 else max(args.repeats, 5) if n <= 100 else args.repeats
+        sides = SIDES if n <= args.sqlite_up_to else SIDES[:2]
+        got = _size(n, repeats, trees, sides)
+        before = got["before"]["first"]
+        print(f"{n:,} trials (medians of {repeats}; each study read back and compared):")
         print_rows([
-            ("before: Study.add_trials, a commit per trial",
-             f"{before:.1f} s ({n / before:.0f} trials/s)"),
-            ("after: one transaction, rows in bulk", f"{after:.1f} s ({n / after:.0f} trials/s)"),
-            ("after / before, throughput", f"{before / after:.1f}x"),
-            ("after, again into the same study (nothing new)", f"{again:.1f} s"),
+            (_SAID[s], f"{t['first']:.2f} s ({n / t['first']:.0f} trials/s, "
+                       f"{before / t['first']:.2f}x before); again {t['again']:.2f} s "
+                       f"({got['before']['again'] / t['again']:.2f}x); "
+                       f"load {t['load']:.2f} s ({got['before']['load'] / t['load']:.2f}x)")
+            for s, t in got.items()
         ])  # fmt: skip
-        rows.append((f"export optuna, {n:,} trials, trials/s", f"{n / after:.0f}",
-                     f"{before / after:.1f}x the former {n / before:.0f}"))  # fmt: skip
-    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        print(f"  load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        after = got["journal"]["first"]
+        rows.append((f"export optuna, {n:,} trials, journal file, trials/s", f"{n / after:.0f}",
+                     f"{before / after:.2f}x the former {n / before:.0f}"))  # fmt: skip
     return rows
 
 
