@@ -227,6 +227,10 @@ _SAID = {
 }
 
 
+def _t(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
 def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before-tree", type=Path, required=True,
@@ -249,10 +253,10 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
         before = got["before"]["first"]
         print(f"{n:,} trials (medians of {repeats}; each study read back and compared):")
         print_rows([
-            (_SAID[s], f"{t['first']:.2f} s ({n / t['first']:.0f} trials/s, "
-                       f"{before / t['first']:.2f}x before); again {t['again']:.2f} s "
+            (_SAID[s], f"{_t(t['first'])} ({n / t['first']:.0f} trials/s, "
+                       f"{before / t['first']:.2f}x before); again {_t(t['again'])} "
                        f"({got['before']['again'] / t['again']:.2f}x); "
-                       f"load {t['load']:.2f} s ({got['before']['load'] / t['load']:.2f}x)")
+                       f"load {_t(t['load'])} ({got['before']['load'] / t['load']:.2f}x)")
             for s, t in got.items()
         ])  # fmt: skip
         print(f"  load average now {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
