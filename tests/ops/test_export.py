@@ -1,8 +1,9 @@
 """A session as an Optuna study, on a journal written row by row: each status maps to its Optuna
 state, a raced-out trial is PRUNED with the fold it ran, a trial exported while it ran is
-completed in place, TEST results land on the trial they evaluated, and bad input writes
-nothing. In an Optuna journal file (the default) and in a SQLite database, each read back with
-Optuna's own ``load_study`` and journal storage reader."""
+completed in place, TEST results land on the trial they evaluated, and an export that finds
+nothing new writes nothing. In an Optuna journal file (the default) and in a SQLite database,
+each read back with Optuna's own ``load_study`` and journal storage reader (refusals and
+failures: ``test_export_refusals.py``)."""
 
 from __future__ import annotations
 
