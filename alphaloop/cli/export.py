@@ -4,6 +4,7 @@ study)."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Annotated
 
 import typer
@@ -67,4 +68,4 @@ def optuna(
             f"  {done.added} added, {done.completed} completed since the last export, "
             f"{done.unchanged} unchanged"
         )
-    console.print(f"open it: optuna-dashboard {escape(done.storage)}")
+    console.print(f"open it: optuna-dashboard {escape(shlex.quote(done.storage))}")

@@ -22,15 +22,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.ops._optuna_study import Written, busy, sync
+from alphaloop.ops._optuna_study import Wanted, Written, busy, sync
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
-    from optuna.trial import FrozenTrial
 
 
 class Target(NamedTuple):
@@ -85,15 +84,8 @@ def journal_target(path: Path, shown: str, settings: Settings) -> Target:
     return Target(shown, path=path)
 
 
-def write(
-    target: Target,
-    settings: Settings,
-    name: str,
-    session_id: str,
-    study_attrs: dict[str, Any],
-    wanted: list[FrozenTrial],
-) -> Written:
-    """Brings study ``name`` at ``target`` in line with ``wanted`` (see the module doc).
+def write(target: Target, settings: Settings, want: Wanted) -> Written:
+    """Brings study ``want.name`` at ``target`` in line with ``want`` (see the module doc).
 
     Raises:
         InvalidRequest: a storage Optuna refuses, or a study of that name holding something else
@@ -111,10 +103,10 @@ def write(
             target.path,
             target.shown,
             settings.scratch_dir,
-            lambda storage: sync(storage, target.shown, name, session_id, study_attrs, wanted),
+            lambda storage: sync(storage, target.shown, want),
         )
-    with _rdb(target) as storage, _refused_when_busy(target.shown, name):
-        return sync(storage, target.shown, name, session_id, study_attrs, wanted)
+    with _rdb(target) as storage, _refused_when_busy(target.shown, want.name):
+        return sync(storage, target.shown, want)
 
 
 @contextmanager

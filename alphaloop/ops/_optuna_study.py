@@ -26,6 +26,15 @@ SESSION_ID_ATTR = "alphaloop_session_id"
 EXPORTED_AT_ATTR = "alphaloop_exported_at"
 
 
+class Wanted(NamedTuple):
+    """The study an export wants: its name, the session it holds, its user attrs and trials."""
+
+    name: str
+    session_id: str
+    study_attrs: dict[str, Any]
+    trials: list[FrozenTrial]
+
+
 class Written(NamedTuple):
     """What an export did to the study, as :class:`~alphaloop.ops.export.OptunaExport` counts
     it."""
@@ -44,15 +53,9 @@ def busy(shown: str, name: str) -> Conflict:
     )
 
 
-def sync(
-    storage: BaseStorage,
-    shown: str,
-    name: str,
-    session_id: str,
-    study_attrs: dict[str, Any],
-    wanted: list[FrozenTrial],
-) -> Written:
-    """Brings study ``name`` in ``storage`` in line with ``wanted`` (see the module doc).
+def sync(storage: BaseStorage, shown: str, want: Wanted) -> Written:
+    """Brings study ``want.name`` in ``storage`` (``shown`` in messages) in line with ``want``
+    (see the module doc).
 
     Raises:
         InvalidRequest: a study of that name holding something else than this session's export.
@@ -61,9 +64,10 @@ def sync(
     """
     import optuna
 
-    study = _own_study(storage, name, session_id)
+    name, wanted = want.name, want.trials
+    study = _own_study(storage, name, want.session_id)
     if study is None:
-        return _create(storage, shown, name, study_attrs, wanted, rewritten=False)
+        return _create(storage, shown, want, rewritten=False)
     trials = study.get_trials(deepcopy=False)
     have = {t.user_attrs.get(TRIAL_ID_ATTR): t for t in trials}
     ids = {t.user_attrs[TRIAL_ID_ATTR] for t in wanted}
@@ -77,7 +81,7 @@ def sync(
         )
     ):
         optuna.delete_study(study_name=name, storage=storage)
-        return _create(storage, shown, name, study_attrs, wanted, rewritten=True)
+        return _create(storage, shown, want, rewritten=True)
     study_id = storage.get_study_id_from_name(name)
     completed = unchanged = 0
     for t in wanted:
@@ -91,7 +95,7 @@ def sync(
         else:
             unchanged += 1
     new = [t for t in wanted if t.user_attrs[TRIAL_ID_ATTR] not in have]
-    attrs = {k: v for k, v in study_attrs.items() if study.user_attrs.get(k) != v}
+    attrs = {k: v for k, v in want.study_attrs.items() if study.user_attrs.get(k) != v}
     if new or completed or attrs:
         _fill(study, attrs | _stamp(), new)
         _check_count(storage, shown, name, study_id, len(trials) + len(new))
@@ -116,21 +120,15 @@ def _own_study(storage: BaseStorage, name: str, session_id: str) -> Study | None
     return study
 
 
-def _create(
-    storage: BaseStorage,
-    shown: str,
-    name: str,
-    study_attrs: dict[str, Any],
-    trials: list[FrozenTrial],
-    rewritten: bool,
-) -> Written:
+def _create(storage: BaseStorage, shown: str, want: Wanted, rewritten: bool) -> Written:
     import optuna
 
-    study = optuna.create_study(storage=storage, study_name=name, direction="maximize")
+    study = optuna.create_study(storage=storage, study_name=want.name, direction="maximize")
     # The owner first: a database export stopped after it is still this session's to finish.
-    _fill(study, {SESSION_ID_ATTR: study_attrs[SESSION_ID_ATTR]} | study_attrs | _stamp(), trials)
-    _check_count(storage, shown, name, storage.get_study_id_from_name(name), len(trials))
-    return Written(len(trials), 0, 0, rewritten)
+    _fill(study, {SESSION_ID_ATTR: want.session_id} | want.study_attrs | _stamp(), want.trials)
+    study_id = storage.get_study_id_from_name(want.name)
+    _check_count(storage, shown, want.name, study_id, len(want.trials))
+    return Written(len(want.trials), 0, 0, rewritten)
 
 
 def _stamp() -> dict[str, str]:

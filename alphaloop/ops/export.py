@@ -59,7 +59,7 @@ from alphaloop.journal.status import RACED_OUT, shown_status
 from alphaloop.knobs import KNOBS, knobs_for_mode, optuna_distributions
 from alphaloop.ops import _optuna_storage as optuna_storage
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops._optuna_study import SESSION_ID_ATTR, TRIAL_ID_ATTR
+from alphaloop.ops._optuna_study import SESSION_ID_ATTR, TRIAL_ID_ATTR, Wanted
 from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
@@ -162,9 +162,8 @@ def _export(
     if not name.strip():
         raise InvalidRequest("--study-name must not be blank")
     wanted, tests = _trials(session, rows, folds)
-    written = optuna_storage.write(
-        target, settings, name, session.id, _study_attrs(session), wanted
-    )
+    want = Wanted(name, session.id, _study_attrs(session), wanted)
+    written = optuna_storage.write(target, settings, want)
     states: dict[str, int] = {}
     for t in wanted:
         states[t.state.name] = states.get(t.state.name, 0) + 1
