@@ -65,6 +65,7 @@ from alphaloop.settings import Settings
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
+ExportFormat = Literal["journal", "sqlite"]  # the API's download: an Optuna journal or SQLite file
 _TEXT_CHARS = 2000  # an error or rationale longer than this is cut: attrs are shown in tables
 
 
@@ -117,9 +118,6 @@ def export_optuna(
     session, rows, folds = _read(settings, session_id)
     target = optuna_storage.target_of(storage, settings)
     return _export(settings, session, rows, folds, target, study_name)
-
-
-ExportFormat = Literal["journal", "sqlite"]
 
 
 def export_optuna_file(
