@@ -12,8 +12,8 @@
   export, finding a journal id twice, writes the study again whole.
 
 What is written is the same in both (:mod:`alphaloop.ops._optuna_study`). ``Study.add_trials``
-makes some 35 statements per trial on a database: ~10 trials/s where a journal file takes over
-1,000 (``python -m benchmarks.bench_export``).
+makes some 35 statements per trial on a database: 7 trials/s at 1,000 trials where a journal file
+took 580 (``python -m benchmarks.bench_export``, docs/exports.md).
 """
 
 from __future__ import annotations
