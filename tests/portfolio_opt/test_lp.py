@@ -179,3 +179,29 @@ def test_a_hash_collision_falls_back_to_the_full_sort(monkeypatch: pytest.Monkey
     first, counts = _lp._distinct_rows(rows)
     expected_first, expected_counts = _unique_rows(rows)
     assert np.array_equal(first, expected_first) and np.array_equal(counts, expected_counts)
+
+
+def test_rows_equal_on_the_key_columns_only_stay_apart() -> None:
+    # Distinct rows that agree on every column the first hash reads: the check against each
+    # group's first row catches them, and the rows come out as np.unique's.
+    rng = np.random.default_rng(6)
+    rows = np.tile(rng.normal(size=(1, 40)), (30, 1))
+    read = np.unique(np.linspace(0, 39, _lp._KEY_COLUMNS).astype(int))
+    unread = np.setdiff1d(np.arange(40), read)
+    rows[:, unread] = rng.normal(size=(30, len(unread)))[rng.integers(0, 7, size=30)]
+    first, counts = _lp._distinct_rows(rows)
+    expected_first, expected_counts = _unique_rows(rows)
+    assert np.array_equal(first, expected_first) and np.array_equal(counts, expected_counts)
+
+
+@pytest.mark.parametrize(("n_padding", "presolve"), [(0, "off"), (3, "choose")])
+def test_presolve_runs_only_where_padding_gives_it_columns_to_remove(
+    n_padding: int, presolve: str
+) -> None:
+    numbers = _problem(np.random.default_rng(8), 24, 6, n_padding=n_padding)
+    lp = _lp.MeanCvarLP(24, 6, False)
+    lp.set(**numbers)
+    assert lp.run_highs(warm=False) == "optimal"
+    assert lp._highs.getOptionValue("presolve")[1] == presolve
+    weights, value = _through_cvxpy(numbers, False)  # HiGHS with presolve, through cvxpy
+    assert np.array_equal(lp.weights, weights) and lp.objective == value
