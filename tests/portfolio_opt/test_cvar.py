@@ -257,6 +257,28 @@ def test_weights_far_off_the_constraints_are_a_solver_error():
     )
 
 
+def test_the_held_portfolio_starts_scenario_generation(monkeypatch, scenarios):
+    # More distinct scenarios than are solved whole: the first subset is the held portfolio's
+    # tail, and the answer is the one an equal-weight start reaches.
+    from alphaloop.portfolio_opt import _cutting
+
+    rng = np.random.default_rng(12)
+    many = rng.standard_t(4, size=(3000, 6)) * 0.02 + 0.001
+    prev = np.array([0.3, 0.3, 0.1, 0.1, 0.1, 0.1])
+    cold = solve_mean_cvar(many, 0.95, 0.4, 2.0)
+    starts = []
+    solve = _cutting.solve
+
+    def recorded(*args, **kwargs):
+        starts.append(kwargs.get("start_weights"))
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(_cutting, "solve", recorded)
+    held = solve_mean_cvar(many, 0.95, 0.4, 2.0, prev_weights=prev, turnover_cost=0.0)
+    assert np.array_equal(starts[0], prev)
+    assert held.objective == pytest.approx(cold.objective, rel=1e-9)
+
+
 # ---- speed --------------------------------------------------------------------------------------
 
 
