@@ -194,7 +194,7 @@ def _even_frontier(
     if len(jobs) <= 1:
         inner = [_chain(setup, chain, start, warm_start) for chain, start in jobs]
     else:
-        with ThreadPoolExecutor(len(jobs)) as pool:
+        with _cutting.one_blas_thread(), ThreadPoolExecutor(len(jobs)) as pool:
             inner = list(pool.map(lambda job: _chain(setup, *job, warm_start), jobs))
     points = [p for chain in inner for p in sorted(chain, key=lambda p: p.target_return)]
     return [first, *points, last]

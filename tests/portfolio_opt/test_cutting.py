@@ -165,6 +165,21 @@ def test_a_round_highs_cannot_solve_is_a_solver_error(make_scenarios, monkeypatc
         solve_mean_cvar(scen, 0.95, 0.3)
 
 
+def test_a_solve_runs_blas_on_one_thread(make_scenarios, monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    generate = _cutting._generate
+
+    def counted(*args, **kwargs):
+        seen.extend(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(_cutting, "_generate", counted)
+    solve_mean_cvar(make_scenarios(21, 1500, 10), 0.95, 0.3)
+    assert seen and set(seen) == {1}
+
+
 @pytest.mark.parametrize("with_prev", [False, True])
 def test_greedy_linear_minimiser_matches_linprog(with_prev):
     rng = np.random.default_rng(3)
