@@ -15,7 +15,7 @@ scenarios, side by side in one run:
   minute). Its CVaR gap is measured on the returns its own portfolios reach: ours is solved at
   those targets and ``(theirs - ours) / ours`` is reported (positive: ours is lower).
 
-The goal set for the frontier is 30 points at 392 assets x 10,000 scenarios in 30 s or less on
+The goal set for the frontier is 30 points at 392 assets x 10,000 scenarios in 10 s or less on
 2 CPU cores (see :mod:`alphaloop.portfolio_opt._cutting` for how a point is solved).
 Each cell is the median over several scenario sets. ``--quick`` (a smoke run) uses one
 scenario set and 10 points. Reports numbers only; it asserts nothing, since timings depend on
