@@ -141,6 +141,19 @@ def solve_mean_cvar(
         ValueError: bad shapes, NaN/inf values, alpha outside (0, 1), negative costs.
         SolverError: no solver returned a solution.
     """
+    with _cutting.one_blas_thread():  # the products with the scenarios too (see _cutting)
+        return _mean_cvar(scenarios, alpha, max_weight, risk_aversion, prev_weights, turnover_cost)
+
+
+def _mean_cvar(
+    scenarios: np.ndarray,
+    alpha: float,
+    max_weight: float,
+    risk_aversion: float,
+    prev_weights: np.ndarray | None,
+    turnover_cost: float,
+) -> CvarSolution:
+    """:func:`solve_mean_cvar` within its thread limit."""
     start = time.perf_counter()
     r, a, cap = check_problem(scenarios, alpha, max_weight)
     lam = check_nonneg("risk_aversion", risk_aversion)
@@ -172,6 +185,12 @@ def solve_min_cvar(scenarios: np.ndarray, alpha: float, max_weight: float) -> Cv
 
     Args and errors as in :func:`solve_mean_cvar`.
     """
+    with _cutting.one_blas_thread():
+        return _min_cvar(scenarios, alpha, max_weight)
+
+
+def _min_cvar(scenarios: np.ndarray, alpha: float, max_weight: float) -> CvarSolution:
+    """:func:`solve_min_cvar` within its thread limit."""
     start = time.perf_counter()
     r, a, cap = check_problem(scenarios, alpha, max_weight)
     weights, lower, status = _solve_dual(r, a, cap, 1.0, np.zeros(r.shape[1]), None, 0.0)
