@@ -20,6 +20,9 @@ import numpy as np
 
 MARKER = "@@result "
 ALPHA, RISK_AVERSION = 0.95, 2.0
+# Folds of a search trial here: the three a session once ran (sessions now run as many as the
+# history holds, raced; three keep a trial comparable across revisions).
+FOLDS = 3
 
 
 def distinct(n_assets: int, seed: int, n_scenarios: int) -> np.ndarray:
@@ -45,7 +48,7 @@ def trials(job: dict[str, Any]) -> dict[str, Any]:
     """Search trials of three folds, each solve's certificate recorded."""
     from alphaloop.knobs import TrialConfig
     from alphaloop.portfolio_opt import _cutting, cvar
-    from alphaloop.trials import DEFAULT_FOLDS, TrialBudget, build_folds
+    from alphaloop.trials import TrialBudget, build_folds
 
     solves: list[list[Any]] = []
     bounded = [False]
@@ -67,7 +70,7 @@ def trials(job: dict[str, Any]) -> dict[str, Any]:
     for name, mode, knobs, settings, spec in job["cases"]:
         data = market(spec)
         case = (mode, TrialConfig(**knobs), data, TrialBudget(**settings))
-        folds = build_folds(data, DEFAULT_FOLDS)
+        folds = build_folds(data, FOLDS)
         run_folds(case, folds, 1000)  # imports, LP shapes, baselines
         entry = out[name] = {
             "seconds": [],

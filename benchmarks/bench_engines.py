@@ -18,17 +18,17 @@ Three parts (``--part``, repeatable; default all):
 * ``frontiers``: 30-point efficient frontiers (10 with ``--quick``) on 10,000 distinct
   scenarios at 20 and 400 assets, on two threads (``n_jobs=2``): seconds, each side's worst
   certificate, the largest CVaR difference of a point.
-* ``trials``: search trials as a session runs them (the default three purged folds, default
-  budget, one seed a trial): ``cufolio_only`` at the default knobs on the embedded S&P 500
-  (20 stocks; a rebalance's bootstrap merges into at most ~500 distinct scenarios, solved
-  whole), on synthetic markets of 100 and 400 assets (2,000 days), and with 10,000 scenarios
-  drawn from a 2,000-day window (about 2,000 distinct scenarios a solve: scenario
-  generation); ``ppo_only`` and ``unified`` at the default knobs (16,384 PPO steps shared by
-  the folds). For each: the median seconds of a trial a side and their ratio, the ratio by
-  round and that of the median CPU seconds (less moved by other load than wall time); whether
-  the folds' results are the same (the largest difference of a fold's Sharpe ratio, of a
-  fold's objective, of a daily return); and how each Mean-CVaR solve was certified (a lower
-  bound and its gap, or only the LP's optimum as the solver reported it, no proof).
+* ``trials``: search trials of three purged folds (the count sessions ran before they took every
+  fold the history holds), default budget, one seed a trial: ``cufolio_only`` at the default
+  knobs on the embedded S&P 500 (20 stocks; a rebalance's bootstrap merges into at most ~500
+  distinct scenarios, solved whole), on synthetic markets of 100 and 400 assets (2,000 days),
+  and with 10,000 scenarios drawn from a 2,000-day window (about 2,000 distinct scenarios a
+  solve: scenario generation); ``ppo_only`` and ``unified`` at the default knobs (16,384 PPO
+  steps shared by the folds). For each: the median seconds of a trial a side and their ratio,
+  the ratio by round and that of the median CPU seconds (less moved by other load than wall
+  time); whether the folds' results are the same (the largest difference of a fold's Sharpe
+  ratio, of a fold's objective, of a daily return); and how each Mean-CVaR solve was certified
+  (a lower bound and its gap, or only the LP's optimum as the solver reported it, no proof).
 
 ``--quick`` runs one round of one seed, 10-point frontiers and one solve a cell. Needs git and
 the repository's history. Reports numbers only; it asserts nothing, since timings depend on
