@@ -1,5 +1,5 @@
 """A user's own universe, timed as the user runs it: ``python -m benchmarks.bench_user_size
-[--before REV] [--rounds N] [--assets N] [--days N] [--quick]``.
+[--before REV] [--rounds N] [--assets N] [--days N] [--only NAME] [--quick]``.
 
 Writes a generated CSV of ``--assets`` prices by ``--days`` days (400 x 5,000 by default, the
 size of a broad universe over twenty years; :func:`~alphaloop.market.synthetic_prices`, seed
@@ -131,9 +131,15 @@ def report(results: dict[str, dict[str, list[tuple[float, float]]]]) -> list[tup
 
 
 def main(
-    before: str | None, rounds: int, n_assets: int, n_days: int, budget: int
+    before: str | None,
+    rounds: int,
+    n_assets: int,
+    n_days: int,
+    budget: int,
+    only: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Writes the CSV, runs every command on each side, prints the table."""
+    """Writes the CSV, runs every command (or those in ``only``) on each side, prints the
+    table."""
     load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="alphaloop-user-size-") as name:
         folder = Path(name)
@@ -141,7 +147,8 @@ def main(
         sides = {"after": REPO}
         if before is not None:
             sides = {"before": export(before, folder / "before"), "after": REPO}
-        results = measure(sides, commands(csv, budget), rounds, folder)
+        runs = {k: v for k, v in commands(csv, budget).items() if not only or k in only}
+        results = measure(sides, runs, rounds, folder)
     rows = report(results)
     print(
         f"\n{n_assets} assets x {n_days:,} days, whole processes through the CLI; medians of "
@@ -162,8 +169,11 @@ if __name__ == "__main__":
     parser.add_argument("--assets", type=int, default=400, help="assets (default 400)")
     parser.add_argument("--days", type=int, default=5_000, help="days (default 5,000)")
     parser.add_argument("--budget", type=int, default=20, help="session trials (default 20)")
+    parser.add_argument(
+        "--only", action="append", help="this command only, e.g. 'trial ppo_only' (repeatable)"
+    )
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.assets, args.days, args.budget = 1, 100, 2_000, 5
-    main(args.before, args.rounds, args.assets, args.days, args.budget)
+    main(args.before, args.rounds, args.assets, args.days, args.budget, args.only)
