@@ -256,7 +256,8 @@ def main(quick: bool = False) -> dict[str, Any]:
             print(f"  ... {name} done ({time.perf_counter() - began:.0f} s)", flush=True)
 
     print(
-        f"Mean-CVaR cold solves, alpha={ALPHA}, risk_aversion={RISK_AVERSION}, 10,000 scenarios, "
+        f"Mean-CVaR cold solves, alpha={ALPHA}, risk_aversion={RISK_AVERSION}, 10,000 scenarios "
+        "unless the name says (assets x scenarios), "
         f"cap {CAP_SMALL} (20 assets) / {CAP_LARGE}; medians"
     )
     print(
