@@ -16,6 +16,7 @@ says the same in words.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -196,6 +197,7 @@ def _modules() -> Iterator[tuple[str, Path]]:
         yield ".".join(parts), path
 
 
+@functools.cache  # the sources do not change during a run; every check reads the one graph
 def package_graph() -> dict[str, set[str]]:
     """Top-level package -> the other top-level packages it imports."""
     graph: dict[str, set[str]] = {}
