@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Where the browser tests leave their screenshots of the page (wide, dashboard, 390 px).
 ARTIFACTS ?= test-output
+# Test processes: one per core by default.
+WORKERS ?= auto
+XDIST := -n $(WORKERS) --dist loadgroup
 
 .PHONY: install lock demo test test-fast lint docs bench bench-quick clean
 
@@ -25,11 +28,14 @@ lock:
 demo: $(STAMP)
 	BIN=$(BIN) bash scripts/demo.sh
 
+# The tests run on every core (pytest-xdist; WORKERS=0 runs them in one process): a module whose
+# tests share a fixture stays on one worker, and the heavy tests (a Ray cluster, worker
+# processes) share one worker, so two never overlap (tests/conftest.py groups them).
 test: $(STAMP)
-	ALPHALOOP_TEST_ARTIFACTS=$(ARTIFACTS) $(BIN)/python -m pytest -q --timeout=900
+	ALPHALOOP_TEST_ARTIFACTS=$(ARTIFACTS) $(BIN)/python -m pytest -q $(XDIST) --timeout=900
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check alphaloop tests benchmarks

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from alphaloop.settings import Settings, get_settings
 
@@ -15,6 +17,10 @@ try:  # ``python -m pytest`` (or a tests/__init__.py) makes ``tests`` a package.
     from tests.fake_openai import FakeOpenAI
 except ImportError:  # ...plain ``pytest`` only puts tests/ itself on sys.path
     from fake_openai import FakeOpenAI  # type: ignore[no-redef]
+
+
+# Running on several cores: which tests share a worker (see tests/parallel.py).
+pytest_plugins = ("tests.parallel",)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,21 +60,30 @@ FINISHED_SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--
                     "--json"]  # fmt: skip
 
 
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The temporary folder of the whole run: every worker's own under ``-n`` share it."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def finished_session(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """(home, session id) of :data:`FINISHED_SESSION`, run once for the whole test run in a
-    home of its own: for tests that read a finished session and write nothing into its
-    journal."""
-    import json
-
+    """(home, session id) of :data:`FINISHED_SESSION`, run once for the whole test run (by
+    the first worker to ask, under a file lock; the others read its id) in a home of its own:
+    for tests that read a finished session and write nothing into its journal."""
     from typer.testing import CliRunner
 
     from alphaloop.cli import app
 
-    home = tmp_path_factory.mktemp("finished-session") / "home"
-    result = CliRunner().invoke(app, FINISHED_SESSION, env={"ALPHALOOP_HOME": str(home)})
-    assert result.exit_code == 0, result.output
-    return home, json.loads(result.stdout)["session"]["id"]
+    root = run_root(tmp_path_factory) / "finished-session"
+    root.mkdir(exist_ok=True)
+    home, made = root / "home", root / "session-id"
+    with FileLock(root / "lock"):
+        if not made.exists():
+            result = CliRunner().invoke(app, FINISHED_SESSION, env={"ALPHALOOP_HOME": str(home)})
+            assert result.exit_code == 0, result.output
+            made.write_text(json.loads(result.stdout)["session"]["id"])
+    return home, made.read_text()
 
 
 @pytest.fixture

@@ -94,6 +94,7 @@ def test_tpe_asks_a_batch_without_repeating_a_running_point() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # two worker processes
 def test_two_workers_run_the_one_worker_session_of_a_seeded_proposer(settings: Settings) -> None:
     one = run_cli(*SESSION, "--budget", "4", "--proposer", "random")
     two = run_cli(*SESSION, "--budget", "4", "--proposer", "random", "--workers", "2")
@@ -127,6 +128,7 @@ def test_two_workers_run_the_one_worker_session_of_a_seeded_proposer(settings: S
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # two worker processes
 def test_a_kill_with_two_trials_in_flight_reruns_each_once_on_resume(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -200,6 +202,7 @@ def _search(settings: Settings, sid: str) -> list[tuple[Any, ...]]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # two worker processes
 def test_with_two_workers_a_trial_awaiting_its_verdict_is_judged_on_resume_not_rerun(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -197,6 +197,7 @@ def _running(pid: int) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # two worker processes
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads process states from /proc")
 def test_workers_end_when_their_session_is_killed(tmp_path) -> None:
     """A SIGKILLed session leaves no worker behind: each ends within seconds."""

@@ -27,7 +27,7 @@ import pytest
 
 from tests.loopback_cluster import LoopbackCluster, available
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a cluster of two nodes of a CPU each
 SEED = 47
 SESSION = ["--mode", "cufolio_only", "--data", "synthetic", "--noise-seeds", "2"]
 SESSION += ["--proposer", "random", "--seed", "3"]

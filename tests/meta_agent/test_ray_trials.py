@@ -29,7 +29,7 @@ from alphaloop.settings import Settings
 from alphaloop.trials import Rows, TrialBudget
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'alphaloop[ray]')")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # a Ray instance of two CPUs
 
 
 @pytest.fixture(scope="module")
