@@ -108,6 +108,7 @@ def _second_epoch_running(journal: Journal) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # the walk's session with two worker processes
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_walk_killed_mid_epoch_resumes_to_the_record_of_an_uninterrupted_one(
     settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
