@@ -85,7 +85,7 @@ def test_a_generated_client_runs_a_session_a_validation_and_a_tick(
                 "ResearchRequest",
                 goal="maximise Sharpe",
                 data="synthetic",
-                budget=4,
+                budget=2,
                 noise_seeds=2,
                 folds=1,
             ),
