@@ -167,7 +167,9 @@ def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
     assert objective(gated.submit(job).result()) == objective(execute(job, data))
     began = time.monotonic()
     gated.close()
-    assert time.monotonic() - began < 1.0 and not gated.up
+    # Waiting for the workers would never end (they wait for the gate, opened below); seconds
+    # are allowed only because a busy machine's threads can be slow to stop.
+    assert time.monotonic() - began < 10.0 and not gated.up
     GatedTrials.gate.set()  # the workers come up, and are stopped: they have nothing to run
     gated._starter.join(timeout=120)
     with pytest.raises(RuntimeError, match="after shutdown"):
