@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from filelock import FileLock
 
@@ -21,6 +23,13 @@ except ImportError:  # ...plain ``pytest`` only puts tests/ itself on sys.path
 
 # Running on several cores: which tests share a worker (see tests/parallel.py).
 pytest_plugins = ("tests.parallel",)
+
+# httpx's one-call helpers wait 5 s for an answer. The suite runs on every core beside tests
+# that train and solve, and a fresh app's first answer imports what it serves: on a busy
+# 2-core machine that took longer. A test waits a minute; one about a deadline sets its own.
+HTTP_TIMEOUT_S = 60.0
+for _verb in ("request", "get", "post", "put", "patch", "delete", "head", "options", "stream"):
+    setattr(httpx, _verb, functools.partial(getattr(httpx, _verb), timeout=HTTP_TIMEOUT_S))
 
 
 @pytest.fixture(scope="session", autouse=True)
