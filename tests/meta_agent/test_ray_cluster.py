@@ -6,7 +6,8 @@ lost tasks run again (one ``TrialRetried`` event per loss), no trial row is dupl
 counted as a crash, the budget is spent on trials only, and stdout is one JSON document. A
 session moves from this machine to the cluster and back with ``research resume``, and the
 journal says where each trial ran. A node that cannot import the evaluator fails the session
-before anything is journaled, and is named.
+before anything is journaled, and is named. A walk's epochs, side by side, send their trials
+to the cluster and make the record the same walk makes here.
 """
 
 from __future__ import annotations
@@ -272,3 +273,38 @@ def test_a_session_moves_from_here_to_the_cluster_and_back(
     assert counted == budget
     crashes = [t for t in trials if t[1] == "crash" and t[2] != "interrupted"]
     assert crashes == []  # the kills interrupted trials; none crashed
+
+
+def test_a_walks_epochs_run_their_trials_on_the_cluster(
+    cluster: LoopbackCluster, tmp_path: Path
+) -> None:
+    """Two epochs side by side, each an own process whose session sends its trials to the
+    cluster: every trial ran there, and the record is the one the same walk makes here."""
+    walk = ["walk", "max Sharpe", *SESSION, "--budget", "2", "--folds", "1"]
+    walk += ["--start", "2014-01-01", "--workers", "2", "--json"]
+    records = {}
+    for where in ("local", cluster.address):
+        home = tmp_path / where.replace(":", "_")
+        done = cluster.exec(
+            cli(*walk, "--ray-address", where),
+            {"ALPHALOOP_HOME": str(home)},
+            capture_output=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr.decode()[-3000:]
+        shown = json.loads(done.stdout)["walk"]
+        assert shown["status"] == "finished"
+        places = {p for (p,) in rows(home, "SELECT ran_on FROM trials")}
+        assert places == {"local" if where == "local" else f"ray:{cluster.address}"}
+        results = rows(home, "SELECT result FROM walk_epochs ORDER BY epoch")
+        records[where] = [same_anywhere(json.loads(r)) for (r,) in results]
+    assert len(records["local"]) == 2
+    assert records["local"] == records[cluster.address]
+
+
+def same_anywhere(result: dict[str, Any]) -> dict[str, Any]:
+    """An epoch's result without the ids its journal drew (sessions, trial rows): what was
+    traded, by config, on which days, with which returns."""
+    picks = {r: (p["config_hash"], p["returns"]) for r, p in result["picks"].items()}
+    kept = {k: result[k] for k in ("epoch", "start", "end", "dates", "default", "equal_weight")}
+    return {**kept, "picks": picks, "scores": [s for _, s in result["candidates"]]}
