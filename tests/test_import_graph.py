@@ -297,7 +297,7 @@ def test_the_rl_engine_registers_its_env() -> None:
     assert "gymnasium" in loaded
 
 
-@pytest.mark.parametrize("module", ["alphaloop.rl_engine._core", "alphaloop.rl_engine.env"])
+@pytest.mark.parametrize("module", ["alphaloop.rl_engine.env_core", "alphaloop.rl_engine.env"])
 def test_an_engine_module_imported_first_registers_the_env_without_a_cycle(module: str) -> None:
     """Registering on gymnasium's import must not import the env's module: that import may be
     the one a module the env needs started, half-way through its own."""

@@ -39,7 +39,7 @@ def env_info(n_assets: int = 4) -> EnvInfo:
         ValueError: fewer than 2 assets.
     """
     from alphaloop.rl_engine import ENV_ID
-    from alphaloop.rl_engine._core import action_space_for, knob_default, observation_space_for
+    from alphaloop.rl_engine.env_core import action_space_for, knob_default, observation_space_for
 
     if n_assets < 2:
         raise ValueError(f"the env needs at least 2 assets, got {n_assets}")

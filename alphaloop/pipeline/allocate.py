@@ -120,7 +120,7 @@ class PpoAllocator:
 
         # The env's own observation, drift and softmax rules, the ones ``policy_weights`` uses:
         # what was trained is what is decided, bit for bit.
-        from alphaloop.rl_engine._core import hold, observable_log_returns, softmax_weights
+        from alphaloop.rl_engine.env_core import hold, observable_log_returns, softmax_weights
 
         policy = getattr(self.model, "policy", self.model)
         t, n = day.t, day.history.shape[1]

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from alphaloop.rl_engine._core import (
+from alphaloop.rl_engine.env_core import (
     EpisodeRisk,
     PortfolioCore,
     action_space_for,
@@ -63,7 +63,7 @@ class PortfolioEnv(PortfolioCore, gym.Env[np.ndarray, np.ndarray]):
     **Drawdown truncation** (off by default): with ``truncate_drawdown = d`` the episode also
     ends, as ``truncated=True``, at the end of the step during which the portfolio's value fell
     more than ``d`` below its running peak of the episode. The value is marked at every held
-    day's close, net of the turnover cost and starting at 1 (see ``_core.drawdown_path``);
+    day's close, net of the turnover cost and starting at 1 (see ``env_core.drawdown_path``);
     ``info["drawdown_breach"]`` says whether this step breached. That step's reward then loses
     ``(1 - stop_properly) * |R|``, ``R`` being the episode's total reward including the step:
     the episode counts ``c R`` for a gain and ``(2 - c) R`` for a loss (``c = stop_properly``),

@@ -16,7 +16,7 @@ from stable_baselines3.common.distributions import DiagGaussianDistribution
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.preprocessing import preprocess_obs
 
-from alphaloop.rl_engine._core import (
+from alphaloop.rl_engine.env_core import (
     hold,
     observable_log_returns,
     softmax_weights,

@@ -7,7 +7,7 @@ is a handful of vectorised operations over all rows at once.
 The batched env is a drop-in for ``DummyVecEnv`` of ``PortfolioEnv`` copies: every copy keeps
 its own random generator, seeded exactly as gymnasium seeds a single env (``seed + i``), so the
 same seeds give the same start days and hence, step for step, the same observations, rewards
-and dones. Both run the kernels of ``_core``, which keep each row's arithmetic independent of
+and dones. Both run the kernels of ``env_core``, which keep each row's arithmetic independent of
 the batch size, so "the same" means bit-identical.
 """
 
@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from alphaloop.rl_engine._core import EpisodeRisk, PortfolioCore, knob_default
+from alphaloop.rl_engine.env_core import EpisodeRisk, PortfolioCore, knob_default
 
 # Changing these would invalidate arrays precomputed from them; build a new env instead.
 _STRUCTURAL = frozenset(

@@ -97,7 +97,7 @@ def test_turnover_cost_counts_toward_the_drawdown() -> None:
 
 
 def test_penalty_maps_a_gain_to_c_times_it_and_a_loss_to_2_minus_c_times_it() -> None:
-    from alphaloop.rl_engine._core import stop_penalty
+    from alphaloop.rl_engine.env_core import stop_penalty
 
     totals = np.array([0.3, -0.3, 0.0])
     np.testing.assert_allclose(totals - stop_penalty(totals, 0.25), [0.075, -0.525, 0.0])

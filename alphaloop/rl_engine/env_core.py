@@ -1,4 +1,5 @@
-"""What the single env, the batched VecEnv and the walk-forward share: data, spaces and steps.
+"""The portfolio env's core: what the single env, the batched VecEnv, the walk-forward and the
+pipeline's PPO allocator share (data, spaces, steps and observations).
 
 Everything here works on a leading batch axis ``B`` and reduces only along trailing axes, so a
 batch of one gives bit-for-bit the same numbers as row ``i`` of a batch of many. That is what
