@@ -256,7 +256,7 @@ def _ready() -> int:
 # PPO also needs the trainer (torch and stable-baselines3, over a second); a Mean-CVaR
 # session's workers never touch torch, and its fork server starts that much sooner without
 # them. (The trainer never needs torch's compiler, ``torch._dynamo``: see
-# ``rl_engine.numpy_ppo.EagerAdam``.)
+# ``rl_engine.numpy_adam``.)
 _EVALUATOR = (__name__, "highspy")
 _PPO = ("alphaloop.rl_engine.ppo",)
 

@@ -11,19 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 
-from alphaloop.rl_engine.advantages import (
-    AdvantageEstimator,
-    episode_ends,
-    grpo_advantages,
-    reinforce_pp_advantages,
-    returns_to_go,
-)
+from alphaloop.rl_engine.advantages import AdvantageEstimator
+from alphaloop.rl_engine.numpy_buffer import NumpyRolloutBuffer
 
 
 def rollout_plan(total_timesteps: int, n_steps: int, n_envs: int) -> list[tuple[int, int]]:
@@ -88,34 +80,23 @@ def learn_plan(model: PPO, plan: list[tuple[int, int]], callback: BaseCallback) 
         )
 
 
-class CriticFreeRolloutBuffer(RolloutBuffer):
-    """SB3's rollout buffer with GRPO or REINFORCE++ advantages in place of GAE.
+class CriticFreeRolloutBuffer(NumpyRolloutBuffer):
+    """The rollout buffer with GRPO or REINFORCE++ advantages in place of GAE.
 
     Used with ``vf_coef=0`` and a value head fixed at zero (see ``ppo.make_ppo``): the value
-    predictions SB3 stores, and the time-limit bootstrap ``gamma * V(terminal)`` it adds to
-    a truncated step's reward, are then zero, so the advantages come from rewards alone.
+    predictions stored, and the time-limit bootstrap ``gamma * V(terminal)`` SB3 adds to a
+    truncated step's reward, are then zero, so the advantages come from rewards alone.
     ``returns`` holds the undiscounted (GRPO) or discounted (REINFORCE++) returns-to-go; with
-    no value loss they are only reported.
+    no value loss they are only reported. (Saved policies trained with these estimators name
+    this class, so it keeps its name.)
 
     Args:
-        *args: as for ``RolloutBuffer``.
+        *args: as for :class:`~alphaloop.rl_engine.numpy_buffer.NumpyRolloutBuffer`.
         advantage: ``grpo`` or ``reinforce_pp`` (see :mod:`alphaloop.rl_engine.advantages`).
-        **kwargs: as for ``RolloutBuffer``.
+        **kwargs: as for :class:`~alphaloop.rl_engine.numpy_buffer.NumpyRolloutBuffer`.
     """
 
     def __init__(self, *args: Any, advantage: AdvantageEstimator = "grpo", **kwargs: Any) -> None:
         if advantage not in ("grpo", "reinforce_pp"):
             raise ValueError(f"advantage must be grpo or reinforce_pp here, got {advantage!r}")
-        super().__init__(*args, **kwargs)
-        self.advantage = advantage
-
-    def compute_returns_and_advantage(self, last_values: torch.Tensor, dones: np.ndarray) -> None:
-        """Fills ``advantages`` and ``returns`` from the rollout's rewards and episode ends."""
-        ends = episode_ends(self.episode_starts, dones)
-        if self.advantage == "grpo":
-            self.advantages[:] = grpo_advantages(self.rewards, ends)
-            self.returns[:] = returns_to_go(self.rewards, ends, 1.0)
-        else:
-            advantages, to_go = reinforce_pp_advantages(self.rewards, ends, self.gamma)
-            self.advantages[:] = advantages
-            self.returns[:] = to_go
+        super().__init__(*args, advantage=advantage, **kwargs)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from stable_baselines3.common.buffers import RolloutBuffer
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine import BatchedPortfolioVecEnv, make_ppo, policy_weights, train_ppo
@@ -18,6 +17,7 @@ from alphaloop.rl_engine.advantages import (
     grpo_advantages,
     reinforce_pp_advantages,
 )
+from alphaloop.rl_engine.numpy_buffer import NumpyRolloutBuffer
 from alphaloop.rl_engine.rollouts import CriticFreeRolloutBuffer
 
 CONFIG = TrialConfig(
@@ -60,18 +60,19 @@ def test_buffer_fills_grpo_advantages() -> None:
     buffer = _filled_buffer("grpo")
     dones = episode_ends(EPISODE_STARTS, LAST_DONES)
     s = math.sqrt(5.0)  # the hand-worked batch of test_advantages
-    np.testing.assert_allclose(buffer.advantages[:, 0], [-1 / s, -1 / s, 3 / s, 3 / s], atol=1e-6)
-    np.testing.assert_allclose(buffer.advantages, grpo_advantages(REWARDS, dones), atol=1e-6)
+    # The buffer holds each copy's steps in a row (SB3's minibatch order).
+    np.testing.assert_allclose(buffer.advantages[0], [-1 / s, -1 / s, 3 / s, 3 / s], atol=1e-6)
+    np.testing.assert_allclose(buffer.advantages.T, grpo_advantages(REWARDS, dones), atol=1e-6)
     # Undiscounted returns-to-go: A = 3, 2; B = 7, 4 (copy 0).
-    np.testing.assert_allclose(buffer.returns[:, 0], [3.0, 2.0, 7.0, 4.0], atol=1e-6)
+    np.testing.assert_allclose(buffer.returns[0], [3.0, 2.0, 7.0, 4.0], atol=1e-6)
 
 
 def test_buffer_fills_reinforce_pp_advantages_with_its_gamma() -> None:
     buffer = _filled_buffer("reinforce_pp")
     dones = episode_ends(EPISODE_STARTS, LAST_DONES)
     advantages, to_go = reinforce_pp_advantages(REWARDS, dones, 0.5)
-    np.testing.assert_allclose(buffer.advantages, advantages, atol=1e-6)
-    np.testing.assert_allclose(buffer.returns, to_go, atol=1e-6)
+    np.testing.assert_allclose(buffer.advantages.T, advantages, atol=1e-6)
+    np.testing.assert_allclose(buffer.returns.T, to_go, atol=1e-6)
 
 
 def test_buffer_refuses_gae() -> None:
@@ -80,9 +81,10 @@ def test_buffer_refuses_gae() -> None:
         CriticFreeRolloutBuffer(4, box, box, advantage="gae")
 
 
-def test_gae_is_sb3_as_it_comes(returns: np.ndarray) -> None:
+def test_gae_is_sb3s_as_it_comes(returns: np.ndarray) -> None:
     model = make_ppo(CONFIG, BatchedPortfolioVecEnv(returns, n_envs=2, lookback=5), seed=0)
-    assert model.rollout_buffer_class is RolloutBuffer
+    assert type(model.rollout_buffer) is NumpyRolloutBuffer
+    assert model.rollout_buffer.advantage == "gae"
     assert (model.vf_coef, model.normalize_advantage) == (0.5, True)
     with pytest.raises(ValueError, match="unknown advantage estimator"):
         make_ppo(CONFIG, BatchedPortfolioVecEnv(returns, n_envs=2, lookback=5), 0, "vtrace")
