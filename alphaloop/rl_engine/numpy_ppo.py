@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.distributions import DiagGaussianDistribution
 from stable_baselines3.common.policies import ActorCriticPolicy
@@ -110,7 +111,8 @@ class NumpyPPO(PPO):
                 "optimizer_class": NumpyAdam,
                 "optimizer_kwargs": options,
             }
-        if self.rollout_buffer_class is None:
+        # SB3 records its own buffer's class in what it saves; a file it saved loads with ours.
+        if self.rollout_buffer_class in (None, RolloutBuffer):
             self.rollout_buffer_class = NumpyRolloutBuffer
         try:
             super()._setup_model()

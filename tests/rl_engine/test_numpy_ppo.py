@@ -24,6 +24,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.rl_engine import BatchedPortfolioVecEnv, load_policy, save_policy
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.rl_engine.numpy_adam import NumpyAdam
+from alphaloop.rl_engine.numpy_buffer import NumpyRolloutBuffer
 from alphaloop.rl_engine.numpy_ppo import NumpyPPO
 from alphaloop.rl_engine.ppo import TrainResult, make_ppo, train_ppo
 
@@ -340,6 +341,26 @@ def test_a_trained_policy_saves_and_loads_with_its_optimizer(tmp_path: Path) -> 
     for key, saved in loaded_state.items():
         for field in ("step", "exp_avg", "exp_avg_sq"):
             assert torch.equal(saved[field], trained_state[key][field]), (key, field)
+
+
+def test_numpy_ppo_loads_what_sb3s_ppo_saved_and_trains_on(tmp_path: Path) -> None:
+    env = BatchedPortfolioVecEnv(_returns(5), n_envs=2, lookback=5, episode_len=20)
+    sb3 = PPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=2, device="cpu")
+    sb3.learn(total_timesteps=128)
+    model = NumpyPPO.load(save_policy(sb3, tmp_path / "sb3"), env=env, device="cpu")
+    assert isinstance(model.policy.optimizer, NumpyAdam)
+    assert type(model.rollout_buffer) is NumpyRolloutBuffer
+    want, got = sb3.policy.optimizer.state_dict(), model.policy.optimizer.state_dict()
+    assert got["state"].keys() == want["state"].keys()
+    for key, state in want["state"].items():
+        for field in ("step", "exp_avg", "exp_avg_sq"):
+            assert torch.equal(got["state"][key][field], state[field]), (key, field)
+    before = model.policy.log_std.detach().clone()
+    model.learn(total_timesteps=128)
+    assert not torch.equal(model.policy.log_std, before)
+    assert {float(s["step"]) for s in model.policy.optimizer.state_dict()["state"].values()} == {
+        8.0
+    }
 
 
 def test_numpy_ppo_builds_sb3s_adam_and_saves_it_as_sb3_would(tmp_path: Path) -> None:
