@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 
 from alphaloop.rl_engine.advantages import AdvantageEstimator
@@ -59,25 +60,35 @@ def rollout_plan(total_timesteps: int, n_steps: int, n_envs: int) -> list[tuple[
 
 
 def learn_plan(model: PPO, plan: list[tuple[int, int]], callback: BaseCallback) -> None:
-    """Runs ``plan``'s rollouts: one ``learn`` per rollout length, continuing the same episodes."""
+    """Runs ``plan``'s rollouts: one ``learn`` per rollout length, continuing the same episodes.
+
+    The model then holds a fresh, empty rollout buffer: the last rollout's samples (275 MB of
+    observations at 400 assets) are not kept through the evaluation that follows.
+    """
     for group, (length, count) in enumerate(plan):
         if model.n_steps != length:
             model.n_steps = length
-            model.rollout_buffer = model.rollout_buffer_class(
-                length,
-                model.observation_space,
-                model.action_space,
-                device=model.device,
-                gamma=model.gamma,
-                gae_lambda=model.gae_lambda,
-                n_envs=model.n_envs,
-                **model.rollout_buffer_kwargs,
-            )
+            model.rollout_buffer = _empty_buffer(model)
         model.learn(
             total_timesteps=length * model.n_envs * count,
             callback=callback,
             reset_num_timesteps=group == 0,
         )
+    model.rollout_buffer = _empty_buffer(model)
+
+
+def _empty_buffer(model: PPO) -> RolloutBuffer | NumpyRolloutBuffer:
+    """A rollout buffer of ``model.n_steps`` steps; its arrays take memory once written."""
+    return model.rollout_buffer_class(
+        model.n_steps,
+        model.observation_space,
+        model.action_space,
+        device=model.device,
+        gamma=model.gamma,
+        gae_lambda=model.gae_lambda,
+        n_envs=model.n_envs,
+        **model.rollout_buffer_kwargs,
+    )
 
 
 class CriticFreeRolloutBuffer(NumpyRolloutBuffer):

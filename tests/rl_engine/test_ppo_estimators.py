@@ -103,7 +103,14 @@ def test_critic_free_training_keeps_the_critic_off(returns: np.ndarray, advantag
     for parameter in model.policy.value_net.parameters():
         assert not parameter.requires_grad
         assert torch.count_nonzero(parameter) == 0
-    assert np.count_nonzero(model.rollout_buffer.values) == 0
+    # Nothing was bootstrapped into the rollout's rewards from a value (train_ppo lets its
+    # buffer go, so a model that learns here keeps its last rollout to look at).
+    direct = make_ppo(
+        CONFIG, BatchedPortfolioVecEnv(returns[:300], n_envs=N_ENVS, lookback=5), 3, advantage
+    )
+    direct.learn(total_timesteps=BUDGET)
+    assert np.count_nonzero(direct.rollout_buffer.rewards) > 0
+    assert np.count_nonzero(direct.rollout_buffer.values) == 0
     assert all(math.isfinite(r) for _, r in result.curve)
     again = train_ppo(
         returns[:300], CONFIG, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3, advantage=advantage
@@ -114,6 +121,15 @@ def test_critic_free_training_keeps_the_critic_off(returns: np.ndarray, advantag
         for r in (result, again)
     ]
     np.testing.assert_array_equal(*weights)
+
+
+def test_a_trained_model_keeps_no_rollout(returns: np.ndarray) -> None:
+    """The last rollout's samples (275 MB of observations at 400 assets) are let go when
+    training ends, not held through the trial's evaluation."""
+    model = train_ppo(returns[:300], CONFIG, total_timesteps=BUDGET, n_envs=N_ENVS, seed=3).model
+    buffer = model.rollout_buffer
+    assert (buffer.pos, buffer.full, buffer.buffer_size) == (0, False, CONFIG.n_steps)
+    assert np.count_nonzero(buffer.observations) == np.count_nonzero(buffer.rewards) == 0
 
 
 def test_estimators_train_different_policies(returns: np.ndarray) -> None:
