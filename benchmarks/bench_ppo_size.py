@@ -23,13 +23,11 @@ numbers only; it asserts nothing, since timings depend on the machine and its lo
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import warnings
@@ -37,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import SummaryRow, print_rows
+from benchmarks.bench_engines import REPO, export
 
-REPO = Path(__file__).resolve().parents[1]
 N_DAYS = 5_000
 SEED = 7
 COMPARED = ("daily_returns", "final_weights", "curve")
@@ -53,18 +51,6 @@ def write_universes(sizes: list[int], folder: Path) -> dict[int, Path]:
         paths[n] = folder / f"prices-{n}.csv"
         synthetic_prices(n_days=N_DAYS, n_assets=n, seed=SEED).to_csv(paths[n])
     return paths
-
-
-def export(revision: str, into: Path) -> Path:
-    """The files of ``revision`` (as git has them) written below ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", revision],
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
 
 
 def run_trial_process(tree: Path, mode: str, data: Path, home: Path) -> dict[str, Any]:
