@@ -91,13 +91,11 @@ KNOBS: dict[str, Knob] = {
 KNOB_NAMES: tuple[str, ...] = tuple(KNOBS)
 MIN_TAIL_SCENARIOS = 50
 
-Mode = Literal["ppo_only", "cufolio_only", "unified"]
 MODE_GROUPS: dict[str, tuple[Group, ...]] = {
     "ppo_only": ("env", "ppo"),
     "cufolio_only": ("cvar",),
     "unified": ("env", "ppo", "cvar"),
 }
-MODES: tuple[str, ...] = tuple(MODE_GROUPS)
 # numpy's legacy seeding (``np.random.seed``, which SB3 and optuna's samplers call) takes
 # 0 .. 2**32 - 1: the seeds a trial accepts.
 SEED_MAX = 2**32 - 1

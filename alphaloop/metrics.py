@@ -8,10 +8,11 @@ Conventions: inputs are *simple* daily returns; annualisation uses 252 trading d
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+from alphaloop.vocabulary import METRICS
 
 TRADING_DAYS = 252
 # One basis point: below any drawdown a daily-rebalanced book really suffers, far above float
@@ -181,13 +182,9 @@ def compute_metrics(daily_returns: np.ndarray, daily_turnover: np.ndarray) -> Me
     )
 
 
-ObjectiveMetric = Literal["sharpe", "sortino", "calmar", "return"]
-OBJECTIVE_METRICS: tuple[str, ...] = ("sharpe", "sortino", "calmar", "return")
-
-
 def objective_value(metrics: Metrics, metric: str) -> float:
     """The number a session maximises, read off a trial's metrics (``return`` is the total
     return over the window)."""
-    if metric not in OBJECTIVE_METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(OBJECTIVE_METRICS)}")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
     return metrics.total_return if metric == "return" else getattr(metrics, metric)

@@ -32,11 +32,12 @@ from unittest import mock
 import numpy as np
 from stable_baselines3 import PPO
 
-from alphaloop.knobs import MODES, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, load_market
 from alphaloop.rl_engine import BatchedPortfolioVecEnv, NumpyPPO
 from alphaloop.rl_engine import ppo as ppo_module
 from alphaloop.trials import TrialBudget, run_trial
+from alphaloop.vocabulary import MODES
 from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
 
 N_RUNS = 3

@@ -170,7 +170,7 @@ def test_the_env_registers_when_gymnasium_came_first(tmp_path: Path) -> None:
 def test_the_metric_flag_help_names_every_objective_metric() -> None:
     # The choices are read on parsing (their module loads numpy); the help text names them.
     from alphaloop.cli._app import MetricOption
-    from alphaloop.metrics import OBJECTIVE_METRICS
+    from alphaloop.vocabulary import METRICS
 
     help_text = typing.get_args(MetricOption)[1].help
-    assert all(metric in help_text for metric in OBJECTIVE_METRICS), help_text
+    assert all(metric in help_text for metric in METRICS), help_text

@@ -30,8 +30,9 @@ import alphaloop
 ROOT = Path(alphaloop.__file__).parent
 
 # Usable from anywhere (each imports no other package but these): errors, settings, the
-# lazy-import helpers, tracing, the evidence models a pick is judged on.
-SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence"}
+# lazy-import helpers, tracing, the evidence models a pick is judged on, the words a session is
+# described in.
+SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence", "vocabulary"}
 FOUNDATIONS = {"knobs", "market", "metrics"}
 ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
 FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
@@ -44,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "_lazy": set(),
     "telemetry": {"settings"},
     "evidence": set(),
+    "vocabulary": set(),
     "knobs": {"exceptions"},
     "market": {"exceptions", "settings"},
     "metrics": {"exceptions"},

@@ -244,7 +244,7 @@ def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]
     by_id = {s.id: s for s in sessions}
     rows = _ranked(trials)
     ranks = list(range(1, len(rows) + 1))
-    manual = [getattr(by_id.get(t.session_id), "proposer", "") == "manual" for t in rows]
+    manual = [s.manual if (s := by_id.get(t.session_id)) else False for t in rows]
     info = [
         [
             t.session_id,

@@ -19,7 +19,8 @@ from rich.markup import escape
 
 from alphaloop import ops
 from alphaloop.exceptions import AlphaloopError, DataWarning, InvalidDelta, NoJournal, exit_code_of
-from alphaloop.knobs import MODES, ConfigDelta
+from alphaloop.knobs import ConfigDelta
+from alphaloop.vocabulary import MODES
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -262,9 +263,9 @@ ModeOption = Annotated[str, typer.Option(**choice(MODES, "mode"), help="what the
 
 def objective_metrics() -> tuple[str, ...]:
     """The metrics a session may maximise (their module loads numpy: asked when parsing)."""
-    from alphaloop.metrics import OBJECTIVE_METRICS
+    from alphaloop.vocabulary import METRICS
 
-    return OBJECTIVE_METRICS
+    return METRICS
 
 
 def advantage_estimators() -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, SerializationInfo, field_validator, 
 
 from alphaloop.journal.report import FinalReport
 from alphaloop.knobs import BoundsClip
+from alphaloop.vocabulary import MANUAL_PROPOSER
 
 
 class TrialStatus(StrEnum):
@@ -155,6 +156,12 @@ class SessionRecord(_Record):
     def _known_keys(cls, value: Any) -> Any:
         # A report journaled by another alphaloop may hold keys this one does not know.
         return FinalReport.read(value) if isinstance(value, dict) else value
+
+    @property
+    def manual(self) -> bool:
+        """Whether it is a manual training run (one trial, never resumed), not a research
+        session."""
+        return self.proposer == MANUAL_PROPOSER
 
     def continues_after_stop(self, counted: int) -> bool:
         """Whether it finished on a stop request with budget left (``counted`` trials of its

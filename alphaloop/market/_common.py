@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from alphaloop.vocabulary import Fill
 
-Fill = Literal["none", "ffill"]
+__all__ = ["Fill"]

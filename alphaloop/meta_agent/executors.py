@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import Unavailable
-from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, Window
 from alphaloop.meta_agent.cluster import LOCAL, on_ray
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines, run_trial
+from alphaloop.vocabulary import Mode
 
 if TYPE_CHECKING:
     from alphaloop.settings import Settings

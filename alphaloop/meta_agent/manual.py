@@ -41,12 +41,11 @@ from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import TRACEBACK_TAIL
 from alphaloop.meta_agent.recording import record_result
-from alphaloop.metrics import ObjectiveMetric
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, TrialResult, run_trial
+from alphaloop.vocabulary import DEFAULT_METRIC, MANUAL_PROPOSER, Metric
 
 MANUAL_GOAL = "manual PPO run"
-MANUAL_PROPOSER = "manual"
 MANUAL_REASON = "manual run"
 # A curve write is one small transaction; four a second keep a live view current without
 # making a run of thousands of tiny updates wait on the disk.
@@ -61,7 +60,7 @@ class ManualRunSpec(DataSpec):
         default_factory=dict, description="knob edits on the default config, clipped to bounds"
     )
     seed: int = 0
-    metric: ObjectiveMetric = "sharpe"
+    metric: Metric = DEFAULT_METRIC
     trial_budget: TrialBudget = TrialBudget()
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from alphaloop.metrics import Metrics, ObjectiveMetric, objective_value
+from alphaloop.metrics import Metrics, objective_value
+from alphaloop.vocabulary import DEFAULT_METRIC, Metric
 
 
 class Objective(BaseModel):
@@ -17,7 +18,7 @@ class Objective(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    metric: ObjectiveMetric = "sharpe"
+    metric: Metric = DEFAULT_METRIC
     max_drawdown: float | None = Field(default=None, gt=0, le=1, allow_inf_nan=False)
     max_turnover: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 

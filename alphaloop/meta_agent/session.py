@@ -33,22 +33,22 @@ from alphaloop.journal import (
     SessionStatus,
     report_json,
 )
-from alphaloop.knobs import SEED_MAX, Mode, TrialConfig
+from alphaloop.knobs import SEED_MAX, TrialConfig
 from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent.cluster import MAX_WORKERS, check_address, on_ray
 from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.executors import open_runner, warm_up
 from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.loop import run_loop
-from alphaloop.meta_agent.manual import MANUAL_PROPOSER
 from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.placement import journal_move, loss_journal, moved, placed
 from alphaloop.meta_agent.preflight import reach
-from alphaloop.meta_agent.proposers import Proposer, ProposerName, RandomProposer, TPEProposer
+from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, build_folds, max_folds
 from alphaloop.validation import Gates, resolved_gates
+from alphaloop.vocabulary import Mode, ProposerName
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ def run_session(
 
 def _check_runnable(session: SessionRecord) -> None:
     """Refuses a manual training run, and a session a live process already runs."""
-    if session.proposer == MANUAL_PROPOSER:
+    if session.manual:
         raise InvalidRequest(
             f"{session.id} is a manual training run ({session.status}), not a research "
             "session: it cannot be resumed; start a new one with `alphaloop train`"
@@ -399,7 +399,7 @@ def _not_running(session: SessionRecord, counted: int) -> str:
     what = (
         f"session {session.id} is not running ({session.status}, {counted}/{session.budget} trials)"
     )
-    if session.proposer == MANUAL_PROPOSER:
+    if session.manual:
         return f"{what}; it is a manual training run, which cannot be resumed"
     if session.status == SessionStatus.finished and not session.continues_after_stop(counted):
         return f"{what}; nothing to stop"

@@ -148,7 +148,7 @@ def session_rows(settings: Settings) -> list[SessionRow]:
         numbered = zip(range(len(sessions), 0, -1), sessions, strict=True)
         rows = []
         for n, s in numbered:
-            if s.proposer != "manual":
+            if not s.manual:
                 t = tally(j, s.id)
                 rows.append(_row(n, s, t.counted, best_of(j, s, t)))
         return rows
@@ -260,7 +260,7 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
         return None
     with open_journal(settings) as j:
         if session_id is None:
-            found = [s for s in j.sessions.list() if s.proposer != "manual"]
+            found = [s for s in j.sessions.list() if not s.manual]
             if not found:
                 return None
             s = found[0]

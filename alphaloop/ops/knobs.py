@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.knobs import KNOBS, MODE_GROUPS, Knob, Mode
+from alphaloop.knobs import KNOBS, MODE_GROUPS, Knob
+from alphaloop.vocabulary import Mode
 
 CLIP_RULES = (
     "out-of-bounds values are clipped to the nearest bound; integer knobs are rounded",

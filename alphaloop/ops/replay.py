@@ -31,13 +31,14 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop import library
 from alphaloop.exceptions import AlphaloopError, InvalidRequest, TrialCrashed
 from alphaloop.journal import PolicyKind, ReplayRecord, SessionRecord
-from alphaloop.knobs import Mode, TrialConfig, config_hash
+from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MIN_EVAL_ROWS, DataSpec, MarketData
 from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.series import session_budget, session_market
 from alphaloop.settings import Settings
 from alphaloop.trials import PolicySubject, Rows, TrialBudget, TrialResult, evaluate
+from alphaloop.vocabulary import Mode
 
 PPO_MODES = ("ppo_only", "unified")
 CVAR_MODES = ("cufolio_only", "unified")

@@ -38,15 +38,12 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from alphaloop.knobs import KNOB_NAMES, SEED_MAX
+from alphaloop.vocabulary import DEFAULT_METRIC, Advantage, Fill, GateName, Metric, Mode
+from alphaloop.vocabulary import ProposerChoice as Proposer
 
 STRICT = ConfigDict(frozen=True, extra="forbid")
 
-# --- the vocabularies: enums in every schema ----------------------------------------------------
-Mode = Literal["ppo_only", "cufolio_only", "unified"]
-Metric = Literal["sharpe", "sortino", "calmar", "return"]
-Proposer = Literal["auto", "tpe", "random", "llm"]
-Advantage = Literal["gae", "grpo", "reinforce_pp"]
-Fill = Literal["none", "ffill"]
+# --- the vocabularies: enums in every schema (a session's are alphaloop.vocabulary's) -----------
 Broker = Literal["paper", "alpaca"]
 VerdictName = Literal["approve", "override", "reject"]
 KnobName = Literal[KNOB_NAMES]  # type: ignore[valid-type]
@@ -56,16 +53,6 @@ ChartKind = Literal[
     "training_curve", "research_progress", "ratio_curve", "equity_curves", "weights", "validation"
 ]
 ScheduleJobName = Literal["prefs_extract", "dpo_check", "retrain", "pm_tick"]
-GateName = Literal[
-    "min_sharpe",
-    "max_drawdown",
-    "min_hit_rate",
-    "min_profit_factor",
-    "min_deflated_sharpe",
-    "max_pbo",
-    "max_excess_p_value",
-    "min_walk_forward_share",
-]
 
 # --- names and ids: never paths -----------------------------------------------------------------
 SESSION_ID = r"^s-\d{8}-\d{6}-[0-9a-f]{4}$"
@@ -172,7 +159,7 @@ class ResearchRequest(Request):
         default="auto", description="auto (LLM if configured, else tpe), tpe, random, llm"
     )
     metric: Metric = Field(
-        default="sharpe",
+        default=DEFAULT_METRIC,
         description="the objective the trials are ranked by: sharpe, sortino, calmar or return",
     )
     max_drawdown: float | None = Field(

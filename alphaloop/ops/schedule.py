@@ -43,8 +43,6 @@ from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-# Manual training runs are journaled as sessions of this proposer; they are not retrained.
-_MANUAL = "manual"
 _DETAIL_CHARS = 2000
 TICK_WAIT_S = 600.0  # a tick's worker loads the policy's data and decides: seconds, not minutes
 
@@ -259,7 +257,7 @@ def retrain_spec(settings: Settings) -> tuple[str, Any]:
         done = [
             s
             for s in journal.sessions.list()
-            if s.status == "finished" and s.proposer != _MANUAL and "spec" in s.settings
+            if s.status == "finished" and not s.manual and "spec" in s.settings
         ]
     if not done:
         raise Skipped("no finished research session to retrain")

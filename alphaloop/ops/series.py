@@ -20,10 +20,11 @@ from alphaloop import trials as evaluator
 from alphaloop.charts.series import BASELINE_NAMES, Allocation, Window, WindowReturns
 from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import SessionRecord, TrialRecord
-from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import DataSpec, MarketData
 from alphaloop.metrics import compute_metrics
 from alphaloop.trials import TrialBudget
+from alphaloop.vocabulary import Mode
 
 # Replayed returns must match journaled ones to this (they are the same float operations).
 RETURNS_TOLERANCE = 1e-9

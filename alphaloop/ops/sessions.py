@@ -25,16 +25,13 @@ from alphaloop.ops.rows import TrialRow, pick_of, row_of
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
-# The proposer of manual training runs (``alphaloop.meta_agent.manual.MANUAL_PROPOSER``, not
-# imported here: that module loads torch, and reading the journal should not).
-_MANUAL = "manual"
 
 
 def resume_command(session: SessionRecord, counted: int) -> str | None:
     """The command that continues a research session interrupted (a crash, a kill -9) or
     stopped with budget left (``counted`` trials run), or None when there is nothing to resume
     (or, for a manual training run, no way to)."""
-    if session.proposer == _MANUAL:
+    if session.manual:
         return None
     if session.status != "interrupted" and not session.continues_after_stop(counted):
         return None

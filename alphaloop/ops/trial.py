@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.exceptions import AlphaloopError
-from alphaloop.knobs import BoundsClip, ConfigDelta, Mode, TrialConfig, clip
-from alphaloop.metrics import ObjectiveMetric
+from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig, clip
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
+from alphaloop.vocabulary import DEFAULT_METRIC, Metric, Mode
 
 if TYPE_CHECKING:
     from alphaloop.trials import TrialBudget, TrialResult
@@ -38,7 +38,7 @@ class TrialRequest(BaseModel):
     date_format: str | None = None
     symbols: list[str] | None = None
     seed: int = 0
-    metric: ObjectiveMetric = "sharpe"
+    metric: Metric = DEFAULT_METRIC
     total_timesteps: int | None = None
     n_envs: int | None = None
     truncate_drawdown: float | None = None

@@ -28,7 +28,6 @@ from alphaloop.server.models import (
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
 
 router = APIRouter(prefix="/api")
-_MANUAL = "manual"  # the proposer manual runs are journaled with
 SessionPath = Path(pattern=SESSION_ID, max_length=40)
 
 
@@ -117,7 +116,7 @@ def session_journal(
 
 def _newest(settings: Any, manual: bool) -> str | None:
     for row in ops.sessions.list_sessions(settings):
-        if (row.session.proposer == _MANUAL) == manual:
+        if row.session.manual == manual:
             return row.session.id
     return None
 

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.knobs import Mode
 from alphaloop.tools.base import Tool, ToolContext
+from alphaloop.vocabulary import Mode
 
 
 class KnobInfoArgs(BaseModel):

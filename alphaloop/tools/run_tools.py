@@ -14,12 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
 from alphaloop.journal import report_json
-from alphaloop.knobs import Mode
-from alphaloop.metrics import ObjectiveMetric
 from alphaloop.ops.requests import ResearchRequest, SessionId, derive
 from alphaloop.ops.research import check_proposer, session_spec
 from alphaloop.tools.base import Tool, ToolContext
 from alphaloop.tools.journal_tools import trial_summary
+from alphaloop.vocabulary import DEFAULT_METRIC, Metric, Mode
 
 if TYPE_CHECKING:
     from alphaloop.ops.research import LoopEvent
@@ -40,7 +39,7 @@ class RunTrialArgs(BaseModel):
     )
     data: str = Field(default="sp500", description=_DATA)
     seed: int = 0
-    metric: ObjectiveMetric = "sharpe"
+    metric: Metric = DEFAULT_METRIC
     total_timesteps: int | None = Field(default=None, ge=64, description="PPO env steps")
 
 

@@ -20,14 +20,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from alphaloop.exceptions import TrialCrashed
-from alphaloop.knobs import Mode, TrialConfig, config_hash
+from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MarketData
-from alphaloop.metrics import OBJECTIVE_METRICS, compute_metrics, objective_value
+from alphaloop.metrics import compute_metrics, objective_value
 from alphaloop.trials.backtest import simulate
 from alphaloop.trials.models import TrialBudget, TrialResult
 from alphaloop.trials.reference import baselines
 from alphaloop.trials.strategies import check_mode, strategy_targets
 from alphaloop.trials.windows import EvalWindow, Split, split_for
+from alphaloop.vocabulary import DEFAULT_METRIC, METRICS, Mode
 
 __all__ = ["ConfigSubject", "PolicySubject", "Subject", "evaluate"]
 
@@ -44,7 +45,7 @@ class _Subject(BaseModel):
     config: TrialConfig = Field(default_factory=TrialConfig)
     budget: TrialBudget = Field(default_factory=TrialBudget)
     seed: int = 0
-    metric: str = "sharpe"
+    metric: str = DEFAULT_METRIC
 
     @field_validator("mode", mode="before")
     @classmethod
@@ -55,10 +56,8 @@ class _Subject(BaseModel):
     @field_validator("metric")
     @classmethod
     def _known_metric(cls, metric: str) -> str:
-        if metric not in OBJECTIVE_METRICS:
-            raise ValueError(
-                f"unknown metric {metric!r}; choose one of {', '.join(OBJECTIVE_METRICS)}"
-            )
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
         return metric
 
 

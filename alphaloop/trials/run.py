@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.trials.evaluation import ConfigSubject, PolicySubject, Subject, evaluate
 from alphaloop.trials.models import TrialBudget, TrialResult
 from alphaloop.trials.windows import EvalWindow
+from alphaloop.vocabulary import DEFAULT_METRIC, Mode
 
 
 def run_trial(
@@ -24,7 +25,7 @@ def run_trial(
     seed: int = 0,
     *,
     window: EvalWindow = "validation",
-    metric: str = "sharpe",
+    metric: str = DEFAULT_METRIC,
     policy_path: str | Path | None = None,
     policy_dir: str | Path | None = None,
     on_update: Callable[[int, float], None] | None = None,

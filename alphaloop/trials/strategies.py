@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from alphaloop.exceptions import TrialCrashed
-from alphaloop.knobs import MODES, Mode, TrialConfig, config_hash
+from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MarketData
 from alphaloop.pipeline import (
     ConstantTiming,
@@ -32,6 +32,7 @@ from alphaloop.portfolio_opt import start_sequence
 from alphaloop.rl_engine import trial_threads
 from alphaloop.trials.backtest import check_deadline, window_slice
 from alphaloop.trials.models import TrialBudget, Window
+from alphaloop.vocabulary import MODES, Mode
 
 
 def check_mode(mode: str) -> None:

@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.knobs import Mode, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.market.splits import MIN_EVAL_ROWS, MIN_TRAIN_ROWS
 from alphaloop.metrics import Metrics, max_drawdown, sharpe
@@ -34,6 +34,7 @@ from alphaloop.trials.models import TrialBudget
 from alphaloop.trials.reference import BASELINE_HOLD_DAYS
 from alphaloop.trials.strategies import strategy_targets
 from alphaloop.trials.windows import Rows, split_for
+from alphaloop.vocabulary import Mode
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.evidence import ExcessEvidence, GateReport, GateResult
 from alphaloop.metrics import Metrics
+from alphaloop.vocabulary import GATE_NAMES
 
 if TYPE_CHECKING:  # the evaluator's walk-forward is only read here
     from alphaloop.trials import WalkForward
@@ -80,9 +81,6 @@ class Gates(BaseModel):
         if max_drawdown is None or "max_drawdown" in self.model_fields_set:
             return self
         return self.model_copy(update={"max_drawdown": max_drawdown})
-
-
-GATE_NAMES: tuple[str, ...] = tuple(Gates.model_fields)
 
 
 def gate_thresholds(items: list[str] | tuple[str, ...]) -> dict[str, float | None]:

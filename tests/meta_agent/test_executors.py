@@ -15,12 +15,13 @@ from concurrent.futures import Future
 
 import pytest
 
-from alphaloop.knobs import MODES, TrialConfig
+from alphaloop.knobs import TrialConfig
 from alphaloop.market import DataSpec, MarketData
 from alphaloop.meta_agent import executors
 from alphaloop.meta_agent.executors import ProcessTrials, TrialJob, execute, finished, outcome_of
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.trials import TrialBudget, build_folds
+from alphaloop.vocabulary import MODES
 
 
 @pytest.fixture(scope="module")

@@ -403,15 +403,14 @@ def test_the_session_spec_keeps_the_request_s_bounds() -> None:
     the loop's own."""
     from alphaloop.charts import CHART_KINDS
     from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
-    from alphaloop.meta_agent.proposers import ProposerName
-    from alphaloop.metrics import OBJECTIVE_METRICS
     from alphaloop.ops.research import session_spec
     from alphaloop.ops.schedule import JOBS
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS
     from alphaloop.settings import MAIN_BOOK
+    from alphaloop.vocabulary import METRICS, ProposerName
 
     assert get_args(rq.Proposer) == tuple(p.value for p in ProposerName)
-    assert get_args(rq.Metric) == OBJECTIVE_METRICS
+    assert get_args(rq.Metric) == METRICS
     assert get_args(rq.Advantage) == ADVANTAGE_ESTIMATORS
     assert get_args(rq.ChartKind) == tuple(CHART_KINDS)
     assert set(get_args(rq.ScheduleJobName)) == set(JOBS)

@@ -4,7 +4,6 @@ from alphaloop.meta_agent.proposers.base import (
     ProposalContext,
     Proposer,
     ProposerBase,
-    ProposerName,
     TrialView,
 )
 from alphaloop.meta_agent.proposers.search import RandomProposer, TPEProposer, distributions
@@ -13,7 +12,6 @@ __all__ = [
     "ProposalContext",
     "Proposer",
     "ProposerBase",
-    "ProposerName",
     "RandomProposer",
     "TPEProposer",
     "TrialView",

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
 from alphaloop.meta_agent.objective import Objective
-
-
-class ProposerName(StrEnum):
-    """The proposers a session may ask for; ``auto`` is the LLM when one is configured, else
-    TPE. The one list of them: the CLI, the tools and the session spec read it from here."""
-
-    auto = "auto"
-    tpe = "tpe"
-    random = "random"
-    llm = "llm"
 
 
 class TrialView(BaseModel):
