@@ -96,9 +96,6 @@ MODE_GROUPS: dict[str, tuple[Group, ...]] = {
     "cufolio_only": ("cvar",),
     "unified": ("env", "ppo", "cvar"),
 }
-# numpy's legacy seeding (``np.random.seed``, which SB3 and optuna's samplers call) takes
-# 0 .. 2**32 - 1: the seeds a trial accepts.
-SEED_MAX = 2**32 - 1
 
 
 def _field(name: str) -> Any:

@@ -78,7 +78,7 @@ from alphaloop import metrics
 from alphaloop.flywheel.research import folds_test, labelled
 from alphaloop.journal import Journal, TrialKind, TrialRecord, TrialStatus
 from alphaloop.knobs import TrialConfig, knobs_for_mode
-from alphaloop.market import PLANTED_HOLD_DAYS
+from alphaloop.market import PLANTED_HOLD_DAYS, market_of
 from alphaloop.meta_agent import finalize
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
@@ -277,7 +277,7 @@ Extra = Callable[[SessionSpec, Any, Journal, str], dict[str, Any]]
 def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome:
     """Runs one session as the CLI would, then re-runs its search trials on TEST (a PPO trial
     with the policy it trained, as finalize does)."""
-    market = spec.load()
+    market = market_of(spec)
     former: list[int | None] = []
     optimum = None
     extras: dict[str, Any] = {}
@@ -440,7 +440,7 @@ def planted_edge(n_markets: int) -> list[tuple[str, float, float, float, float]]
     planted = TrialConfig(cufolio_hold_days=PLANTED_HOLD_DAYS)
     for i in range(n_markets):
         data = f"planted:{i}"
-        market = SessionSpec(goal="edge check", data=data).load()
+        market = market_of(SessionSpec(goal="edge check", data=data))
         base = run_trial(MODE, TrialConfig(), market, None, 0, window="test")
         good = run_trial(MODE, planted, market, None, 0, window="test")
         z = sharpe_difference(good.daily_returns, base.daily_returns).z

@@ -60,6 +60,7 @@ from typing import Any
 
 from alphaloop.journal import Journal, TrialKind, TrialRecord
 from alphaloop.journal.codec import seconds_between
+from alphaloop.market import market_of
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
@@ -146,12 +147,12 @@ def probe(mode: str, data: str, steps: int | None) -> float:
     """Fold runs per second in this process, single-threaded as a worker, over whole runs of at
     least :data:`PROBE_S` seconds, after one run that pays the first call's costs."""
     from alphaloop.knobs import TrialConfig
-    from alphaloop.market import DataSpec
     from alphaloop.meta_agent.executors import TrialJob, execute, single_threaded
+    from alphaloop.spec import DataSpec
     from alphaloop.trials import build_folds
 
     single_threaded()
-    market = DataSpec(data=data).load()
+    market = market_of(DataSpec(data=data))
     folds = build_folds(market, 3)
     budget = TrialBudget(total_timesteps=steps) if steps else TrialBudget()
 
@@ -183,10 +184,10 @@ STARTUP_ROUNDS = 5
 def workers_up(mode: str, data: str) -> float:
     """Seconds from starting a ``mode`` session's worker processes to their being up, in this
     process, with the loop idle (a session's loop runs trials meanwhile)."""
-    from alphaloop.market import DataSpec
     from alphaloop.meta_agent.executors import ProcessTrials
+    from alphaloop.spec import DataSpec
 
-    market = DataSpec(data=data).load()
+    market = market_of(DataSpec(data=data))
     began = time.perf_counter()
     runner = ProcessTrials(market, max(WORKERS), mode)
     while not runner.up:

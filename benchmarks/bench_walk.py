@@ -49,7 +49,7 @@ import numpy as np
 
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import PLANTED_HOLD_DAYS
+from alphaloop.market import PLANTED_HOLD_DAYS, market_of
 from alphaloop.market.worlds import GRADED_EVAL_DAYS
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
@@ -133,11 +133,11 @@ def _oracle(spec: WalkSpec, walk_id: str, gates: Gates) -> bool | None:
     """The planted config traded over the walk's periods, under the walk's tests."""
     if not spec.session.data.startswith("graded:"):
         return None  # (the null-ar market is a file: its planted config ties, as at EDGE 0)
-    data = spec.session.load()
+    data = market_of(spec.session)
     planted, default, equal = [], [], []
     budget = spec.session.trial_budget
     for epoch in plan(spec, data):
-        market = epoch_spec(spec, epoch, walk_id, side_by_side=False).load()
+        market = market_of(epoch_spec(spec, epoch, walk_id, side_by_side=False))
         seed = spec.session.seed
         planted.append(run_trial(MODE, PLANTED, market, budget, seed, window="test"))
         default.append(run_trial(MODE, TrialConfig(), market, budget, seed, window="test"))
@@ -174,7 +174,7 @@ def run_task(task: Task) -> Walked:
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     spec = WalkSpec(session=_session_spec(task), carry=task.carry, fold_days=task.fold_days)
     if task.start is not None and task.start.startswith("last:"):  # the last N epochs
-        last = plan(spec, spec.session.load())[-int(task.start.removeprefix("last:"))]
+        last = plan(spec, market_of(spec.session))[-int(task.start.removeprefix("last:"))]
         spec = WalkSpec.model_validate({**spec.model_dump(), "start": last.first_day})
     elif task.start is not None:
         spec = WalkSpec.model_validate({**spec.model_dump(), "start": task.start})

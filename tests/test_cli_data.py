@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal
-from alphaloop.market import load_market, synthetic_prices
+from alphaloop.market import load_market, market_of, synthetic_prices
 from alphaloop.settings import get_settings
 
 DAY_FIRST = "%d/%m/%Y"
@@ -101,7 +101,10 @@ def test_train_passes_the_date_format(ambiguous_csv: Path, monkeypatch: pytest.M
     result = run_cli("train", "--data", str(ambiguous_csv), "--date-format", DAY_FIRST)
     assert result.exit_code == 2 and "stopped before training" in result.output
     assert seen[0].date_format == DAY_FIRST
-    assert seen[0].load().describe() == load_market(ambiguous_csv, date_format=DAY_FIRST).describe()
+    assert (
+        market_of(seen[0]).describe()
+        == load_market(ambiguous_csv, date_format=DAY_FIRST).describe()
+    )
 
 
 def test_research_stores_the_date_format_and_reviews_the_windows(
@@ -121,7 +124,7 @@ def test_research_stores_the_date_format_and_reviews_the_windows(
     assert stored["spec"]["date_format"] == DAY_FIRST
     # What resume loads: the stored spec, date format included.
     spec = session_module.SessionSpec(**stored["spec"])
-    assert spec.load().fingerprint == session.data_fingerprint
+    assert market_of(spec).fingerprint == session.data_fingerprint
     assert {k: tuple(stored["data"][k]) for k in ("train", "validation", "test")} == {
         k: expected[k] for k in ("train", "validation", "test")
     }

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 from alphaloop.cli import app
 from alphaloop.journal import Journal
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings, get_settings
+from alphaloop.spec import DataSpec
 from alphaloop.validation import (
     Gates,
     benjamini_hochberg,
@@ -127,7 +128,7 @@ def excess_oracle(rows: list[Any], chosen: Any) -> dict[str, Any]:
     """The pick's TEST evidence against the default and 1/N, rebuilt from the journaled rows
     and a 1/N book simulated here: equal weights, rebalanced every 21 days at the open, paying
     10 bps of the equity per unit of one-way turnover."""
-    data = DataSpec(data="synthetic").load()
+    data = market_of(DataSpec(data="synthetic"))
     tests = {t.parent_id: t for t in rows if t.kind == "test"}
     baseline = next(t for t in rows if t.kind == "baseline")
     r = data.returns[data.test]
@@ -176,7 +177,7 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     assert len(wf["windows"]) == 6 and all("net" not in w for w in wf["windows"])
     assert all(w["train_end"] < w["eval_start"] for w in wf["windows"])
     # Walk-forward scores only days no search scored: from the start of TEST.
-    data = DataSpec(data="synthetic").load()
+    data = market_of(DataSpec(data="synthetic"))
     first_unseen = data.window_dates(data.test)[0]
     assert report["unseen_start"] == first_unseen and report["walk_forward_note"] is None
     assert report["unseen_days"] == data.test.stop - data.test.start
@@ -248,7 +249,7 @@ def test_too_little_unseen_data_is_said_and_fails_the_gate(
 def test_oos_start_moves_walk_forward_and_refuses_scored_days(
     settings: Settings, session: str
 ) -> None:
-    data = DataSpec(data="synthetic").load()
+    data = market_of(DataSpec(data="synthetic"))
     later = data.window_dates(slice(data.test.start + 150, data.test.start + 151))[0]
     result = run_cli("validate", session, "--json", "--windows", "2", "--oos-start", later)
     assert result.exit_code == 0, result.output

@@ -31,8 +31,8 @@ ROOT = Path(alphaloop.__file__).parent
 
 # Usable from anywhere (each imports no other package but these): errors, settings, the
 # lazy-import helpers, tracing, the evidence models a pick is judged on, the words a session is
-# described in.
-SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence", "vocabulary"}
+# described in and the session's spec (its schema: the journal stores it typed).
+SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence", "vocabulary", "spec"}
 FOUNDATIONS = {"knobs", "market", "metrics"}
 ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
 FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
@@ -46,6 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     "telemetry": {"settings"},
     "evidence": set(),
     "vocabulary": set(),
+    "spec": {"vocabulary"},
     "knobs": {"exceptions"},
     "market": {"exceptions", "settings"},
     "metrics": {"exceptions"},

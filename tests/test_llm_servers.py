@@ -38,10 +38,10 @@ from alphaloop.exceptions import LLMError, Unsupported
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from alphaloop.llm import LLMClient, image_part
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, TPEProposer
 from alphaloop.meta_agent.proposers.llm import PROPOSE_TOOL, LLMProposer
 from alphaloop.settings import Settings, get_settings
+from alphaloop.spec import Objective
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
     from tests import fake_openai as fake

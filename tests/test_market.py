@@ -11,15 +11,16 @@ import pytest
 
 from alphaloop.exceptions import AlphaloopError, DataWarning, InvalidRequest
 from alphaloop.market import (
-    DataSpec,
     MarketData,
     load_market,
     load_prices,
+    market_of,
     select_symbols,
     split,
     synthetic_prices,
     validate_prices,
 )
+from alphaloop.spec import DataSpec
 
 GOOD_CSV = """date,A,B
 2020-01-02,100,50
@@ -445,11 +446,11 @@ def test_data_spec_carries_the_date_format(tmp_path: Path) -> None:
     days = [d for d in pd.bdate_range("2005-01-03", "2008-12-31") if d.day <= 12]
     path = dated_csv(tmp_path, [d.strftime("%m/%d/%Y") for d in days])
     with pytest.raises(InvalidRequest, match="ambiguous dates"):
-        DataSpec(data=str(path)).load()
+        market_of(DataSpec(data=str(path)))
     spec = DataSpec(data=str(path), date_format="%m/%d/%Y")
     again = DataSpec.model_validate(spec.model_dump(mode="json"))
     assert again.date_format == "%m/%d/%Y"
-    assert list(again.load().dates) == days[1:]
+    assert list(market_of(again).dates) == days[1:]
     assert DataSpec().date_format is None
 
 

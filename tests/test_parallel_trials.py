@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from alphaloop.cli import app
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import TrialConfig
-from alphaloop.meta_agent import Objective, ProposalContext, TPEProposer, TrialView
+from alphaloop.meta_agent import ProposalContext, TPEProposer, TrialView
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
     from tests.test_cli_research import spawn, wait_for

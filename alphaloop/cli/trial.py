@@ -30,8 +30,8 @@ from alphaloop.cli._app import (
     parse_symbols,
     training_note,
 )
-from alphaloop.knobs import SEED_MAX
 from alphaloop.settings import get_settings
+from alphaloop.spec import SEED_MAX
 
 
 def trial(

@@ -36,7 +36,7 @@ KIND_OF_MODE: dict[str, PolicyKind] = {
 def data_spec_of(session: SessionRecord) -> dict[str, Any]:
     """How the session loaded its data (the :class:`~alphaloop.market.DataSpec` fields of its
     stored spec), so an entry's data can be loaded again as it was."""
-    from alphaloop.market import DataSpec  # its module loads pandas: listing policies need not
+    from alphaloop.spec import DataSpec
 
     spec = (session.settings or {}).get("spec") or {}
     return {k: v for k, v in spec.items() if k in DataSpec.model_fields}

@@ -34,7 +34,7 @@ from alphaloop.market._common import Fill
 if TYPE_CHECKING:
     from alphaloop.market.dates import DATE_COLUMNS
     from alphaloop.market.files import DELIMITERS
-    from alphaloop.market.load import DataSpec, load_market, load_prices, select_symbols
+    from alphaloop.market.load import load_market, load_prices, market_of, select_symbols
     from alphaloop.market.splits import (
         MIN_EVAL_ROWS,
         MIN_TEST_ROWS,
@@ -75,7 +75,6 @@ __all__ = [
     "TRAIN_FRACTION",
     "VAL_FRACTION",
     "WORLD_DAYS",
-    "DataSpec",
     "Fill",
     "MarketData",
     "Window",
@@ -83,6 +82,7 @@ __all__ = [
     "graded_prices",
     "load_market",
     "load_prices",
+    "market_of",
     "null_prices",
     "planted_prices",
     "select_symbols",
@@ -106,7 +106,7 @@ _LAZY = {
     "tied_prices": "alphaloop.market.worlds",
     "DATE_COLUMNS": "alphaloop.market.dates",
     "DELIMITERS": "alphaloop.market.files",
-    "DataSpec": "alphaloop.market.load",
+    "market_of": "alphaloop.market.load",
     "load_market": "alphaloop.market.load",
     "load_prices": "alphaloop.market.load",
     "select_symbols": "alphaloop.market.load",

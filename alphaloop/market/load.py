@@ -1,11 +1,11 @@
-"""Loading prices by name or path, picking symbols, and the stored recipe (:class:`DataSpec`)."""
+"""Loading prices by name or path, picking symbols, and a stored recipe
+(:class:`~alphaloop.spec.DataSpec`) loaded again as it was."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.market._common import Fill
@@ -20,6 +20,7 @@ from alphaloop.market.worlds import (
     planted_prices,
     tied_prices,
 )
+from alphaloop.spec import DataSpec
 
 # Seeded generators a data name can ask for as ``NAME`` or ``NAME:SEED``.
 GENERATORS = {
@@ -109,32 +110,15 @@ def load_market(
     return split(prices, train_end, val_end, source=str(source), test_end=test_end)
 
 
-class DataSpec(BaseModel):
-    """Where prices come from and how they are split: what a session (or a manual run) stores so
-    that resuming it, or replaying one of its trials, loads exactly the same data."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    data: str = "sp500"
-    fill: Fill = "none"
-    symbols: list[str] | None = None
-    train_end: str | None = None
-    val_end: str | None = None
-    # The last day of TEST: the prices after it are dropped (a walk's epoch, whose TEST is the
-    # period after the epoch; None: the data's last day).
-    test_end: str | None = None
-    date_format: str | None = Field(
-        default=None, description="strptime format of a file's date column, e.g. %d/%m/%Y"
+def market_of(spec: DataSpec) -> MarketData:
+    """:func:`load_market` as ``spec`` says (a session's, a manual run's, a library entry's
+    data, loaded exactly as it was)."""
+    return load_market(
+        spec.data,
+        fill=spec.fill,
+        symbols=spec.symbols,
+        train_end=spec.train_end,
+        val_end=spec.val_end,
+        date_format=spec.date_format,
+        test_end=spec.test_end,
     )
-
-    def load(self) -> MarketData:
-        """:func:`load_market` with these settings."""
-        return load_market(
-            self.data,
-            fill=self.fill,
-            symbols=self.symbols,
-            train_end=self.train_end,
-            val_end=self.val_end,
-            date_format=self.date_format,
-            test_end=self.test_end,
-        )

@@ -15,7 +15,6 @@ from alphaloop._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from alphaloop.meta_agent.events import LoopEvent, Proposal
-    from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
     from alphaloop.meta_agent.proposers import (
         ProposalContext,
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LoopEvent",
-    "Objective",
     "OutcomeStatus",
     "Proposal",
     "ProposalContext",
@@ -55,7 +53,6 @@ _SESSION = "alphaloop.meta_agent.session"
 _EVENTS = "alphaloop.meta_agent.events"
 _LAZY = {
     "LoopEvent": _EVENTS,
-    "Objective": "alphaloop.meta_agent.objective",
     "OutcomeStatus": "alphaloop.meta_agent.outcome",
     "Proposal": _EVENTS,
     "ProposalContext": _PROPOSERS,

@@ -28,31 +28,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from alphaloop.exceptions import AlphaloopError, Unavailable
+from alphaloop.spec import AUTO, CLIENT, LOCAL, check_address
 
 if TYPE_CHECKING:
     from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-MAX_WORKERS = 256  # the most trials a session runs at once (processes here, or Ray tasks)
-LOCAL = "local"  # the address that means this machine, whatever RAY_ADDRESS says
-AUTO = "auto"  # Ray's: RAY_ADDRESS, else the cluster `ray start` last started on this machine
-CLIENT = "ray://"
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _NEEDS_RAY = "Ray runs trials on a cluster: pip install 'alphaloop[ray]' (or run without it)"
-
-
-def check_address(value: str | None) -> str | None:
-    """``value`` if it reads as a place to run trials (``local``, ``auto``, ``HOST:PORT`` or
-    ``ray://HOST:PORT``), else ``ValueError`` saying what was expected."""
-    if value is None or value in (LOCAL, AUTO):
-        return value
-    host, sep, port = value.removeprefix(CLIENT).rpartition(":")
-    if sep and host and port.isdigit() and 0 < int(port) < 65536:
-        return value
-    raise ValueError(
-        f"expected local, auto, HOST:PORT or ray://HOST:PORT (a port 1-65535), got {value!r}"
-    )
 
 
 def on_ray(address: str | None) -> TypeGuard[str]:

@@ -54,11 +54,11 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from alphaloop.spec import CONFIRM_SEEDS
 from alphaloop.validation import SharpeDifference, sharpe_difference
 
 SCREEN_ALPHA = 0.10  # one-sided level of the single-seed screen
 KEEP_ALPHA = 0.05  # one-sided level of the confirmed comparison: the false-keep rate
-CONFIRM_SEEDS = 2  # fresh seeds a candidate that passes the screen is re-run on
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 

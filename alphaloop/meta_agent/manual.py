@@ -20,7 +20,7 @@ import time
 import traceback
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from alphaloop import library
 from alphaloop.exceptions import AlphaloopError, TrialTimeout
@@ -37,31 +37,18 @@ from alphaloop.journal import (
     TrialStatus,
 )
 from alphaloop.knobs import ConfigDelta, TrialConfig, clip, config_hash
-from alphaloop.market import DataSpec, MarketData
-from alphaloop.meta_agent.objective import Objective
+from alphaloop.market import MarketData, market_of
 from alphaloop.meta_agent.outcome import TRACEBACK_TAIL
 from alphaloop.meta_agent.recording import record_result
 from alphaloop.settings import Settings
+from alphaloop.spec import ManualRunSpec
 from alphaloop.trials import TrialBudget, TrialResult, run_trial
-from alphaloop.vocabulary import DEFAULT_METRIC, MANUAL_PROPOSER, Metric
+from alphaloop.vocabulary import MANUAL_PROPOSER
 
-MANUAL_GOAL = "manual PPO run"
 MANUAL_REASON = "manual run"
 # A curve write is one small transaction; four a second keep a live view current without
 # making a run of thousands of tiny updates wait on the disk.
 CURVE_WRITE_INTERVAL_S = 0.25
-
-
-class ManualRunSpec(DataSpec):
-    """What a manual run is started with (journaled with its session)."""
-
-    goal: str = Field(default=MANUAL_GOAL, min_length=1)
-    changes: dict[str, float] = Field(
-        default_factory=dict, description="knob edits on the default config, clipped to bounds"
-    )
-    seed: int = 0
-    metric: Metric = DEFAULT_METRIC
-    trial_budget: TrialBudget = TrialBudget()
 
 
 class ManualRun(BaseModel):
@@ -135,7 +122,7 @@ def train_manual(
         InvalidDelta: an unknown knob or a value that is not a number.
         AlphaloopError: training or evaluation failed (journaled as a crashed trial).
     """
-    data = spec.load()
+    data = market_of(spec)
     delta = ConfigDelta(changes=spec.changes, rationale=MANUAL_REASON)
     config, clips = clip(TrialConfig(), delta, data.n_assets, spec.trial_budget.n_envs)
     with Journal(settings.journal_path) as journal:
@@ -212,7 +199,7 @@ def _open_run(
     session_id = journal.sessions.create(
         goal=spec.goal,
         mode="ppo_only",
-        objective=Objective(metric=spec.metric).model_dump(),
+        objective=spec.objective.model_dump(),
         proposer=MANUAL_PROPOSER,
         budget=1,
         seed=spec.seed,

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from alphaloop.journal import EventKind, Journal, SessionRecord
 from alphaloop.meta_agent.cluster import on_ray, resolve_address
 from alphaloop.meta_agent.executors import TrialJob
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
-
-if TYPE_CHECKING:
-    from alphaloop.meta_agent.session import SessionSpec
+from alphaloop.spec import SessionSpec
 
 logger = logging.getLogger(__name__)
-Spec = TypeVar("Spec", bound="SessionSpec")
+Spec = TypeVar("Spec", bound=SessionSpec)
 
 
 def placed(spec: Spec, settings: Settings) -> Spec:

@@ -17,10 +17,10 @@ from alphaloop import prompts
 from alphaloop.journal import EventKind, Journal, TrialKind, TrialRecord
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.llm import nemotron_system_prompt
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext
 from alphaloop.meta_agent.proposers.llm_prompt import messages_text, proposal_messages
 from alphaloop.meta_agent.recording import LOOP_KINDS, best_so_far, is_outcome, trial_view
+from alphaloop.spec import Objective
 
 __all__ = ["proposal_context_before", "render_proposal_prompt"]
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
 from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.journal import (
@@ -33,95 +32,26 @@ from alphaloop.journal import (
     SessionStatus,
     report_json,
 )
-from alphaloop.knobs import SEED_MAX, TrialConfig
-from alphaloop.market import DataSpec, MarketData
-from alphaloop.meta_agent.cluster import MAX_WORKERS, check_address, on_ray
+from alphaloop.knobs import TrialConfig
+from alphaloop.market import MarketData, market_of
+from alphaloop.meta_agent.cluster import on_ray
 from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.executors import open_runner, warm_up
-from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
 from alphaloop.meta_agent.loop import run_loop
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.placement import journal_move, loss_journal, moved, placed
 from alphaloop.meta_agent.preflight import reach
 from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
-from alphaloop.trials import TrialBudget, build_folds, max_folds
-from alphaloop.validation import Gates, resolved_gates
-from alphaloop.vocabulary import Mode, ProposerName
+from alphaloop.spec import MAX_FOLDS, SessionSpec
+from alphaloop.trials import build_folds, max_folds
+from alphaloop.validation import resolved_gates
+from alphaloop.vocabulary import ProposerName
 
 logger = logging.getLogger(__name__)
 
-# A session runs its baselines on ``seed .. seed + noise_seeds - 1`` and confirms candidates on
-# the ``confirm_seeds`` seeds after them: its seed leaves room in the trials' range for both.
-MAX_NOISE_SEEDS = 20
-MIN_NOISE_SEEDS = 2
-SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 RESUMED_AFTER_STOP = EventKind.resumed_after_stop
 _LIVE = (SessionStatus.running, SessionStatus.stopping)
-MAX_FOLDS = 20
-
-
-class SessionSpec(DataSpec):
-    """Everything a session is started with (stored with it, so resume needs only its id)."""
-
-    goal: str = Field(min_length=1)
-    mode: Mode = "cufolio_only"
-    budget: int = Field(default=20, ge=1, le=100_000)
-    proposer: ProposerName = ProposerName.auto
-    objective: Objective = Objective()
-    time_budget_s: float | None = Field(default=None, gt=0)
-    max_tokens_total: int | None = Field(default=None, gt=0)
-    seed: int = Field(default=0, ge=0, le=SESSION_SEED_MAX)
-    noise_seeds: int = Field(default=3, ge=1, le=MAX_NOISE_SEEDS)
-    confirm_seeds: int = Field(default=CONFIRM_SEEDS, ge=1, le=MAX_NOISE_SEEDS - 2)
-    trial_budget: TrialBudget = TrialBudget()
-    # Walk-forward folds a trial is scored on (see ``trials.folds``); None: as many as the history
-    # before TEST holds. Resolved when the session is created.
-    folds: int | None = Field(default=None, ge=1, le=MAX_FOLDS)
-    # The go/no-go gates finalize judges the pick by (``validation.gates``): the thresholds set
-    # here win over the settings' (``ALPHALOOP_GATES``), both over the defaults. Resolved, with
-    # the drawdown limit, when the session is created.
-    gates: Gates = Field(default_factory=Gates)
-    # Trials run at once; more than 1 (or a Ray address) runs them in single-threaded
-    # worker processes (or Ray tasks), one per trial (see :mod:`.executors`).
-    workers: int = Field(default=1, ge=1, le=MAX_WORKERS)
-    # A Ray cluster (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``), or ``local``: this machine.
-    # None: ``RAY_ADDRESS`` when set (resolved when the session is created), else this machine.
-    ray_address: str | None = Field(default=None, min_length=1)
-    # Whether finalize adds the pick to the policy library (where ``auto_activate`` may make it
-    # the live book's): a walk's epochs do not, their picks trade history.
-    publish: bool = True
-    # Configs (knob -> value) the search tries first, before its proposer is asked, each as
-    # a search trial like any other: a walk's epoch starts from what earlier epochs kept.
-    start_configs: list[dict[str, float]] = Field(default_factory=list, max_length=20)
-
-    @field_validator("ray_address")
-    @classmethod
-    def _a_ray_address(cls, value: str | None) -> str | None:
-        return check_address(value)
-
-    @field_validator("noise_seeds")
-    @classmethod
-    def _a_spread_needs_two_seeds(cls, value: int) -> int:
-        # The keep rule's t-margin needs the baseline's spread: one seed has none, and a rule
-        # that kept on a floor of 0 would call every lucky seed progress.
-        if value < MIN_NOISE_SEEDS:
-            raise ValueError(
-                f"at least {MIN_NOISE_SEEDS} seeds are needed: one seed has no spread, so no "
-                "gain could be told from luck (3 or more recommended)"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _seeds_fit(self) -> Self:
-        # Baseline and confirmation seeds follow the session seed, within the room it leaves.
-        if self.noise_seeds + self.confirm_seeds > MAX_NOISE_SEEDS:
-            raise ValueError(
-                f"noise_seeds + confirm_seeds must be at most {MAX_NOISE_SEEDS}, got "
-                f"{self.noise_seeds} + {self.confirm_seeds}"
-            )
-        return self
 
 
 def make_proposer(
@@ -153,7 +83,7 @@ def _context(
     settings: Settings,
     on_event: OnEvent | None,
 ) -> SessionContext:
-    data = spec.load()
+    data = market_of(spec)
     session = journal.sessions.get(session_id)
     if session.data_fingerprint and session.data_fingerprint != data.fingerprint:
         raise AlphaloopError(
@@ -211,7 +141,7 @@ def create_session(
         InvalidRequest: the data is too short for the folds asked for (the message
             names the most that fit).
     """
-    data = spec.load()
+    data = market_of(spec)
     try:
         gates = resolved_gates(settings.gates, spec.gates, spec.objective.max_drawdown)
     except ValueError as err:  # the settings' gates: the request's were checked by the model
@@ -227,7 +157,7 @@ def create_session(
             goal=spec.goal,
             mode=spec.mode,
             objective=spec.objective.model_dump(),
-            proposer=spec.proposer.value,
+            proposer=spec.proposer,
             budget=spec.budget,
             seed=spec.seed,
             data_source=spec.data,

@@ -19,12 +19,11 @@ from alphaloop.journal import FollowedTrials, Journal, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.events import OnEvent, ignore
-from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import Proposer, TrialView
 from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.settings import Settings
+from alphaloop.spec import CONFIRM_SEEDS, Objective
 from alphaloop.trials import Rows, TrialBudget
 from alphaloop.validation import Gates
 

@@ -25,11 +25,12 @@ from alphaloop.journal import (
 )
 from alphaloop.journal.pages import METRIC_SORT, SORTS
 from alphaloop.knobs import KNOB_NAMES
-from alphaloop.market.load import DataSpec
+from alphaloop.market import market_of
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.rows import Best, TrialRow, best_of_trial, is_final, row_of, rows_of
 from alphaloop.ops.tally import Tally, tally
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 MAX_PAGE = 500
@@ -285,7 +286,7 @@ class Calendar(BaseModel):
 
 @functools.lru_cache(maxsize=8)
 def _calendar(spec: str) -> Calendar:
-    market = DataSpec.model_validate_json(spec).load()
+    market = market_of(DataSpec.model_validate_json(spec))
     days = [d.date().isoformat() for d in market.dates]
     return Calendar(days=days, validation=days[market.val], test=days[market.test])
 

@@ -15,9 +15,10 @@ from alphaloop.flywheel import check_verdict, label_decision, parse_weights, wri
 from alphaloop.flywheel.research import RULE_VERSION, session_pairs
 from alphaloop.journal import Journal
 from alphaloop.journal.preferences import DecisionView, PreferenceRecord, PreferenceSource
-from alphaloop.market import DataSpec, load_prices
+from alphaloop.market import load_prices
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialBudget
 
 logger = logging.getLogger(__name__)

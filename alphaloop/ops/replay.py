@@ -32,11 +32,12 @@ from alphaloop import library
 from alphaloop.exceptions import AlphaloopError, InvalidRequest, TrialCrashed
 from alphaloop.journal import PolicyKind, ReplayRecord, SessionRecord
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.market import MIN_EVAL_ROWS, DataSpec, MarketData
+from alphaloop.market import MIN_EVAL_ROWS, MarketData, market_of
 from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.series import session_budget, session_market
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec
 from alphaloop.trials import PolicySubject, Rows, TrialBudget, TrialResult, evaluate
 from alphaloop.vocabulary import Mode
 
@@ -162,9 +163,9 @@ def _market(parent: _Parent, data: str | None) -> MarketData:
     if data is None:
         if parent.parent_trial_id is not None:
             return session_market(parent.session)
-        return DataSpec(**parent.data_spec).load()
+        return market_of(DataSpec(**parent.data_spec))
     symbols = parent.symbols or parent.data_spec.get("symbols")
-    return DataSpec(**{**parent.data_spec, "data": data, "symbols": symbols}).load()
+    return market_of(DataSpec(**{**parent.data_spec, "data": data, "symbols": symbols}))
 
 
 def _day(text: str, flag: str) -> pd.Timestamp:

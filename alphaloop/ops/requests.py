@@ -37,7 +37,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from alphaloop.knobs import KNOB_NAMES, SEED_MAX
+from alphaloop.knobs import KNOB_NAMES
+from alphaloop.spec import SEED_MAX
 from alphaloop.vocabulary import DEFAULT_METRIC, Advantage, Fill, GateName, Metric, Mode
 from alphaloop.vocabulary import ProposerChoice as Proposer
 

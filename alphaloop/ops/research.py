@@ -30,10 +30,10 @@ def session_spec(request: ResearchRequest) -> SessionSpec:
         ValidationError: a rule across fields of the session, its objective or its trial
             budget (``stop_properly`` without ``truncate_drawdown``, say).
     """
-    from alphaloop.meta_agent.objective import Objective
     from alphaloop.meta_agent.session import SessionSpec
     from alphaloop.ops.requests import budget_of
     from alphaloop.ops.trial import trial_budget
+    from alphaloop.spec import Objective
     from alphaloop.validation.gates import Gates
 
     r = request
@@ -70,9 +70,10 @@ def check_folds(spec: SessionSpec) -> None:
             loaded.
     """
     if spec.folds is not None:
+        from alphaloop.market import market_of
         from alphaloop.meta_agent.session import resolve_folds
 
-        resolve_folds(spec.folds, spec.load())
+        resolve_folds(spec.folds, market_of(spec))
 
 
 def check_proposer(proposer: str, settings: Settings) -> None:

@@ -21,8 +21,9 @@ from alphaloop.charts.series import BASELINE_NAMES, Allocation, Window, WindowRe
 from alphaloop.exceptions import AlphaloopError, InvalidRequest
 from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import DataSpec, MarketData
+from alphaloop.market import MarketData, market_of
 from alphaloop.metrics import compute_metrics
+from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialBudget
 from alphaloop.vocabulary import Mode
 
@@ -46,7 +47,7 @@ def session_market(session: SessionRecord) -> MarketData:
     """
     spec = _spec(session)
     try:
-        data = DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}).load()
+        data = market_of(DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}))
     except Exception as err:  # a moved CSV, a changed column set: say which session it was
         raise AlphaloopError(f"cannot load the data of session {session.id}: {err}") from err
     if session.data_fingerprint and data.fingerprint != session.data_fingerprint:

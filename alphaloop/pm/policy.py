@@ -10,10 +10,11 @@ from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal.policies import PolicyRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.library import load_ppo, verified_policy_file
-from alphaloop.market import DataSpec, MarketData, load_prices, select_symbols, split
+from alphaloop.market import MarketData, load_prices, select_symbols, split
 from alphaloop.pipeline import pipeline_for
 from alphaloop.pm.killswitch import KillSwitch
 from alphaloop.pm.manager import TickSetup
+from alphaloop.spec import DataSpec
 from alphaloop.trials import PolicySubject, Rows, TrialBudget, evaluate
 
 __all__ = ["MODE_OF_KIND", "evaluator_equity", "load_data", "setup_for"]

@@ -32,10 +32,9 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from alphaloop.evidence import ExcessEvidence, GateReport, GateResult
 from alphaloop.metrics import Metrics
+from alphaloop.spec import Gates
 from alphaloop.vocabulary import GATE_NAMES
 
 if TYPE_CHECKING:  # the evaluator's walk-forward is only read here
@@ -43,44 +42,6 @@ if TYPE_CHECKING:  # the evaluator's walk-forward is only read here
 
 # The references a pick's excess is measured against, and how a report names them.
 REFERENCES: dict[str, str] = {"default": "the default config", "equal_weight": "1/N"}
-
-
-class Gates(BaseModel):
-    """Thresholds of the go/no-go gates; ``None`` turns a gate off.
-
-    Attributes:
-        min_sharpe: annualised out-of-sample Sharpe must be above this.
-        max_drawdown: out-of-sample maximum drawdown (a fraction) must be below this.
-        min_hit_rate: share of positive days must be above this.
-        min_profit_factor: gains over losses must be above this.
-        min_deflated_sharpe: the deflated Sharpe ratio must be above this.
-        max_pbo: the probability of backtest overfitting must be below this.
-        max_excess_p_value: the paired test of the pick's TEST Sharpe against the default's
-            and against 1/N's must each reject "no better" below this p-value (the level of
-            the intersection-union test, see the module docstring).
-        min_walk_forward_share: the share of walk-forward windows on unseen data (anchored
-            scheme) in which the pick's Sharpe beats 1/N's must be above this (checked by
-            ``alphaloop validate``, which runs walk-forward).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    min_sharpe: float | None = Field(default=0.8, allow_inf_nan=False)
-    max_drawdown: float | None = Field(default=0.30, gt=0, le=1)
-    min_hit_rate: float | None = Field(default=0.48, ge=0, le=1)
-    min_profit_factor: float | None = Field(default=1.1, ge=0, allow_inf_nan=False)
-    min_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
-    max_pbo: float | None = Field(default=0.5, gt=0, le=1)
-    max_excess_p_value: float | None = Field(default=0.05, gt=0, lt=1)
-    min_walk_forward_share: float | None = Field(default=0.5, ge=0, lt=1)
-
-    def within(self, max_drawdown: float | None) -> Gates:
-        """These gates with a session's drawdown limit (``--max-drawdown``) as the drawdown
-        gate, unless it was set here explicitly: a pick is judged against the limit its
-        session searched under, by finalize and by ``validate`` alike."""
-        if max_drawdown is None or "max_drawdown" in self.model_fields_set:
-            return self
-        return self.model_copy(update={"max_drawdown": max_drawdown})
 
 
 def gate_thresholds(items: list[str] | tuple[str, ...]) -> dict[str, float | None]:

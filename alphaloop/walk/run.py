@@ -36,6 +36,7 @@ from alphaloop.journal import (
     WalkStatus,
     pid_alive,
 )
+from alphaloop.market import market_of
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.validation import resolved_gates
@@ -69,7 +70,7 @@ def create_walk(spec: WalkSpec, settings: Settings, walk_id: str | None = None) 
     except ValueError as err:
         raise InvalidRequest(f"ALPHALOOP_GATES: {err}") from None
     spec = spec.model_copy(update={"session": session.model_copy(update={"gates": gates})})
-    plan(spec, session.load())
+    plan(spec, market_of(session))
     with Journal(settings.journal_path) as journal:
         return journal.walks.create(
             goal=session.goal, spec=spec.model_dump(mode="json"), walk_id=walk_id
@@ -152,7 +153,7 @@ def run_epoch(
         )
     )
     run_session(session_id, settings, on_event)
-    data = session_spec.load()
+    data = market_of(session_spec)
     with Journal(settings.journal_path) as journal:
         session = journal.sessions.get(session_id)
         result = epoch_result(journal, session, session_spec, epoch, walk_id, data)
@@ -243,7 +244,7 @@ def run_walk(walk_id: str, settings: Settings, on_event: OnWalkEvent = ignore) -
             return record.report
         journal.walks.claim(walk_id)
     spec = WalkSpec.model_validate(record.spec)
-    epochs = plan(spec, spec.session.load())
+    epochs = plan(spec, market_of(spec.session))
     n = len(epochs)
     try:
         with Journal(settings.journal_path) as journal:

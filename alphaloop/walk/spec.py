@@ -10,8 +10,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from alphaloop.market import MIN_EVAL_ROWS
-from alphaloop.meta_agent.cluster import MAX_WORKERS
-from alphaloop.meta_agent.session import SessionSpec
+from alphaloop.spec import MAX_WORKERS, SessionSpec
 
 
 class Cadence(StrEnum):

@@ -29,8 +29,8 @@ from alphaloop.journal import (
     best_kept,
 )
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.market import MarketData
-from alphaloop.meta_agent.session import SessionSpec
+from alphaloop.market import MarketData, market_of
+from alphaloop.spec import SessionSpec
 from alphaloop.trials import equal_weight_backtest, run_trial
 from alphaloop.walk.plan import Epoch
 
@@ -184,13 +184,15 @@ def pairs_checked(
             continue
         trials = {t.id: t for c, r, _ in pairs for t in (c, r) if (t.id, later) not in returns}
         if trials:
-            data = spec.model_copy(
-                update={
-                    "train_end": epochs[later].train_end,
-                    "val_end": epochs[later].val_end,
-                    "test_end": epochs[later].test_end,
-                }
-            ).load()
+            data = market_of(
+                spec.model_copy(
+                    update={
+                        "train_end": epochs[later].train_end,
+                        "val_end": epochs[later].val_end,
+                        "test_end": epochs[later].test_end,
+                    }
+                )
+            )
             fresh = period_returns(spec, data, list(trials.values()))
             journal.walks.add_returns(walk_id, later, fresh)
             returns.update({(t, later): r for t, r in fresh.items()})

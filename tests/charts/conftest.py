@@ -17,10 +17,10 @@ import pytest
 
 from alphaloop.journal import Journal
 from alphaloop.meta_agent.manual import ManualRun, ManualRunSpec, train_manual
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers.llm import PROPOSE_TOOL
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 from alphaloop.trials import TrialBudget
 
 try:  # see tests/conftest.py: ``tests`` is a package only under ``python -m pytest``

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from alphaloop.knobs import BoundsClip, TrialConfig
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext
 from alphaloop.meta_agent.proposers.base import TrialView
 from alphaloop.meta_agent.proposers.llm_prompt import messages_text, proposal_messages
+from alphaloop.spec import Objective
 
 BEST = 3  # the best trial is an old one, so "best" and "most recent" are different rows
 CRASHED = (5, 9, 13)

@@ -7,9 +7,9 @@ from typing import Any
 
 from alphaloop.journal import Journal
 from alphaloop.market import MarketData
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import RandomProposer
 from alphaloop.meta_agent.state import SessionContext
+from alphaloop.spec import Objective
 from alphaloop.trials import TrialBudget
 from tests.journal.journal_helpers import new_session
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from alphaloop.knobs import KNOBS, TrialConfig, knobs_for_mode
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
+from alphaloop.spec import Objective
 
 
 def unit(name: str, value: float) -> float:

@@ -16,17 +16,18 @@ from concurrent.futures import Future
 import pytest
 
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import DataSpec, MarketData
+from alphaloop.market import MarketData, market_of
 from alphaloop.meta_agent import executors
 from alphaloop.meta_agent.executors import ProcessTrials, TrialJob, execute, finished, outcome_of
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
+from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialBudget, build_folds
 from alphaloop.vocabulary import MODES
 
 
 @pytest.fixture(scope="module")
 def data() -> MarketData:
-    return DataSpec(data="synthetic").load()
+    return market_of(DataSpec(data="synthetic"))
 
 
 def jobs(data: MarketData, n: int) -> list[TrialJob]:
@@ -179,11 +180,12 @@ def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
 
 SESSION = """
 import time
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
+from alphaloop.spec import DataSpec
 from alphaloop.meta_agent.executors import ProcessTrials
 
 if __name__ == "__main__":
-    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2, "cufolio_only")
+    trials = ProcessTrials(market_of(DataSpec(data="synthetic")), 2, "cufolio_only")
     while not trials.up:
         time.sleep(0.05)
     print(" ".join(str(pid) for pid in trials._pool._processes), flush=True)
@@ -263,11 +265,12 @@ def test_a_mean_cvar_sessions_fork_server_loads_no_torch_and_no_cvxpy() -> None:
 
 MEAN_CVAR_TRIAL = """
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
+from alphaloop.spec import DataSpec
 from alphaloop.meta_agent.executors import TrialJob, execute
 from alphaloop.trials import TrialBudget, build_folds
 
-data = DataSpec(data="synthetic").load()
+data = market_of(DataSpec(data="synthetic"))
 job = TrialJob(
     mode="cufolio_only", config=TrialConfig(n_scenarios=1000), budget=TrialBudget(), seed=0,
     metric="sharpe", policy_dir=None, idx=0, kind="search", rows=build_folds(data, 3)[0],
@@ -290,7 +293,8 @@ def test_a_ppo_sessions_fork_server_loads_the_trainer_not_torchs_compiler(mode: 
 
 SHARED_SERVER = """
 import sys, time
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
+from alphaloop.spec import DataSpec
 from alphaloop.meta_agent.executors import ProcessTrials
 
 
@@ -299,7 +303,7 @@ def loaded() -> list[bool]:
 
 
 if __name__ == "__main__":
-    data = DataSpec(data="synthetic").load()
+    data = market_of(DataSpec(data="synthetic"))
     for mode in ("cufolio_only", "ppo_only"):
         trials = ProcessTrials(data, 2, mode)
         while not trials.up:
@@ -312,7 +316,8 @@ if __name__ == "__main__":
 WARM_UP = """
 import os
 from multiprocessing import forkserver
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
+from alphaloop.spec import DataSpec
 from alphaloop.meta_agent.executors import ProcessTrials, preload_for, warm_up
 
 if __name__ == "__main__":
@@ -323,7 +328,7 @@ if __name__ == "__main__":
     warm_up(2, None, "cufolio_only")
     pid = server._forkserver_pid
     print(pid is not None, server._preload_modules == preload_for("cufolio_only"))
-    trials = ProcessTrials(DataSpec(data="synthetic").load(), 2, "cufolio_only")
+    trials = ProcessTrials(market_of(DataSpec(data="synthetic")), 2, "cufolio_only")
     print(trials._pool.submit(os.getppid).result() == pid)  # forked by the warmed server
     trials.close()
 """

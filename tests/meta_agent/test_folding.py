@@ -19,13 +19,14 @@ import pytest
 
 from alphaloop.journal import TrialRecord
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
 from alphaloop.meta_agent import folding
 from alphaloop.meta_agent.executors import TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.metrics import Metrics
+from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialResult, build_folds
 
 from .helpers import session_context
@@ -83,7 +84,7 @@ def ok(idx: int, fold: int) -> TrialOutcome:
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> Iterator[SessionContext]:
-    data = DataSpec(data="synthetic").load()
+    data = market_of(DataSpec(data="synthetic"))
     folds = build_folds(data, 3)
     context = session_context(
         tmp_path, data=data, workers=2, folds=folds, runner=ScriptedRunner(folds)
@@ -244,7 +245,7 @@ def test_a_trial_behind_after_its_first_three_of_nine_folds_runs_no_more(
 ) -> None:
     # Nine folds: raced after the most recent one, then after three; the screen sees the
     # folds run so far, end to end, and the six older folds are never submitted.
-    data = DataSpec(data="sp500").load()
+    data = market_of(DataSpec(data="sp500"))
     folds = build_folds(data, 9)
     ctx = session_context(tmp_path, data=data, folds=folds, runner=ScriptedRunner(folds))
     runner: ScriptedRunner = ctx.runner  # type: ignore[assignment]

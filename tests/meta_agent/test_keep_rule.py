@@ -16,7 +16,6 @@ from alphaloop.journal import Journal
 from alphaloop.knobs import ConfigDelta, TrialConfig
 from alphaloop.meta_agent import executors, keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer
 from alphaloop.meta_agent.recording import best_so_far, finished_trials
@@ -24,6 +23,7 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 from alphaloop.trials import TrialResult
 
 from .helpers import session_context

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from alphaloop.knobs import KNOBS, BoundsClip, TrialConfig, knobs_for_mode
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, TPEProposer, TrialView
 from alphaloop.meta_agent.proposers.llm import (
     PROPOSE_TOOL,
@@ -24,6 +23,7 @@ from alphaloop.meta_agent.proposers.llm import (
     propose_tool,
 )
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
     from tests import fake_openai as fake

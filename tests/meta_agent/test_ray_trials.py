@@ -22,10 +22,11 @@ from alphaloop.cli import app
 from alphaloop.exceptions import Unavailable
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
-from alphaloop.market import DataSpec, MarketData
+from alphaloop.market import MarketData, market_of
 from alphaloop.meta_agent.executors import TrialJob, execute, outcome_of
 from alphaloop.meta_agent.outcome import OutcomeStatus
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec
 from alphaloop.trials import Rows, TrialBudget
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'alphaloop[ray]')")
@@ -52,7 +53,7 @@ def local_ray() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def data() -> MarketData:
-    return DataSpec(data="sp500").load()
+    return market_of(DataSpec(data="sp500"))
 
 
 def job(**fields: Any) -> TrialJob:

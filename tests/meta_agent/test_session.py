@@ -27,13 +27,13 @@ from alphaloop.exceptions import (
 )
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
-from alphaloop.market import PLANTED_HOLD_DAYS, split, synthetic_prices
+from alphaloop.market import PLANTED_HOLD_DAYS, market_of, split, synthetic_prices
 from alphaloop.meta_agent import executors, nodes, session
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec, Objective
 from alphaloop.trials import TrialBudget
 from alphaloop.validation import sharpe_difference
 
@@ -621,7 +621,7 @@ def test_a_session_scores_on_every_fold_the_history_holds_and_asks_for_no_more()
     # The embedded S&P 500 set: 27 years before VALIDATION's end hold nine three-year folds,
     # where the former default scored three (nine years). A shorter history holds fewer, and a
     # count it cannot hold is refused naming the most that fit.
-    sp500 = session.DataSpec(data="sp500").load()
+    sp500 = market_of(DataSpec(data="sp500"))
     assert session.resolve_folds(None, sp500) == 9
     assert session.resolve_folds(3, sp500) == 3
     prices = synthetic_prices(n_days=900, n_assets=4, seed=1)

@@ -402,11 +402,11 @@ def test_the_session_spec_keeps_the_request_s_bounds() -> None:
     every value the research request takes at its bounds, and the request's vocabularies are
     the loop's own."""
     from alphaloop.charts import CHART_KINDS
-    from alphaloop.meta_agent.keep_rule import CONFIRM_SEEDS
     from alphaloop.ops.research import session_spec
     from alphaloop.ops.schedule import JOBS
     from alphaloop.rl_engine.advantages import ADVANTAGE_ESTIMATORS
     from alphaloop.settings import MAIN_BOOK
+    from alphaloop.spec import CONFIRM_SEEDS
     from alphaloop.vocabulary import METRICS, ProposerName
 
     assert get_args(rq.Proposer) == tuple(p.value for p in ProposerName)
@@ -415,7 +415,7 @@ def test_the_session_spec_keeps_the_request_s_bounds() -> None:
     assert get_args(rq.ChartKind) == tuple(CHART_KINDS)
     assert set(get_args(rq.ScheduleJobName)) == set(JOBS)
     assert (rq.CONFIRM_SEEDS, rq.MAIN_BOOK) == (CONFIRM_SEEDS, MAIN_BOOK)
-    from alphaloop.meta_agent.session import SESSION_SEED_MAX
+    from alphaloop.spec import SESSION_SEED_MAX
 
     assert rq.MAX_SESSION_SEED <= SESSION_SEED_MAX  # its baselines' seeds fit after it
     model = rq.ResearchRequest

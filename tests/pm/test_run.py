@@ -8,10 +8,11 @@ import pytest
 
 from alphaloop.exceptions import Conflict, InvalidRequest
 from alphaloop.journal import Journal
-from alphaloop.market import DataSpec
+from alphaloop.market import market_of
 from alphaloop.ops import pm as ops_pm
 from alphaloop.pm.policy import window_rows
 from alphaloop.settings import Settings
+from alphaloop.spec import DataSpec
 from tests.pm.helpers import add_policy
 
 START, END = "2013-07-01", "2013-08-30"  # inside the synthetic validation window
@@ -50,7 +51,7 @@ def test_pm_run_equals_the_evaluator_backtest(pm_settings: Settings, kind: str) 
 
 
 def test_a_reversed_window_is_bad_usage_and_an_empty_one_is_said() -> None:
-    market = DataSpec(data="synthetic").load()
+    market = market_of(DataSpec(data="synthetic"))
     with pytest.raises(
         InvalidRequest, match="--end 2013-01-04 is before --start 2013-03-29"
     ) as err:

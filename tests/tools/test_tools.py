@@ -11,9 +11,9 @@ import pytest
 from alphaloop.journal import Journal
 from alphaloop.knobs import KNOBS, ConfigDelta, TrialConfig, clip
 from alphaloop.market import load_market
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 from alphaloop.tools import TOOLS, ToolContext, call_tool, tool_specs
 from alphaloop.trials import TrialBudget, run_trial
 

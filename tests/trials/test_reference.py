@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from alphaloop.market import DataSpec, MarketData
+from alphaloop.market import MarketData, market_of
 from alphaloop.metrics import compute_metrics
+from alphaloop.spec import DataSpec
 from alphaloop.trials import (
     TrialBudget,
     baselines,
@@ -20,7 +21,7 @@ from alphaloop.trials import (
 
 @pytest.fixture(scope="module")
 def data() -> MarketData:
-    return DataSpec(data="synthetic").load()
+    return market_of(DataSpec(data="synthetic"))
 
 
 def test_baselines_handed_over_are_the_ones_computed_and_are_not_computed_again(

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.market import MIN_TEST_ROWS, MIN_TRAIN_ROWS, load_market
+from alphaloop.market import MIN_TEST_ROWS, MIN_TRAIN_ROWS, load_market, market_of
 from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.trials import PURGE_ROWS, build_folds
 from alphaloop.walk import WalkSpec, plan
@@ -62,7 +62,7 @@ def test_an_epochs_session_sees_nothing_after_its_period_and_scores_before_the_e
     spec = walk(start="2005-01-01")
     epochs = plan(spec, sp500)
     for e in epochs[:3]:
-        data = epoch_spec(spec, e, "w-x", side_by_side=False).load()
+        data = market_of(epoch_spec(spec, e, "w-x", side_by_side=False))
         assert data.dates[-1].date().isoformat() == e.last_day
         assert data.dates[data.test.start].date().isoformat() == e.first_day
         assert data.val.stop == data.test.start and data.val.stop - data.val.start == fold_days(
@@ -122,5 +122,5 @@ def test_fold_days_sets_each_epochs_validation_and_the_first_epoch(sp500) -> Non
     spec = walk(fold_days=252)
     epochs = plan(spec, sp500)
     assert epochs[0].start < plan(walk(), sp500)[0].start  # shorter folds fit earlier
-    data = epoch_spec(spec, epochs[0], "w-x", side_by_side=False).load()
+    data = market_of(epoch_spec(spec, epochs[0], "w-x", side_by_side=False))
     assert data.val.stop - data.val.start == 252 and data.val.stop == data.test.start

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.knobs import BoundsClip, ConfigDelta, TrialConfig
-from alphaloop.meta_agent.objective import Objective
+from alphaloop.spec import Objective
 
 
 class TrialView(BaseModel):
