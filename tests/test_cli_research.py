@@ -276,9 +276,9 @@ def test_a_goal_that_looks_like_markup_is_shown_as_written(settings: Settings) -
 def test_the_largest_session_seed_runs(settings: Settings) -> None:
     """The search proposers derive optuna seeds from the session seed; the baselines use the
     seeds after it: both stay within numpy's range at the top of the accepted one."""
-    from alphaloop.ops.requests import MAX_SESSION_SEED
+    from alphaloop.spec import SESSION_SEED_MAX
 
-    top = str(MAX_SESSION_SEED)
+    top = str(SESSION_SEED_MAX)
     args = ["--seed", top, "--noise-seeds", "2", "--budget", "2", "--data", "synthetic"]
     result = run_cli("research", GOAL, "--json", *args)
     assert result.exit_code == 0, result.output
@@ -323,8 +323,8 @@ def test_the_largest_session_seed_runs(settings: Settings) -> None:
             "--seed: Input should be greater than or equal to 0, got -1",
         ),
         (
-            ["research", GOAL, "--seed", "1073741824"],
-            "--seed: Input should be less than or equal to 1073741823",
+            ["research", GOAL, "--seed", "4294967277"],
+            "--seed: Input should be less than or equal to 4294967276",
         ),
         (["research", GOAL, "--data", "absent.csv"], "price file not found: absent.csv"),
         (["research", GOAL, "--folds", "4"], "is too short for 4 folds"),

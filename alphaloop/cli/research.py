@@ -144,8 +144,8 @@ def research_start(request: ResearchRequest, as_json: JsonFlag = False) -> None:
     --budget 20 --max-drawdown 0.15 --folds 3 --workers 2
     """
     settings = get_settings()
-    guarded(check_proposer, request.proposer, settings)
     spec = guarded(session_spec, request)
+    guarded(check_proposer, request.proposer, settings)
     for note in (noise_seeds_note(spec.noise_seeds), folds_note(spec.folds)):
         if note:
             err_console.print(escape(f"warning: {note}"))

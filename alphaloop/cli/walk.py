@@ -179,8 +179,8 @@ def walk_start(request: WalkRequest, as_json: JsonFlag = False) -> None:
     --cadence yearly --workers 2
     """
     settings = get_settings()
+    spec = guarded(ops.walk.check_walk, request)
     guarded(check_proposer, request.proposer, settings)
-    spec = guarded(ops.walk.walk_spec, request)
     note = noise_seeds_note(spec.session.noise_seeds)
     if note:
         err_console.print(escape(f"warning: {note}"))

@@ -6,6 +6,15 @@ parameters (so its OpenAPI document), the chat tools' JSON schemas and the jobs'
 (:mod:`alphaloop.ops.jobs`) are generated from these models with :func:`derive`; none writes a
 field of its own. A new option is a field here.
 
+A session's requests are its spec's fields: :class:`ResearchRequest` takes, flat, the fields
+of :class:`~alphaloop.spec.SessionSpec`, its objective and its trial budget that a client
+names, each as the spec declares it (:func:`~alphaloop.spec.same`: bounds, default, help), so a
+bound is written once; :class:`TrainRequest` takes a manual run's
+(:class:`~alphaloop.spec.ManualRunSpec`) the same way. A trial budget's field a request leaves
+out (None) takes the budget's default. Two fields take another shape: ``symbols`` names only
+columns a client may send (a price file's spec takes any), and ``gates`` sets some thresholds
+by name (the spec holds all of them).
+
 A front end may leave fields out, never bound them differently: the fields in a model's
 ``LOCAL`` set name things on the machine the command runs on (a price file, worker processes,
 a Ray cluster, a broker) and only the command line takes them. The chat tool starts smaller
@@ -13,10 +22,13 @@ sessions by *default* (its budget), guarded by the confirmation every acting too
 by bounds of its own. ``tests/ops/test_requests.py`` probes each model's bounds through the
 command line, the API and the chat tools and checks they accept and refuse the same values.
 
-This module stays light (pydantic and the knob table): the command line builds its options from
-it at start-up. Checks that need the heavier layers (the session spec, the trial budget, the
-gates) run in each model's validator, importing them on first use, so a request is checked
-completely before anything is journaled or a process started.
+Models are schemas: a request's :meth:`Request.check` may read other schemas
+(:mod:`alphaloop.spec`), never the layers that act on it. Building a session's spec from its
+request and checking it whole (rules across fields, folds the data can hold) is
+:func:`alphaloop.ops.research.session_spec`'s job (a manual run's,
+:func:`alphaloop.ops.train.manual_spec`'s, a walk's, its epochs on the data included,
+:func:`alphaloop.ops.walk.check_walk`'s); each front end calls it before anything is
+journaled or a job queued.
 """
 
 from __future__ import annotations
@@ -38,8 +50,19 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from alphaloop.knobs import KNOB_NAMES
-from alphaloop.spec import SEED_MAX
-from alphaloop.vocabulary import DEFAULT_METRIC, Advantage, Fill, GateName, Metric, Mode
+from alphaloop.spec import (
+    DATA_HELP,
+    DATA_NAME,
+    DataSpec,
+    Gates,
+    ManualRunSpec,
+    Objective,
+    SessionSpec,
+    TrialBudget,
+    check_address,
+    same,
+)
+from alphaloop.vocabulary import Advantage, Fill, GateName, Metric, Mode
 from alphaloop.vocabulary import ProposerChoice as Proposer
 
 STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -65,22 +88,10 @@ BOOK = r"^[A-Za-z0-9_\-]{1,32}$"
 BookName = Annotated[str, Field(pattern=BOOK, description="the book's name")]
 MAIN_BOOK = "main"  # as alphaloop.settings.MAIN_BOOK (checked by a test)
 Symbol = Annotated[str, Field(pattern=r"^[A-Za-z0-9.\-_^]{1,16}$")]
-# The markets alphaloop makes or ships: a name, or a name and a seed.
-DATA_NAME = r"^(sp500|(synthetic|null|tied|flat|planted)(:\d{1,9})?)$"
-DATA_HELP = (
-    "sp500 (the embedded S&P 500 set), synthetic[:SEED], a market with a known answer (null, "
-    "tied, flat or planted[:SEED]); the command line also takes a CSV/Parquet path"
-)
 # The largest id a client may send: JavaScript's largest exact integer, far below SQLite's
 # (2**63 - 1, where a larger one would overflow a query into a 500), and exact in any JSON
 # reader.
 MAX_ID = 2**53 - 1
-MAX_NOISE_SEEDS = 20  # baseline and confirmation seeds together (SessionSpec's room)
-CONFIRM_SEEDS = 2  # the session spec's default (checked by a test)
-# A session's seed: a power of two well inside the trials' range (SEED_MAX), which the seeds
-# of its baselines and confirmations, after it, must stay in.
-MAX_SESSION_SEED = 2**30 - 1
-MAX_WEEK_S = 7 * 24 * 3600
 FILES = "files"  # the validation context key that lets a price file be named (the CLI's)
 
 
@@ -96,13 +107,6 @@ def data_source(value: str | None, info: ValidationInfo) -> str | None:
     )
 
 
-def _name_only(extra: dict[str, Any]) -> None:
-    extra["pattern"] = DATA_NAME  # what a client may send (the CLI also takes a path)
-
-
-DataField = Annotated[str, Field(max_length=4096, json_schema_extra=_name_only)]
-
-
 def gates_field() -> Any:
     """The go/no-go gate thresholds a request may set, by name (research and validate alike)."""
     return Field(
@@ -112,35 +116,51 @@ def gates_field() -> Any:
     )
 
 
-def same(model: type[BaseModel], field: str) -> Any:
-    """A copy of ``model``'s declaration of ``field`` (its bounds, default and help)."""
-    return FieldInfo.merge_field_infos(model.model_fields[field])
-
-
-def _first_error(err: ValidationError) -> str:
+def first_error(err: ValidationError) -> str:
+    """The first of ``err``'s errors in one line, naming where it is (``max_pbo: ...``)."""
     e = err.errors()[0]
     where = ".".join(str(p) for p in e["loc"])
     message = str(e["msg"]).removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
 
 
+def declared_by(
+    model: type[BaseModel], request: BaseModel, *, given: bool = False
+) -> dict[str, Any]:
+    """The values of ``request``'s fields that ``model`` declares (where a spec is built from
+    a request: each field goes to the part of the spec that declares it); with ``given``, only
+    those not left None (the model's own default applies to the others)."""
+    values = {k: getattr(request, k) for k in type(request).model_fields if k in model.model_fields}
+    return {k: v for k, v in values.items() if v is not None} if given else values
+
+
 class Request(BaseModel):
-    """A request: strict, frozen, and checked completely by :meth:`check` when validated."""
+    """A request: strict, frozen, and checked by :meth:`check` when validated."""
 
     model_config = STRICT
     # Fields only the command line takes (they name things on its machine).
     LOCAL: ClassVar[frozenset[str]] = frozenset()
 
     def check(self) -> None:
-        """Raises ValueError when the request breaks a rule of the layer that will run it."""
+        """Raises ValueError when the request breaks a rule of a schema it names (never one of
+        the layers that act on it: those check it when they build from it)."""
 
     @model_validator(mode="after")
     def _complete(self) -> Any:
         try:
             self.check()
         except ValidationError as err:  # one line naming the field, as for a field's own error
-            raise ValueError(_first_error(err)) from None
+            raise ValueError(first_error(err)) from None
         return self
+
+
+# Names a client may send, and as many as a page shows: a price file's spec takes any column.
+SYMBOLS = Field(
+    default=None,
+    min_length=1,
+    max_length=200,
+    description="a subset of the data's columns (the command line takes them comma-separated)",
+)
 
 
 class ResearchRequest(Request):
@@ -149,124 +169,31 @@ class ResearchRequest(Request):
 
     LOCAL: ClassVar[frozenset[str]] = frozenset({"fill", "date_format", "workers", "ray_address"})
 
-    goal: str = Field(
-        min_length=1,
-        max_length=500,
-        description='what to achieve, e.g. "maximise Sharpe, drawdown < 15%"',
-    )
-    mode: Mode = Field(default="cufolio_only", description="what the trials run")
-    budget: int = Field(default=20, ge=1, le=100_000, description="number of search trials")
-    proposer: Proposer = Field(
-        default="auto", description="auto (LLM if configured, else tpe), tpe, random, llm"
-    )
-    metric: Metric = Field(
-        default=DEFAULT_METRIC,
-        description="the objective the trials are ranked by: sharpe, sortino, calmar or return",
-    )
-    max_drawdown: float | None = Field(
-        default=None,
-        gt=0,
-        le=1,
-        allow_inf_nan=False,
-        description="discard trials with a larger drawdown (a fraction: 0.15 = 15%)",
-    )
-    max_turnover: float | None = Field(
-        default=None,
-        gt=0,
-        le=1_000,
-        allow_inf_nan=False,
-        description="discard trials with more annual one-way turnover",
-    )
-    time_budget_s: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_WEEK_S,
-        allow_inf_nan=False,
-        description="stop after this much trial time, in seconds (the command line takes a "
-        "unit: 90s, 10m, 1h30m)",
-    )
-    max_tokens_total: int | None = Field(
-        default=None,
-        ge=1,
-        le=2**40 - 1,
-        description="stop when LLM usage reaches this many tokens",
-    )
-    data: DataField = Field(default="sp500", description=DATA_HELP)
-    fill: Fill = Field(default="none", description="missing prices: none (refuse) or ffill")
-    date_format: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=64,
-        description="strptime format for a file's date column, e.g. %d/%m/%Y",
-    )
-    symbols: list[Symbol] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        description="a subset of the data's columns (the command line takes them comma-separated)",
-    )
-    seed: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_SESSION_SEED,
-        description="the session's seed (the baselines use the seeds after it)",
-    )
-    noise_seeds: int = Field(
-        default=3,
-        ge=2,
-        le=MAX_NOISE_SEEDS - CONFIRM_SEEDS,
-        description="baseline seeds that estimate the seed noise of the keep rule (at least 2)",
-    )
-    folds: int | None = Field(
-        default=None,
-        ge=1,
-        le=20,
-        description="walk-forward folds of the history before TEST each trial is scored on "
-        "(default: as many as the history holds; 1 scores VALIDATION alone)",
-    )
+    goal: str = same(SessionSpec, "goal")
+    mode: Mode = same(SessionSpec, "mode")
+    budget: int = same(SessionSpec, "budget")
+    proposer: Proposer = same(SessionSpec, "proposer")
+    metric: Metric = same(Objective, "metric")
+    max_drawdown: float | None = same(Objective, "max_drawdown")
+    max_turnover: float | None = same(Objective, "max_turnover")
+    time_budget_s: float | None = same(SessionSpec, "time_budget_s")
+    max_tokens_total: int | None = same(SessionSpec, "max_tokens_total")
+    data: str = same(DataSpec, "data")
+    fill: Fill = same(DataSpec, "fill")
+    date_format: str | None = same(DataSpec, "date_format")
+    symbols: list[Symbol] | None = SYMBOLS
+    seed: int = same(SessionSpec, "seed")
+    noise_seeds: int = same(SessionSpec, "noise_seeds")
+    folds: int | None = same(SessionSpec, "folds")
     gates: dict[GateName, float | None] = gates_field()
-    total_timesteps: int | None = Field(
-        default=None, ge=64, le=50_000_000, description="PPO env steps per trial"
-    )
-    truncate_drawdown: float | None = Field(
-        default=None,
-        gt=0,
-        lt=1,
-        description="end a PPO training episode, as truncated, once its value falls this far "
-        "below its peak: in (0, 1), e.g. 0.2 (default: never)",
-    )
-    stop_properly: float | None = Field(
-        default=None,
-        ge=0,
-        le=1,
-        description="in [0, 1]: share of a truncated episode's reward it keeps (a loss grows "
-        "by the rest); needs truncate_drawdown (default 1: no penalty)",
-    )
-    advantage: Advantage = Field(
-        default="gae",
-        description="PPO advantages: gae (SB3's, with a critic), grpo (group-relative) or "
-        "reinforce_pp (REINFORCE++, leave-one-out baseline)",
-    )
-    workers: int = Field(
-        default=1,
-        ge=1,
-        le=256,
-        description="trials in flight at once, each in a single-threaded worker process",
-    )
-    ray_address: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        description="run the trials as Ray tasks on this cluster (auto, HOST:PORT or "
-        "ray://HOST:PORT), or here: local (default: RAY_ADDRESS when set, else here)",
-    )
+    total_timesteps: int | None = same(TrialBudget, "total_timesteps", default=None)
+    truncate_drawdown: float | None = same(TrialBudget, "truncate_drawdown")
+    stop_properly: float | None = same(TrialBudget, "stop_properly", default=None)
+    advantage: Advantage = same(TrialBudget, "advantage")
+    workers: int = same(SessionSpec, "workers")
+    ray_address: str | None = same(SessionSpec, "ray_address")
 
     _data = field_validator("data")(data_source)
-
-    def check(self) -> None:
-        from alphaloop.ops.research import check_folds, session_spec
-
-        check_folds(session_spec(self))
 
 
 class ResumeRequest(Request):
@@ -276,23 +203,20 @@ class ResumeRequest(Request):
     LOCAL: ClassVar[frozenset[str]] = frozenset({"workers", "ray_address"})
 
     session_id: str = Field(min_length=1, max_length=40, description="the session to continue")
-    workers: int | None = Field(
+    workers: int | None = same(
+        SessionSpec,
+        "workers",
         default=None,
-        ge=1,
-        le=256,
         description="trials in flight at once from now on (default: as before)",
     )
-    ray_address: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
+    ray_address: str | None = same(
+        SessionSpec,
+        "ray_address",
         description="run the rest on this Ray cluster (auto, HOST:PORT or ray://HOST:PORT), or "
         "here: local (default: where it ran)",
     )
 
     def check(self) -> None:
-        from alphaloop.meta_agent.cluster import check_address
-
         check_address(self.ray_address)
 
 
@@ -301,45 +225,26 @@ class TrainRequest(Request):
 
     LOCAL: ClassVar[frozenset[str]] = frozenset({"fill", "date_format", "n_envs"})
 
-    symbols: list[Symbol] | None = same(ResearchRequest, "symbols")
-    total_timesteps: int | None = Field(
-        default=None, ge=64, le=50_000_000, description="PPO env steps (default 16,384)"
-    )
+    symbols: list[Symbol] | None = SYMBOLS
+    total_timesteps: int | None = same(TrialBudget, "total_timesteps", default=None)
+    # The run's ``changes`` (ManualRunSpec), by knob name.
     knobs: dict[KnobName, Annotated[float, Field(allow_inf_nan=False)]] = Field(
         default={},  # in the schema: a generated client learns it
         max_length=len(KNOB_NAMES),
         description="knob -> value on the default config, clipped to its bounds (the command "
         "line takes --set knob=value)",
     )
-    data: DataField = Field(default="sp500", description=DATA_HELP)
-    fill: Fill = same(ResearchRequest, "fill")
-    date_format: str | None = same(ResearchRequest, "date_format")
-    seed: int = Field(default=0, ge=0, le=SEED_MAX, description="the run's seed")
-    n_envs: int | None = Field(
-        default=None, ge=1, le=256, description="parallel training environments (default 4)"
-    )
-    truncate_drawdown: float | None = same(ResearchRequest, "truncate_drawdown")
-    stop_properly: float | None = same(ResearchRequest, "stop_properly")
-    advantage: Advantage = same(ResearchRequest, "advantage")
-    metric: Metric = same(ResearchRequest, "metric")
+    data: str = same(DataSpec, "data")
+    fill: Fill = same(DataSpec, "fill")
+    date_format: str | None = same(DataSpec, "date_format")
+    seed: int = same(ManualRunSpec, "seed")
+    n_envs: int | None = same(TrialBudget, "n_envs", default=None)
+    truncate_drawdown: float | None = same(TrialBudget, "truncate_drawdown")
+    stop_properly: float | None = same(TrialBudget, "stop_properly", default=None)
+    advantage: Advantage = same(TrialBudget, "advantage")
+    metric: Metric = same(ManualRunSpec, "metric")
 
     _data = field_validator("data")(data_source)
-
-    def check(self) -> None:
-        from alphaloop.ops.train import manual_spec
-
-        manual_spec(self)
-
-
-def budget_of(request: Any, trial_budget: Any) -> Any:
-    """The trial budget a request's training fields ask for."""
-    return trial_budget(
-        request.total_timesteps,
-        getattr(request, "n_envs", None),
-        truncate_drawdown=request.truncate_drawdown,
-        stop_properly=request.stop_properly,
-        advantage=request.advantage,
-    )
 
 
 class TickRequest(Request):
@@ -350,8 +255,11 @@ class TickRequest(Request):
     date: dt.date | None = Field(
         default=None, description="the day decided, YYYY-MM-DD (default: after the data)"
     )
-    data: DataField | None = Field(
-        default=None, description="prices to use instead of the policy's own data: " + DATA_HELP
+    data: str | None = same(
+        DataSpec,
+        "data",
+        default=None,
+        description="prices to use instead of the policy's own data: " + DATA_HELP,
     )
     broker: Broker | None = Field(
         default=None, description="paper or alpaca (default: the setting)"
@@ -415,9 +323,7 @@ class ValidateRequest(Request):
     def check(self) -> None:
         self.gate_thresholds()
 
-    def gate_thresholds(self) -> Any:
-        from alphaloop.validation.gates import Gates
-
+    def gate_thresholds(self) -> Gates:
         return Gates(**self.gates)
 
 
@@ -585,19 +491,6 @@ WalkRequest = derive(
     "there, its pick traded over the period after it beside the default and 1/N.",
 )
 WalkRequest.LOCAL = ResearchRequest.LOCAL  # type: ignore[attr-defined]
-_research_check = WalkRequest.check
-
-
-def _walk_check(self: Any) -> None:
-    # The session's own check, then the epochs on the data: a cadence, start or end the data
-    # cannot hold is refused here, naming what fits, before any walk or job is journaled.
-    from alphaloop.ops.walk import check_walk
-
-    _research_check(self)
-    check_walk(self)
-
-
-WalkRequest.check = _walk_check  # type: ignore[method-assign]
 
 
 def shared_fields(model: type[BaseModel]) -> list[str]:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ValidationError
+
 from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.requests import declared_by, first_error
 from alphaloop.settings import Settings
+from alphaloop.spec import Gates, Objective, SessionSpec, TrialBudget
 
 if TYPE_CHECKING:
     from alphaloop.journal import FinalReport, SessionRecord
@@ -19,46 +23,36 @@ if TYPE_CHECKING:
     # The events a run tells its on_event, for the front ends that watch one.
     from alphaloop.meta_agent.events import LoopEvent as LoopEvent
     from alphaloop.meta_agent.events import OnEvent
-    from alphaloop.meta_agent.session import SessionSpec
-    from alphaloop.ops.requests import ResearchRequest
 
 
-def session_spec(request: ResearchRequest) -> SessionSpec:
-    """The session a research request asks for (what it is stored and resumed with).
+def session_spec(request: BaseModel) -> SessionSpec:
+    """The session a research request asks for (what it is stored and resumed with), checked
+    whole: each of the request's fields goes where the spec declares it (the spec itself, its
+    objective or its trial budget, whose fields left None take the budget's defaults), its
+    ``gates`` become the spec's, and a fold count is checked against the data.
+
+    ``request`` is a :class:`~alphaloop.ops.requests.ResearchRequest`, or a model derived from
+    it (an API body, a chat tool's arguments): the fields it lacks take the spec's defaults.
 
     Raises:
-        ValidationError: a rule across fields of the session, its objective or its trial
-            budget (``stop_properly`` without ``truncate_drawdown``, say).
+        InvalidRequest: a rule across fields (``stop_properly`` without ``truncate_drawdown``,
+            say), a gate threshold out of its bounds, or a fold count the data cannot hold
+            (the message names the most that fit); each message names what is wrong as the
+            request's own errors do.
     """
-    from alphaloop.meta_agent.session import SessionSpec
-    from alphaloop.ops.requests import budget_of
-    from alphaloop.ops.trial import trial_budget
-    from alphaloop.spec import Objective
-    from alphaloop.validation.gates import Gates
-
-    r = request
-    return SessionSpec(
-        goal=r.goal,
-        mode=r.mode,
-        budget=r.budget,
-        proposer=r.proposer,
-        objective=Objective(
-            metric=r.metric, max_drawdown=r.max_drawdown, max_turnover=r.max_turnover
-        ),
-        time_budget_s=r.time_budget_s,
-        max_tokens_total=r.max_tokens_total,
-        data=r.data,
-        fill=r.fill,
-        date_format=r.date_format,
-        symbols=r.symbols,
-        seed=r.seed,
-        noise_seeds=r.noise_seeds,
-        folds=r.folds,
-        gates=Gates(**r.gates),
-        workers=r.workers,
-        ray_address=r.ray_address,
-        trial_budget=budget_of(r, trial_budget),
-    )
+    try:
+        spec = SessionSpec(
+            **{
+                **declared_by(SessionSpec, request),
+                "objective": Objective(**declared_by(Objective, request)),
+                "trial_budget": TrialBudget(**declared_by(TrialBudget, request, given=True)),
+                "gates": Gates(**getattr(request, "gates", {})),
+            }
+        )
+    except ValidationError as err:
+        raise InvalidRequest(first_error(err)) from None
+    check_folds(spec)
+    return spec
 
 
 def check_folds(spec: SessionSpec) -> None:

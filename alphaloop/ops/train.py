@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from alphaloop import telemetry
+from alphaloop.exceptions import InvalidRequest
+from alphaloop.ops.requests import TrainRequest, declared_by, first_error
 from alphaloop.settings import Settings
+from alphaloop.spec import ManualRunSpec, TrialBudget
 
 if TYPE_CHECKING:
-    from alphaloop.meta_agent.manual import ManualRun, ManualRunSpec
-    from alphaloop.ops.requests import TrainRequest
+    from alphaloop.meta_agent.manual import ManualRun
 
 
 def train(
@@ -61,23 +65,20 @@ def train(
 
 
 def manual_spec(request: TrainRequest) -> ManualRunSpec:
-    """The manual run a train request asks for (what its session is journaled with).
+    """The manual run a train request asks for (what its session is journaled with), checked
+    whole: its ``knobs`` are the run's changes, its training fields the trial budget's (those
+    left None take the budget's defaults).
 
     Raises:
-        ValidationError: the trial budget's rules across fields.
+        InvalidRequest: a rule across the trial budget's fields (``stop_properly`` without
+            ``truncate_drawdown``, fewer env steps than envs), named as the request's own
+            errors are.
     """
-    from alphaloop.meta_agent.manual import ManualRunSpec
-    from alphaloop.ops.requests import budget_of
-    from alphaloop.ops.trial import trial_budget
-
-    r = request
-    return ManualRunSpec(
-        data=r.data,
-        fill=r.fill,
-        date_format=r.date_format,
-        symbols=r.symbols,
-        changes=dict(r.knobs),
-        seed=r.seed,
-        metric=r.metric,
-        trial_budget=budget_of(r, trial_budget),
-    )
+    try:
+        return ManualRunSpec(
+            **declared_by(ManualRunSpec, request),
+            changes=dict(request.knobs),
+            trial_budget=TrialBudget(**declared_by(TrialBudget, request, given=True)),
+        )
+    except ValidationError as err:
+        raise InvalidRequest(first_error(err)) from None

@@ -17,7 +17,6 @@ from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from alphaloop.journal import WalkReport
-    from alphaloop.ops.requests import WalkRequest
     from alphaloop.walk import OnWalkEvent, WalkEvent, WalkSpec
 
 __all__ = [
@@ -42,11 +41,15 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _WALK_FIELDS = frozenset({"cadence", "start", "end", "rule", "workers", "fold_days", "carry"})
 
 
-def walk_spec(request: WalkRequest) -> WalkSpec:
-    """The walk a request asks for: the research session it replays, and how.
+def walk_spec(request: BaseModel) -> WalkSpec:
+    """The walk a request asks for: the research session it replays (built and checked as
+    :func:`~alphaloop.ops.research.session_spec` builds a session's), and how.
+
+    ``request`` is a :class:`~alphaloop.ops.requests.WalkRequest`, or a model derived from it
+    (an API body, a chat tool's arguments).
 
     Raises:
-        ValidationError: a rule across fields of the session (as for ``research``).
+        InvalidRequest: a rule across fields of the session (as for ``research``).
     """
     from alphaloop.ops.requests import ResearchRequest
     from alphaloop.ops.research import session_spec
@@ -65,19 +68,22 @@ def walk_spec(request: WalkRequest) -> WalkSpec:
     )
 
 
-def check_walk(request: WalkRequest) -> None:
-    """Checks the epochs of the walk a request asks for fit its data (nothing is journaled):
-    what every front end asks before it starts anything.
+def check_walk(request: BaseModel) -> WalkSpec:
+    """The walk a request asks for, checked whole: its session's rules, then its epochs on
+    the data (nothing is journaled). What every front end asks before it starts or queues
+    anything.
 
     Raises:
-        InvalidRequest: data that cannot be loaded, a cadence, start or end the data cannot
-            hold, or data too short for two epochs (the message names what fits, or the
-            shortest span that works).
+        InvalidRequest: a rule across the session's fields, data that cannot be loaded, a
+            cadence, start or end the data cannot hold, or data too short for two epochs
+            (the message names what fits, or the shortest span that works).
     """
+    from alphaloop.market import market_of
     from alphaloop.walk import plan
 
     spec = walk_spec(request)
-    plan(spec, spec.session.load())
+    plan(spec, market_of(spec.session))
+    return spec
 
 
 def start_walk(spec: WalkSpec, settings: Settings, walk_id: str | None = None) -> str:

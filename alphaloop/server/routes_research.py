@@ -196,6 +196,7 @@ def research_start(
     request is checked completely first (422, or 503 for the LLM proposer on a server with no
     endpoint configured): nothing is journaled and no process starts for a refused one."""
     settings = _settings(request)
+    ops.research.session_spec(body)  # checked whole here: 422 before anything is queued
     check_proposer(body.proposer, settings)
     job = jobs.ResearchJob(**body.model_dump())
     return request.app.state.idempotency.once(
@@ -284,7 +285,9 @@ def train_start(
     request: Request, body: TrainBody, key: str | None = IdempotencyKey
 ) -> Started | JSONResponse:
     """Start a manual PPO run in a worker process; answers once it is journaled (once per
-    ``Idempotency-Key``)."""
+    ``Idempotency-Key``). The request is checked completely first (422): nothing is journaled
+    and no process starts for a refused one."""
+    ops.train.manual_spec(body)
     return request.app.state.idempotency.once(key, "train", body, lambda: _train(request, body))
 
 

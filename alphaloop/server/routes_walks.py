@@ -79,6 +79,7 @@ def walk_start(
     completely first, its epochs on the data included: a cadence, start or end the data cannot
     hold, or data too short for two epochs, is a 422 naming what fits, and no job is queued."""
     settings = _settings(request)
+    ops.walk.check_walk(body)  # checked whole here, its epochs too: 422 before any job
     check_proposer(body.proposer, settings)
     job = WalkJob(**body.model_dump(), walk_id=new_walk_id())
     return request.app.state.idempotency.once(key, "walks", body, lambda: _start(settings, job))

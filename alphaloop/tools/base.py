@@ -38,6 +38,9 @@ class Tool:
     args_model: type[BaseModel]
     fn: Callable[[Any, ToolContext], dict[str, Any]]
     acts: bool = False  # runs or stops work (asks for confirmation when someone can answer)
+    # Refuses arguments the operation would refuse (an error of the table), before anyone is
+    # asked to confirm a call that could not run.
+    check: Callable[[Any, ToolContext], object] | None = None
 
     def spec(self) -> dict[str, Any]:
         return openai_tool(self.name, self.description, self.args_model)
@@ -121,6 +124,11 @@ def call_tool(
         return failed(f"arguments are not a JSON object: {err.reason}", USAGE_STATUS)
     except ValidationError as err:
         return failed(_validation_message(err), http_status_of(err))
+    if tool.check is not None:
+        try:
+            tool.check(args, ctx)
+        except AlphaloopError as err:
+            return failed(_error_message(err), http_status_of(err))
     given = args.model_dump(mode="json", exclude_defaults=True)  # dates as text
     question = f"{tool.name}({json.dumps(given)})"
     if tool.acts and ctx.describe_only:

@@ -86,8 +86,14 @@ StartResearchArgs: Any = derive(
 )
 
 
+def check_research(args: Any, ctx: ToolContext) -> None:
+    """Refuses a session the research operation would refuse (before anyone confirms it)."""
+    session_spec(args)
+    check_proposer(args.proposer, ctx.settings)
+
+
 def start_research(args: Any, ctx: ToolContext) -> dict[str, Any]:
-    spec = session_spec(ResearchRequest(**args.model_dump()))
+    spec = session_spec(args)
     check_proposer(args.proposer, ctx.settings)
 
     def on_event(event: LoopEvent) -> None:
@@ -150,6 +156,7 @@ TOOLS = (
         StartResearchArgs,
         start_research,
         acts=True,
+        check=check_research,
     ),
     Tool(
         "stop_research",

@@ -21,8 +21,7 @@ _ARGS = ConfigDict(frozen=True, extra="forbid")
 _EPOCHS_SHOWN = 24  # a monthly walk has hundreds: the model reads the latest
 
 # The walk request as declared once, less the fields only the command line takes; a chat starts
-# small walks by default, and the confirmation asked before it runs is its guard. Its check
-# includes the epochs on the data: a start the data cannot hold answers 422 as the API does.
+# small walks by default, and the confirmation asked before it runs is its guard.
 StartWalkArgs: Any = derive(
     WalkRequest,
     "StartWalkArgs",
@@ -31,9 +30,15 @@ StartWalkArgs: Any = derive(
 )
 
 
-def start_walk(args: Any, ctx: ToolContext) -> dict[str, Any]:
+def check_walk(args: Any, ctx: ToolContext) -> None:
+    """Refuses a walk the walk operation would refuse, its epochs on the data included (a
+    start the data cannot hold answers 422 as the API does), before anyone confirms it."""
+    ops.walk.check_walk(args)
     check_proposer(args.proposer, ctx.settings)
-    spec = ops.walk.walk_spec(WalkRequest(**args.model_dump()))
+
+
+def start_walk(args: Any, ctx: ToolContext) -> dict[str, Any]:
+    spec = ops.walk.walk_spec(args)  # checked whole by check_walk, before the confirmation
     walk_id = ops.walk.start_walk(spec, ctx.settings)
     ctx.progress(f"walk {walk_id} started")
 
@@ -143,6 +148,7 @@ TOOLS = (
         StartWalkArgs,
         start_walk,
         acts=True,
+        check=check_walk,
     ),
     Tool(
         "walk_verdict",
