@@ -79,14 +79,14 @@ def finalize(ctx: SessionContext) -> None:
     chosen_from = selection(candidate, rows)
     if candidate is not None:
         final.update(_sharpe_odds(candidate, chosen_from))
-    excess = reference_evidence(ctx.data, ctx.trial_budget, tests)
+    excess = reference_evidence(ctx.data, ctx.spec.trial_budget, tests)
     final["excess"] = {
         ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
         for ref, e in excess.items()
     }
-    gates = ctx.gates.within(ctx.objective.max_drawdown)
+    gates = ctx.spec.gates.within(ctx.spec.objective.max_drawdown)
     final.update(_overfitting(chosen_from, final, excess, gates))
-    if chosen is not None and ctx.publish:
+    if chosen is not None and ctx.spec.publish:
         _publish_policy(ctx, chosen, best, final)
     elif chosen is not None:
         final["policy_note"] = NOT_PUBLISHED
@@ -118,7 +118,7 @@ def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | No
     base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
     if not kept or not base:
         return None, "no improvement found: no search trial was kept"
-    broken = violation_of(ctx.objective, base[0])
+    broken = violation_of(ctx.spec.objective, base[0])
     if broken is not None:
         return kept[0], (
             f"trial {kept[0].idx}, the best kept within the limits: the default breaks them "
@@ -346,7 +346,7 @@ def _admissibility(
     Without it a session where no trial met ``--max-drawdown`` would present the baseline's
     test figures and deflated Sharpe as "the best" with no word that nothing met the goal.
     """
-    objective = ctx.objective
+    objective = ctx.spec.objective
     limits = []
     if objective.max_drawdown is not None:
         limits.append(f"max drawdown <= {objective.max_drawdown:.1%}")

@@ -53,11 +53,11 @@ def job(
     policy_path: str | None = None,
 ) -> TrialJob:
     return TrialJob(
-        mode=ctx.mode,
+        mode=ctx.spec.mode,
         config=config,
-        budget=ctx.trial_budget,
+        budget=ctx.spec.trial_budget,
         seed=row.seed,
-        metric=ctx.objective.metric,
+        metric=ctx.spec.objective.metric,
         policy_dir=str(ctx.session_policy_dir),
         idx=row.idx,
         kind=row.kind,
@@ -90,7 +90,7 @@ def start_baselines(ctx: SessionContext) -> Iterator[TrialRecord]:
     seeds that has no outcome yet: a resumed session runs only what a kill cut short."""
     done = {t.seed for t in finished_trials(ctx, (TrialKind.baseline,))}
     config = TrialConfig()
-    for seed in range(ctx.seed, ctx.seed + ctx.noise_seeds):
+    for seed in range(ctx.spec.seed, ctx.spec.seed + ctx.spec.noise_seeds):
         if seed in done:
             continue
         row = ctx.journal.trials.start(
@@ -152,7 +152,7 @@ def propose_and_start(ctx: SessionContext) -> InFlight | None:
     flight, so it proposes something else), clips it and starts it, never a config the session
     already ran (see :func:`distinct_proposal`); None when a stop was requested while the
     proposer was thinking (an LLM can take minutes)."""
-    iteration = OpenSpan(ITERATION, iteration_attributes(ctx.session_id, ctx.mode))
+    iteration = OpenSpan(ITERATION, iteration_attributes(ctx.session_id, ctx.spec.mode))
     rows = finished_trials(ctx)
     context = proposal_context(ctx, rows, pending=[f.row for f in ctx.flight])
 
@@ -179,7 +179,7 @@ def _carried(
 ) -> tuple[Proposal, TrialConfig, list[BoundsClip]] | None:
     """The first of the session's start configs it has not run, as an edit of ``base``, or
     None when every one has run (or is in flight)."""
-    for start in ctx.start_configs:
+    for start in (TrialConfig(**c) for c in ctx.spec.start_configs):
         if ctx.journal.trials.twin(ctx.session_id, config_hash(start)) is not None:
             continue
         changes = {k: float(v) for k, v in start.model_dump().items() if getattr(base, k) != v}
@@ -188,7 +188,9 @@ def _carried(
             rationale="a start config: kept by an earlier epoch of this walk",
             proposer=CARRIED,
         )
-        config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
+        config, clips = clip(
+            base, proposal.delta(), ctx.data.n_assets, ctx.spec.trial_budget.n_envs
+        )
         if ctx.journal.trials.twin(ctx.session_id, config_hash(config)) is None:
             return proposal, config, clips
     return None
@@ -220,7 +222,9 @@ def distinct_proposal(
         proposal = _ask(proposer, context.model_copy(update={"rejected": list(notes)}))
         if filling:
             proposal = proposal.model_copy(update={"proposer": f"{proposer.name} (duplicate fill)"})
-        config, clips = clip(base, proposal.delta(), ctx.data.n_assets, ctx.trial_budget.n_envs)
+        config, clips = clip(
+            base, proposal.delta(), ctx.data.n_assets, ctx.spec.trial_budget.n_envs
+        )
         twin = ctx.journal.trials.twin(ctx.session_id, config_hash(config))
         if twin is None:
             return proposal, config, clips
@@ -240,7 +244,7 @@ def distinct_proposal(
 def rerun(ctx: SessionContext, cut: TrialRecord) -> InFlight:
     """Runs an interrupted search trial again: its config, seed, parent, proposal and clips
     (its new row's ``delta["rerun_of"]`` names the row it reruns)."""
-    attrs = {**iteration_attributes(ctx.session_id, ctx.mode), "alphaloop.rerun_of": cut.idx}
+    attrs = {**iteration_attributes(ctx.session_id, ctx.spec.mode), "alphaloop.rerun_of": cut.idx}
     iteration = OpenSpan(ITERATION, attrs)
     changes = dict((cut.delta or {}).get("changes", {}))
     proposal = Proposal(
@@ -272,7 +276,7 @@ def _start(
         config_hash=config_hash(config),
         delta=delta,
         parent_id=parent_id,
-        seed=ctx.seed if seed is None else seed,
+        seed=ctx.spec.seed if seed is None else seed,
         rationale=proposal.rationale,
         proposer=proposal.proposer,
         ran_on=ctx.where,
@@ -303,7 +307,7 @@ def awaiting_verdict(ctx: SessionContext) -> list[InFlight]:
     outcome is known (oldest first)."""
     held = []
     for row, text in ctx.journal.trials.awaiting_verdict(ctx.session_id):
-        attrs = iteration_attributes(ctx.session_id, ctx.mode, row.idx)
+        attrs = iteration_attributes(ctx.session_id, ctx.spec.mode, row.idx)
         iteration = OpenSpan(ITERATION, attrs)
         trial_span = iteration.child(TRIAL, trial_attributes(row))
         pending = _Held(TrialOutcome.model_validate_json(text))

@@ -98,11 +98,11 @@ class FoldedRun:
     def _job(self, i: int) -> TrialJob:
         ctx, n = self._ctx, len(self._ctx.folds)
         return TrialJob(
-            mode=ctx.mode,
+            mode=ctx.spec.mode,
             config=self._config,
-            budget=fold_budget(ctx.trial_budget, n, i),
+            budget=fold_budget(ctx.spec.trial_budget, n, i),
             seed=self._row.seed,
-            metric=ctx.objective.metric,
+            metric=ctx.spec.objective.metric,
             # The most recent fold's policy is the trial's (it trained on the latest data).
             policy_dir=str(ctx.session_policy_dir) if i == n - 1 else None,
             idx=self._row.idx,

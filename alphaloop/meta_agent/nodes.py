@@ -168,7 +168,7 @@ def run_seeds(
     for row in rows:
         span = iteration.child(TRIAL, flight.trial_attributes(row)) if iteration else None
         running.append((row, folding.FoldedRun(ctx, row, config), span))
-        if len(running) >= ctx.workers:
+        if len(running) >= ctx.spec.workers:
             finish()
     while running:
         finish()
@@ -219,14 +219,14 @@ def _without_bar(
     a trial that respects them: otherwise every admissible trial scoring below it would be
     discarded, and the session would end reporting the violating baseline as its best.
     """
-    violation = ctx.objective.violation(outcome.result.metrics)
+    violation = ctx.spec.objective.violation(outcome.result.metrics)
     if violation:
         return TrialVerdict(status=TrialStatus.discard, reason=violation)
     incumbent, _ = best_so_far(rows)
     if incumbent is None:
         return TrialVerdict(status=TrialStatus.keep, reason="first valid trial")
     if incumbent.kind == TrialKind.baseline:
-        base_breaks = violation_of(ctx.objective, incumbent)
+        base_breaks = violation_of(ctx.spec.objective, incumbent)
         if base_breaks:
             why = f"first trial within the limits; the baseline breaks them ({base_breaks})"
             return TrialVerdict(status=TrialStatus.keep, reason=why)
@@ -315,27 +315,27 @@ def finish_outcome(
     reason: str | None,
     seeds: SeedMean | None = None,
 ) -> TrialRecord:
-    return record_outcome(ctx.journal, ctx.objective, trial_id, outcome, status, reason, seeds)
+    return record_outcome(ctx.journal, ctx.spec.objective, trial_id, outcome, status, reason, seeds)
 
 
 def stop_reason(ctx: SessionContext) -> str | None:
     """Why the loop must stop now, or None to go on."""
-    if ctx.journal.trials.counted(ctx.session_id) >= ctx.budget:
-        return f"trial budget of {ctx.budget} reached"
-    if ctx.journal.sessions.stop_requested(ctx.session_id):
+    spec, journal, sid = ctx.spec, ctx.journal, ctx.session_id
+    if journal.trials.counted(sid) >= spec.budget:
+        return f"trial budget of {spec.budget} reached"
+    if journal.sessions.stop_requested(sid):
         return "stop requested"
-    if ctx.time_budget_s is not None:
-        if ctx.journal.trials.seconds(ctx.session_id) >= ctx.time_budget_s:
-            return f"time budget of {ctx.time_budget_s:g} s reached"
-    if ctx.max_tokens_total is not None and ctx.proposer.tokens_used() >= ctx.max_tokens_total:
-        return f"LLM token budget of {ctx.max_tokens_total} reached"
+    if spec.time_budget_s is not None and journal.trials.seconds(sid) >= spec.time_budget_s:
+        return f"time budget of {spec.time_budget_s:g} s reached"
+    if spec.max_tokens_total is not None and ctx.proposer.tokens_used() >= spec.max_tokens_total:
+        return f"LLM token budget of {spec.max_tokens_total} reached"
     return None
 
 
 def in_flight_limit(ctx: SessionContext) -> int:
     """Search trials in flight at once: one per worker, and with several workers
     :data:`LOOKAHEAD` more (see there)."""
-    return ctx.workers + LOOKAHEAD if ctx.workers > 1 else 1
+    return ctx.spec.workers + LOOKAHEAD if ctx.spec.workers > 1 else 1
 
 
 def may_start(ctx: SessionContext) -> bool:
@@ -344,6 +344,6 @@ def may_start(ctx: SessionContext) -> bool:
     against the budget."""
     if len(ctx.flight) >= in_flight_limit(ctx):
         return False
-    if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.budget:
+    if ctx.journal.trials.counted(ctx.session_id) + len(ctx.flight) >= ctx.spec.budget:
         return False
     return stop_reason(ctx) is None

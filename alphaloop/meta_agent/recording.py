@@ -113,23 +113,23 @@ def proposal_context(
     """
     rows = finished_trials(ctx) if rows is None else rows
     history = [_finished_view(ctx, t) for t in rows]
-    running = [trial_view(ctx.objective, t, _clips(ctx, t)) for t in pending or ()]
+    running = [trial_view(ctx.spec.objective, t, _clips(ctx, t)) for t in pending or ()]
     best, best_obj = best_so_far(rows)
     session = ctx.journal.sessions.get(ctx.session_id)
     counted = ctx.journal.trials.counted(ctx.session_id)
     return ProposalContext(
         session_id=ctx.session_id,
-        goal=ctx.goal,
-        objective=ctx.objective,
-        mode=ctx.mode,
+        goal=ctx.spec.goal,
+        objective=ctx.spec.objective,
+        mode=ctx.spec.mode,
         n_assets=ctx.data.n_assets,
-        budget_total=ctx.budget,
-        budget_left=max(ctx.budget - counted, 0),
+        budget_total=ctx.spec.budget,
+        budget_left=max(ctx.spec.budget - counted, 0),
         noise_floor=session.noise_floor or 0.0,
         best_config=TrialConfig(**best.config) if best else TrialConfig(),
         best_objective=best_obj,
         history=history,
-        seed=ctx.seed,
+        seed=ctx.spec.seed,
         pending=running,
     )
 
@@ -143,7 +143,7 @@ def _finished_view(ctx: SessionContext, t: TrialRecord) -> TrialView:
     it starts, and its row no longer changes once it has finished."""
     held = ctx.views.get(t.id)
     if held is None or held[0] is not t:
-        held = ctx.views[t.id] = (t, trial_view(ctx.objective, t, _clips(ctx, t)))
+        held = ctx.views[t.id] = (t, trial_view(ctx.spec.objective, t, _clips(ctx, t)))
     return held[1]
 
 

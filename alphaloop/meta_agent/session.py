@@ -94,28 +94,14 @@ def _context(
     proposer = make_proposer(spec.proposer, settings, journal, session_id)
     return SessionContext(
         session_id=session_id,
-        goal=spec.goal,
-        mode=spec.mode,
+        spec=spec,
         journal=journal,
         data=data,
-        objective=spec.objective,
         proposer=proposer,
-        trial_budget=spec.trial_budget,
-        budget=spec.budget,
-        seed=spec.seed,
-        noise_seeds=spec.noise_seeds,
-        confirm_seeds=spec.confirm_seeds,
         policy_dir=settings.policies_dir,
-        time_budget_s=spec.time_budget_s,
-        max_tokens_total=spec.max_tokens_total,
         on_event=on_event or ignore,
-        workers=spec.workers,
-        ray_address=spec.ray_address,
         folds=build_folds(data, spec.folds or 1),
-        gates=spec.gates.within(spec.objective.max_drawdown),
         settings=settings,
-        publish=spec.publish,
-        start_configs=[TrialConfig(**c) for c in spec.start_configs],
     )
 
 
@@ -201,7 +187,12 @@ def run_session(
         warm_up(spec.workers, spec.ray_address, spec.mode)
         ctx = _context(journal, session_id, spec, settings, on_event)
         ctx.runner = open_runner(
-            ctx.data, ctx.workers, ctx.ray_address, ctx.mode, settings, loss_journal(ctx)
+            ctx.data,
+            ctx.spec.workers,
+            ctx.spec.ray_address,
+            ctx.spec.mode,
+            settings,
+            loss_journal(ctx),
         )
         try:
             if spec != stored:

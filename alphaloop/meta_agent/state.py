@@ -1,4 +1,4 @@
-"""What the research loop runs with: the session's settings and the live objects (the runner,
+"""What the research loop runs with: the session's spec and the live objects (the runner,
 the trials in flight, the proposer), rebuilt on resume.
 
 The journal is the checkpoint of record: everything that happened (trials, verdicts, counts,
@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from alphaloop.journal import FollowedTrials, Journal, TrialRecord
-from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.events import OnEvent, ignore
 from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import Proposer, TrialView
 from alphaloop.meta_agent.tracing import OpenSpan
 from alphaloop.settings import Settings
-from alphaloop.spec import CONFIRM_SEEDS, Objective
-from alphaloop.trials import Rows, TrialBudget
-from alphaloop.validation import Gates
+from alphaloop.spec import SessionSpec
+from alphaloop.trials import Rows
 
 if TYPE_CHECKING:  # executors import this module
     from alphaloop.meta_agent.executors import Pending, TrialRunner
@@ -46,36 +44,20 @@ class InFlight:
 
 @dataclass
 class SessionContext:
-    """What the nodes need at run time: live objects that are rebuilt on resume."""
+    """What the nodes need at run time: the session's spec, as stored with it, and the live
+    objects rebuilt on resume."""
 
     session_id: str
-    goal: str
-    mode: str
+    spec: SessionSpec
     journal: Journal
     data: MarketData
-    objective: Objective
     proposer: Proposer
-    trial_budget: TrialBudget
-    budget: int
-    seed: int
-    noise_seeds: int
     policy_dir: Path
-    confirm_seeds: int = CONFIRM_SEEDS
-    time_budget_s: float | None = None
-    max_tokens_total: int | None = None
     on_event: OnEvent = ignore
-    workers: int = 1
-    ray_address: str | None = None
     # The walk-forward folds every trial is scored on (oldest first; see ``trials.folds``).
     folds: list[Rows] = field(default_factory=list)
-    # The go/no-go gates finalize judges the pick by (the session's, resolved).
-    gates: Gates = field(default_factory=Gates)
     # The settings the session runs under (the ``auto_activate`` rule reads them at finalize).
     settings: Settings | None = None
-    # Whether finalize publishes the pick to the policy library (not a walk's epochs).
-    publish: bool = True
-    # Configs the search tries first, before its proposer is asked (a walk's carried picks).
-    start_configs: list[TrialConfig] = field(default_factory=list)
     # Where trials run (opened by ``session`` for the graph's run) and what is in flight there,
     # oldest first; search trials a killed run interrupted wait in ``reruns`` to run again.
     runner: TrialRunner | None = None
@@ -106,8 +88,8 @@ class SessionContext:
         baseline's, so no confirmation shares a seed with a baseline run, and every candidate
         is confirmed on the same seeds (like with like, as the search trials share
         ``seed``)."""
-        first = self.seed + self.noise_seeds
-        return range(first, first + self.confirm_seeds)
+        first = self.spec.seed + self.spec.noise_seeds
+        return range(first, first + self.spec.confirm_seeds)
 
     @property
     def where(self) -> str | None:

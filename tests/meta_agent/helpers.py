@@ -9,16 +9,15 @@ from alphaloop.journal import Journal
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.proposers import RandomProposer
 from alphaloop.meta_agent.state import SessionContext
-from alphaloop.spec import Objective
-from alphaloop.trials import TrialBudget
+from alphaloop.spec import SessionSpec
 from tests.journal.journal_helpers import new_session
 
 
 def session_context(tmp_path: Path, **fields: Any) -> SessionContext:
     """The context of a ``cufolio_only`` session (random proposer, budget 10, seed 0, 3 noise
     seeds) journaled in a fresh journal under ``tmp_path``, with no market data unless
-    ``fields`` give it; ``fields`` set or replace any of the context's fields. The caller
-    closes ``context.journal``."""
+    ``fields`` give it; ``fields`` set or replace any of the context's fields, or of its spec's
+    (``objective``, ``workers``...). The caller closes ``context.journal``."""
     journal = Journal(tmp_path / "journal.db")
     sid = new_session(
         journal,
@@ -30,18 +29,15 @@ def session_context(tmp_path: Path, **fields: Any) -> SessionContext:
         data_fingerprint=None,
         settings={},
     )
+    own = set(SessionContext.__dataclass_fields__)  # ``data`` and ``folds`` are the context's
+    asked = {k: v for k, v in fields.items() if k in SessionSpec.model_fields and k not in own}
+    spec = SessionSpec(goal="g", mode="cufolio_only", proposer="random", budget=10, **asked)
     context: dict[str, Any] = {
         "session_id": sid,
-        "goal": "g",
-        "mode": "cufolio_only",
+        "spec": spec,
         "journal": journal,
         "data": MarketData.__new__(MarketData),
-        "objective": Objective(),
         "proposer": RandomProposer(),
-        "trial_budget": TrialBudget(),
-        "budget": 10,
-        "seed": 0,
-        "noise_seeds": 3,
         "policy_dir": tmp_path,
     }
-    return SessionContext(**(context | fields))
+    return SessionContext(**(context | {k: v for k, v in fields.items() if k not in asked}))
