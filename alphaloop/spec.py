@@ -87,13 +87,14 @@ def check_address(value: str | None) -> str | None:
     )
 
 
-def labelled_goal(goal: str, label: str) -> str:
-    """``goal`` followed by ``label`` within :data:`GOAL_MAX` characters: the goal is cut (with
-    an ellipsis), never the label, which says what the session is (a retrain, a walk's epoch)."""
-    room = GOAL_MAX - len(label)
+def labelled_goal(goal: str, *, before: str = "", after: str = "") -> str:
+    """``goal`` between ``before`` and ``after`` within :data:`GOAL_MAX` characters: the goal
+    is cut (with an ellipsis), never the labels, which say what the session is (a retrain, a
+    walk's epoch)."""
+    room = GOAL_MAX - len(before) - len(after)
     if len(goal) > room:
         goal = goal[: max(room - 1, 0)] + "…"
-    return f"{goal}{label}"
+    return f"{before}{goal}{after}"
 
 
 def _name_only(extra: dict[str, Any]) -> None:

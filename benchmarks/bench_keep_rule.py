@@ -223,7 +223,7 @@ def _sessions(kind: str, n_sessions: int, budget: int, home: str) -> tuple[list,
         sid = create_session(spec, settings)
         run_session(sid, settings)
         with Journal(settings.journal_path) as journal:
-            n_folds = journal.sessions.get(sid).settings["spec"]["folds"]
+            n_folds = journal.sessions.get(sid).spec.folds
             trials.append(_per_trial(journal, journal.trials.of_session(sid, series=False)))
     return trials, n_folds
 

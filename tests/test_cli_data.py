@@ -120,13 +120,15 @@ def test_research_stores_the_date_format_and_reviews_the_windows(
     expected = load_market(ambiguous_csv, date_format=DAY_FIRST).describe()
     with Journal(get_settings().journal_path) as journal:
         (session,) = journal.sessions.list()
-    stored = session.settings or {}
-    assert stored["spec"]["date_format"] == DAY_FIRST
     # What resume loads: the stored spec, date format included.
-    spec = session_module.SessionSpec(**stored["spec"])
+    spec, windows = session.spec, session.settings.data
+    assert spec is not None and spec.date_format == DAY_FIRST
     assert market_of(spec).fingerprint == session.data_fingerprint
-    assert {k: tuple(stored["data"][k]) for k in ("train", "validation", "test")} == {
-        k: expected[k] for k in ("train", "validation", "test")
-    }
+    assert windows is not None
+    assert (windows.train, windows.validation, windows.test) == (
+        expected["train"],
+        expected["validation"],
+        expected["test"],
+    )
     val = expected["validation"]
     assert f"validation {val[0]}..{val[1]}" in one_line(result.output)

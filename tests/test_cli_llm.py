@@ -158,9 +158,9 @@ def window_figures(tests: list[Any]) -> set[str]:
 def later_prompt(journal: Journal, sid: str, settings: Settings) -> str:
     """The prompt the proposer would get now, with the test rows in the journal."""
     from alphaloop.meta_agent.nodes import proposal_context
-    from alphaloop.meta_agent.session import SessionSpec, _context
+    from alphaloop.meta_agent.session import _context
 
-    spec = SessionSpec(**journal.sessions.get(sid).settings["spec"])
+    spec = journal.sessions.get(sid).spec
     return proposal_prompt(proposal_context(_context(journal, sid, spec, settings, None)))
 
 

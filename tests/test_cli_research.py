@@ -233,7 +233,7 @@ def test_a_drawdown_limit_discards_the_trials_that_break_it(settings: Settings) 
     broke = [t for t in search if max_drawdown(t.val_returns) > 0.121]
     assert broke and len(broke) < len(search)
     assert_verdicts_follow_the_rules(rows, limit=0.121)
-    assert s.objective["max_drawdown"] == 0.121
+    assert s.objective.max_drawdown == 0.121
     assert s.best_trial_id not in {t.id for t in broke}
 
 

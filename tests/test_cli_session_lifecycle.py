@@ -20,6 +20,7 @@ from alphaloop.journal import Journal
 from alphaloop.meta_agent import session as session_mod
 from alphaloop.meta_agent.session import SessionSpec, create_session, request_stop, run_session
 from alphaloop.settings import Settings
+from tests.journal.journal_helpers import store_settings
 
 GOAL = "maximise validation Sharpe"
 
@@ -183,9 +184,9 @@ def test_a_session_started_with_a_seed_now_refused_cannot_be_resumed(
 ) -> None:
     sid = create_session(spec(), settings)
     with Journal(settings.journal_path) as journal:
-        stored = journal.sessions.get(sid).settings
-        bad = {**stored, "spec": {**stored["spec"], "seed": -1}}
-        journal.sessions.update(sid, settings=bad, owner_pid=dead_pid)
+        stored = journal.sessions.get(sid).settings.model_dump(mode="json")
+        store_settings(journal, sid, {**stored, "spec": {**stored["spec"], "seed": -1}})
+        journal.sessions.update(sid, owner_pid=dead_pid)
     result = run_cli("research", "resume", sid)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output

@@ -26,7 +26,9 @@ from alphaloop.cli import scheduler as scheduler_cli
 from alphaloop.cli import trial as trial_cli
 from alphaloop.cli import views
 from alphaloop.journal import FinalReport
+from alphaloop.journal.setup import DataWindows, SessionSetup
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 from alphaloop.validation.report import ValidationReport
 
 WIDTH = 80
@@ -149,9 +151,12 @@ VALIDATION = ValidationReport.read({
 SESSION = NS(
     id=SESSION_ID, status="interrupted", mode="cufolio_only", proposer=PROPOSER, goal=GOAL,
     budget=100, final=FinalReport(stop_reason="budget", n_trials=40,
-    best_validation_objective=1.2345), objective={"metric": "sharpe",
-    "max_drawdown": 0.15}, noise_floor=0.05, data_source="sp500",
-    settings={"data": {"train": ["2005-01-03", "2016-12-30"]}},
+    best_validation_objective=1.2345), objective=Objective(metric="sharpe", max_drawdown=0.15),
+    noise_floor=0.05, data_source="sp500",
+    settings=SessionSetup(data=DataWindows(
+        source="sp500", fingerprint="fp", symbols=["AAPL", "MSFT"],
+        train=("2005-01-03", "2016-12-30"), validation=("2017-01-03", "2019-12-31"),
+        test=("2020-01-02", "2022-12-30"))),
 )  # fmt: skip
 
 VIEWS: dict[str, Callable[[], Any]] = {
@@ -290,7 +295,7 @@ def _fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ops, "prefs", prefs)
     policy = NS(
         id=7, kind=NS(value="mean_cvar"), source=NS(value="research"), session_id=SESSION_ID,
-        objective={"metric": "sharpe"}, val_objective=0.9711, val_metrics=METRICS,
+        objective=Objective(metric="sharpe"), val_objective=0.9711, val_metrics=METRICS,
         test_metrics=METRICS, gates_passed=False,
     )  # fmt: skip
     monkeypatch.setattr(

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from alphaloop.cli import app
 from alphaloop.journal import Journal
-from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget
 
@@ -34,7 +33,7 @@ def test_research_start_journals_the_options_and_reloads_them(settings: Settings
     with Journal(settings.journal_path) as journal:
         (session,) = journal.sessions.list()
         trials = journal.trials.of_session(session.id)
-    budget = SessionSpec(**session.settings["spec"]).trial_budget
+    budget = session.spec.trial_budget
     assert budget.model_dump(include=set(EXPECTED)) == EXPECTED
     assert budget == TrialBudget(total_timesteps=256, **EXPECTED)
     assert any(t.status != "crash" for t in trials)
@@ -92,4 +91,4 @@ def test_train_reports_the_options(settings: Settings) -> None:
     assert payload["env_steps"] == 256
     with Journal(settings.journal_path) as journal:
         (session,) = journal.sessions.list()
-    assert session.settings["spec"]["trial_budget"]["advantage"] == "reinforce_pp"
+    assert session.spec.trial_budget.advantage == "reinforce_pp"

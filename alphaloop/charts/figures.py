@@ -101,7 +101,7 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     Raises:
         InvalidRequest: the session has no finished trial yet.
     """
-    metric = (session.objective or {}).get("metric", "sharpe")
+    metric = session.objective.metric
     rows = sorted(
         (
             t

@@ -28,7 +28,7 @@ PolicyId = Annotated[int, typer.Argument(help="a library id (`alphaloop policies
 
 def _metric(record: Any, which: str) -> str:
     metrics = getattr(record, which) or {}
-    name = str(record.objective.get("metric", "sharpe"))
+    name = record.objective.metric
     value = metrics.get(name)
     return "-" if value is None else f"{value:.3f}"
 
@@ -78,7 +78,7 @@ def list_(as_json: JsonFlag = False) -> None:
             r.kind.value,
             r.source.value,
             r.session_id,
-            str(r.objective.get("metric", "sharpe")),
+            r.objective.metric,
             views.fmt(r.val_objective, "{:.3f}"),  # the figure its session ranked it by
             _metric(r, "test_metrics"),
             {True: "pass", False: "fail", None: "-"}[r.gates_passed]
@@ -105,11 +105,11 @@ def show(policy_id: PolicyId, as_json: JsonFlag = False) -> None:
         f"{p.session_id}, trial #{detail.trial_idx})"
         + (" [green]active[/green]" if detail.active else "")
     )
-    data = ", ".join(f"{k}={v}" for k, v in p.data_spec.items() if v is not None)
+    data = ", ".join(f"{k}={v}" for k, v in p.data_spec.model_dump().items() if v is not None)
     console.print(f"config {p.config_hash[:12]}, seed {p.seed}; data {escape(data)}")
     console.print(f"symbols: {escape(', '.join(p.symbols))}")
     gates = {True: "passed", False: "failed", None: "not evaluated"}[p.gates_passed]
-    metric = p.objective.get("metric", "sharpe")
+    metric = p.objective.metric
     console.print(f"objective {metric}; go/no-go gates {gates}")
     if p.val_objective is not None:
         console.print(

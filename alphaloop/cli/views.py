@@ -471,12 +471,28 @@ def stress_table(stress: StressReport, unseen_start: str | None = None) -> Table
 
 
 def session_header(session: Any) -> Panel:
-    data = (session.settings or {}).get("data", {})
-    windows = ", ".join(
-        f"{k} {v[0]}..{v[1]}" for k, v in data.items() if k in ("train", "validation", "test")
+    data = session.settings.data
+    windows = (
+        ", ".join(
+            f"{k} {a}..{b}"
+            for k, (a, b) in (
+                ("train", data.train),
+                ("validation", data.validation),
+                ("test", data.test),
+            )
+        )
+        if data
+        else ""
     )
-    objective = session.objective or {}
-    limits = ", ".join(f"{k}<={v:g}" for k, v in objective.items() if k != "metric" and v)
+    objective = session.objective
+    limits = ", ".join(
+        f"{k}<={v:g}"
+        for k, v in (
+            ("max_drawdown", objective.max_drawdown),
+            ("max_turnover", objective.max_turnover),
+        )
+        if v
+    )
     text = Text(f"{session.id}", style="bold")
     text.append(
         "\n".join(
@@ -485,8 +501,7 @@ def session_header(session: Any) -> Panel:
                 f"goal: {session.goal}",
                 f"mode: {session.mode}   proposer: {session.proposer}   "
                 f"budget: {session.budget} trials",
-                f"objective: {objective.get('metric', 'sharpe')}"
-                + (f" ({limits})" if limits else ""),
+                f"objective: {objective.metric}" + (f" ({limits})" if limits else ""),
                 f"noise floor (baseline spread): {fmt(session.noise_floor)}",
                 f"data: {session.data_source} [{windows}]",
             ]

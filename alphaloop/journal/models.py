@@ -14,10 +14,19 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, SerializationInfo, field_validator, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from alphaloop.journal.report import FinalReport
+from alphaloop.journal.setup import SessionSetup, read_objective
 from alphaloop.knobs import BoundsClip
+from alphaloop.spec import ManualRunSpec, Objective, SessionSpec
 from alphaloop.vocabulary import MANUAL_PROPOSER
 
 
@@ -121,7 +130,10 @@ class _Record(BaseModel):
 
 
 class SessionRecord(_Record):
-    """One research session: its goal, rules, budget and (once finished) its test-window result."""
+    """One research session (or manual run): its goal, rules, budget, what it was started with
+    (``settings``: its spec and its data's windows, typed) and, once finished, its test-window
+    result. ``goal``, ``mode``, ``proposer``, ``budget`` and ``seed`` are its spec's, kept as
+    columns the lists sort and filter by."""
 
     json_fields: ClassVar[frozenset[str]] = frozenset(
         {"objective", "settings", "baseline_config", "final"}
@@ -130,7 +142,7 @@ class SessionRecord(_Record):
     id: str
     goal: str
     mode: str
-    objective: dict[str, Any]
+    objective: Objective
     proposer: str
     budget: int
     time_budget_s: float | None = None
@@ -138,7 +150,7 @@ class SessionRecord(_Record):
     seed: int
     data_source: str
     data_fingerprint: str | None = None
-    settings: dict[str, Any]
+    settings: SessionSetup = SessionSetup()
     status: SessionStatus
     owner_pid: int | None = None
     created_at: str
@@ -156,6 +168,24 @@ class SessionRecord(_Record):
     def _known_keys(cls, value: Any) -> Any:
         # A report journaled by another alphaloop may hold keys this one does not know.
         return FinalReport.read(value) if isinstance(value, dict) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_stored(cls, row: Any) -> Any:
+        # A row written by an older alphaloop reads as what it meant (see SessionSetup.read).
+        if not isinstance(row, dict):
+            return row
+        read = {"objective": read_objective(row.get("objective"))}
+        if isinstance(row.get("settings"), dict):
+            manual = row.get("proposer") == MANUAL_PROPOSER
+            read["settings"] = SessionSetup.read(row["settings"], manual=manual)
+        return {**row, **read}
+
+    @property
+    def spec(self) -> SessionSpec | ManualRunSpec | None:
+        """What it was started with (None in a row that never held a spec, or holds one this
+        alphaloop refuses: ``settings.unread`` says why)."""
+        return self.settings.spec
 
     @property
     def manual(self) -> bool:

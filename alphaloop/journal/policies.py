@@ -7,10 +7,14 @@ import sqlite3
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from pydantic import field_validator
+
 from alphaloop.exceptions import AlphaloopError, NotFound
 from alphaloop.journal.codec import columns, now
 from alphaloop.journal.connection import JournalFile
 from alphaloop.journal.models import _Record
+from alphaloop.journal.setup import read_objective
+from alphaloop.spec import DataSpec, Objective, TrialBudget
 
 # Fields the journal fills in itself.
 _OWN_FIELDS = frozenset({"id", "created_at"})
@@ -51,9 +55,9 @@ class PolicyRecord(_Record):
     seed: int
     data_fingerprint: str | None = None
     symbols: list[str]
-    data_spec: dict[str, Any]
-    trial_budget: dict[str, Any]
-    objective: dict[str, Any]
+    data_spec: DataSpec
+    trial_budget: TrialBudget
+    objective: Objective
     val_objective: float | None = None
     val_metrics: dict[str, Any] | None = None
     test_metrics: dict[str, Any] | None = None
@@ -61,6 +65,11 @@ class PolicyRecord(_Record):
     path: str | None = None
     sha256: str | None = None
     created_at: str
+
+    @field_validator("objective", mode="before")
+    @classmethod
+    def _as_stored(cls, value: Any) -> Any:
+        return read_objective(value)
 
 
 class ReplayRecord(_Record):

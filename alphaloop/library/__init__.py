@@ -24,7 +24,7 @@ from alphaloop.library.files import (
     verified_policy_file,
 )
 from alphaloop.library.pointer import read_pointer, write_pointer
-from alphaloop.library.publish import KIND_OF_MODE, data_spec_of, publish_trial, try_publish
+from alphaloop.library.publish import KIND_OF_MODE, publish_trial, try_publish
 
 __all__ = [
     "KIND_OF_MODE",
@@ -32,7 +32,6 @@ __all__ = [
     "active_policy_id",
     "auto_activate",
     "copy_into_library",
-    "data_spec_of",
     "library_dir",
     "load_ppo",
     "no_go",

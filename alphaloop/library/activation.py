@@ -9,7 +9,6 @@ leaves the new pointer without its event; the pointer is the truth a reader acts
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from alphaloop.exceptions import ActivePolicyError
 from alphaloop.journal import AutoActivation, EventKind, Journal, PolicyKind, PolicyRecord
@@ -125,7 +124,7 @@ def auto_activate(
 
 def _beats(new: PolicyRecord, active: PolicyRecord, floor: float) -> str | None:
     """None when ``new`` beats ``active`` by more than ``floor``, else why not."""
-    metric_new, metric_active = _metric(new.objective), _metric(active.objective)
+    metric_new, metric_active = new.objective.metric, active.objective.metric
     if metric_new != metric_active:
         return (
             f"its objective ({metric_new}) and the active policy {active.id}'s ({metric_active}) "
@@ -140,7 +139,3 @@ def _beats(new: PolicyRecord, active: PolicyRecord, floor: float) -> str | None:
             f"{active.id}'s {active.val_objective:.4f} by more than the noise floor {floor:.4g}"
         )
     return None
-
-
-def _metric(objective: dict[str, Any]) -> str:
-    return str(objective.get("metric", "sharpe"))

@@ -33,15 +33,6 @@ KIND_OF_MODE: dict[str, PolicyKind] = {
 }
 
 
-def data_spec_of(session: SessionRecord) -> dict[str, Any]:
-    """How the session loaded its data (the :class:`~alphaloop.market.DataSpec` fields of its
-    stored spec), so an entry's data can be loaded again as it was."""
-    from alphaloop.spec import DataSpec
-
-    spec = (session.settings or {}).get("spec") or {}
-    return {k: v for k, v in spec.items() if k in DataSpec.model_fields}
-
-
 def publish_trial(
     journal: Journal,
     policies_dir: Path,
@@ -74,9 +65,11 @@ def publish_trial(
             )
         file, sha = copy_into_library(trial.policy_path, policies_dir)
         path = str(file)
-    spec = (session.settings or {}).get("spec") or {}
-    described = (session.settings or {}).get("data") or {}
-    symbols = described.get("symbols") or spec.get("symbols") or []
+    spec = session.spec
+    if spec is None:
+        raise AlphaloopError(f"session {session.id} holds no spec: its data cannot be recorded")
+    described = session.settings.data
+    symbols = described.symbols if described else spec.symbols or []
     record = journal.policies.add(
         kind=kind,
         source=PolicySource(source),
@@ -88,8 +81,8 @@ def publish_trial(
         seed=trial.seed if trial.seed is not None else session.seed,
         data_fingerprint=session.data_fingerprint,
         symbols=list(symbols),
-        data_spec=data_spec_of(session),
-        trial_budget=dict(spec.get("trial_budget") or {}),
+        data_spec=spec.data_spec,
+        trial_budget=spec.trial_budget,
         objective=session.objective,
         val_objective=trial.score,
         val_metrics=trial.metrics,

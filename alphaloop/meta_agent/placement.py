@@ -47,8 +47,9 @@ def journal_move(journal: Journal, session: SessionRecord, before: Spec, after: 
 
     logger.info("session %s: moved from %s to %s", session.id, place(before), place(after))
     journal.logs.add_event(session.id, EventKind.moved, {"from": place(before), "to": place(after)})
-    stored = {**session.settings, "spec": after.model_dump(mode="json")}
-    journal.sessions.update(session.id, settings=stored)
+    journal.sessions.update(
+        session.id, settings=session.settings.model_copy(update={"spec": after})
+    )
 
 
 def loss_journal(ctx: SessionContext) -> Callable[[TrialJob, int, str], None]:

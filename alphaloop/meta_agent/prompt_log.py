@@ -20,7 +20,6 @@ from alphaloop.llm import nemotron_system_prompt
 from alphaloop.meta_agent.proposers import ProposalContext
 from alphaloop.meta_agent.proposers.llm_prompt import messages_text, proposal_messages
 from alphaloop.meta_agent.recording import LOOP_KINDS, best_so_far, is_outcome, trial_view
-from alphaloop.spec import Objective
 
 __all__ = ["proposal_context_before", "render_proposal_prompt"]
 
@@ -32,7 +31,6 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
         NotFound: no such session.
     """
     session = journal.sessions.get(session_id)
-    spec = (session.settings or {}).get("spec", {})
     rows = [t for t in journal.trials.of_session(session_id, series=False) if t.idx < before_idx]
     this = journal.trials.of_session(session_id, series=False)
     started = next((t.started_at for t in this if t.idx == before_idx), None)
@@ -45,7 +43,7 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
     clips: dict[int, list[BoundsClip]] = {}
     for c in journal.logs.session_clips(session_id):
         clips.setdefault(c.trial_id, []).append(c.to_bounds_clip())
-    objective = Objective.model_validate(session.objective)
+    objective = session.objective
     best, best_obj = best_so_far(history)
     counted = sum(1 for t in history if t.counted)
     return ProposalContext(
@@ -53,14 +51,14 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
         goal=session.goal,
         objective=objective,
         mode=session.mode,
-        n_assets=len((session.settings or {}).get("data", {}).get("symbols", [])),
+        n_assets=len(session.settings.data.symbols) if session.settings.data else 0,
         budget_total=session.budget,
         budget_left=max(session.budget - counted, 0),
         noise_floor=session.noise_floor or 0.0,
         best_config=TrialConfig(**best.config) if best else TrialConfig(),
         best_objective=best_obj,
         history=[trial_view(objective, t, clips.get(t.id, [])) for t in history],
-        seed=int(spec.get("seed", session.seed)),
+        seed=session.seed,
         pending=[trial_view(objective, t, clips.get(t.id, [])) for t in pending],
     )
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 import logging
 import os
 
-from pydantic import ValidationError
-
 from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.journal import (
     EventKind,
@@ -224,18 +222,19 @@ def _check_runnable(session: SessionRecord) -> None:
 
 
 def _stored_spec(session: SessionRecord) -> SessionSpec:
-    """The spec the session was started with, as this alphaloop reads it."""
-    stored = dict(session.settings["spec"])
-    stored.setdefault("folds", 1)  # sessions from before folds scored VALIDATION alone
-    try:
-        return SessionSpec(**stored)
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(map(str, first["loc"]))
-        raise InvalidRequest(
-            f"session {session.id} was started with a setting this alphaloop refuses "
-            f"({where}: {first['msg']}, got {first.get('input')!r}); start a new session"
-        ) from None
+    """The spec the session was started with, as the journal reads it.
+
+    Raises:
+        InvalidRequest: the session holds a spec this alphaloop refuses (the message says
+            which setting), or none.
+    """
+    if isinstance(session.spec, SessionSpec):
+        return session.spec
+    why = session.settings.unread or "no research spec is stored with it"
+    raise InvalidRequest(
+        f"session {session.id} was started with a setting this alphaloop refuses ({why}); "
+        "start a new session"
+    )
 
 
 def _claim(journal: Journal, session: SessionRecord, reopen: bool) -> None:

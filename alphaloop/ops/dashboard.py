@@ -300,9 +300,9 @@ def calendar(settings: Settings, session_id: str) -> Calendar:
     """
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
-    stored = s.settings.get("spec") or {}
-    spec = DataSpec.model_validate({k: stored[k] for k in DataSpec.model_fields if k in stored})
-    return _calendar(spec.model_dump_json())
+    if s.spec is None:
+        raise InvalidRequest(f"session {s.id} does not say how its data was loaded")
+    return _calendar(s.spec.data_spec.model_dump_json())
 
 
 class BookHistory(BaseModel):

@@ -235,7 +235,7 @@ def _columns_of_study(j: Journal, session_id: str, points: int) -> Study:
     counts = j.folds.counts(ids)
     scored = [o for o in objective if o is not None]
     return Study(
-        metric=str(s.objective.get("metric", "objective")),
+        metric=s.objective.metric,
         idx=[cols["idx"][i] for i in keep],
         status=[cols["status"][i] for i in keep],
         objective=[objective[i] for i in keep],

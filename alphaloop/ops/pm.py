@@ -88,7 +88,7 @@ class RunReport(BaseModel):
 def _limits(settings: Settings, record: PolicyRecord) -> KillSwitch:
     """The kill switch of a book ticking ``record``: the drawdown limit the policy's session
     set travels with it, and the book's setting (``pm_max_drawdown``) may only tighten it."""
-    stated = record.objective.get("max_drawdown")
+    stated = record.objective.max_drawdown
     drawdown = settings.pm_max_drawdown
     if stated is not None:
         drawdown = min(float(stated), drawdown)

@@ -104,7 +104,7 @@ def _cost_bps(journal: Journal, policy_id: int | None) -> float:
             f"the harness cost of policy {policy_id} is unknown, so its T+5 label would be "
             f"guessed: {err}"
         ) from err
-    return float(budget.get("eval_cost_bps", default))
+    return budget.eval_cost_bps
 
 
 def _prices_for(
@@ -114,7 +114,7 @@ def _prices_for(
     if data is not None:
         spec = DataSpec(data=data)
     elif decision.policy_id is not None:
-        spec = DataSpec(**journal.policies.get(decision.policy_id).data_spec)
+        spec = journal.policies.get(decision.policy_id).data_spec
     else:
         raise InvalidRequest(
             f"decision {decision.id} has no policy to take its price data from; pass --data"

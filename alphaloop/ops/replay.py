@@ -35,7 +35,7 @@ from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.market import MIN_EVAL_ROWS, MarketData, market_of
 from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.series import session_budget, session_market
+from alphaloop.ops.series import session_market, stored_spec
 from alphaloop.settings import Settings
 from alphaloop.spec import DataSpec
 from alphaloop.trials import PolicySubject, Rows, TrialBudget, TrialResult, evaluate
@@ -90,7 +90,7 @@ class _Parent(BaseModel):
     budget: TrialBudget
     metric: str
     policy_path: str | None
-    data_spec: dict[str, Any]
+    data_spec: DataSpec
     symbols: list[str]
     session: SessionRecord
 
@@ -111,6 +111,7 @@ def _trial_parent(journal: Any, ref: str) -> _Parent:
     session_id, idx = parse_trial_ref(ref)
     trial = journal.trials.at(session_id, idx)
     session = journal.sessions.get(session_id)
+    spec = stored_spec(session)
     config = TrialConfig(**trial.config)
     path = None
     if session.mode in PPO_MODES:
@@ -128,11 +129,11 @@ def _trial_parent(journal: Any, ref: str) -> _Parent:
         config=config,
         hash=trial.config_hash or config_hash(config),
         seed=trial.seed if trial.seed is not None else session.seed,
-        budget=session_budget(session),
-        metric=str(session.objective.get("metric", "sharpe")),
+        budget=spec.trial_budget,
+        metric=session.objective.metric,
         policy_path=path,
-        data_spec=library.data_spec_of(session),
-        symbols=list((session.settings.get("data") or {}).get("symbols") or []),
+        data_spec=spec.data_spec,
+        symbols=session.settings.data.symbols if session.settings.data else [],
         session=session,
     )
 
@@ -149,8 +150,8 @@ def _policy_parent(journal: Any, policy_id: int) -> _Parent:
         config=TrialConfig(**record.config),
         hash=record.config_hash,
         seed=record.seed,
-        budget=TrialBudget(**record.trial_budget),
-        metric=str(record.objective.get("metric", "sharpe")),
+        budget=record.trial_budget,
+        metric=record.objective.metric,
         policy_path=path,
         data_spec=record.data_spec,
         symbols=record.symbols,
@@ -163,9 +164,9 @@ def _market(parent: _Parent, data: str | None) -> MarketData:
     if data is None:
         if parent.parent_trial_id is not None:
             return session_market(parent.session)
-        return market_of(DataSpec(**parent.data_spec))
-    symbols = parent.symbols or parent.data_spec.get("symbols")
-    return market_of(DataSpec(**{**parent.data_spec, "data": data, "symbols": symbols}))
+        return market_of(parent.data_spec)
+    symbols = parent.symbols or parent.data_spec.symbols
+    return market_of(parent.data_spec.model_copy(update={"data": data, "symbols": symbols}))
 
 
 def _day(text: str, flag: str) -> pd.Timestamp:
@@ -223,9 +224,10 @@ def _overlap_warning(parent: _Parent, data: MarketData, win: slice) -> str | Non
     """A sentence when a PPO policy is replayed on days it was trained on, else None."""
     if parent.mode not in PPO_MODES:
         return None
-    trained = (parent.session.settings.get("data") or {}).get("train")
-    if not trained:
+    described = parent.session.settings.data
+    if described is None:
         return None
+    trained = described.train
     t0, t1 = pd.Timestamp(trained[0]), pd.Timestamp(trained[1])
     w0, w1 = data.dates[win.start], data.dates[win.stop - 1]
     if w1 < t0 or w0 > t1:

@@ -35,11 +35,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop import telemetry
-from alphaloop.exceptions import Conflict, InvalidRequest
+from alphaloop.exceptions import AlphaloopError, Conflict, InvalidRequest
 from alphaloop.journal import Journal
 from alphaloop.journal.schedule import ScheduleOutcome, ScheduleRunRecord, ScheduleTrigger
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
+from alphaloop.spec import SessionSpec, labelled_goal
 
 logger = logging.getLogger(__name__)
 
@@ -249,24 +250,29 @@ def retrain_spec(settings: Settings) -> tuple[str, Any]:
     Raises:
         Skipped: no finished research session to retrain.
     """
-    from alphaloop.meta_agent.session import SessionSpec
-
     if not settings.journal_path.exists():
         raise Skipped("no journal yet: no finished research session to retrain")
     with open_journal(settings) as journal:
         done = [
             s
             for s in journal.sessions.list()
-            if s.status == "finished" and not s.manual and "spec" in s.settings
+            if s.status == "finished"
+            and not s.manual
+            and (s.spec is not None or s.settings.unread is not None)
         ]
     if not done:
         raise Skipped("no finished research session to retrain")
     last = done[0]
-    fields = {**last.settings["spec"], "train_end": None, "val_end": None, "test_end": None}
-    goal = fields.get("goal", last.goal)
+    if not isinstance(last.spec, SessionSpec):
+        raise AlphaloopError(
+            f"session {last.id} was started with a setting this alphaloop refuses "
+            f"({last.settings.unread}); it cannot be retrained"
+        )
+    goal = last.spec.goal
     if not goal.startswith("weekly retrain"):
-        fields["goal"] = f"weekly retrain of {last.id}: {goal}"
-    return last.id, SessionSpec(**fields)
+        goal = labelled_goal(goal, before=f"weekly retrain of {last.id}: ")
+    fields = {"goal": goal, "train_end": None, "val_end": None, "test_end": None}
+    return last.id, SessionSpec(**{**last.spec.model_dump(), **fields})
 
 
 def _retrain(settings: Settings) -> dict[str, Any]:

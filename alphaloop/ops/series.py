@@ -12,7 +12,6 @@ journaled daily returns. :class:`SessionSeries` hands the series to the charts
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from alphaloop.journal import SessionRecord, TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, market_of
 from alphaloop.metrics import compute_metrics
-from alphaloop.spec import DataSpec
+from alphaloop.spec import ManualRunSpec, SessionSpec
 from alphaloop.trials import TrialBudget
 from alphaloop.vocabulary import Mode
 
@@ -32,11 +31,16 @@ RETURNS_TOLERANCE = 1e-9
 METRICS_TOLERANCE = 1e-6
 
 
-def _spec(session: SessionRecord) -> dict[str, Any]:
-    spec = (session.settings or {}).get("spec")
-    if not isinstance(spec, dict):
-        raise AlphaloopError(f"session {session.id} does not record how its data was loaded")
-    return spec
+def stored_spec(session: SessionRecord) -> SessionSpec | ManualRunSpec:
+    """What the session was started with.
+
+    Raises:
+        AlphaloopError: it holds no spec this alphaloop reads (the message says why).
+    """
+    if session.spec is None:
+        why = session.settings.unread or "it holds no spec"
+        raise AlphaloopError(f"session {session.id} does not say how its data was loaded ({why})")
+    return session.spec
 
 
 def session_market(session: SessionRecord) -> MarketData:
@@ -45,9 +49,9 @@ def session_market(session: SessionRecord) -> MarketData:
     Raises:
         AlphaloopError: the data cannot be loaded any more, or it changed since the session ran.
     """
-    spec = _spec(session)
+    spec = stored_spec(session)
     try:
-        data = market_of(DataSpec(**{k: v for k, v in spec.items() if k in DataSpec.model_fields}))
+        data = market_of(spec)
     except Exception as err:  # a moved CSV, a changed column set: say which session it was
         raise AlphaloopError(f"cannot load the data of session {session.id}: {err}") from err
     if session.data_fingerprint and data.fingerprint != session.data_fingerprint:
@@ -61,7 +65,7 @@ def session_market(session: SessionRecord) -> MarketData:
 
 def session_budget(session: SessionRecord) -> TrialBudget:
     """The trial budget (evaluation cost, scenario window...) the session's trials ran with."""
-    return TrialBudget(**(_spec(session).get("trial_budget") or {}))
+    return stored_spec(session).trial_budget
 
 
 def trial_window(trial: TrialRecord) -> Window:

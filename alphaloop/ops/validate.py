@@ -26,6 +26,7 @@ from alphaloop.knobs import TrialConfig
 from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
+from alphaloop.spec import SessionSpec
 from alphaloop.validation import (
     CRISIS_WINDOWS,
     DEFAULT_BLOCKS,
@@ -120,9 +121,11 @@ def session_gates(session: SessionRecord, overrides: Gates | None = None) -> Gat
     created; the defaults under its drawdown limit for a session from before gates were
     stored), with the thresholds ``overrides`` sets explicitly on top: ``validate`` judges as
     finalize did unless asked otherwise."""
-    stored = ((session.settings or {}).get("spec") or {}).get("gates")
-    limit = (session.objective or {}).get("max_drawdown")
-    base = Gates.model_validate(stored) if stored else Gates().within(limit)
+    spec = session.spec
+    stored = spec.gates if isinstance(spec, SessionSpec) else Gates()
+    # Resolved when the session was created; a session from before gates were stored has
+    # the defaults, under its drawdown limit.
+    base = stored.within(session.objective.max_drawdown)
     if overrides is None:
         return base
     return base.model_copy(update={k: getattr(overrides, k) for k in overrides.model_fields_set})

@@ -14,8 +14,7 @@ from alphaloop.market import MarketData, load_prices, select_symbols, split
 from alphaloop.pipeline import pipeline_for
 from alphaloop.pm.killswitch import KillSwitch
 from alphaloop.pm.manager import TickSetup
-from alphaloop.spec import DataSpec
-from alphaloop.trials import PolicySubject, Rows, TrialBudget, evaluate
+from alphaloop.trials import PolicySubject, Rows, evaluate
 
 __all__ = ["MODE_OF_KIND", "evaluator_equity", "load_data", "setup_for"]
 
@@ -24,7 +23,7 @@ MODE_OF_KIND = {"ppo": "ppo_only", "mean_cvar": "cufolio_only", "unified": "unif
 
 def load_data(record: PolicyRecord, data: str | None) -> tuple[pd.DataFrame, MarketData]:
     """The entry's prices (its own data, or ``data`` instead) on its symbols, and their split."""
-    spec = DataSpec(**record.data_spec)
+    spec = record.data_spec
     if data is not None:
         spec = spec.model_copy(update={"data": data})
     prices = select_symbols(load_prices(spec.data, spec.fill, spec.date_format), record.symbols)
@@ -41,7 +40,7 @@ def setup_for(
     fractional: bool,
 ) -> TickSetup:
     """The entry's pipeline (its file hash-checked) and everything a tick of it needs."""
-    budget = TrialBudget(**record.trial_budget)
+    budget = record.trial_budget
     model = load_ppo(record) if record.kind != "mean_cvar" else None
     pipeline = pipeline_for(
         MODE_OF_KIND[record.kind],
@@ -86,7 +85,7 @@ def evaluator_equity(
     subject = PolicySubject(
         mode=MODE_OF_KIND[record.kind],  # type: ignore[arg-type]
         config=TrialConfig(**record.config),
-        budget=TrialBudget(**record.trial_budget),
+        budget=record.trial_budget,
         seed=record.seed,
         policy_path=None if path is None else str(path),
     )

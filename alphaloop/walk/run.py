@@ -39,6 +39,7 @@ from alphaloop.journal import (
 from alphaloop.market import market_of
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
+from alphaloop.spec import labelled_goal
 from alphaloop.validation import resolved_gates
 from alphaloop.walk.events import EpochBegun, EpochTraded, OnWalkEvent, ignore
 from alphaloop.walk.plan import Epoch, plan
@@ -88,10 +89,10 @@ def epoch_spec(
     nothing to the policy library (its pick trades history, never a live book), trying
     ``start_configs`` first."""
     s = spec.session
+    label = f" (walk {walk_id}, epoch {epoch.index}: {epoch.first_day}..{epoch.last_day})"
     return s.model_copy(
         update={
-            "goal": f"{s.goal} (walk {walk_id}, epoch {epoch.index}: "
-            f"{epoch.first_day}..{epoch.last_day})",
+            "goal": labelled_goal(s.goal, after=label),
             "train_end": epoch.train_end,
             "val_end": epoch.val_end,
             "test_end": epoch.test_end,
@@ -117,8 +118,8 @@ def carried(journal: Journal, walk_id: str, epoch: int, n: int) -> list[dict[str
     )
     if kept:
         return [dict(t.config) for t in kept[:n]]
-    session = journal.sessions.get(before.session_id)
-    return list(SessionSpec.model_validate(session.settings["spec"]).start_configs)[:n]
+    spec = journal.sessions.get(before.session_id).spec
+    return list(spec.start_configs)[:n] if isinstance(spec, SessionSpec) else []
 
 
 def run_epoch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from typing import Any
 
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.spec import Objective, SessionSpec, TrialBudget
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -25,15 +27,31 @@ def new_session(journal: Journal, **overrides: Any) -> str:
         data_source="synthetic",
         data_fingerprint="fp-123",
         settings={
-            "n_envs": 4,
-            "total_timesteps": 2048,
-            "train_end": "2020-12-31",
-            "val_end": "2022-12-31",
-            "eval_cost_bps": 10.0,
+            "spec": SessionSpec(
+                goal="maximise Sharpe, max drawdown under 15%",
+                objective=Objective(max_drawdown=0.15),
+                proposer="tpe",
+                budget=5,
+                seed=7,
+                data="synthetic",
+                train_end="2020-12-31",
+                val_end="2022-12-31",
+                trial_budget=TrialBudget(n_envs=4, total_timesteps=2048),
+                folds=1,
+            ).model_dump(mode="json")
         },
         baseline_config=TrialConfig().model_dump(),
     )
     return journal.sessions.create(**{**values, **overrides})
+
+
+def store_settings(journal: Journal, session_id: str, settings: dict[str, Any]) -> None:
+    """Writes a session's ``settings`` column as given, unchecked: a row another alphaloop (an
+    older one, or one with other bounds) wrote."""
+    with journal._write() as conn:
+        conn.execute(
+            "UPDATE sessions SET settings = ? WHERE id = ?", (json.dumps(settings), session_id)
+        )
 
 
 def new_trial(journal: Journal, session_id: str, **overrides: Any) -> TrialRecord:

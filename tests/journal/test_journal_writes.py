@@ -27,6 +27,7 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.llm import LLMCallRecord
+from alphaloop.spec import Objective, SessionSpec
 
 METRICS = {"sharpe": 1.25, "max_drawdown": 0.12, "profit_factor": math.inf, "n_days": 250}
 
@@ -42,8 +43,9 @@ def test_create_session_round_trip(journal: Journal) -> None:
         5,
         7,
     )
-    assert s.objective == {"metric": "sharpe", "max_drawdown": 0.15}
-    assert s.settings["eval_cost_bps"] == 10.0 and s.settings["train_end"] == "2020-12-31"
+    assert s.objective == Objective(metric="sharpe", max_drawdown=0.15)
+    assert isinstance(s.spec, SessionSpec) and s.spec.objective == s.objective
+    assert s.spec.trial_budget.eval_cost_bps == 10.0 and s.spec.train_end == "2020-12-31"
     assert s.baseline_config == TrialConfig().model_dump()
     assert (s.time_budget_s, s.max_tokens_total) == (600.0, 50_000)
     assert (s.data_source, s.data_fingerprint) == ("synthetic", "fp-123")

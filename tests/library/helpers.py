@@ -6,6 +6,7 @@ from typing import Any
 
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import TrialConfig, config_hash
+from alphaloop.spec import SessionSpec
 
 
 def session_and_trial(journal: Journal, mode: str = "ppo_only", **session: Any) -> TrialRecord:
@@ -19,7 +20,17 @@ def session_and_trial(journal: Journal, mode: str = "ppo_only", **session: Any) 
         seed=0,
         data_source="synthetic",
         data_fingerprint="fp",
-        settings={"spec": {"data": "synthetic"}, "data": {"symbols": ["A", "B"]}},
+        settings={
+            "spec": SessionSpec(goal="max Sharpe", mode=mode, data="synthetic").model_dump(),
+            "data": {
+                "source": "synthetic",
+                "fingerprint": "fp",
+                "symbols": ["A", "B"],
+                "train": ["2010-01-05", "2012-12-31"],
+                "validation": ["2013-01-02", "2013-12-31"],
+                "test": ["2014-01-02", "2014-12-31"],
+            },
+        },
         baseline_config=TrialConfig().model_dump(),
     )
     sid = journal.sessions.create(**{**values, **session})

@@ -63,7 +63,7 @@ def test_a_reader_sees_the_curve_grow_as_an_even_sample(
     assert run.trial.status == "keep" and run.trial.counted and run.trial.reason == "manual run"
     assert run.session.final.best_validation_objective == run.trial.objective
     assert run.session.proposer == "manual" and run.session.budget == 1
-    assert run.session.settings["spec"]["changes"] == KNOBS
+    assert run.session.spec.changes == KNOBS
 
 
 def test_clips_are_journaled(settings: Settings) -> None:

@@ -194,7 +194,7 @@ def test_a_session_runs_its_trials_on_ray(settings: Settings, local_ray: Any) ->
     with Journal(settings.journal_path) as journal:
         rows = journal.trials.of_session(sid, series=False)
         session = journal.sessions.get(sid)
-    assert session.settings["spec"]["ray_address"] == "auto"
+    assert session.spec.ray_address == "auto"
     assert [t.idx for t in rows] == list(range(len(rows)))
     assert session.status == "finished" and session.final.n_trials == 3
     search = [t for t in rows if t.kind == "search"]

@@ -603,9 +603,9 @@ def test_a_session_is_judged_by_its_own_gates_over_the_settings_over_the_default
     )
     run_session(sid, settings)
     s, _ = read(settings, sid)
-    stored = s.settings["spec"]["gates"]
-    assert (stored["min_sharpe"], stored["max_pbo"], stored["min_hit_rate"]) == (0.1, None, None)
-    assert stored["max_drawdown"] == 0.5 and stored["min_profit_factor"] == 1.1
+    stored = s.spec.gates
+    assert (stored.min_sharpe, stored.max_pbo, stored.min_hit_rate) == (0.1, None, None)
+    assert stored.max_drawdown == 0.5 and stored.min_profit_factor == 1.1
     results = {r.gate: r for r in s.final.gates.results}
     assert "pbo" not in results and "hit_rate" not in results
     assert results["sharpe"].threshold == 0.1 and results["max_drawdown"].threshold == 0.5

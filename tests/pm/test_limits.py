@@ -9,6 +9,7 @@ from alphaloop.meta_agent.finalize import _overfitting
 from alphaloop.metrics import Metrics
 from alphaloop.ops.pm import _limits
 from alphaloop.settings import Settings
+from alphaloop.spec import Objective
 from alphaloop.validation import Gates
 from alphaloop.validation.report import selection
 from tests.pm.helpers import add_policy
@@ -39,7 +40,7 @@ def test_the_kill_switch_starts_from_the_policys_limit_and_a_book_only_tightens_
     settings.home.mkdir(parents=True)
     with Journal(settings.journal_path) as journal:
         policy = add_policy(journal, settings, "mean_cvar")
-    limited = policy.model_copy(update={"objective": {"metric": "sharpe", "max_drawdown": 0.15}})
+    limited = policy.model_copy(update={"objective": Objective(max_drawdown=0.15)})
     assert settings.pm_max_drawdown == 0.25
     assert _limits(settings, policy).max_drawdown == 0.25  # no stated limit: the book's
     assert _limits(settings, limited).max_drawdown == 0.15  # the session's limit holds

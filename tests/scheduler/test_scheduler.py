@@ -88,9 +88,11 @@ def test_run_now_journals_each_run_and_list_shows_the_last(settings: Settings) -
 def test_a_failing_job_is_journaled_failed_and_exits_1(settings: Settings) -> None:
     # A journal holding a session whose spec this alphaloop refuses: the retrain fails.
     with Journal(settings.journal_path) as j:
+        from tests.journal.journal_helpers import store_settings
         from tests.server.helpers import new_session
 
-        sid = new_session(j, settings={"spec": {"goal": "g", "budget": -3}})
+        sid = new_session(j)
+        store_settings(j, sid, {"spec": {"goal": "g", "budget": -3}})
         j.sessions.update(sid, status="finished")
     result = CliRunner().invoke(app, ["scheduler", "run-now", "retrain", "--json"])
     assert result.exit_code == 1
