@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from alphaloop.charts._style import COLORS, new_figure
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.journal import SessionRecord, TrialRecord
+from alphaloop.journal import Ranking, SessionRecord, TrialKind, TrialRecord
 
 REWARD_TRACE = "mean episode reward"
 BASELINE_TRACE = "baseline"
@@ -134,7 +134,7 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     _markers(fig, base, BASELINE_TRACE, COLORS["baseline"], "diamond")
     _markers(fig, _search(rows, "discard"), DISCARDED_TRACE, COLORS["discarded"], "circle", 8)
     _markers(fig, _search(rows, "keep"), KEPT_TRACE, COLORS["kept"], "star", 14)
-    best_x, best_y = _incumbent(rows, base, base_mean)
+    best_x, best_y = _incumbent(rows)
     if best_x:
         fig.add_trace(
             go.Scatter(
@@ -210,27 +210,21 @@ def _failed_markers(fig: go.Figure, rows: list[TrialRecord]) -> None:
     )
 
 
-def _incumbent(
-    rows: list[TrialRecord], base: list[TrialRecord], base_mean: float | None
-) -> tuple[list[int], list[float]]:
-    """The step line: after each search trial, the bar the next one had to beat. As in the
-    loop, that is the best kept score so far (a confirmed trial's mean over its seeds), or the
-    baseline mean while none is kept."""
-    xs: list[int] = []
-    ys: list[float] = []
-    if base and base_mean is not None:
-        xs.append(base[-1].idx)
-        ys.append(base_mean)
-    best_kept: float | None = None
+def _incumbent(rows: list[TrialRecord]) -> tuple[list[int], list[float]]:
+    """The step line: after each search trial, the bar the next one had to beat, the session's
+    best as the loop ranked it then (:mod:`alphaloop.journal.ranking`): the best kept score so
+    far (a confirmed trial's mean over its seeds), or the baseline mean while none is kept."""
+    ranking = Ranking().add(t for t in rows if t.kind == TrialKind.baseline)
+    best = ranking.best
+    xs = [ranking.baselines[-1].idx] if best else []
+    ys = [best.score] if best else []
     for t in rows:
-        if t.kind != "search":
+        if t.kind != TrialKind.search:
             continue
-        if t.status == "keep" and t.score is not None:
-            best_kept = t.score if best_kept is None else max(best_kept, t.score)
-        bar = best_kept if best_kept is not None else base_mean
-        if bar is not None:
+        ranking = ranking.add([t])
+        if (best := ranking.best) is not None:
             xs.append(t.idx)
-            ys.append(bar)
+            ys.append(best.score)
     return xs, ys
 
 

@@ -28,7 +28,7 @@ def sessions(as_json: JsonFlag = False) -> None:
     """
     settings = get_settings()
     rows = guarded(ops.sessions.list_sessions, settings, with_best=True)
-    best = {r.session.id: ops_rows.best_of_trial(r.session, r.best) for r in rows}
+    best = {r.session.id: r.best for r in rows}
     if as_json:
         typer.echo(
             json.dumps(

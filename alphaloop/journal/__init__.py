@@ -27,15 +27,15 @@ from alphaloop.journal.models import (
     TrialKind,
     TrialRecord,
     TrialStatus,
-    best_kept,
     jsonable,
 )
 from alphaloop.journal.pages import TrialFilter
 from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
+from alphaloop.journal.ranking import Ranked, Ranking, best_kept, best_trial, kept_best_first
 from alphaloop.journal.report import AutoActivation, FinalReport, FoldsUsed, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
-from alphaloop.journal.trial_rankings import TrialScore
+from alphaloop.journal.tally import Tally, TrialScore
 from alphaloop.journal.trial_reads import FollowedTrials
 from alphaloop.journal.walk_report import (
     EpochLine,
@@ -77,11 +77,14 @@ __all__ = [
     "PolicyKind",
     "PolicyRecord",
     "PolicySource",
+    "Ranked",
+    "Ranking",
     "ReplayRecord",
     "RuleName",
     "RuleRecord",
     "SessionRecord",
     "SessionStatus",
+    "Tally",
     "Traded",
     "TrialFilter",
     "TrialKind",
@@ -93,8 +96,10 @@ __all__ = [
     "WalkReport",
     "WalkStatus",
     "best_kept",
+    "best_trial",
     "downsample_curve",
     "jsonable",
+    "kept_best_first",
     "pid_alive",
     "report_json",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
@@ -343,17 +343,3 @@ class ChartReadRecord(_Record):
     raw_text: str | None = None
     context: dict[str, Any]
     created_at: str
-
-
-def best_kept(trials: Iterable[TrialRecord]) -> TrialRecord | None:
-    """The best kept search trial among ``trials``: the highest :attr:`TrialRecord.score` (the
-    mean over its seeds when it was confirmed), ties to the earlier index. The research loop's
-    incumbent, finalize's best and ``journal.trials.best`` all rank this way (in SQL:
-    ``ORDER BY COALESCE(seed_mean, objective) DESC, idx ASC``). A kept trial beat the incumbent
-    of its time, so the last kept is also the best."""
-    kept = [
-        t
-        for t in trials
-        if t.kind == TrialKind.search and t.status == TrialStatus.keep and t.objective is not None
-    ]
-    return max(kept, key=lambda t: (t.score, -t.idx)) if kept else None

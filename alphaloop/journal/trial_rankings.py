@@ -11,15 +11,15 @@ from typing import Any, NamedTuple
 
 from alphaloop.journal.models import TrialKind, TrialRecord, TrialStatus
 from alphaloop.journal.pages import PAGE_COLUMNS, TrialFilter, order_by, where
+from alphaloop.journal.ranking import Ranking
 from alphaloop.journal.status import PARTLY_SCORED_SQL, SHOWN_SQL
-from alphaloop.journal.trial_reads import ALL_COLUMNS, TrialReads, columns_of
+from alphaloop.journal.tally import Tally, TrialScore, cache_key, keep, kept
+from alphaloop.journal.trial_reads import TrialReads, columns_of
 
 # Trials that finished with a verdict on their metrics, and the search/baseline kinds (the
 # validation window), as SQL bound parameters.
 _SCORED = (TrialStatus.keep.value, TrialStatus.discard.value)
 _VALIDATION_KINDS = (TrialKind.search.value, TrialKind.baseline.value)
-_BEST_FIRST = "ORDER BY violation IS NOT NULL, objective DESC, idx ASC"
-_BEST_KEPT_FIRST = "ORDER BY violation IS NOT NULL, COALESCE(seed_mean, objective) DESC, idx ASC"
 # A trial raced out ran fewer of its folds than there were: its objective is one fold's, not
 # comparable with a mean over all of them, so it ranks below every trial scored on all its folds.
 _PARTLY_SCORED = PARTLY_SCORED_SQL
@@ -28,44 +28,31 @@ _LEADERBOARD_FIRST = (
 )
 
 
-# Trials that can rank as a session's best (:meth:`Trials.best`): only theirs are read past the
-# per-day series, where ``violation`` and ``seed_mean`` are stored.
-_RANKED = (
-    "(kind = 'search' AND status = 'keep' OR kind = 'baseline' AND status IN ('keep', 'discard'))"
-)
+_SCORE_COLUMNS = "id, idx, kind, status, counted, objective, seed_mean"
 
 
-class TrialScore(NamedTuple):
-    """What a running tally of a session reads of one trial (:meth:`Trials.scores_from`):
-    ``violated`` (whether it breaks a limit) and ``seed_mean`` are None for a trial that cannot
-    rank as best (neither a kept search trial nor a scored baseline)."""
-
-    id: int
-    idx: int
-    kind: str
-    status: str
-    counted: bool
-    objective: float | None
-    violated: bool | None
-    seed_mean: float | None
+def _candidates(where: str = "") -> str:
+    """The light rows of a session's (``:s``) trials that may rank as its best
+    (:mod:`.ranking`): its kept search trials and scored baseline runs, each found through an
+    index (by status, by kind), so a long session's other rows are never read."""
+    return (
+        f"SELECT {_SCORE_COLUMNS} FROM trials WHERE session_id = :s AND status = 'keep' "
+        f"AND kind = 'search' {where} UNION ALL SELECT {_SCORE_COLUMNS} FROM trials "
+        f"WHERE session_id = :s AND kind = 'baseline' AND objective IS NOT NULL {where}"
+    )
 
 
 class SettledTrials(NamedTuple):
     """A session's trials before its first running one (:meth:`Trials.settled`): the last of
     their indexes (-1: none) and the id of that trial, how many were counted against the
-    budget, and the best kept search trial and best scored baseline among them, ranked as
-    :meth:`Trials.best` ranks."""
+    budget, and their ranking (:mod:`.ranking`)."""
 
     upto: int
     upto_id: int | None
     counted: int
-    search: TrialScore | None
-    baseline: TrialScore | None
+    ranking: Ranking[TrialScore]
 
 
-_SCORE_COLUMNS = (
-    "id, idx, kind, status, counted, objective, violation IS NOT NULL AS violated, seed_mean"
-)
 # The first running trial's index (or past any index), for the statement of Trials.settled.
 _FIRST_RUNNING = (
     "WITH first AS (SELECT COALESCE(MIN(idx), 9223372036854775807) AS i FROM trials "
@@ -74,14 +61,7 @@ _FIRST_RUNNING = (
 
 
 def _score(row: dict[str, Any]) -> TrialScore:
-    violated = row["violated"]
-    return TrialScore(
-        **{
-            **row,
-            "counted": bool(row["counted"]),
-            "violated": None if violated is None else bool(violated),
-        }
-    )
+    return TrialScore(**{**row, "counted": bool(row["counted"])})
 
 
 class TrialRankings(TrialReads):
@@ -128,23 +108,17 @@ class TrialRankings(TrialReads):
             (session_id, *_VALIDATION_KINDS, TrialStatus.running.value, k),
         )
 
+    def ranking(self, session_id: str) -> Ranking[TrialScore]:
+        """The session's ranking (:mod:`.ranking`), from the light rows of the trials that may
+        rank (its kept search trials and scored baselines: a few, at any length)."""
+        rows = self._journal._rows(_candidates(), {"s": session_id})
+        return Ranking().add(map(_score, rows))
+
     def best(self, session_id: str) -> TrialRecord | None:
-        """The best kept search trial (ranked as :func:`~.models.best_kept` ranks: by the mean
-        over its seeds when it was confirmed); else the best baseline (one within the limits
-        first); else None."""
-        for kind, statuses, order in (
-            (TrialKind.search, (TrialStatus.keep.value,), _BEST_KEPT_FIRST),
-            (TrialKind.baseline, _SCORED, _BEST_FIRST),
-        ):
-            marks = ", ".join("?" for _ in statuses)
-            rows = self._records(
-                f"SELECT {ALL_COLUMNS} FROM trials WHERE session_id = ? AND kind = ? "
-                f"AND status IN ({marks}) AND objective IS NOT NULL {order} LIMIT 1",
-                (session_id, kind.value, *statuses),
-            )
-            if rows:
-                return rows[0]
-        return None
+        """The session's best trial (:mod:`.ranking`: the best kept search trial, else the
+        default's first baseline run), or None before any could rank."""
+        best = self.ranking(session_id).best
+        return self.get(best.trial.id) if best is not None else None
 
     def seconds(self, session_id: str) -> float:
         """Seconds the session's finished trials took, all kinds together."""
@@ -206,16 +180,40 @@ class TrialRankings(TrialReads):
         sql = f"SELECT {PAGE_COLUMNS} FROM trials WHERE session_id = ? ORDER BY idx DESC LIMIT ?"
         return self._records(sql, (session_id, n))
 
+    def tally(self, session_id: str) -> Tally:
+        """The session's tally now (:mod:`.tally`): its counted trials and its ranking, the
+        kept tally with the trials journaled since folded in."""
+        key = cache_key(self._journal.path, session_id)
+        known = kept(key)
+        tally, rows = known, []
+        if tally is not None:
+            # Read from the last trial kept: still there, the journal is the one it was read
+            # from (a copy written over the file in place is not).
+            rows = self.scores_from(session_id, max(tally.upto, 0))
+            if tally.upto >= 0:
+                head, rows = (rows[0], rows[1:]) if rows else (None, [])
+                if head is None or head.id != tally.upto_id:
+                    tally = None
+        if tally is None:  # a first read: summed up in SQL
+            summed = self.settled(session_id)
+            tally = Tally(summed.upto, summed.upto_id, summed.counted, summed.ranking)
+            rows = self.scores_from(session_id, tally.upto + 1)
+        running = TrialStatus.running.value
+        first_running = next((i for i, r in enumerate(rows) if r.status == running), len(rows))
+        if first_running:
+            last = rows[first_running - 1]
+            tally = tally.add(rows[:first_running])._replace(upto=last.idx, upto_id=last.id)
+        if tally is not known:
+            keep(key, tally)
+        return tally.add([r for r in rows[first_running:] if r.status != running])
+
     def scores_from(self, session_id: str, start: int) -> list[TrialScore]:
         """The session's trials of index ``start`` and above, in index order, as light rows:
-        what a tally of its budgeted trials and best reads (:mod:`alphaloop.ops.tally`).
+        what a tally of its budgeted trials and best reads (:meth:`tally`).
         Through the index on ``(session_id, idx)``: the few trials since an earlier read cost
         the same at any length, and every row comes from one snapshot of the journal."""
         rows = self._journal._rows(
-            f"SELECT id, idx, kind, status, counted, objective, "
-            f"CASE WHEN {_RANKED} THEN violation IS NOT NULL END AS violated, "
-            f"CASE WHEN {_RANKED} THEN seed_mean END AS seed_mean "
-            "FROM trials WHERE session_id = ? AND idx >= ? ORDER BY idx",
+            f"SELECT {_SCORE_COLUMNS} FROM trials WHERE session_id = ? AND idx >= ? ORDER BY idx",
             (session_id, start),
         )
         return [_score(r) for r in rows]
@@ -223,17 +221,9 @@ class TrialRankings(TrialReads):
     def settled(self, session_id: str) -> SettledTrials:
         """The session's trials before its first running one, summed up in SQL (one statement,
         so one snapshot of the journal): what a tally reads of a session the first time
-        (:mod:`alphaloop.ops.tally`), at the cost of one :meth:`best`; later reads need only
+        (:mod:`.tally`), at the cost of one :meth:`ranking`; later reads need only
         :meth:`scores_from` the last index."""
         before = "AND idx < (SELECT i FROM first)"
-
-        def best(kind: str, statuses: str, order: str) -> str:
-            return (
-                f"SELECT * FROM (SELECT {_SCORE_COLUMNS} FROM trials WHERE session_id = :s "
-                f"AND kind = {kind} AND status IN ({statuses}) AND objective IS NOT NULL "
-                f"{before} {order} LIMIT 1)"
-            )
-
         last = f"FROM trials WHERE session_id = :s {before} ORDER BY idx DESC LIMIT 1"
         # Every counted trial but those from the first running on, through the covering index
         # rather than the trials' rows (a running trial is never counted).
@@ -245,20 +235,14 @@ class TrialRankings(TrialReads):
         rows = self._journal._rows(
             f"{_FIRST_RUNNING} SELECT (SELECT id {last}) AS id, COALESCE((SELECT idx {last}), -1) "
             f"AS idx, NULL AS kind, NULL AS status, {counted} AS counted, NULL AS objective, "
-            "NULL AS violated, NULL AS seed_mean "
-            f"UNION ALL {best(':search', ':keep', _BEST_KEPT_FIRST)} "
-            f"UNION ALL {best(':baseline', ':keep, :discard', _BEST_FIRST)}",
-            {"s": session_id, "search": TrialKind.search.value, "keep": TrialStatus.keep.value,
-             "baseline": TrialKind.baseline.value, "discard": TrialStatus.discard.value},
-        )  # fmt: skip
+            f"NULL AS seed_mean UNION ALL {_candidates(before)}",
+            {"s": session_id},
+        )
         head, found = rows[0], [_score(r) for r in rows[1:]]
         return SettledTrials(
-            upto=head["idx"],
-            upto_id=head["id"],
-            counted=head["counted"],
-            search=next((r for r in found if r.kind == TrialKind.search.value), None),
-            baseline=next((r for r in found if r.kind == TrialKind.baseline.value), None),
-        )
+            upto=head["idx"], upto_id=head["id"], counted=head["counted"],
+            ranking=Ranking().add(found),
+        )  # fmt: skip
 
     def search_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's search trials as columns (``id``, ``idx``, shown ``status``,

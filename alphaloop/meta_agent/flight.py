@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterator
 
 from alphaloop import telemetry
-from alphaloop.journal import EventKind, TrialKind, TrialRecord
+from alphaloop.journal import EventKind, TrialKind, TrialRecord, best_trial
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.events import Proposal, TrialStarted
 from alphaloop.meta_agent.executors import Pending, TrialJob
@@ -30,7 +30,6 @@ from alphaloop.meta_agent.folding import FoldedRun
 from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, Proposer, TPEProposer
 from alphaloop.meta_agent.recording import (
-    best_so_far,
     confirmations,
     finished_trials,
     proposal_context,
@@ -156,8 +155,8 @@ def propose_and_start(ctx: SessionContext) -> InFlight | None:
     rows = finished_trials(ctx)
     context = proposal_context(ctx, rows, pending=[f.row for f in ctx.flight])
 
-    best, _ = best_so_far(rows)
-    base = TrialConfig(**best.config) if best else TrialConfig()
+    best = best_trial(rows)
+    base = TrialConfig(**best.trial.config) if best else TrialConfig()
     carried = _carried(ctx, base)
     if carried is not None:
         proposal, config, clips = carried
@@ -167,7 +166,7 @@ def propose_and_start(ctx: SessionContext) -> InFlight | None:
         iteration.end()
         return None
     delta = {"changes": proposal.changes, "rationale": proposal.rationale}
-    parent = best.id if best else None
+    parent = best.trial.id if best else None
     return _start(ctx, iteration, proposal, config, clips, parent, delta)
 
 

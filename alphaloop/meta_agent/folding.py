@@ -34,13 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from alphaloop.journal import FoldRecord, TrialKind, TrialRecord
+from alphaloop.journal import FoldRecord, TrialKind, TrialRecord, best_trial
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent.executors import Pending, TrialJob, finished, outcome_of
 from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import (
-    best_so_far,
     confirmations,
     finished_trials,
     is_outcome,
@@ -275,10 +274,10 @@ def raced_out(ctx: SessionContext, folds: list[int], result: TrialResult) -> str
     their aggregate), or None to run on (see the module docstring); a trial with no incumbent
     to race against runs on."""
     rows = finished_trials(ctx)
-    incumbent, _ = best_so_far(rows)
+    incumbent = best_trial(rows)
     if incumbent is None:
         return None
-    theirs = seed_mean_returns(ctx, seed_rows(ctx, rows, incumbent), folds)
+    theirs = seed_mean_returns(ctx, seed_rows(ctx, rows, incumbent.trial), folds)
     pair = aligned_matrix([result.daily_returns, theirs])
     try:
         test = sharpe_difference(pair[:, 0], pair[:, 1])

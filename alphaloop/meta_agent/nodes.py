@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import telemetry
 from alphaloop.exceptions import TrialCrashed
-from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
+from alphaloop.journal import TrialKind, TrialRecord, TrialStatus, best_trial
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import flight, folding, keep_rule
 from alphaloop.meta_agent.events import TrialFinished
@@ -33,7 +33,6 @@ from alphaloop.meta_agent.executors import Pending, outcome_of
 from alphaloop.meta_agent.keep_rule import SeedMean
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import (
-    best_so_far,
     confirmations,
     finished_trials,
     incumbent_seeds,
@@ -222,11 +221,11 @@ def _without_bar(
     violation = ctx.spec.objective.violation(outcome.result.metrics)
     if violation:
         return TrialVerdict(status=TrialStatus.discard, reason=violation)
-    incumbent, _ = best_so_far(rows)
-    if incumbent is None:
+    best = best_trial(rows)
+    if best is None:
         return TrialVerdict(status=TrialStatus.keep, reason="first valid trial")
-    if incumbent.kind == TrialKind.baseline:
-        base_breaks = violation_of(ctx.spec.objective, incumbent)
+    if best.trial.kind == TrialKind.baseline:
+        base_breaks = violation_of(ctx.spec.objective, best.trial)
         if base_breaks:
             why = f"first trial within the limits; the baseline breaks them ({base_breaks})"
             return TrialVerdict(status=TrialStatus.keep, reason=why)
@@ -245,9 +244,11 @@ def screened(
     rows = finished_trials(ctx) if rows is None else rows
     if _without_bar(ctx, outcome, rows) is not None:
         return None
-    incumbent, _ = best_so_far(rows)
+    incumbent = best_trial(rows)
+    if incumbent is None:  # _without_bar keeps a trial with no bar to clear
+        return None
     return keep_rule.screen(
-        outcome.result.objective, incumbent_seeds(rows, incumbent), seed_noise(rows)
+        outcome.result.objective, incumbent_seeds(rows, incumbent.trial), seed_noise(rows)
     )
 
 
@@ -296,8 +297,10 @@ def window_comparison(
     """Step 3 of the keep rule: a candidate's daily returns over the folds (``result``'s, and
     its ``confirms`` seeds', averaged day by day) against the incumbent's seed-mean, on the same
     days."""
-    incumbent, _ = best_so_far(rows)
-    theirs = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, incumbent))
+    incumbent = best_trial(rows)
+    if incumbent is None:  # a verdict compares only a trial that had a bar to clear
+        raise RuntimeError("no incumbent to compare the days with")
+    theirs = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, incumbent.trial))
     series = [result.daily_returns, *(folding.fold_returns(ctx, t) for t in confirms)]
     return folding.compare_days(ctx, aligned_matrix(series).mean(axis=1), theirs)
 

@@ -14,12 +14,12 @@ rendering equals the journaled prompt.
 from __future__ import annotations
 
 from alphaloop import prompts
-from alphaloop.journal import EventKind, Journal, TrialKind, TrialRecord
+from alphaloop.journal import EventKind, Journal, TrialKind, TrialRecord, best_trial
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.llm import nemotron_system_prompt
 from alphaloop.meta_agent.proposers import ProposalContext
 from alphaloop.meta_agent.proposers.llm_prompt import messages_text, proposal_messages
-from alphaloop.meta_agent.recording import LOOP_KINDS, best_so_far, is_outcome, trial_view
+from alphaloop.meta_agent.recording import LOOP_KINDS, is_outcome, trial_view
 
 __all__ = ["proposal_context_before", "render_proposal_prompt"]
 
@@ -44,7 +44,7 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
     for c in journal.logs.session_clips(session_id):
         clips.setdefault(c.trial_id, []).append(c.to_bounds_clip())
     objective = session.objective
-    best, best_obj = best_so_far(history)
+    best = best_trial(history)
     counted = sum(1 for t in history if t.counted)
     return ProposalContext(
         session_id=session_id,
@@ -55,8 +55,8 @@ def proposal_context_before(journal: Journal, session_id: str, before_idx: int) 
         budget_total=session.budget,
         budget_left=max(session.budget - counted, 0),
         noise_floor=session.noise_floor or 0.0,
-        best_config=TrialConfig(**best.config) if best else TrialConfig(),
-        best_objective=best_obj,
+        best_config=TrialConfig(**best.trial.config) if best else TrialConfig(),
+        best_objective=best.score if best else None,
         history=[trial_view(objective, t, clips.get(t.id, [])) for t in history],
         seed=session.seed,
         pending=[trial_view(objective, t, clips.get(t.id, [])) for t in pending],

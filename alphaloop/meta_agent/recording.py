@@ -6,8 +6,6 @@ written the same way whoever ran it.
 
 from __future__ import annotations
 
-import statistics
-
 from alphaloop.journal import (
     FINISHED_STATUSES,
     MAX_CURVE_POINTS,
@@ -15,7 +13,7 @@ from alphaloop.journal import (
     TrialKind,
     TrialRecord,
     TrialStatus,
-    best_kept,
+    best_trial,
 )
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean
@@ -79,22 +77,6 @@ def incumbent_seeds(rows: list[TrialRecord], incumbent: TrialRecord) -> SeedMean
     return SeedMean(mean=incumbent.objective, n=1)
 
 
-def best_so_far(rows: list[TrialRecord]) -> tuple[TrialRecord | None, float | None]:
-    """The incumbent among finished ``rows``: the best kept search trial (:func:`best_kept`)
-    with its mean over its seeds, else the first baseline with the baseline mean.
-
-    A mean (not the luckiest seed) is the bar a search trial must clear.
-    """
-    best = best_kept(rows)
-    if best is not None:
-        return best, best.score
-    base = _baseline_objectives(rows)
-    if not base:
-        return None, None
-    first = next(t for t in rows if t.kind == TrialKind.baseline and t.objective is not None)
-    return first, statistics.fmean(base)
-
-
 def violation_of(objective: Objective, row: TrialRecord) -> str | None:
     """The limit ``row``'s metrics break, computed (not read from ``row.violation``) so rows of
     a schema-1 journal, which never had it, are judged too."""
@@ -114,7 +96,7 @@ def proposal_context(
     rows = finished_trials(ctx) if rows is None else rows
     history = [_finished_view(ctx, t) for t in rows]
     running = [trial_view(ctx.spec.objective, t, _clips(ctx, t)) for t in pending or ()]
-    best, best_obj = best_so_far(rows)
+    best = best_trial(rows)
     session = ctx.journal.sessions.get(ctx.session_id)
     counted = ctx.journal.trials.counted(ctx.session_id)
     return ProposalContext(
@@ -126,8 +108,8 @@ def proposal_context(
         budget_total=ctx.spec.budget,
         budget_left=max(ctx.spec.budget - counted, 0),
         noise_floor=session.noise_floor or 0.0,
-        best_config=TrialConfig(**best.config) if best else TrialConfig(),
-        best_objective=best_obj,
+        best_config=TrialConfig(**best.trial.config) if best else TrialConfig(),
+        best_objective=best.score if best else None,
         history=history,
         seed=ctx.spec.seed,
         pending=running,

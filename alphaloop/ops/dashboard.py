@@ -18,7 +18,6 @@ from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import (
     ClipRecord,
     FinalReport,
-    Journal,
     SessionRecord,
     TrialFilter,
     TrialRecord,
@@ -27,8 +26,7 @@ from alphaloop.journal.pages import METRIC_SORT, SORTS
 from alphaloop.knobs import KNOB_NAMES
 from alphaloop.market import market_of
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.rows import Best, TrialRow, best_of_trial, is_final, row_of, rows_of
-from alphaloop.ops.tally import Tally, tally
+from alphaloop.ops.rows import Best, TrialRow, best_of, row_of, rows_of
 from alphaloop.settings import Settings
 from alphaloop.spec import DataSpec
 
@@ -79,20 +77,6 @@ def display_status(s: SessionRecord) -> str:
     return status
 
 
-def best_of(j: Journal, s: SessionRecord, t: Tally) -> Best | None:
-    """The best of session ``s`` whose tally is ``t`` (see :class:`Best`); None before any
-    trial could rank."""
-    if is_final(s) and s.best_trial_id is not None:
-        return best_of_trial(s, j.trials.get(s.best_trial_id))
-    ranked = t.search or t.baseline
-    if ranked is None:
-        return None
-    return Best(
-        trial_id=None, idx=-ranked[0][2], kind="search" if t.search else "baseline",
-        objective=ranked[1], final=False,
-    )  # fmt: skip
-
-
 class SessionRow(BaseModel):
     """One session of the dashboard's list: ``trials`` counts the search trials the budget
     counts, ``rows`` every journaled trial (baseline seeds, confirmations, TEST)."""
@@ -140,8 +124,8 @@ def _row(n: int, s: SessionRecord, trials: int, best: Best | None) -> SessionRow
 
 def session_rows(settings: Settings) -> list[SessionRow]:
     """Every research session, newest first, with its verdict (manual runs left out). Each
-    session's trial count and best come from its tally (:mod:`.tally`): a list polled while
-    sessions of 50,000 trials run reads only their trials since the last poll."""
+    session's trial count and best come from its tally (``journal.trials.tally``): a list
+    polled while sessions of 50,000 trials run reads only their trials since the last poll."""
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as j:
@@ -150,7 +134,7 @@ def session_rows(settings: Settings) -> list[SessionRow]:
         rows = []
         for n, s in numbered:
             if not s.manual:
-                t = tally(j, s.id)
+                t = j.trials.tally(s.id)
                 rows.append(_row(n, s, t.counted, best_of(j, s, t)))
         return rows
 
@@ -267,7 +251,7 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
             s = found[0]
         else:
             s = j.sessions.get(session_id)
-        t = tally(j, s.id)
+        t = j.trials.tally(s.id)
         return Pulse(session=s, status=display_status(s), trials=j.trials.total(s.id),
                      counted=t.counted, tail=rows_of(j, j.trials.tail(s.id)),
                      best=best_of(j, s, t))  # fmt: skip
@@ -344,7 +328,6 @@ __all__ = [
     "Pulse",
     "SessionRow",
     "TrialPage",
-    "best_of",
     "book_history",
     "calendar",
     "comparison",

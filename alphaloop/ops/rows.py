@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.journal import Journal, SessionRecord, TrialRecord
+from alphaloop.journal import Journal, SessionRecord, Tally, TrialRecord
 from alphaloop.journal.status import (
     RACED_OUT,
     SHOWN_STATUSES,
@@ -80,7 +80,8 @@ def rows_of(journal: Journal, trials: Sequence[TrialRecord]) -> list[TrialRow]:
 def pick_of(journal: Journal, session: SessionRecord) -> TrialRecord | None:
     """The session's best as every front end says it: finalize's pick once it ran (the search
     trial that beat the default with confidence, else the default's baseline run), before that
-    the incumbent (the best kept search trial, else the best baseline)."""
+    the incumbent (:mod:`alphaloop.journal.ranking`: the best kept search trial, else the
+    default's first baseline run)."""
     if is_final(session) and session.best_trial_id is not None:
         return journal.trials.get(session.best_trial_id)
     return journal.trials.best(session.id)
@@ -93,25 +94,33 @@ def is_final(session: SessionRecord) -> bool:
 
 
 class Best(BaseModel):
-    """A session's best, as every view says it: finalize's pick once it ran (the search trial
-    that beat the default with confidence, else the default's baseline run), before that the
-    incumbent (the best kept search trial, else the best baseline): ``final`` tells which."""
+    """A session's best, as every view says it (:func:`pick_of`'s trial): ``final`` tells
+    whether it is finalize's pick or the incumbent so far. ``objective`` is what it is ranked
+    by: a confirmed trial's mean over its seeds, the default's mean over its baseline seeds
+    (for a baseline run, which stands for the default config), else its objective."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    trial_id: int | None
+    trial_id: int
     idx: int
     kind: str
     objective: float | None
     final: bool
 
 
-def best_of_trial(session: SessionRecord, trial: TrialRecord | None) -> Best | None:
-    """``trial``, the session's best as :func:`pick_of` read it, as every view says it."""
-    if trial is None:
+def best_of(journal: Journal, session: SessionRecord, tally: Tally | None = None) -> Best | None:
+    """The session's best (see :class:`Best`), from its tally (``tally`` when the caller has
+    just read it); None before any trial could rank."""
+    ranking = (tally or journal.trials.tally(session.id)).ranking
+    if is_final(session) and session.best_trial_id is not None:
+        pick = journal.trials.get(session.best_trial_id)
+        return Best(trial_id=pick.id, idx=pick.idx, kind=str(pick.kind),
+                    objective=ranking.score_of(pick), final=True)  # fmt: skip
+    best = ranking.best
+    if best is None:
         return None
-    return Best(trial_id=trial.id, idx=trial.idx, kind=str(trial.kind),
-                objective=trial.objective, final=is_final(session))  # fmt: skip
+    t = best.trial
+    return Best(trial_id=t.id, idx=t.idx, kind=t.kind, objective=best.score, final=False)
 
 
 def shown_statuses(settings: Settings, trials: Sequence[TrialRecord]) -> dict[int, str]:
@@ -127,7 +136,7 @@ __all__ = [
     "Best",
     "ShownStatus",
     "TrialRow",
-    "best_of_trial",
+    "best_of",
     "is_final",
     "pick_of",
     "row_of",

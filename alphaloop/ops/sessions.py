@@ -21,7 +21,7 @@ from alphaloop.journal import (
     pid_alive,
 )
 from alphaloop.ops._journal import open_journal
-from alphaloop.ops.rows import TrialRow, pick_of, row_of
+from alphaloop.ops.rows import Best, TrialRow, best_of, pick_of, row_of
 from alphaloop.settings import Settings
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -56,7 +56,9 @@ class SessionSummary(BaseModel):
     session: SessionRecord
     counted_trials: int
     resume: str | None
-    best: TrialRecord | None = None  # only when asked for (one more query per session)
+    # Its best as every view says it, only when asked for (its tally: a read of its newest
+    # trials once kept).
+    best: Best | None = None
 
 
 def list_sessions(
@@ -84,7 +86,7 @@ def list_sessions(
                 session=s,
                 counted_trials=(counted := j.trials.counted(s.id)),
                 resume=resume_command(s, counted),
-                best=pick_of(j, s) if with_best else None,
+                best=best_of(j, s) if with_best else None,
             )
             for s in rows
         ]

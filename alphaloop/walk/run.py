@@ -31,9 +31,9 @@ from alphaloop.journal import (
     EpochResult,
     Journal,
     TrialKind,
-    TrialStatus,
     WalkReport,
     WalkStatus,
+    kept_best_first,
     pid_alive,
 )
 from alphaloop.market import market_of
@@ -112,10 +112,7 @@ def carried(journal: Journal, walk_id: str, epoch: int, n: int) -> list[dict[str
     if before is None:
         return []
     rows = journal.trials.of_session(before.session_id, TrialKind.search, series=False)
-    kept = sorted(
-        (t for t in rows if t.status == TrialStatus.keep and t.score is not None),
-        key=lambda t: (-t.score, t.idx),
-    )
+    kept = kept_best_first(rows)
     if kept:
         return [dict(t.config) for t in kept[:n]]
     spec = journal.sessions.get(before.session_id).spec

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from alphaloop.journal import Journal
+from alphaloop.journal import Journal, best_trial
 from alphaloop.knobs import ConfigDelta, TrialConfig
 from alphaloop.meta_agent import executors, keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
 from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer
-from alphaloop.meta_agent.recording import best_so_far, finished_trials
+from alphaloop.meta_agent.recording import finished_trials
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
@@ -236,7 +236,8 @@ def test_a_kept_trial_is_the_bar_with_its_mean_over_its_seeds(ctx: Any) -> None:
     first = nodes.screened(ctx, outcome)
     assert first.incumbent == SeedMean(mean=1.5, n=3)
     assert first.margin == pytest.approx(stats.t.isf(0.10, 2) * 0.1 * math.sqrt(1 + 1 / 3))
-    assert best_so_far(finished_trials(ctx))[1] == 1.5  # what the proposer is told
+    best = best_trial(finished_trials(ctx))
+    assert best is not None and best.score == 1.5  # what the proposer is told
 
 
 def test_a_failed_confirmation_discards_and_limits_still_rule(ctx: Any) -> None:

@@ -1,45 +1,48 @@
-"""A session's tally (budgeted trials and best) kept per session state, checked after every
-step of a random session against a brute-force oracle over all its journaled trials: trials
-start and finish out of order, some are confirmed on more seeds, some break a limit, some crash
-or stay running; and a journal replaced at the same path (or written over in place) is read
-anew."""
+"""A session's best, ranked once (``alphaloop.journal.ranking``), and its tally (budgeted trials
+and ranking) kept per session inside the journal, checked after every step of a random session
+against a brute-force oracle over all its journaled trials: trials start and finish out of
+order, some are confirmed on more seeds, some break a limit, some crash or stay running; the
+loop's incumbent, ``journal.trials.best``, the tally and the session list name the same trial
+with the same score; and a journal replaced at the same path (or written over in place) is
+read anew."""
 
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import numpy as np
+import pytest
 
-from alphaloop.journal import Journal, TrialRecord
+from alphaloop.journal import Journal, Ranked, TrialRecord, best_trial
 from alphaloop.ops import dashboard
-from alphaloop.ops.tally import tally
 from alphaloop.settings import Settings
 from tests.server.helpers import new_session
 
 STATUSES = ("keep", "discard", "crash", "timeout", "invalid")
 
 
-def _oracle(trials: list[TrialRecord]) -> tuple[int, float | None]:
-    """Budgeted trials and the best's objective, ranked as ``journal.trials.best`` says: the
-    kept search trial within the limits first, by the mean over its seeds when confirmed, ties
-    to the earlier index; else the scored baseline ranked the same way by its objective."""
+def _oracle(trials: list[TrialRecord]) -> tuple[int, int | None, float | None]:
+    """Budgeted trials, and the best's id and score, worked out from every trial: the kept
+    search trial with the highest score (the mean over its seeds when confirmed), ties to the
+    earlier index; else the default config, as its first scored baseline run, scored by the
+    mean of every scored baseline run; else none."""
     counted = sum(t.counted for t in trials)
+    kept = [t for t in trials if t.kind == "search" and t.status == "keep"]
     kept = [
-        t for t in trials if t.kind == "search" and t.status == "keep" and t.objective is not None
+        t for t in kept if (t.seed_mean if t.seed_mean is not None else t.objective) is not None
     ]
     if kept:
-        best = max(kept, key=lambda t: (t.violation is None, t.score, -t.idx))
-        return counted, best.objective
-    scored = [
-        t
-        for t in trials
-        if t.kind == "baseline" and t.status in ("keep", "discard") and t.objective is not None
-    ]
-    if scored:
-        return counted, max(
-            scored, key=lambda t: (t.violation is None, t.objective, -t.idx)
-        ).objective
-    return counted, None
+        score = {t.id: t.seed_mean if t.seed_mean is not None else t.objective for t in kept}
+        top = max(score.values())
+        best = min((t for t in kept if score[t.id] == top), key=lambda t: t.idx)
+        return counted, best.id, top
+    base = sorted(
+        (t for t in trials if t.kind == "baseline" and t.objective is not None), key=lambda t: t.idx
+    )
+    if base:
+        return counted, base[0].id, float(np.mean([t.objective for t in base]))
+    return counted, None, None
 
 
 def _start(j: Journal, sid: str, kind: str, seed: int) -> int:
@@ -63,24 +66,30 @@ def _finish(j: Journal, trial_id: int, rng: np.random.Generator) -> None:
     )  # fmt: skip
 
 
+def _ranked(best: Ranked[Any] | None) -> tuple[int | None, float | None]:
+    return (best.trial.id, best.score) if best is not None else (None, None)
+
+
 def _check(j: Journal, sid: str) -> None:
-    t, trials = tally(j, sid), j.trials.of_session(sid, series=False)
-    assert (t.counted, t.best_objective) == _oracle(trials)
+    trials = j.trials.of_session(sid, series=False)
+    counted, best_id, score = _oracle(trials)
+    t = j.trials.tally(sid)
+    assert t.counted == counted
+    assert _ranked(t.best)[0] == best_id and _ranked(t.best)[1] == pytest.approx(score)
+    # The loop's incumbent, over the same rows.
+    finished = [r for r in trials if r.status != "running"]
+    assert _ranked(best_trial(finished))[0] == best_id
     # What a first read sums up in SQL: the trials before the first running one.
     settled = j.trials.settled(sid)
-    running = [t.idx for t in trials if t.status == "running"]
-    before = [t for t in trials if not running or t.idx < running[0]]
+    running = [r.idx for r in trials if r.status == "running"]
+    before = [r for r in trials if not running or r.idx < running[0]]
     assert (settled.upto, settled.upto_id) == (
         (before[-1].idx, before[-1].id) if before else (-1, None)
     )
     assert settled.counted == _oracle(before)[0]
-    best = [r.objective for r in (settled.search, settled.baseline) if r]
-    assert (best[0] if best else None) == _oracle(before)[1]
+    assert _ranked(settled.ranking.best)[0] == _oracle(before)[1]
     best = j.trials.best(sid)
-    assert (t.counted, t.best_objective) == (
-        j.trials.counted(sid),
-        best.objective if best else None,
-    )
+    assert (best.id if best else None) == best_id
 
 
 def test_the_tally_follows_a_session_as_its_trials_start_and_finish(settings: Settings) -> None:
@@ -112,6 +121,29 @@ def test_a_session_of_baselines_alone_ranks_its_baselines(settings: Settings) ->
             _check(j, sid)
 
 
+def _shown(oracle: tuple[int, int | None, float | None]) -> tuple[int, float | None]:
+    """What the session list shows: the counted trials and the best's score."""
+    return oracle[0], oracle[2]
+
+
+def test_with_nothing_kept_the_best_is_the_default_scored_by_its_seeds_mean(
+    settings: Settings,
+) -> None:
+    """The loop's bar, the journal's best and the list's: the first baseline run, scored by
+    the mean of the baseline seeds (not the luckiest seed)."""
+    with Journal(settings.journal_path) as j:
+        sid = new_session(j)
+        ids = [_start(j, sid, "baseline", i) for i in range(3)]
+        for trial_id, objective in zip(ids, (0.5, 1.5, 1.0), strict=True):
+            j.trials.finish(trial_id, status="keep", objective=objective, metrics={})
+        discarded = _start(j, sid, "search", 3)
+        j.trials.finish(discarded, status="discard", objective=2.0, metrics={})
+        assert j.trials.best(sid).id == ids[0]
+        assert _ranked(best_trial(j.trials.of_session(sid))) == (ids[0], 1.0)
+    (row,) = dashboard.session_rows(settings)
+    assert row.best is not None and (row.best.trial_id, row.best_validation) == (ids[0], 1.0)
+
+
 def test_the_session_list_shows_the_tally_and_a_replaced_journal_is_read_anew(
     settings: Settings,
 ) -> None:
@@ -128,17 +160,17 @@ def test_the_session_list_shows_the_tally_and_a_replaced_journal_is_read_anew(
             _finish(j, _start(j, sid, "search", i), rng)
         longer = _oracle(j.trials.of_session(sid))
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
-    assert (row.trials, row.best_validation) == longer
+    assert (row.trials, row.best_validation) == _shown(longer)
     # The journal as it was at 30 trials, written over the file in place, then put in its place.
     shutil.copyfile(copy, settings.journal_path)
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
-    assert (row.trials, row.best_validation) == expected
+    assert (row.trials, row.best_validation) == _shown(expected)
     with Journal(settings.journal_path) as j:
         for i in range(60, 75):
             _finish(j, _start(j, sid, "search", i), rng)
         again = _oracle(j.trials.of_session(sid))
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
-    assert (row.trials, row.best_validation) == again
+    assert (row.trials, row.best_validation) == _shown(again)
     copy.replace(settings.journal_path)
     row = next(r for r in dashboard.session_rows(settings) if r.id == sid)
-    assert (row.trials, row.best_validation) == expected
+    assert (row.trials, row.best_validation) == _shown(expected)
