@@ -116,22 +116,31 @@ def resolve_folds(folds: int | None, data: MarketData) -> int:
 def create_session(
     spec: SessionSpec, settings: Settings, walk: tuple[str, int, str, str] | None = None
 ) -> str:
-    """Validates the data and journals a new session; returns its id (nothing runs yet).
+    """Places the session, validates its data and journals it; returns its id (nothing runs
+    yet).
 
-    ``walk`` (``walk_id, epoch, first_day, last_day``) makes it that walk's epoch, linked in the
+    Its trials run where the spec says, or, when it names no place, on the Ray cluster
+    ``RAY_ADDRESS`` names (as ``ray.init()`` reads it), else on this machine. ``walk``
+    (``walk_id, epoch, first_day, last_day``) makes it that walk's epoch, linked in the
     transaction that journals it.
 
     Raises:
-        InvalidRequest: the data is too short for the folds asked for (the message
-            names the most that fit).
+        InvalidRequest: the data cannot be loaded, or is too short for the folds asked for
+            (the message names the most that fit).
+        Unavailable: the Ray cluster does not answer in time, or a node of it cannot run the
+            trials (nothing is journaled).
     """
+    spec = placed(spec, settings)
+    # A session created here runs here next: its workers' fork server imports (torch, for
+    # PPO) on another core while this process loads the data. The run's own warm-up (the one
+    # a resume relies on) then finds the server up.
+    warm_up(spec.workers, spec.ray_address, spec.mode)
     data = market_of(spec)
     try:
         gates = resolved_gates(settings.gates, spec.gates, spec.objective.max_drawdown)
     except ValueError as err:  # the settings' gates: the request's were checked by the model
         raise InvalidRequest(f"ALPHALOOP_GATES: {err}") from None
-    update = {"folds": resolve_folds(spec.folds, data), "gates": gates}
-    spec = placed(spec, settings).model_copy(update=update)
+    spec = spec.model_copy(update={"folds": resolve_folds(spec.folds, data), "gates": gates})
     if on_ray(spec.ray_address):
         # The cluster answers, and each node can run the trials, before anything is journaled
         # (the connection stays open for the run that follows in this process).

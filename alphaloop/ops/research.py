@@ -104,14 +104,6 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
         Unavailable: the Ray cluster does not answer in time, or a node of it cannot
             run the trials (nothing is journaled).
     """
-    from alphaloop.meta_agent.executors import warm_up
-    from alphaloop.meta_agent.placement import placed
-
-    # A session started here runs here next: its workers' fork server imports (torch, for
-    # PPO) on another core while this process imports the loop and loads the data. The run's
-    # own warm-up (the one a resume relies on) then finds the server up.
-    spec = placed(spec, settings)
-    warm_up(spec.workers, spec.ray_address, spec.mode)
     from alphaloop.meta_agent.session import create_session
 
     return create_session(spec, settings)
