@@ -43,6 +43,8 @@ SESSION_SEED_MAX = SEED_MAX - (MAX_NOISE_SEEDS - 1)
 MAX_FOLDS = 20
 MAX_WORKERS = 256  # the most trials a session runs at once (processes here, or Ray tasks)
 MAX_WEEK_S = 7 * 24 * 3600
+# A month of trading days: the shortest window a trial is evaluated on (a walk's fold too).
+MIN_EVAL_ROWS = 21
 GOAL_MAX = 500  # characters of a goal (the page, the prompts and the tables show it whole)
 
 # Measured with the default knobs on 20 assets x 6,800 days, lookback 20, on a shared 2-core

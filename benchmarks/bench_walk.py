@@ -185,7 +185,7 @@ def run_task(task: Task) -> Walked:
         report = run_walk(walk_id, settings)
         seconds = time.perf_counter() - began
         with Journal(settings.journal_path) as journal:
-            stored = WalkSpec.model_validate(journal.walks.get(walk_id).spec)
+            stored = journal.walks.get(walk_id).spec
         oracle = _oracle(stored, walk_id, stored.session.gates)
         session_go, session_picked = _lone_session(task, home)
     return Walked(

@@ -31,8 +31,17 @@ ROOT = Path(alphaloop.__file__).parent
 
 # Usable from anywhere (each imports no other package but these): errors, settings, the
 # lazy-import helpers, tracing, the evidence models a pick is judged on, the words a session is
-# described in and the session's spec (its schema: the journal stores it typed).
-SHARED = {"exceptions", "settings", "_lazy", "telemetry", "evidence", "vocabulary", "spec"}
+# described in, the session's spec and the walk's (their schemas: the journal stores them typed).
+SHARED = {
+    "exceptions",
+    "settings",
+    "_lazy",
+    "telemetry",
+    "evidence",
+    "vocabulary",
+    "spec",
+    "walk_spec",
+}
 FOUNDATIONS = {"knobs", "market", "metrics"}
 ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
 FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
@@ -47,6 +56,7 @@ ALLOWED: dict[str, set[str]] = {
     "evidence": set(),
     "vocabulary": set(),
     "spec": {"vocabulary"},
+    "walk_spec": {"spec"},
     "knobs": {"exceptions"},
     "market": {"exceptions", "settings"},
     "metrics": {"exceptions"},

@@ -18,7 +18,7 @@ from alphaloop.evidence import ExcessEvidence, GateReport, NoEvidence
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-# The rules that choose what an epoch trades (see alphaloop.walk.spec.PickRule): the session's
+# The rules that choose what an epoch trades (see alphaloop.walk_spec.PickRule): the session's
 # own pick, the best kept trial, or the best-estimated config.
 RuleName = Literal["strict", "kept", "best"]
 

@@ -25,6 +25,7 @@ from alphaloop.journal.codec import columns, dumps, now
 from alphaloop.journal.connection import JournalFile, pid_alive
 from alphaloop.journal.models import _Record
 from alphaloop.journal.walk_report import EpochResult, WalkReport
+from alphaloop.walk_spec import WalkSpec
 
 _NEWEST_FIRST = "ORDER BY created_at DESC, rowid DESC"
 
@@ -40,14 +41,14 @@ class WalkStatus(StrEnum):
 
 
 class WalkRecord(_Record):
-    """One walk: its goal, what it was started with (``spec``, read by :mod:`alphaloop.walk`),
-    where it is and, once finished, its report."""
+    """One walk: its goal, what it was started with (``spec``, typed: its resume needs nothing
+    else), where it is and, once finished, its report."""
 
     json_fields: ClassVar[frozenset[str]] = frozenset({"spec", "report"})
 
     id: str
     goal: str
-    spec: dict[str, Any]
+    spec: WalkSpec
     status: WalkStatus
     owner_pid: int | None = None
     created_at: str
@@ -115,7 +116,7 @@ class Walks:
     def __init__(self, journal: JournalFile) -> None:
         self._journal = journal
 
-    def create(self, *, goal: str, spec: dict[str, Any], walk_id: str | None = None) -> str:
+    def create(self, *, goal: str, spec: WalkSpec, walk_id: str | None = None) -> str:
         """Journals a new walk, ``running`` and owned by this process; returns its id (drawn
         here, or ``walk_id`` when the caller drew it, as a server does to answer with it).
 
@@ -131,7 +132,15 @@ class Walks:
                     conn.execute(
                         "INSERT INTO walks (id, goal, spec, status, owner_pid, created_at, "
                         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (walk_id, goal, dumps(spec), "running", os.getpid(), stamp, stamp),
+                        (
+                            walk_id,
+                            goal,
+                            dumps(spec.model_dump(mode="json")),
+                            "running",
+                            os.getpid(),
+                            stamp,
+                            stamp,
+                        ),
                     )
             except sqlite3.IntegrityError as err:
                 if "walks.id" not in str(err):

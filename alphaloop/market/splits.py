@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from alphaloop.exceptions import InvalidRequest
+from alphaloop.spec import MIN_EVAL_ROWS
 
 logger = logging.getLogger(__name__)
 
@@ -24,9 +25,8 @@ SP500_VAL_END = "2019-12-31"
 TRAIN_FRACTION = 0.6
 VAL_FRACTION = 0.2
 # Smallest windows the knob bounds can work with: the longest lookback plus the longest episode
-# to train, and a month of trading days to evaluate on.
+# to train, and a month of trading days to evaluate on (MIN_EVAL_ROWS, the spec's bound).
 MIN_TRAIN_ROWS = 60 + 120 + 1
-MIN_EVAL_ROWS = 21
 # The shortest TEST: three weeks, so that a month of a monthly walk (19 trading days in most
 # Februaries) is one period of its own.
 MIN_TEST_ROWS = 15

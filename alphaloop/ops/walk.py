@@ -51,10 +51,13 @@ def walk_spec(request: BaseModel) -> WalkSpec:
     Raises:
         InvalidRequest: a rule across fields of the session (as for ``research``).
     """
-    from alphaloop.ops.requests import ResearchRequest
+    from alphaloop.ops.requests import FILES, ResearchRequest, WalkRequest
     from alphaloop.ops.research import session_spec
-    from alphaloop.walk import WalkSpec
+    from alphaloop.walk_spec import WalkSpec
 
+    # The fields a derived model lacks (the command line's own) at their defaults; its data was
+    # checked by its own validator, under its caller's context.
+    request = WalkRequest.model_validate(request.model_dump(), context={FILES: True})
     session = ResearchRequest.model_construct(**request.model_dump(exclude=_WALK_FIELDS))
     return WalkSpec(
         session=session_spec(session),
@@ -265,8 +268,8 @@ class WalkRow(BaseModel):
         report = w.report
         return cls(
             **w.model_dump(include={"id", "goal", "status", "created_at", "finished_at", "error"}),
-            cadence=report.cadence if report else str(w.spec.get("cadence", "yearly")),
-            rule=report.rule if report else str(w.spec.get("rule", "strict")),
+            cadence=report.cadence if report else w.spec.cadence.value,
+            rule=report.rule if report else w.spec.rule.value,
             go=report.go if report else None,
             verdict=report.verdict if report else None,
             first_day=report.first_day if report else None,

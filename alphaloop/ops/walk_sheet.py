@@ -15,7 +15,7 @@ from typing import Any
 
 from alphaloop.charts.walk import WalkSheet
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.journal import WalkRecord
+from alphaloop.journal import SessionRecord, WalkRecord
 from alphaloop.ops._journal import open_journal
 from alphaloop.ops.tearsheet import DrawnSheet
 from alphaloop.settings import Settings
@@ -54,18 +54,18 @@ def build_walk_sheet(settings: Settings, walk_id: str) -> WalkTearsheet:
         first = j.sessions.get(epochs[0].session_id)
     results = [e.result for e in epochs if e.result is not None]
     days, pick, default, equal = record_days(results, report.rule)
-    session = walk.spec["session"]
+    session = walk.spec.session
     before = results[0].dates[: results[0].dates.index(days[0])]
     sheet = WalkSheet(
         title=f"Walk {walk.id}",
         walk_id=walk.id,
         goal=walk.goal,
-        mode=session["mode"],
+        mode=session.mode,
         data=first.data_source,
         proposer=first.proposer,
-        budget=int(session["budget"]),
+        budget=session.budget,
         # the close before the first day of the record: the last of epoch 0's VALIDATION
-        start_date=before[-1] if before else first.settings["spec"]["val_end"],
+        start_date=before[-1] if before else _val_end(first),
         dates=days,
         pick=pick.tolist(),
         default=default.tolist(),
@@ -73,6 +73,16 @@ def build_walk_sheet(settings: Settings, walk_id: str) -> WalkTearsheet:
         report=report,
     )
     return WalkTearsheet(sheet=sheet, figures=walk_figures(sheet))
+
+
+def _val_end(epoch: SessionRecord) -> str:
+    """The last day of an epoch session's VALIDATION: the walk set it on its spec."""
+    spec = epoch.spec
+    if spec is None or spec.val_end is None:  # the walk wrote it: only an unread spec lacks it
+        raise InvalidRequest(
+            f"session {epoch.id}: its spec does not read ({epoch.settings.unread})"
+        )
+    return spec.val_end
 
 
 def _report(walk: WalkRecord) -> Any:

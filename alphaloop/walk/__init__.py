@@ -11,7 +11,7 @@ from alphaloop.walk.events import EpochBegun, EpochTraded, OnWalkEvent, WalkEven
 from alphaloop.walk.plan import Epoch, plan
 from alphaloop.walk.record import RULES, record_days, walk_report
 from alphaloop.walk.run import create_walk, run_walk
-from alphaloop.walk.spec import DEFAULT_RULE, Cadence, PickRule, WalkSpec
+from alphaloop.walk_spec import DEFAULT_RULE, Cadence, PickRule, WalkSpec
 
 __all__ = [
     "DEFAULT_RULE",

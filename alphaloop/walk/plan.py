@@ -23,7 +23,7 @@ import pandas as pd
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.market import MIN_TEST_ROWS, MIN_TRAIN_ROWS, MarketData
 from alphaloop.trials import PURGE_ROWS, max_folds
-from alphaloop.walk.spec import Cadence, WalkSpec
+from alphaloop.walk_spec import Cadence, WalkSpec
 
 _PERIOD_CODES = {Cadence.yearly: "Y", Cadence.quarterly: "Q", Cadence.monthly: "M"}
 _DAYS_PER_YEAR = 252

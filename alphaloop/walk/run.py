@@ -44,8 +44,8 @@ from alphaloop.validation import resolved_gates
 from alphaloop.walk.events import EpochBegun, EpochTraded, OnWalkEvent, ignore
 from alphaloop.walk.plan import Epoch, plan
 from alphaloop.walk.record import walk_report
-from alphaloop.walk.spec import WalkSpec
 from alphaloop.walk.trade import epoch_result, pairs_checked
+from alphaloop.walk_spec import WalkSpec
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +73,7 @@ def create_walk(spec: WalkSpec, settings: Settings, walk_id: str | None = None) 
     spec = spec.model_copy(update={"session": session.model_copy(update={"gates": gates})})
     plan(spec, market_of(session))
     with Journal(settings.journal_path) as journal:
-        return journal.walks.create(
-            goal=session.goal, spec=spec.model_dump(mode="json"), walk_id=walk_id
-        )
+        return journal.walks.create(goal=session.goal, spec=spec, walk_id=walk_id)
 
 
 def epoch_spec(
@@ -241,7 +239,7 @@ def run_walk(walk_id: str, settings: Settings, on_event: OnWalkEvent = ignore) -
         if record.status == WalkStatus.finished and record.report is not None:
             return record.report
         journal.walks.claim(walk_id)
-    spec = WalkSpec.model_validate(record.spec)
+    spec = record.spec
     epochs = plan(spec, market_of(spec.session))
     n = len(epochs)
     try:

@@ -20,7 +20,6 @@ from alphaloop.charts.walk_html import walk_html
 from alphaloop.cli import app
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import Journal, WalkRecord
-from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.ops.tearsheet import write_tearsheet
 from alphaloop.ops.walk_sheet import WalkTearsheet, build_walk_sheet
 from alphaloop.settings import Settings
@@ -60,7 +59,7 @@ def test_the_sheet_is_the_record_its_verdict_was_tested_on(walked, drawn) -> Non
     assert sheet.equal_weight == [x for r in results for x in r.equal_weight]
     # the equity starts at the close before the first day: the last of epoch 0's VALIDATION
     with Journal(settings.journal_path) as j:
-        first = SessionSpec.model_validate(j.sessions.get(epochs[0].session_id).settings["spec"])
+        first = j.sessions.get(epochs[0].session_id).spec
     assert sheet.start_date == first.val_end < sheet.dates[0]
     own = report.record()
     assert sharpe_difference(sheet.pick, sheet.equal_weight).p_value == pytest.approx(

@@ -10,6 +10,8 @@ from journal_helpers import new_session, new_trial
 
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import SCHEMA_VERSION, Journal, migrations, schema
+from alphaloop.spec import SessionSpec
+from alphaloop.walk_spec import WalkSpec
 
 TABLES = {"sessions", "trials", "bounds_clips", "llm_calls", "events", "chart_reads"}
 
@@ -449,6 +451,6 @@ def test_a_schema_13_journal_gains_the_walk_tables(journal_path: Path) -> None:
     conn.close()
     with Journal(journal_path) as j:
         assert j.walks.list() == [] and j.walks.epoch_of(sid) is None
-        walk = j.walks.create(goal="g", spec={})
+        walk = j.walks.create(goal="g", spec=WalkSpec(session=SessionSpec(goal="g")))
         assert [w.id for w in j.walks.list()] == [walk]
     assert pragma(journal_path, "user_version") == SCHEMA_VERSION == 14

@@ -97,11 +97,11 @@ def test_nothing_is_written_that_would_not_read_back(tmp_path: Path) -> None:
         assert journal.sessions.list() == []
 
 
-# What reading stored JSON by key looks like: a session's settings or objective, a library
-# entry's objective, data spec or trial budget taken apart by name.
+# What reading stored JSON by key looks like: a session's settings or objective, a walk's spec,
+# a library entry's objective, data spec or trial budget taken apart by name.
 BY_KEY = re.compile(
     r"""\.settings\[|\.settings\.get\(|\bobjective\.get\(|\[["']spec["']\]|data_spec\.get\("""
-    r"""|trial_budget\.get\("""
+    r"""|trial_budget\.get\(|\bspec\[|\bspec\.get\("""
 )
 
 
@@ -117,6 +117,12 @@ def test_no_module_reads_a_stored_spec_by_key() -> None:
 
 
 def test_the_by_key_pattern_finds_what_it_looks_for() -> None:
-    for line in ('s.settings["spec"]', 'x = s.settings.get("data")', 'r.objective.get("metric")'):
+    for line in (
+        's.settings["spec"]',
+        'x = s.settings.get("data")',
+        'r.objective.get("metric")',
+        'session = walk.spec["session"]',
+        'w.spec.get("cadence", "yearly")',
+    ):
         assert BY_KEY.search(line), line
     assert not BY_KEY.search("settings.journal_path")

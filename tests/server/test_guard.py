@@ -18,6 +18,8 @@ from alphaloop.ops import pm
 from alphaloop.server import create_app
 from alphaloop.server.guard import HostPolicy, RequestGuard, host_name, mutation_refusal
 from alphaloop.settings import Settings
+from alphaloop.spec import SessionSpec
+from alphaloop.walk_spec import WalkSpec
 
 from .helpers import add_trials, live_server, mutating_routes, new_session
 
@@ -70,7 +72,9 @@ def home(settings: Settings) -> tuple[Settings, dict[str, str]]:
         )  # fmt: skip
         decision = add_decision(j, date="2024-01-02", symbols=["A", "B"], pre=None,
                                 target={"A": 0.5, "B": 0.5})  # fmt: skip
-        walk = j.walks.create(goal="a walk that failed", spec={})  # resumable
+        walk = j.walks.create(
+            goal="a walk that failed", spec=WalkSpec(session=SessionSpec(goal="g"))
+        )  # resumable
         j.walks.update(walk, status="failed", error="a drill")
     pm.pm_halt(settings, "a drill", origin="cli")
     params = {"policy_id": str(policy.id), "decision_id": str(decision), "job": "retrain",

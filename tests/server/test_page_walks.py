@@ -160,4 +160,4 @@ def test_a_walk_started_from_the_page_runs_and_is_drawn(settings: Settings, brow
         walk = j.walks.get(walk_id)
         [job] = j.jobs.list("walk")
     assert walk.status == "finished" and job.result["walk_id"] == walk_id
-    assert walk.spec["session"]["data"] == "synthetic" and walk.spec["start"] == "2014-01-01"
+    assert walk.spec.session.data == "synthetic" and str(walk.spec.start) == "2014-01-01"

@@ -18,12 +18,15 @@ from alphaloop.journal import Journal, WalkReport
 from alphaloop.ops.requests import WalkRequest, shared_fields
 from alphaloop.server import create_app
 from alphaloop.settings import Settings
+from alphaloop.spec import SessionSpec
+from alphaloop.walk_spec import WalkSpec
 from tests.walk.helpers import TINY
 
 from .helpers import PAGE, live_server
 from .test_jobs import follow
 
 ENDED = ("finished", "failed", "interrupted")
+SPEC = WalkSpec(session=SessionSpec(goal="g"))
 
 
 def _nothing_queued(base: str, settings: Settings) -> None:
@@ -60,8 +63,8 @@ def test_a_walk_the_data_cannot_hold_is_refused_before_any_job(
 
 def test_a_resume_the_state_forbids_is_refused_before_any_job(settings: Settings) -> None:
     with Journal(settings.journal_path) as j:
-        live = j.walks.create(goal="g", spec={})  # owned by this living process: running
-        done = j.walks.create(goal="g", spec={})
+        live = j.walks.create(goal="g", spec=SPEC)  # owned by this living process: running
+        done = j.walks.create(goal="g", spec=SPEC)
         j.walks.update(done, status="finished")
     with live_server(settings) as base:
         busy = httpx.post(f"{base}/api/walks/{live}/resume", headers=PAGE)

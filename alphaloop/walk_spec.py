@@ -1,5 +1,8 @@
 """What a walk is started with (:class:`WalkSpec`): a session to replay, a cadence, a start, and
-the rule that chooses what each epoch trades."""
+the rule that chooses what each epoch trades.
+
+A schema below the journal, as :mod:`alphaloop.spec` is: the journal stores a walk's spec
+typed, and what runs a walk (:mod:`alphaloop.walk`) reads it back from there."""
 
 from __future__ import annotations
 
@@ -9,8 +12,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from alphaloop.market import MIN_EVAL_ROWS
-from alphaloop.spec import MAX_WORKERS, SessionSpec
+from alphaloop.spec import MAX_WORKERS, MIN_EVAL_ROWS, SessionSpec
 
 
 class Cadence(StrEnum):
