@@ -173,8 +173,9 @@ def run_task(task: Task) -> Walked:
     """Runs one walk (in a pool worker), its oracle and a lone session on the same market."""
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     spec = WalkSpec(session=_session_spec(task), carry=task.carry, fold_days=task.fold_days)
-    if task.start is not None and task.start.startswith("last:"):  # the last N epochs
-        last = plan(spec, market_of(spec.session))[-int(task.start.removeprefix("last:"))]
+    if task.start is not None and task.start.startswith("last:"):  # the last N epochs, or all
+        epochs = plan(spec, market_of(spec.session))
+        last = epochs[-min(int(task.start.removeprefix("last:")), len(epochs))]
         spec = WalkSpec.model_validate({**spec.model_dump(), "start": last.first_day})
     elif task.start is not None:
         spec = WalkSpec.model_validate({**spec.model_dump(), "start": task.start})
