@@ -23,6 +23,10 @@ dangling tool-call ids and bad image parts with 400), so bugs in the client show
   support tools"; ``json_schema="ignored"`` (versions before 0.5) drops ``response_format``
   json_schema silently, ``"rejected"`` refuses it with a 400.
 
+A request with ``"stream": true`` is answered as the server kind streams (see
+``tests/fake_openai_stream.py``), and runaway steps play a model that never stops
+(:func:`endless`), a stream that stalls (:func:`stall`) and a server that dies (:func:`reset`).
+
 What the "model" sees is the request as served (after those rewrites): a responder gets it, and
 a scripted tool call is answered as text when the served request has no tools.
 
@@ -48,6 +52,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
+    from tests import fake_openai_stream as streaming
+except ImportError:
+    import fake_openai_stream as streaming  # type: ignore[no-redef]
+
 ROLES = {"system", "developer", "user", "assistant", "tool"}
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SCHEMA_TYPES = {"object", "array", "string", "number", "integer", "boolean", "null"}
@@ -58,7 +67,7 @@ DATA_URL = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,(?P<data>[A-Za-z0
 class Step:
     """One scripted answer. Build it with the helpers below rather than by hand."""
 
-    kind: str  # "reply" | "error" | "malformed"
+    kind: str  # "reply" | "error" | "malformed" | "endless" | "stall" | "reset"
     content: str | None = None
     reasoning_content: str | None = None
     tool_calls: tuple[tuple[str, str, str], ...] = ()  # (id, name, arguments JSON string)
@@ -69,6 +78,8 @@ class Step:
     delay_s: float = 0.0
     usage: tuple[int, int] | None = None  # (prompt_tokens, completion_tokens) override
     include_usage: bool = True  # False: no "usage" key, like some llama.cpp/Ollama builds
+    after: int = 0  # runaway steps: pieces streamed before the stall or the reset
+    every_s: float = 0.0  # streamed steps: a pause after each chunk (a slow model)
 
 
 _ids = itertools.count(1)
@@ -129,6 +140,29 @@ def delay(seconds: float, then: Step | None = None) -> Step:
     return dataclasses.replace(base, delay_s=seconds)
 
 
+def endless(piece: str = "tok ", *, every_s: float = 0.001) -> Step:
+    """A model that never stops and a server that ignores ``max_tokens``: it streams ``piece``
+    until the client goes away (asked without streaming, it never answers)."""
+    return Step("endless", content=piece, every_s=every_s)
+
+
+def stall(after: int = 3, piece: str = "tok ") -> Step:
+    """A stream that stops mid-answer after ``after`` pieces and never ends (asked without
+    streaming, no byte of an answer ever comes)."""
+    return Step("stall", content=piece, after=after)
+
+
+def reset(after: int = 0, piece: str = "tok ") -> Step:
+    """A server that dies while answering: a TCP reset after ``after`` streamed pieces (0:
+    before any response)."""
+    return Step("reset", content=piece, after=after)
+
+
+def slow(step: Step, every_s: float) -> Step:
+    """``step`` streamed with a pause after each chunk (a model of a few tokens a second)."""
+    return dataclasses.replace(step, every_s=every_s)
+
+
 def malformed() -> Step:
     """A 200 whose body is not valid JSON (a truncated completion)."""
     return Step("malformed")
@@ -175,6 +209,7 @@ LLAMA_SERVER_NO_IMAGES = (
     "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
 )
 JSON_SCHEMA_REJECTED = "response_format type 'json_schema' is not supported"
+LLAMA_SERVER_NO_STREAM_TOOLS = "Cannot use tools with stream"
 
 
 class ServerRefusal(Exception):
@@ -263,8 +298,8 @@ def validate_chat_request(body: Any) -> None:
         raise RequestInvalid("request body must be a JSON object")
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise RequestInvalid("'model' must be a non-empty string")
-    if body.get("stream"):
-        raise RequestInvalid("this fake server does not stream")
+    if body.get("stream_options") is not None and not body.get("stream"):
+        raise RequestInvalid("'stream_options' is only allowed when 'stream' is true")
     tools = body.get("tools")
     names: set[str] = set()
     if tools is not None:
@@ -349,6 +384,9 @@ class FakeOpenAI:
         json_schema: ``"enforced"``, ``"ignored"`` or ``"rejected"`` (default: ``"ignored"``
             for Ollama, as before 0.5, else ``"enforced"``).
         vision: the model takes images (llama-server: started with ``--mmproj``).
+        stream_tools: llama-server streams a request with tools (builds of early 2025 answer
+            it with a 500 "Cannot use tools with stream").
+        port: the port to listen on (0: any free one).
     """
 
     def __init__(
@@ -362,6 +400,8 @@ class FakeOpenAI:
         tool_parser: bool = False,
         json_schema: str | None = None,
         vision: bool = True,
+        stream_tools: bool = True,
+        port: int = 0,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -370,8 +410,9 @@ class FakeOpenAI:
         self.responder = responder
         self.kind, self.tool_template, self.tool_parser = kind, tool_template, tool_parser
         self.json_schema = json_schema or ("ignored" if kind == "ollama" else "enforced")
-        self.vision = vision
+        self.vision, self.stream_tools, self.port = vision, stream_tools, port
         self.requests: list[RecordedRequest] = []
+        self.streams: list[streaming.StreamLog] = []
         self._steps: collections.deque[Step] = collections.deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -408,7 +449,7 @@ class FakeOpenAI:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False  # a delayed step must not hold up shutdown
         # A short poll interval keeps shutdown (once per test) from costing the default 0.5 s.
@@ -456,6 +497,8 @@ class FakeOpenAI:
     def _serve_tools(self, served: dict[str, Any]) -> dict[str, Any]:
         if not served.get("tools"):
             return served
+        if self.kind == "llama-server" and served.get("stream") and not self.stream_tools:
+            raise ServerRefusal(500, LLAMA_SERVER_NO_STREAM_TOOLS)
         choice = served.get("tool_choice", "auto")
         if self.kind == "vllm" and choice == "auto" and not self.tool_parser:
             raise ServerRefusal(400, VLLM_AUTO_TOOL_CHOICE)
@@ -624,6 +667,12 @@ class _Handler(BaseHTTPRequestHandler):
             return  # server shutting down
         if step.kind == "error":
             self._send(step.status, step.body, step.headers)
+        elif body.get("stream") or step.kind in ("endless", "stall", "reset"):
+            usage = step.usage or (
+                prompt_tokens_for(served["messages"]),
+                completion_tokens_for(step),
+            )
+            streaming.serve(self, self.fake, served, step, usage)
         elif step.kind == "malformed":
             self._send(200, b'{"id": "chatcmpl-trunc", "object": "chat.completion", "choi')
         else:
