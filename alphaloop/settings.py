@@ -48,7 +48,11 @@ class Settings(BaseSettings):
         "or at the usual install paths (BROWSER_PATH is kaleido's own name for it)",
     )
     llm_timeout_s: float = Field(
-        default=120.0, gt=0, validation_alias=AliasChoices("ALPHALOOP_LLM_TIMEOUT")
+        default=120.0,
+        gt=0,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_TIMEOUT"),
+        description="seconds one request may take, its generation included; one that runs "
+        "out while the server is generating is not sent again",
     )
     llm_max_retries: int = Field(
         default=4, ge=0, validation_alias=AliasChoices("ALPHALOOP_LLM_MAX_RETRIES")
@@ -74,6 +78,14 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("ALPHALOOP_LLM_MAX_TOKENS"),
         description="cap on one proposal's reply; a small model that never stops is cut here "
         "instead of generating for minutes",
+    )
+    llm_chat_deadline_s: float = Field(
+        default=120.0,
+        gt=0,
+        validation_alias=AliasChoices("ALPHALOOP_LLM_CHAT_DEADLINE"),
+        description="seconds the model may take over one chat answer (every model call, retry "
+        "and wait of it; the tools' own time not counted); past it the answer stops with a "
+        "message saying what to change",
     )
     llm_chat_max_tokens: int = Field(
         default=2048,

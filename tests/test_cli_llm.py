@@ -79,9 +79,9 @@ def test_llm_session_survives_every_fault_and_journals_it(
         fake.error(429, "rate limited", headers={"Retry-After": "1"}),
         delta({"cvar_alpha": 0.97, "max_position_pct": 0.6}, "wider caps"),  # 0.6 is clipped
         fake.error(500, "boom"),
-        fake.malformed(),
+        fake.error(503, "loading model"),
         delta({"n_scenarios": "3e3", "alpha_boost": 2}, "fewer scenarios"),  # unknown dropped
-        fake.delay(2.0),  # past the 0.5 s timeout
+        fake.error(502, "bad gateway"),
         delta({"cufolio_hold_days": "5%"}, "percent"),  # invalid row, reason fed back
         delta('{"changes": {"cufolio_hold_days": NaN}, "rationale": "nan"}', ""),  # invalid
         delta({"cufolio_hold_days": 10}, "re-solve more often"),

@@ -2,78 +2,45 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import openai
 
 from alphaloop import telemetry
-from alphaloop.exceptions import InvalidRequest, LLMUnavailable
-from alphaloop.llm.models import LLMCallRecord, LLMReply, ToolCall
-from alphaloop.llm.retry import Failure, backoff_s, bad_response, status_failure
-from alphaloop.llm.usage import UsageMeter, estimate_tokens
-from alphaloop.llm_json import strip_think
+from alphaloop.exceptions import InvalidRequest, LLMError, LLMUnavailable
+from alphaloop.llm.deadline import Deadline, Watchdog, endpoint_label, late_failure
+from alphaloop.llm.messages import features, nemotron_system_prompt, wire_message
+from alphaloop.llm.models import LLMCallRecord, LLMReply
+from alphaloop.llm.replies import StreamReader, read_completion, whole_body
+from alphaloop.llm.retry import (
+    Failure,
+    backoff_s,
+    bad_response,
+    never_connected,
+    status_failure,
+)
+from alphaloop.llm.usage import UsageMeter
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
 # The GenAI semantic conventions name the API spoken: every endpoint here speaks OpenAI's.
 GENAI_PROVIDER = "openai"
-
-
-def nemotron_system_prompt(base_text: str, reasoning: bool) -> str:
-    """Puts Nemotron's reasoning switch on the first line of a system prompt.
-
-    NVIDIA's Llama-Nemotron models turn their reasoning trace on or off with the system
-    line ``detailed thinking on`` / ``detailed thinking off``. Other models read it as a
-    harmless instruction. An existing switch line is replaced, not repeated.
-    """
-    switch = f"detailed thinking {'on' if reasoning else 'off'}"
-    lines = base_text.splitlines()
-    if lines and re.fullmatch(r"\s*detailed thinking (on|off)\s*", lines[0], re.IGNORECASE):
-        lines = lines[1:]
-    return "\n".join([switch, *lines])
-
-
-def image_part(png_bytes: bytes, *, mime: str = "image/png") -> dict[str, Any]:
-    """A user-message content part carrying an image as a base64 data URL (for a VLM)."""
-    if not png_bytes:
-        raise ValueError("image_part needs non-empty image bytes")
-    data = base64.b64encode(png_bytes).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
-
-
-def wire_message(message: Mapping[str, Any]) -> dict[str, Any]:
-    """A message as every server accepts it.
-
-    An assistant turn carrying tool calls gets ``content: ""`` instead of null or nothing:
-    llama-cpp-python answers a null content with 500, and an empty string means the same to
-    every other server.
-    """
-    out = dict(message)
-    if out.get("role") == "assistant" and out.get("tool_calls") and out.get("content") is None:
-        out["content"] = ""
-    return out
-
-
-def features(request: Mapping[str, Any]) -> frozenset[str]:
-    """The optional features a request uses, to pin a refusal on one of them."""
-    used = set()
-    if request.get("tools"):
-        used.add("tools")
-    if request.get("response_format"):
-        used.add("response_format")
-    for m in request.get("messages", ()):
-        content = m.get("content")
-        if isinstance(content, list) and any(
-            isinstance(p, Mapping) and p.get("type") == "image_url" for p in content
-        ):
-            used.add("images")
-    return frozenset(used)
+# The setting that caps a call's reply, by purpose (every other purpose is a proposal).
+MAX_TOKENS_SETTINGS = {
+    "chat": "ALPHALOOP_LLM_CHAT_MAX_TOKENS",
+    "chart_read": "ALPHALOOP_VLM_MAX_TOKENS",
+    "propose": "ALPHALOOP_LLM_MAX_TOKENS",
+}
+TIMEOUT_SETTING = "ALPHALOOP_LLM_TIMEOUT"
+# The deadline of the calls made inside ``LLMClient.within`` (per thread and task).
+_DEADLINE: ContextVar[Deadline | None] = ContextVar("llm_deadline", default=None)
+# The packages whose exceptions, out of a stream, mean the connection failed.
+HTTP_LIBRARIES = frozenset({"httpx", "httpcore", "h11", "httpx2", "httpcore2", "anyio"})
 
 
 class LLMClient:
@@ -111,6 +78,10 @@ class LLMClient:
             max_retries=0,
         )
         self.usage = UsageMeter()
+        # Learned from refusals, for the life of this client: some servers cannot stream a
+        # request with tools, or refuse the ``stream_options`` that asks for usage.
+        self._stream = True
+        self._stream_usage = True
 
     @classmethod
     def for_vision(
@@ -164,10 +135,14 @@ class LLMClient:
         response_format: Mapping[str, Any] | None = None,
         mode: str | None = None,
     ) -> LLMReply:
-        """Sends one chat completion request, retrying transient failures.
+        """Sends one chat completion request, retrying what ran no generation.
 
-        Every request carries ``max_tokens`` and a timeout: a small model that never emits a
-        stop token is cut at the cap instead of generating for minutes.
+        The reply is streamed and cut at ``max_tokens`` on this side, whatever the server does:
+        a small model that never emits a stop token is cut at the cap instead of generating
+        for minutes (its reply has ``finish_reason`` ``length``). Each attempt ends within
+        ``llm_timeout_s``, and all of them (waits included) by the deadline of an enclosing
+        :meth:`within`, past which the call ends with an ``LLMUnavailable`` naming the
+        deadline's setting and what to change.
 
         Args:
             messages: OpenAI-format messages (content a string or a list of parts).
@@ -199,13 +174,24 @@ class LLMClient:
             trial_id=trial_id,
             mode=mode or ("tools" if tools else "text"),
         )
-        return self._traced(request, ids)
+        return self._traced(request, ids, _DEADLINE.get())
 
-    def _traced(self, request: dict[str, Any], ids: dict[str, Any]) -> LLMReply:
+    @contextmanager
+    def within(self, deadline: Deadline) -> Iterator[None]:
+        """Calls made inside (in this thread or task) end by ``deadline``."""
+        token = _DEADLINE.set(deadline)
+        try:
+            yield
+        finally:
+            _DEADLINE.reset(token)
+
+    def _traced(
+        self, request: dict[str, Any], ids: dict[str, Any], deadline: Deadline | None
+    ) -> LLMReply:
         # One "chat <model>" span per call (retries included), with the GenAI attributes.
         attrs = telemetry.genai_attributes(provider=GENAI_PROVIDER, request_model=self.model)
         with telemetry.span(f"chat {self.model}", attrs) as current:
-            reply = self._chat(request, ids)
+            reply = self._chat(request, ids, deadline)
             telemetry.set_attributes(
                 current,
                 {
@@ -243,29 +229,39 @@ class LLMClient:
                 request["tool_choice"] = tool_choice
         return request
 
-    def _chat(self, request: dict[str, Any], ids: dict[str, Any]) -> LLMReply:
+    def _chat(
+        self, request: dict[str, Any], ids: dict[str, Any], deadline: Deadline | None
+    ) -> LLMReply:
         attempts = self.settings.llm_max_retries + 1
         purpose = ids["purpose"]
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
+            if deadline is not None and deadline.remaining() <= 0:
+                late = self._late(deadline, purpose, "no time was left for another call")
+                raise self._given_up(late, attempt - 1, purpose)
             start = time.perf_counter()
             try:
-                reply = self._attempt(request, attempt, start)
+                reply = self._attempt(request, attempt, purpose, deadline)
             except Failure as failure:
                 latency = time.perf_counter() - start
                 error = f"attempt {attempt}/{attempts}: {failure.message}"
                 self._report(LLMCallRecord(**ids, latency_s=latency, ok=False, error=error))
+                if failure.fallback is not None:  # streaming refused: no generation ran
+                    self._fall_back(failure)
+                    attempt -= 1
+                    continue
                 if not failure.retryable or attempt == attempts:
-                    note = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
-                    logger.warning("LLM %s failed: %s%s", purpose, failure.message, note)
-                    raise failure.kind(
-                        failure.message + note, status_code=failure.status, attempts=attempt
-                    ) from failure.__cause__
+                    raise self._given_up(failure, attempt, purpose) from failure.__cause__
                 wait = backoff_s(
                     attempt,
                     failure.retry_after,
                     base_s=self.settings.llm_backoff_base_s,
                     max_s=self.settings.llm_backoff_max_s,
                 )
+                if deadline is not None and wait >= deadline.remaining():
+                    late = self._late(deadline, purpose, f"the last attempt: {failure.message}")
+                    raise self._given_up(late, attempt, purpose) from failure.__cause__
                 logger.warning("LLM %s: %s; retrying in %.2f s", purpose, error, wait)
                 time.sleep(wait)
                 continue
@@ -283,69 +279,148 @@ class LLMClient:
             return reply
         raise AssertionError("unreachable: the retry loop returns or raises")
 
+    def _given_up(self, failure: Failure, attempt: int, purpose: str) -> Exception:
+        note = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
+        logger.warning("LLM %s failed: %s%s", purpose, failure.message, note)
+        return failure.kind(
+            failure.message + note, status_code=failure.status, attempts=max(attempt, 1)
+        )
+
+    def _fall_back(self, failure: Failure) -> None:
+        if failure.fallback == "stream":
+            self._stream = False
+        self._stream_usage = False
+        logger.warning("%s", failure.message)
+
     def _report(self, record: LLMCallRecord) -> None:
         if self.on_call is not None:
             self.on_call(record)
 
-    def _attempt(self, request: dict[str, Any], attempt: int, start: float) -> LLMReply:
+    @property
+    def endpoint(self) -> str:
+        """``model 'NAME' at HOST:PORT``, for messages (see :func:`.deadline.endpoint_label`)."""
+        return endpoint_label(self.base_url, self.model)
+
+    def _limit(self, deadline: Deadline | None) -> Deadline:
+        """When this attempt must end: ``llm_timeout_s`` from now, or the caller's deadline if
+        that comes first."""
+        timeout = self.settings.llm_timeout_s
+        own = Deadline.after(timeout, limit_s=timeout, what="one request", setting=TIMEOUT_SETTING)
+        return deadline if deadline is not None and deadline.at <= own.at else own
+
+    def _attempt(
+        self, request: dict[str, Any], attempt: int, purpose: str, deadline: Deadline | None
+    ) -> LLMReply:
+        start = time.perf_counter()
+        limit = self._limit(deadline)
+        sent = set(features(request))
+        body = dict(request)
+        if self._stream:
+            sent.add("stream")
+            body["stream"] = True
+            if self._stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        wait = max(0.001, limit.remaining())
         try:
-            completion = self._client.chat.completions.create(
-                **request, timeout=self.settings.llm_timeout_s
-            )
-        except openai.APITimeoutError as err:
-            raise Failure(
-                LLMUnavailable,
-                f"no answer from the LLM endpoint at {self.base_url} within "
-                f"{self.settings.llm_timeout_s:g}s (model '{self.model}'); raise "
-                "ALPHALOOP_LLM_TIMEOUT or check the server's load",
-                retryable=True,
+            answer = self._client.chat.completions.create(**body, timeout=wait)
+        except openai.APIStatusError as err:
+            raise status_failure(
+                err, sent=frozenset(sent), base_url=self.base_url, model=self.model
             ) from err
+        except openai.APIConnectionError as err:  # timeouts included
+            raise self._transport(err, purpose, limit, tokens=None) from err
+        except (openai.APIResponseValidationError, ValueError) as err:
+            raise bad_response(self.base_url, f"{type(err).__name__}: {err}") from err
+        if self._stream and "json" in answer.response.headers.get("content-type", ""):
+            answer = whole_body(answer, self.base_url)  # answered whole: a server or proxy
+        if not isinstance(answer, openai.Stream):
+            latency = time.perf_counter() - start
+            return read_completion(
+                answer,
+                request["messages"],
+                base_url=self.base_url,
+                model=self.model,
+                latency=latency,
+                attempt=attempt,
+            )
+        reader = StreamReader(request["max_tokens"])
+        self._read(answer, reader, limit, purpose)
+        return reader.reply(
+            request["messages"],
+            base_url=self.base_url,
+            model=self.model,
+            latency=time.perf_counter() - start,
+            attempt=attempt,
+        )
+
+    def _read(self, stream: Any, reader: StreamReader, limit: Deadline, purpose: str) -> None:
+        """Reads ``stream`` into ``reader`` until it ends, passes the cap, or time is up; then
+        closes it, which stops a server that is still generating."""
+        dog, ended = Watchdog(stream.response, limit.at), False
+        try:
+            with dog:
+                for chunk in stream:
+                    if not reader.add(chunk):
+                        return
+                    if limit.remaining() <= 0:
+                        dog.fired = True
+                        break
+                else:
+                    ended = True
         except openai.APIConnectionError as err:
+            if dog.fired:
+                raise self._out_of_time(purpose, limit, tokens=reader.counted) from err
+            raise self._transport(err, purpose, limit, tokens=reader.counted) from err
+        except openai.APIError as err:  # an error event in the stream
+            raise Failure(
+                LLMError,
+                f"the endpoint reported an error while answering ({self.endpoint}): {err.message}",
+                retryable=False,
+            ) from err
+        except ValueError as err:  # a chunk that is not JSON
+            raise bad_response(self.base_url, f"{type(err).__name__}: {err}") from err
+        except Exception as err:
+            # openai before 2.x let the HTTP library's own errors out of a stream
+            if type(err).__module__.split(".")[0] not in HTTP_LIBRARIES:
+                raise
+            if dog.fired:
+                raise self._out_of_time(purpose, limit, tokens=reader.counted) from err
+            raise self._transport(err, purpose, limit, tokens=reader.counted) from err
+        finally:
+            stream.close()
+        if dog.fired and not ended:
+            raise self._out_of_time(purpose, limit, tokens=reader.counted)
+
+    def _transport(
+        self, err: BaseException, purpose: str, limit: Deadline, tokens: int | None
+    ) -> Failure:
+        """A failure below HTTP: retried only when no connection was made."""
+        if never_connected(err):
             message = (
                 f"cannot reach the LLM endpoint at {self.base_url} ({err.__cause__ or err}); "
                 "is the server running?"
             )
-            raise Failure(LLMUnavailable, message, retryable=True) from err
-        except openai.APIStatusError as err:
-            raise status_failure(
-                err, sent=features(request), base_url=self.base_url, model=self.model
-            ) from err
-        except (openai.APIResponseValidationError, ValueError) as err:
-            raise bad_response(self.base_url, f"{type(err).__name__}: {err}") from err
-        latency = time.perf_counter() - start
-        return self._to_reply(completion, request, latency, attempt)
+            return Failure(LLMUnavailable, message, retryable=True)
+        if isinstance(err, openai.APITimeoutError) or "Timeout" in type(err).__name__:
+            return self._out_of_time(purpose, limit, tokens)
+        cause = err.__cause__ or err
+        what = "before answering" if tokens is None else f"after {tokens} tokens of its answer"
+        message = (
+            f"the LLM endpoint dropped the connection {what} ({self.endpoint}: {cause}); not "
+            "sent again, since the server had taken the request (a server that crashed at its "
+            "context limit does it again: check its log, lower the max tokens or raise its "
+            "context size)"
+        )
+        return Failure(LLMUnavailable, message, retryable=False)
 
-    def _to_reply(
-        self, completion: Any, request: dict[str, Any], latency: float, attempt: int
-    ) -> LLMReply:
-        choices = getattr(completion, "choices", None)
-        message = getattr(choices[0], "message", None) if choices else None
-        if message is None:
-            raise bad_response(self.base_url, f"no choices[0].message in {str(completion)[:200]!r}")
-        raw = message.content if isinstance(message.content, str) else None
-        calls = []
-        for i, tc in enumerate(message.tool_calls or []):
-            fn = getattr(tc, "function", None)
-            if fn is None or not getattr(fn, "name", None):
-                raise bad_response(self.base_url, f"tool call without a function name: {tc!r:.200}")
-            args = fn.arguments if isinstance(fn.arguments, str) else json.dumps(fn.arguments)
-            calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name, arguments_raw=args))
-        usage = getattr(completion, "usage", None)
-        estimated = usage is None or usage.prompt_tokens is None
-        if estimated:
-            reply_chars = len(raw or "") + sum(len(c.arguments_raw) for c in calls)
-            prompt, done = estimate_tokens(request["messages"], reply_chars)
-        else:
-            prompt, done = usage.prompt_tokens, usage.completion_tokens or 0
-        return LLMReply(
-            content=strip_think(raw),
-            tool_calls=calls,
-            model=getattr(completion, "model", None) or self.model,
-            prompt_tokens=prompt,
-            completion_tokens=done,
-            latency_s=latency,
-            finish_reason=choices[0].finish_reason,
-            raw_content=raw,
-            attempts=attempt,
-            usage_estimated=estimated,
+    def _out_of_time(self, purpose: str, limit: Deadline, tokens: int | None) -> Failure:
+        """The attempt's time is up while the server had the request: not retried, since it
+        would generate as long again."""
+        doing = f"was still generating after {tokens} tokens" if tokens else "sent nothing back"
+        return self._late(limit, purpose, f"it {doing}, and is not asked again")
+
+    def _late(self, deadline: Deadline, purpose: str, detail: str) -> Failure:
+        cap = MAX_TOKENS_SETTINGS.get(purpose, MAX_TOKENS_SETTINGS["propose"])
+        return late_failure(
+            deadline, self.endpoint, detail, cap=(cap, self.max_tokens_for(purpose))
         )

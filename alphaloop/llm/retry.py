@@ -1,12 +1,17 @@
 """Which failures of an OpenAI-compatible endpoint are worth another attempt, how long to wait,
 and the error each one becomes when it is the last.
 
-Timeouts, refused connections, 408/409/429 and 5xx are retried with exponential backoff and a
-little jitter, honouring ``Retry-After`` (capped by ``llm_backoff_max_s``); 400/401/403/404/422
-are not, and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to change.
+Only what ran no generation is retried, with exponential backoff and a little jitter: a
+connection that could not be made, 408/409/429 (honouring ``Retry-After``, capped by
+``llm_backoff_max_s``) and 5xx. A request the server took and then timed out on, dropped, or
+answered with something that is not a completion is not sent again: the server was generating,
+and a second attempt generates as long again (a small model that never stops ran one chat
+question past ten minutes that way, five times 120 s). 400/401/403/404/422 are not retried
+either, and raise an :class:`~alphaloop.exceptions.LLMError` subclass saying what to change.
 A 5xx that names a missing capability ("image input is not supported", a chat template without
-tools) is not retried either: llama.cpp's server answers those with 500, and asking again
-cannot change the answer.
+tools) is not retried: llama.cpp's server answers those with 500, and asking again cannot
+change the answer. A refusal of streaming itself ("Cannot use tools with stream", an unknown
+``stream_options``) is answered by sending the request again at once without it (``fallback``).
 """
 
 from __future__ import annotations
@@ -43,6 +48,17 @@ RESPONSE_FORMAT_UNSUPPORTED = re.compile(
 )
 # A server error that names a missing capability is permanent, whatever its status says.
 PERMANENT_5XX = re.compile(r"not supported|unsupported|not implemented", re.IGNORECASE)
+# llama-server builds of early 2025 refuse tools in a stream with a 500 "Cannot use tools with
+# stream"; strict servers refuse an unknown ``stream_options`` field.
+STREAM_UNSUPPORTED = re.compile(
+    r"(cannot|can't|does not|doesn't|not) .{0,30}\bstream|"
+    r"\bstream(ing)?\b.{0,30}(not supported|unsupported|not implemented|not allowed)",
+    re.IGNORECASE,
+)
+STREAM_OPTIONS = re.compile(r"stream_options", re.IGNORECASE)
+# The failures of ``httpx`` (and its successor) that mean no connection was made: nothing
+# reached the server, so nothing was generated.
+CONNECT_FAILURES = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout"})
 JITTER = 0.1  # fraction of the backoff added at random, so clients desync
 
 
@@ -57,10 +73,24 @@ class Failure(Exception):
         retryable: bool,
         status: int | None = None,
         retry_after: float | None = None,
+        fallback: str | None = None,
     ) -> None:
         super().__init__(message)
         self.kind, self.message, self.retryable = kind, message, retryable
         self.status, self.retry_after = status, retry_after
+        # "stream" or "stream_options": the request goes again at once without it
+        self.fallback = fallback
+
+
+def never_connected(err: BaseException) -> bool:
+    """Whether ``err`` (an ``openai`` connection error, or what it wraps) means no connection
+    was made, as opposed to one the server took and then dropped or left waiting."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if type(seen).__name__ in CONNECT_FAILURES:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def backoff_s(attempt: int, retry_after: float | None, *, base_s: float, max_s: float) -> float:
@@ -103,6 +133,15 @@ def _capability_failure(
     """A refusal naming a capability the server or model lacks: what to change, not retried."""
     if status not in (400, 404, 422) and status < 500:
         return None
+    if "stream" in sent and STREAM_OPTIONS.search(detail):
+        message = f"the endpoint refuses stream_options ({said}); usage is estimated instead"
+        return Failure(LLMError, message, retryable=False, status=status, fallback="stream_options")
+    if "stream" in sent and STREAM_UNSUPPORTED.search(detail):
+        message = (
+            f"the endpoint refuses to stream this request ({said}); replies are read whole, "
+            "bounded by the server's max_tokens and the timeouts only"
+        )
+        return Failure(LLMError, message, retryable=False, status=status, fallback="stream")
     if "tools" in sent and TOOLS_UNSUPPORTED.search(detail):
         message = (
             f"the endpoint does not support tool calling for '{model}' ({said}); proposals "
@@ -172,10 +211,10 @@ def status_failure(
 
 
 def bad_response(base_url: str, detail: str) -> Failure:
-    """A reply that is not a chat completion. A truncated or garbled body is usually a proxy or
-    server hiccup: worth a retry."""
+    """A reply that is not a chat completion. The server took the request and answered, so it
+    may have generated all it was asked: not retried."""
     message = (
         f"the LLM endpoint at {base_url} answered with something that is not a chat "
         f"completion ({detail[:300]})"
     )
-    return Failure(LLMError, message, retryable=True, status=200)
+    return Failure(LLMError, message, retryable=False, status=200)

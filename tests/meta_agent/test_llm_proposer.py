@@ -304,15 +304,10 @@ def test_repeated_garbage_falls_back_to_tpe(
 
 @pytest.mark.parametrize(
     "fault",
-    [
-        fake.error(429, "slow down", headers={"Retry-After": "1"}),
-        fake.error(500, "boom"),
-        fake.malformed(),
-        fake.delay(1.0),
-    ],
-    ids=["429-retry-after", "500", "malformed", "timeout"],
+    [fake.error(429, "slow down", headers={"Retry-After": "1"}), fake.error(500, "boom")],
+    ids=["429-retry-after", "500"],
 )
-def test_transient_faults_are_retried(
+def test_faults_before_a_generation_are_retried(
     fake_openai: fake.FakeOpenAI, llm_settings: SettingsFactory, fault: fake.Step
 ) -> None:
     fake_openai.push(fault, delta_call({"cvar_alpha": 0.9}))
@@ -321,6 +316,29 @@ def test_transient_faults_are_retried(
     assert p.propose(context()).changes == {"cvar_alpha": 0.9}
     assert [c["ok"] for c in journal.calls] == [False, True]
     assert journal.event_rows == [] and journal.invalid == []
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        (fake.malformed(), "not a chat completion"),
+        (fake.delay(1.0), "sent nothing back"),
+        (fake.stall(after=4), "still generating after 4 tokens"),
+        (fake.reset(after=4), "dropped the connection after 4 tokens"),
+    ],
+    ids=["malformed", "timeout", "stall", "reset"],
+)
+def test_faults_during_a_generation_fall_back_at_once(
+    fake_openai: fake.FakeOpenAI, llm_settings: SettingsFactory, fault: fake.Step, said: str
+) -> None:
+    # The server had the request: asking again would generate again. TPE takes the step.
+    fake_openai.push(fault, delta_call({"cvar_alpha": 0.9}))
+    journal = RecordingJournal()
+    p = proposer(llm_settings(llm_timeout_s=0.3, llm_max_retries=4), journal)
+    assert p.propose(context()).changes and p.last_name == "tpe (fallback)"
+    assert len(fake_openai.chat_requests) == 1 and fake_openai.pending == 1
+    assert [c["ok"] for c in journal.calls] == [False] and said in journal.calls[0]["error"]
+    assert journal.kinds() == ["ProposerFallback"]
 
 
 def test_endpoint_down_falls_back_for_the_step_then_disables(
