@@ -12,11 +12,17 @@ appends their results; ``route_after_model`` ends the turn when the model answer
 step limit is reached. The last allowed model call is made without tools, so a turn always ends
 with an answer rather than a dangling tool call. :class:`Chat` keeps the conversation across
 turns; every LLM call is journaled with purpose ``chat``.
+
+One answer has a deadline (``llm_chat_deadline_s``): the model's time over all of the answer's
+calls, retries and waits. The tools' own time is not counted (a trial the user asked for, a
+confirmation the user is reading): the deadline is there for a model that does not stop. Past
+it, the answer ends with an ``LLMUnavailable`` naming the endpoint and what to change.
 """
 
 from __future__ import annotations
 
 import operator
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypedDict
@@ -27,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from alphaloop import ops, prompts
 from alphaloop.llm import LLMCallRecord, LLMClient
+from alphaloop.llm.deadline import Deadline
 from alphaloop.settings import Settings
 from alphaloop.tools import TOOLS, Tool, ToolContext, call_tool
 
@@ -67,12 +74,15 @@ class ChatAnswer(BaseModel):
     tool_calls: list[ToolTrace]
     steps: int
     step_limit_hit: bool = False
+    # The last reply reached the max tokens of a chat reply and was cut there.
+    cut: bool = False
 
 
 class ChatState(TypedDict, total=False):
     messages: Annotated[list[dict[str, Any]], operator.add]  # OpenAI wire format
     traces: Annotated[list[ToolTrace], operator.add]
     steps: int  # model calls made in this turn
+    cut: bool  # the last reply was cut at its max tokens
 
 
 @dataclass
@@ -84,6 +94,19 @@ class ChatContext:
     registry: dict[str, Tool]
     max_steps: int = DEFAULT_MAX_STEPS
     on_tool: Callable[[ToolTrace], None] | None = None
+    deadline_s: float | None = None  # the model's time allowed for one answer
+    model_time_left: float = 0.0  # of the answer being made
+
+
+def _deadline(ctx: ChatContext) -> Deadline | None:
+    if ctx.deadline_s is None:
+        return None
+    return Deadline.after(
+        ctx.model_time_left,
+        limit_s=ctx.deadline_s,
+        what="one chat answer",
+        setting="ALPHALOOP_LLM_CHAT_DEADLINE",
+    )
 
 
 def call_model(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any]:
@@ -95,7 +118,15 @@ def call_model(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
         kwargs = {"tools": [t.spec() for t in ctx.registry.values()], "tool_choice": "auto"}
     else:
         messages.append({"role": "user", "content": LAST_STEP_NOTE})
-    reply = ctx.client.chat(messages, purpose="chat", **kwargs)
+    deadline, began = _deadline(ctx), time.monotonic()
+    try:
+        if deadline is None:
+            reply = ctx.client.chat(messages, purpose="chat", **kwargs)
+        else:
+            with ctx.client.within(deadline):
+                reply = ctx.client.chat(messages, purpose="chat", **kwargs)
+    finally:
+        ctx.model_time_left -= time.monotonic() - began
     turn: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls and steps < ctx.max_steps:
         # "" rather than null: llama-cpp-python answers a null content with 500.
@@ -108,7 +139,7 @@ def call_model(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any
             }
             for c in reply.tool_calls
         ]
-    return {"messages": [turn], "steps": steps}
+    return {"messages": [turn], "steps": steps, "cut": reply.finish_reason == "length"}
 
 
 def call_tools(state: ChatState, runtime: Runtime[ChatContext]) -> dict[str, Any]:
@@ -195,6 +226,7 @@ class Chat:
             registry=dict(tools or TOOLS),
             max_steps=max_steps,
             on_tool=on_tool,
+            deadline_s=settings.llm_chat_deadline_s,
         )
 
     def _journal_call(self, record: LLMCallRecord) -> None:
@@ -208,11 +240,13 @@ class Chat:
         """Answers one question, calling tools as the model asks; keeps the exchange.
 
         Raises:
-            LLMError: the endpoint failed through every retry (the question is not kept).
+            LLMError: the endpoint failed through every retry, or the model's time for one
+                answer (``llm_chat_deadline_s``) ran out (the question is not kept).
         """
         question = question.strip()
         if not question:
             raise ValueError("ask needs a non-empty question")
+        self.context.model_time_left = self.settings.llm_chat_deadline_s
         start = [*self.messages, {"role": "user", "content": question}]
         out = chat_graph.invoke(
             {"messages": start, "traces": [], "steps": 0},
@@ -226,5 +260,9 @@ class Chat:
         if not text:
             text = f"(no answer after {out['steps']} model calls)"
         return ChatAnswer(
-            text=text, tool_calls=out["traces"], steps=out["steps"], step_limit_hit=hit
+            text=text,
+            tool_calls=out["traces"],
+            steps=out["steps"],
+            step_limit_hit=hit,
+            cut=out.get("cut", False),
         )

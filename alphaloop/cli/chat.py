@@ -26,6 +26,15 @@ def _chat_trace(trace: Any) -> None:
     err_console.print(f"[dim]{line}[/dim]", highlight=False)
 
 
+def _note_cut(answer: Any, settings: Any) -> None:
+    if answer.cut:
+        err_console.print(
+            f"[dim](cut at {settings.llm_chat_max_tokens} tokens, "
+            "ALPHALOOP_LLM_CHAT_MAX_TOKENS)[/dim]",
+            highlight=False,
+        )
+
+
 def _chat_loop(settings, max_steps: int, yes: bool) -> None:
     from rich.markdown import Markdown
     from rich.prompt import Confirm
@@ -67,6 +76,7 @@ def _chat_loop(settings, max_steps: int, yes: bool) -> None:
             err_console.print("[yellow]interrupted[/yellow]")
             continue
         console.print(Markdown(answer.text))
+        _note_cut(answer, settings)
 
 
 def chat(
@@ -113,3 +123,4 @@ def chat(
         typer.echo(json.dumps({**answer.model_dump(mode="json"), "tokens": agent.tokens_used}))
         return
     typer.echo(answer.text)
+    _note_cut(answer, settings)
