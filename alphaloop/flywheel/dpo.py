@@ -13,7 +13,8 @@ answer).
 A held-out fifth of the pairs (see :mod:`.heldout`) measures preference accuracy before and
 after training. Before training the policy is the reference, every reward is 0, and a tie
 counts one half: the accuracy before is 0.5 by construction, and what training adds is
-measured against chance, with its Wilson interval.
+measured against chance, with its Wilson interval. Scoring runs each distinct prompt once for
+all its answers (see :mod:`.scoring`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from alphaloop.flywheel.heldout import (
     wilson_interval,
 )
 from alphaloop.flywheel.lengths import Texts, fit_pairs, model_prompt, resolve_max_length
+from alphaloop.flywheel.scoring import sequence_logps
 from alphaloop.journal.preferences import PreferenceRecord
 
 __all__ = [
@@ -118,32 +120,6 @@ def check_model_dir(path: Path) -> None:
         raise InvalidRequest(f"{path} has no weights ({' or '.join(WEIGHT_FILES)})")
     if not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise InvalidRequest(f"{path} has no tokenizer ({' or '.join(TOKENIZER_FILES)})")
-
-
-def sequence_logps(
-    model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str], max_length: int
-) -> list[float]:
-    """Sum of log p(answer token | prompt, earlier tokens) per pair, answer closed by EOS (as
-    TRL tokenizes a completion)."""
-    import torch
-
-    out = []
-    model.eval()
-    with torch.no_grad():
-        for prompt, answer in zip(prompts, answers, strict=True):
-            p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-            a_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
-            if tokenizer.eos_token_id is not None:
-                a_ids = [*a_ids, tokenizer.eos_token_id]
-            ids = (p_ids + a_ids)[-max_length:]
-            n_answer = min(len(a_ids), len(ids) - 1)
-            x = torch.tensor([ids])
-            logits = model(input_ids=x).logits[0, :-1].float()
-            logp = torch.log_softmax(logits, dim=-1)
-            targets = x[0, 1:]
-            token_logp = logp.gather(1, targets[:, None])[:, 0]
-            out.append(float(token_logp[-n_answer:].sum()))
-    return out
 
 
 def _log_series(history: list[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, float]]:
@@ -265,12 +241,11 @@ def _load_model(run: _Run) -> Any:
 def _pair_logps(
     model: Any, tokenizer: Any, texts: Texts, max_length: int
 ) -> tuple[list[float], list[float]]:
-    """Sequence log-probabilities of the chosen and of the rejected answers."""
+    """Sequence log-probabilities of the chosen and of the rejected answers, scored together:
+    a pair's two answers share one run of its prompt."""
     prompts, chosen, rejected = texts
-    return (
-        sequence_logps(model, tokenizer, prompts, chosen, max_length),
-        sequence_logps(model, tokenizer, prompts, rejected, max_length),
-    )
+    logps = sequence_logps(model, tokenizer, [*prompts, *prompts], [*chosen, *rejected], max_length)
+    return logps[: len(prompts)], logps[len(prompts) :]
 
 
 def _dpo_trainer(run: _Run, model: Any, tokenizer: Any, texts: Texts) -> Any:
