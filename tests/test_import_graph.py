@@ -3,7 +3,7 @@
 Imports are read with ``ast`` from every module, function-level and ``TYPE_CHECKING`` imports
 included (a lazy import is still an arrow). Arrows point one way (docs/design.md)::
 
-    front ends (cli, server, tools, chat, scheduler) -> ops
+    front ends (cli, server, tools, chat, scheduler) -> ops (nothing below it)
         -> meta_agent, flywheel, pm, library, validation, charts -> trials
         -> engines (pipeline, rl_engine, portfolio_opt) -> knobs, market, metrics
 
@@ -45,6 +45,8 @@ SHARED = {
 FOUNDATIONS = {"knobs", "market", "metrics"}
 ENGINES = {"pipeline", "rl_engine", "portfolio_opt"}
 FRONT_ENDS = {"cli", "server", "tools", "chat", "scheduler"}
+# What the chat front end talks to the chat model with: not research, so not behind ops.
+CHAT_TRANSPORT = {"llm", "llm_json", "prompts"}
 
 # package -> the alphaloop packages it may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
@@ -158,22 +160,13 @@ ALLOWED: dict[str, set[str]] = {
         "validation",
         "walk",
     },
-    # front ends: through ops (the journal's read models are the types ops returns)
-    "server": {"exceptions", "settings", "journal", "ops"},
-    "tools": {"exceptions", "settings", "journal", "knobs", "llm", "metrics", "ops"},
+    # front ends: through ops only. The chat's own transport (the LLM client and its prompts)
+    # is the one thing below ops they may hold: ops never talks to the chat model.
+    "server": {"exceptions", "settings", "ops"},
+    "tools": {"exceptions", "settings", "llm", "ops"},
     "chat": {"exceptions", "settings", "llm", "ops", "prompts", "tools"},
     "scheduler": {"exceptions", "settings", "ops"},
-    "cli": {
-        "exceptions",
-        "settings",
-        "chat",
-        "journal",
-        "knobs",
-        "metrics",
-        "ops",
-        "scheduler",
-        "server",
-    },
+    "cli": {"exceptions", "settings", "chat", "ops", "scheduler", "server"},
 }
 
 
@@ -287,6 +280,16 @@ def test_engines_and_the_evaluator_never_touch_the_journal_or_the_loop(package: 
 def test_front_ends_run_research_only_through_ops(package: str) -> None:
     engines = {"meta_agent", "trials", "validation", "charts", "market", "pm", *ENGINES}
     assert not ALLOWED[package] & engines
+
+
+@pytest.mark.parametrize("package", sorted(FRONT_ENDS))
+def test_front_ends_reach_the_journal_and_all_below_ops_only_through_ops(package: str) -> None:
+    """A front end imports ops (and other front ends, and the shared modules), never the
+    journal, the knobs or anything else ops composes: every read and rule is an ops function."""
+    below = set(ALLOWED) - FRONT_ENDS - SHARED - CHAT_TRANSPORT - {"ops"}
+    assert "journal" in below and "knobs" in below
+    imported = package_graph().get(package, set())
+    assert not (imported | ALLOWED[package]) & below, f"alphaloop.{package} goes around ops"
 
 
 def _loaded_after(statement: str) -> set[str]:
