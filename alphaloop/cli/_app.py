@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from alphaloop import ops
 from alphaloop.exceptions import AlphaloopError, DataWarning, InvalidDelta, NoJournal, exit_code_of
-from alphaloop.knobs import ConfigDelta
+from alphaloop.ops.knobs import ConfigDelta
 from alphaloop.vocabulary import MODES
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ from rich.table import Table
 from rich.text import Text
 
 from alphaloop.evidence import ExcessEvidence, GateReport, PBOSummary
-from alphaloop.knobs import BoundsClip
+from alphaloop.ops.knobs import BoundsClip
 
 if TYPE_CHECKING:  # the reports are what ops returns; the CLI starts without their modules
-    from alphaloop.journal import FinalReport
+    from alphaloop.ops.records import FinalReport
     from alphaloop.ops.validate import StressReport, ValidationReport, WalkForward
 
 METRIC_ROWS: tuple[tuple[str, str, str], ...] = (

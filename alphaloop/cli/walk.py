@@ -21,7 +21,7 @@ from alphaloop.ops.research import check_proposer, noise_seeds_note
 from alphaloop.settings import Settings, get_settings
 
 if TYPE_CHECKING:
-    from alphaloop.journal import RuleRecord, WalkReport
+    from alphaloop.ops.records import RuleRecord, WalkReport
     from alphaloop.ops.walk import WalkDetail, WalkEvent
 
 walk_app = typer.Typer(

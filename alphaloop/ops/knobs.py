@@ -5,8 +5,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.knobs import KNOBS, MODE_GROUPS, Knob
+from alphaloop.knobs import KNOBS, MODE_GROUPS, BoundsClip, ConfigDelta, Knob
 from alphaloop.vocabulary import Mode
+
+# The models a front end builds or shows of the knobs (an edit, a clip), named here so front
+# ends never import the knobs themselves (their names: alphaloop.vocabulary).
+__all__ = ["CLIP_RULES", "BoundsClip", "ConfigDelta", "KnobInfo", "list_knobs"]
 
 CLIP_RULES = (
     "out-of-bounds values are clipped to the nearest bound; integer knobs are rounded",

@@ -17,6 +17,7 @@ from alphaloop.settings import Settings
 
 if TYPE_CHECKING:
     from alphaloop.journal import WalkReport
+    from alphaloop.ops.walk_jobs import WalkJob
     from alphaloop.walk import OnWalkEvent, WalkEvent, WalkSpec
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "list_walks",
     "run_walk",
     "start_walk",
+    "walk_job",
     "walk_owner",
     "walk_rows",
     "walk_spec",
@@ -101,6 +103,16 @@ def start_walk(spec: WalkSpec, settings: Settings, walk_id: str | None = None) -
     from alphaloop.walk import create_walk
 
     return create_walk(spec, settings, walk_id)
+
+
+def walk_job(request: BaseModel) -> WalkJob:
+    """The job that starts the walk ``request`` asks for (a :class:`WalkRequest`, or the API's
+    body: its fields less the local ones), under a walk id drawn now: a server answers with
+    that id as soon as the worker journals the walk."""
+    from alphaloop.journal.walks import new_walk_id
+    from alphaloop.ops.walk_jobs import WalkJob
+
+    return WalkJob(**request.model_dump(), walk_id=new_walk_id())
 
 
 def run_walk(walk_id: str, settings: Settings, on_event: OnWalkEvent | None = None) -> WalkReport:

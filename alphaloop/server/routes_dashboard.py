@@ -11,8 +11,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.journal import TrialFilter, jsonable
 from alphaloop.ops import dashboard, notes, plots, tearsheet
+from alphaloop.ops.records import TrialFilter, jsonable
 from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 

@@ -10,9 +10,9 @@ from fastapi.responses import JSONResponse
 
 from alphaloop import ops
 from alphaloop.exceptions import InvalidRequest
-from alphaloop.journal import jsonable, report_json
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
+from alphaloop.ops.records import jsonable, report_json
 from alphaloop.ops.requests import ValidateRequest
 from alphaloop.ops.research import check_proposer
 from alphaloop.server.idempotency import IdempotencyKey

@@ -10,13 +10,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.journal import jsonable
-from alphaloop.journal.walks import new_walk_id
 from alphaloop.ops import jobs
+from alphaloop.ops.records import jsonable
 from alphaloop.ops.requests import WALK_ID
 from alphaloop.ops.research import check_proposer
 from alphaloop.ops.walk import WalkRow, WalkView
-from alphaloop.ops.walk_jobs import WalkJob, WalkResumeJob
+from alphaloop.ops.walk_jobs import WalkResumeJob
 from alphaloop.server.idempotency import IdempotencyKey
 from alphaloop.server.models import JOB_ID, WORKER_PID, WalkBody
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
@@ -81,7 +80,7 @@ def walk_start(
     settings = _settings(request)
     ops.walk.check_walk(body)  # checked whole here, its epochs too: 422 before any job
     check_proposer(body.proposer, settings)
-    job = WalkJob(**body.model_dump(), walk_id=new_walk_id())
+    job = ops.walk.walk_job(body)
     return request.app.state.idempotency.once(key, "walks", body, lambda: _start(settings, job))
 
 

@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, ReplyParseError, http_status_of
-from alphaloop.journal import jsonable
 from alphaloop.llm import ToolCall, openai_tool
+from alphaloop.ops.records import jsonable
 from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)

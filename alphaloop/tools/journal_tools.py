@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.journal import report_json
+from alphaloop.ops.records import report_json
 from alphaloop.tools.base import Tool, ToolContext
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")

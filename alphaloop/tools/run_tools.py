@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
-from alphaloop.journal import report_json
+from alphaloop.ops.records import report_json
 from alphaloop.ops.requests import ResearchRequest, SessionId, derive
 from alphaloop.ops.research import check_proposer, session_spec
 from alphaloop.tools.base import Tool, ToolContext

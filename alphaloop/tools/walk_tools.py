@@ -14,7 +14,7 @@ from alphaloop.ops.research import check_proposer
 from alphaloop.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from alphaloop.journal import RuleRecord, WalkReport
+    from alphaloop.ops.records import RuleRecord, WalkReport
     from alphaloop.ops.walk import WalkEvent
 
 _ARGS = ConfigDict(frozen=True, extra="forbid")
