@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import check_folder
+from alphaloop.exceptions import InvalidRequest, check_folder
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -110,6 +112,33 @@ def interpret_chart(
 
     with open_journal(settings) as journal:
         return read(chart, settings, journal, png=png, on_warning=on_warning)
+
+
+# The largest image of a chart a client may send to be read (decoded bytes).
+MAX_IMAGE_BYTES = 2 * 1024 * 1024
+
+
+def chart_image(image_b64: str) -> bytes | None:
+    """The PNG a client sent of a chart (base64), checked by its first bytes; None for a JPEG,
+    which is checked but not read (the vision model is sent PNG).
+
+    Raises:
+        InvalidRequest: not base64, over :data:`MAX_IMAGE_BYTES`, or neither PNG nor JPEG.
+    """
+    try:
+        raw = base64.b64decode(image_b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("image_b64 is not base64; send the image's bytes encoded") from None
+    if len(raw) > MAX_IMAGE_BYTES:
+        raise InvalidRequest(
+            f"image of {len(raw):,} bytes is over the {MAX_IMAGE_BYTES:,}-byte cap; send a "
+            "smaller PNG or JPEG"
+        )
+    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
+        return raw
+    if raw.startswith(b"\xff\xd8\xff"):
+        return None
+    raise InvalidRequest("image_b64 is not a PNG or JPEG (checked by its first bytes)")
 
 
 def chart_kind(kind: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import EXIT_USAGE, AlphaloopError, InvalidRequest
+from alphaloop.exceptions import EXIT_USAGE, AlphaloopError, Conflict, InvalidRequest
 from alphaloop.flywheel.dpo import DpoOptions, check_model_dir, go_offline, train_pairs
 from alphaloop.flywheel.heldout import check_heldout, split_pairs
 from alphaloop.flywheel.lengths import resolve_max_length
@@ -28,7 +28,20 @@ from alphaloop.settings import Settings
 from alphaloop.telemetry import set_attributes, span
 
 # How a run trains, for the front ends that start one.
-__all__ = ["DpoOptions", "DpoRunRecord", "dpo_check", "list_dpo_runs", "train_dpo"]
+__all__ = [
+    "MIN_PAIRS",
+    "DpoOptions",
+    "DpoRunRecord",
+    "check_dpo_free",
+    "dpo_check",
+    "list_dpo_runs",
+    "served_model",
+    "train_dpo",
+]
+
+# DPO compares a chosen answer with a rejected one and measures the run on held-out pairs: one
+# pair leaves nothing to hold out.
+MIN_PAIRS = 2
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +111,7 @@ def train_dpo(
         InvalidRequest: not a model, ``out_dir`` not empty, or ``max_length`` past its context;
             fewer held-out pairs than ``settings.dpo_min_heldout`` (no run journaled); pairs
             that do not fit even with their history cut (a failed run).
-        AlphaloopError: fewer than two labelled pairs.
+        Conflict: fewer than two labelled pairs.
     """
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     check_model_dir(model_dir)
@@ -137,19 +150,25 @@ def train_dpo(
         return runs.finish_dpo_run(run_id, status=DpoStatus.finished, **outcome.model_dump())
 
 
+def _check_enough_pairs(labelled: int) -> None:
+    """Raises Conflict when ``labelled`` pairs are too few to train on (:data:`MIN_PAIRS`)."""
+    if labelled < MIN_PAIRS:
+        raise Conflict(
+            f"DPO needs at least {MIN_PAIRS} labelled preference pairs, the journal has "
+            f"{labelled}: give verdicts on the manager's decisions, then extract the pairs "
+            "(`alphaloop prefs extract`)"
+        )
+
+
 def _labelled_pairs(journal: Journal, min_heldout: int) -> list:
     """Every labelled pair, refused when there are too few to train and measure on.
 
     Raises:
-        AlphaloopError: fewer than two labelled pairs.
+        Conflict: fewer than two labelled pairs.
         InvalidRequest: fewer held-out pairs than ``min_heldout``.
     """
     prefs = journal.preferences.list(labelled=True)
-    if len(prefs) < 2:
-        raise AlphaloopError(
-            f"DPO needs at least 2 labelled pairs, the journal has {len(prefs)}; "
-            "run `alphaloop prefs extract` first"
-        )
+    _check_enough_pairs(len(prefs))
     check_heldout(len(split_pairs(prefs)[1]), len(prefs), min_heldout)
     return prefs
 
@@ -227,3 +246,54 @@ def running_dpo_runs(settings: Settings) -> list[DpoRunRecord]:
         (r for r in rows if r.status == DpoStatus.running and pid_alive(r.owner_pid)),
         key=lambda r: r.id,
     )
+
+
+def served_model(settings: Settings, model_id: str | None = None) -> Path:
+    """The model a DPO run started by a client trains: the configured one
+    (``ALPHALOOP_DPO_MODEL``), never a folder the client names; ``model_id``, if given, must
+    be its name.
+
+    Raises:
+        InvalidRequest: no model is configured, or ``model_id`` names another.
+    """
+    model = settings.dpo_model
+    if model is None:
+        raise InvalidRequest(
+            "no DPO model is configured: set ALPHALOOP_DPO_MODEL to a local model directory "
+            "(config, weights, tokenizer), and restart the server that starts runs"
+        )
+    if model_id is not None and model_id != model.name:
+        raise InvalidRequest(
+            f"unknown model_id {model_id!r}: the model trained here is {model.name!r} "
+            "(ALPHALOOP_DPO_MODEL); leave model_id out or send that name"
+        )
+    return Path(model).absolute()
+
+
+def check_dpo_free(settings: Settings, run: str) -> Path:
+    """The output folder of a new DPO run named ``run`` (``<home>/dpo/<run>``), once nothing
+    stops it from starting: one run at a time, a new name, enough labelled pairs. A caller
+    that starts runs from several threads holds its own lock from this check to the start.
+
+    Raises:
+        Conflict: a run is going on (a queued ``dpo`` job or a live journaled run), the name
+            is taken, or fewer than two labelled pairs.
+    """
+    out = (settings.home / "dpo" / run).absolute()
+    if not settings.journal_path.exists():
+        busy: list[int | None] = []
+        labelled = 0
+    else:
+        with open_journal(settings) as journal:
+            busy = [j.pid for j in journal.jobs.live("dpo")]
+            labelled = len(journal.preferences.list(labelled=True))
+        busy = busy or [r.owner_pid for r in running_dpo_runs(settings)]
+    if busy:
+        raise Conflict(
+            f"a DPO run is already running (process {busy[0]}); wait for it to finish and "
+            "start again (the list of DPO runs shows when it does)"
+        )
+    if out.exists():
+        raise Conflict(f"a DPO run named {run!r} exists already; pick a new run name")
+    _check_enough_pairs(labelled)
+    return out

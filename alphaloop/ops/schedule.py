@@ -14,14 +14,14 @@ Four jobs, each on a cron expression from the settings:
   reported in the run's detail, never back-filled.
 
 Every run, scheduled or by hand, is journaled in ``schedule_runs`` with its outcome (ok,
-skipped, failed), error and a one-line detail. The preference and DPO operations are looked up
-when a job runs: a home whose alphaloop lacks them journals the run as skipped, saying so.
+skipped, failed), error and a one-line detail. Each job's operation is imported when it runs
+(``scheduler list`` loads none of them); an import that fails is the run's failure, never a
+skip.
 """
 
 from __future__ import annotations
 
 import fcntl
-import importlib
 import json
 import logging
 import os
@@ -217,22 +217,18 @@ def _one_line(result: Any) -> str | None:
     return text[:_DETAIL_CHARS]
 
 
-def _operation(module: str, name: str) -> Callable[..., Any]:
-    """An operation of the flywheel, or Skipped when this alphaloop does not have it."""
-    try:
-        return getattr(importlib.import_module(f"alphaloop.ops.{module}"), name)
-    except (ImportError, AttributeError):
-        raise Skipped(f"alphaloop.ops.{module}.{name} is not available in this alphaloop") from None
-
-
 def _prefs_extract(settings: Settings) -> Any:
     if not settings.journal_path.exists():
         raise Skipped("no journal yet: no decisions or sessions to extract pairs from")
-    return _operation("prefs", "extract_preferences")(settings)
+    from alphaloop.ops.prefs import extract_preferences
+
+    return extract_preferences(settings)
 
 
 def _dpo_check(settings: Settings) -> Any:
-    result = _operation("dpo", "dpo_check")(settings)
+    from alphaloop.ops.dpo import dpo_check
+
+    result = dpo_check(settings)
     # A check that found too few pairs trained nothing: a skip, not a success.
     data = result.model_dump() if isinstance(result, BaseModel) else result
     if isinstance(data, dict) and data.get("trained") is False:

@@ -31,6 +31,7 @@ from alphaloop.exceptions import (
 from alphaloop.server import (
     routes_dashboard,
     routes_export,
+    routes_flywheel,
     routes_frontier,
     routes_jobs,
     routes_loop,
@@ -208,7 +209,7 @@ def create_app(
         routes_dashboard.router,
         routes_export.router,
         routes_walks.router,
-        *_optional_routers(),
+        *routes_flywheel.routers(),
     ):
         app.include_router(router, dependencies=token)
 
@@ -247,11 +248,3 @@ def _add_page(app: FastAPI) -> None:
         if _not_modified(request, response.headers["etag"]):
             return Response(status_code=304, headers=_validators(response.headers))
         return response
-
-
-def _optional_routers() -> list[Any]:
-    """Routers of operations this alphaloop may not have yet (the portfolio manager, the
-    preference flywheel): included only when their module imports."""
-    from alphaloop.server import routes_flywheel
-
-    return routes_flywheel.routers()

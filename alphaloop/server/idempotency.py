@@ -18,9 +18,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import Header, HTTPException
+from fastapi import Header
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
+
+from alphaloop.exceptions import InvalidRequest
 
 KEEP = 1024
 KEY_PATTERN = r"^[A-Za-z0-9_\-]{8,80}$"
@@ -54,8 +56,7 @@ class Idempotency:
             entry = self._entries.get(key)
             if entry is not None:
                 if entry.fingerprint != fingerprint:
-                    raise HTTPException(
-                        422,
+                    raise InvalidRequest(
                         f"Idempotency-Key {key!r} was sent with another request; use a fresh "
                         "key for each new start",
                     )

@@ -1,19 +1,16 @@
 """Routes of the preference flywheel (decisions to review, verdicts, pair counts, DPO runs) and
-the portfolio manager. Each router is included only when its operations exist in this
-alphaloop."""
+the portfolio manager."""
 
 from __future__ import annotations
 
-import importlib
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from alphaloop.ops import jobs
+from alphaloop.ops import dpo, jobs, pm, prefs
 from alphaloop.ops.requests import (
     BOOK,
     MAIN_BOOK,
@@ -37,14 +34,7 @@ def _settings(request: Request) -> Any:
     return request.app.state.settings
 
 
-def _ops(name: str) -> Any | None:
-    try:
-        return importlib.import_module(f"alphaloop.ops.{name}")
-    except ImportError:
-        return None
-
-
-def _prefs_router(prefs: Any) -> APIRouter:
+def _prefs_router() -> APIRouter:
     router = APIRouter(prefix="/api", tags=["feedback"])
 
     @router.get("/decisions", response_model=Page)
@@ -78,7 +68,7 @@ def _prefs_router(prefs: Any) -> APIRouter:
     return router
 
 
-def _dpo_router(dpo: Any) -> APIRouter:
+def _dpo_router() -> APIRouter:
     router = APIRouter(prefix="/api", tags=["feedback"])
 
     @router.get("/dpo/runs", response_model=Page)
@@ -109,11 +99,10 @@ def _dpo_router(dpo: Any) -> APIRouter:
         server's model, ``ALPHALOOP_DPO_MODEL``; the trained model goes to
         ``<home>/dpo/<run>``. One run at a time: 409 while another is running."""
         settings = _settings(request)
-        model = _dpo_model(settings, body.model_id)
+        model = dpo.served_model(settings, body.model_id)
         run = body.run or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-        out = (settings.home / "dpo" / run).absolute()
         with _dpo_lock:  # check and start as one step: two requests never start two runs
-            _check_dpo_free(settings, dpo, run, out)
+            out = dpo.check_dpo_free(settings, run)
             job = jobs.DpoJob(
                 model_dir=str(model),
                 out_dir=str(out),
@@ -122,16 +111,14 @@ def _dpo_router(dpo: Any) -> APIRouter:
                 max_length=body.max_length,
             )
             view = jobs.start_job(settings, job)
-        view = jobs.wait_for_job(
-            settings, view.id, lambda v: _dpo_run_of(settings, dpo, v) is not None
-        )
+        view = jobs.wait_for_job(settings, view.id, lambda v: _dpo_run_of(settings, v) is not None)
         return answer(
             view,
             lambda v: DpoStarted(
                 run=run,
                 model_id=model.name,
                 pid=v.pid,
-                dpo_run_id=_dpo_run_of(settings, dpo, v),
+                dpo_run_id=_dpo_run_of(settings, v),
                 job_id=v.id,
             ),
         )
@@ -142,46 +129,7 @@ def _dpo_router(dpo: Any) -> APIRouter:
 _dpo_lock = threading.Lock()
 
 
-def _dpo_model(settings: Any, model_id: str | None) -> Path:
-    model = settings.dpo_model
-    if model is None:
-        raise HTTPException(
-            422,
-            "no DPO model is configured on this server: set ALPHALOOP_DPO_MODEL to a local "
-            "model directory (config, weights, tokenizer) and restart `alphaloop serve`",
-        )
-    if model_id is not None and model_id != model.name:
-        raise HTTPException(
-            422,
-            f"unknown model_id {model_id!r}: this server trains {model.name!r} "
-            "(ALPHALOOP_DPO_MODEL); leave model_id out or send that name",
-        )
-    return Path(model).absolute()
-
-
-def _check_dpo_free(settings: Any, dpo: Any, run: str, out: Path) -> None:
-    """Raises HTTPException 409 when a run is going on, the name is taken or pairs are few."""
-    busy = [j.pid for j in jobs.live_jobs(settings, "dpo")]
-    busy = busy or [r.owner_pid for r in dpo.running_dpo_runs(settings)]
-    if busy:
-        raise HTTPException(
-            409,
-            f"a DPO run is already running (process {busy[0]}); wait for it to finish "
-            "(GET /api/dpo/runs) and start again",
-        )
-    if out.exists():
-        raise HTTPException(409, f"a DPO run named {run!r} exists already; pick a new run name")
-    prefs = _ops("prefs")
-    labelled = prefs.preference_stats(settings).labelled if prefs is not None else 0
-    if labelled < 2:
-        raise HTTPException(
-            409,
-            f"DPO needs at least 2 labelled preference pairs, the journal has {labelled}: give "
-            "verdicts (POST /api/decisions/{id}/verdict), then run `alphaloop prefs extract`",
-        )
-
-
-def _dpo_run_of(settings: Any, dpo: Any, view: jobs.JobView) -> int | None:
+def _dpo_run_of(settings: Any, view: jobs.JobView) -> int | None:
     """The journal id of the DPO run a job's worker started (runs record their owner's pid),
     or None while it loads its libraries."""
     if isinstance(view.result, jobs.DpoResult):
@@ -193,7 +141,7 @@ def _dpo_run_of(settings: Any, dpo: Any, view: jobs.JobView) -> int | None:
 BookQuery = Query(MAIN_BOOK, pattern=BOOK, description="the book's name")
 
 
-def _pm_router(pm: Any) -> APIRouter:
+def _pm_router() -> APIRouter:
     router = APIRouter(prefix="/api/pm", tags=["portfolio manager"])
 
     @router.get("/status")
@@ -229,12 +177,5 @@ def _pm_router(pm: Any) -> APIRouter:
 
 
 def routers() -> list[APIRouter]:
-    """The routers whose operations exist in this alphaloop."""
-    found = []
-    if (pm := _ops("pm")) is not None:
-        found.append(_pm_router(pm))
-    if (prefs := _ops("prefs")) is not None:
-        found.append(_prefs_router(prefs))
-    if (dpo := _ops("dpo")) is not None:
-        found.append(_dpo_router(dpo))
-    return found
+    """The portfolio manager's, the preferences' and the DPO runs' routers."""
+    return [_pm_router(), _prefs_router(), _dpo_router()]

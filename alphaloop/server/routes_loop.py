@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from alphaloop import ops
@@ -25,7 +23,6 @@ from alphaloop.server.models import (
     Page,
 )
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
-from alphaloop.server.security import image_kind
 
 router = APIRouter(prefix="/api")
 
@@ -84,20 +81,7 @@ def ratio_curve(request: Request) -> Response:
 def interpret(request: Request, body: InterpretRequest) -> ChartReadOut:
     """Read a chart in 4-6 bullets: the vision model when one is configured, else the embedded
     data-grounded reader; the read is journaled and signed with the model and elapsed time."""
-    png = None
-    if body.image_b64:
-        try:
-            raw = base64.b64decode(body.image_b64, validate=True)
-        except (binascii.Error, ValueError):
-            raise HTTPException(
-                422, "image_b64 is not base64; send the image's bytes encoded"
-            ) from None
-        try:
-            kind = image_kind(raw)
-        except ValueError as err:
-            raise HTTPException(422, str(err)) from None
-        if kind == "png":
-            png = raw  # a JPEG is checked but not forwarded: the vision path takes PNG
+    png = ops.charts.chart_image(body.image_b64) if body.image_b64 else None
     ctx = body.context
     built = _figure(request, body.kind, ctx.session_id, ctx.trial_idx)
     read = ops.charts.interpret_chart(built, _settings(request), png=png)

@@ -27,7 +27,6 @@ from alphaloop.server.errors import send_error
 from alphaloop.settings import Settings
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a base64 chart image (capped at 2 MB) plus its JSON
-MAX_IMAGE_BYTES = 2 * 1024 * 1024
 _LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
 
@@ -200,21 +199,3 @@ class HeadAsGet:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
-
-
-def image_kind(data: bytes) -> str:
-    """``png`` or ``jpeg`` by the file's magic bytes.
-
-    Raises:
-        ValueError: neither (or over :data:`MAX_IMAGE_BYTES`).
-    """
-    if len(data) > MAX_IMAGE_BYTES:
-        raise ValueError(
-            f"image of {len(data):,} bytes is over the {MAX_IMAGE_BYTES:,}-byte cap; send a "
-            "smaller PNG or JPEG"
-        )
-    if data.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if data.startswith(b"\xff\xd8\xff"):
-        return "jpeg"
-    raise ValueError("image_b64 is not a PNG or JPEG (checked by its first bytes)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -98,6 +99,23 @@ def test_a_failing_job_is_journaled_failed_and_exits_1(settings: Settings) -> No
     assert result.exit_code == 1
     run = json.loads(result.stdout)
     assert run["outcome"] == "failed" and "budget" in run["error"]
+
+
+@pytest.mark.parametrize(("job", "module", "name"), [
+    ("prefs_extract", "alphaloop.ops.prefs", "extract_preferences"),
+    ("dpo_check", "alphaloop.ops.dpo", "dpo_check"),
+])  # fmt: skip
+def test_an_operation_a_job_cannot_import_fails_the_run_not_skips_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, job: str, module: str, name: str
+) -> None:
+    """A renamed or misspelt operation is a failed run with its ImportError, never a quiet
+    "skipped" that reads like a night with nothing to do."""
+    monkeypatch.delattr(importlib.import_module(module), name)
+    with Journal(settings.journal_path):
+        pass
+    run = schedule.run_job(settings, job)
+    assert run.outcome == ScheduleOutcome.failed
+    assert "ImportError" in (run.error or "") and name in (run.error or "")
 
 
 def test_the_store_refuses_to_finish_a_run_twice(settings: Settings) -> None:

@@ -4,13 +4,18 @@ bodies, refused requests and bugs. Never a 500 for what a client sent, never pla
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tempfile
 import typing
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi.routing import APIRoute
 
+from alphaloop import server
 from alphaloop.journal import Journal
 from alphaloop.server import create_app
 from alphaloop.settings import Settings
@@ -132,3 +137,29 @@ def test_docs_are_served_from_this_server_alone(home: Settings) -> None:
         assert "/api/research" in schema["paths"]
         assert_error(httpx.get(f"{base}/redoc"), 404)
         assert_error(httpx.get(f"{base}/docs/oauth2-redirect"), 404)
+
+
+def test_no_route_chooses_an_http_status_for_a_rule() -> None:
+    """A refused request is an error of the table (alphaloop.exceptions), raised by ops: the
+    routes raise no HTTPException, so a rule and its status are declared once."""
+    routes = sorted(Path(server.__file__).parent.glob("routes_*.py"))
+    assert len(routes) >= 8
+    raising = [p.name for p in routes if "HTTPException" in p.read_text(encoding="utf-8")]
+    assert raising == []
+
+
+def test_a_route_module_whose_operations_cannot_import_stops_the_server() -> None:
+    """The flywheel's routes import their operations plainly: a missing or misspelt module is
+    an ImportError when the app is built, not a route quietly left out."""
+    code = (
+        "import sys; sys.modules['alphaloop.ops.dpo'] = None\n"
+        "from alphaloop.server import create_app\n"
+        "from alphaloop.settings import Settings\n"
+        "app = create_app(Settings(home=sys.argv[1]))\n"
+        "print(sorted(r.path for r in app.routes if '/dpo/' in r.path))\n"
+    )
+    with tempfile.TemporaryDirectory() as home:
+        done = subprocess.run(
+            [sys.executable, "-c", code, home], capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode != 0 and "alphaloop.ops.dpo" in done.stderr, done.stdout
