@@ -40,6 +40,7 @@ value, so a front end that catches one answers bad usage (exit 2, HTTP 422).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -71,6 +72,18 @@ def http_status_of(err: BaseException) -> int:
     if isinstance(err, AlphaloopError):
         return err.http_status
     return USAGE_STATUS if isinstance(err, ValueError) else FAILURE_STATUS
+
+
+# An absolute file path in a message (the journal, a policy file, a model folder), not an API
+# path (/api/...) nor a ratio (1/N).
+_FILE_PATH = re.compile(r"(?<![\w:/.])/(?!api/|static/)(?:[\w.\-@+~]+/)+([\w.\-@+~]*)")
+
+
+def without_paths(message: str) -> str:
+    """``message`` as it may leave this machine (an API body, a chat tool's result sent to the
+    LLM endpoint): every absolute file path cut to its last part, so no message tells a remote
+    reader where the home or the user's files are."""
+    return _FILE_PATH.sub(lambda m: m.group(1) or "<folder>", message)
 
 
 class DataWarning(UserWarning):

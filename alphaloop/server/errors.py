@@ -14,15 +14,12 @@ import json
 import re
 from typing import Any
 
-from alphaloop.exceptions import EXIT_FAILURE, EXIT_USAGE
+from alphaloop.exceptions import EXIT_FAILURE, EXIT_USAGE, without_paths
 
 # Answers a client caused: the command line's "bad usage".
 _USAGE_BELOW = 500
 
 
-# An absolute file path in a message (the journal, a policy file, a model folder), not an API
-# path (/api/...) nor a ratio (1/N): an error body names no file of this machine.
-_FILE_PATH = re.compile(r"(?<![\w:/.])/(?!api/|static/)(?:[\w.\-@+~]+/)+([\w.\-@+~]*)")
 # The ids of other sessions a "no session" message lists for a person at a terminal.
 _RECENT_IDS = re.compile(r";\s*recent sessions: [^;]*")
 
@@ -31,7 +28,7 @@ def public_message(message: str) -> str:
     """``message`` as a client may read it: file paths cut to their last part, and no list of
     other sessions' ids."""
     message = _RECENT_IDS.sub("; GET /api/sessions lists the sessions", message)
-    return _FILE_PATH.sub(lambda m: m.group(1) or "<folder>", message)
+    return without_paths(message)
 
 
 def error_name(status: int) -> str:

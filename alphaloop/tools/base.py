@@ -20,7 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from alphaloop.exceptions import USAGE_STATUS, AlphaloopError, ReplyParseError, http_status_of
+from alphaloop.exceptions import (
+    USAGE_STATUS,
+    AlphaloopError,
+    ReplyParseError,
+    http_status_of,
+    without_paths,
+)
 from alphaloop.llm import ToolCall, openai_tool
 from alphaloop.ops.records import jsonable
 from alphaloop.settings import Settings
@@ -107,7 +113,8 @@ def call_tool(
     """
 
     def failed(message: str, status: int) -> ToolResult:
-        data = {"error": message, "status": status}
+        # The result goes to the LLM endpoint, a remote service: it names no file of ours.
+        data = {"error": without_paths(message), "status": status}
         return ToolResult(name=name, ok=False, content=json.dumps(data), data=data)
 
     tool = tools.get(name)

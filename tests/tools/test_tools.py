@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from alphaloop.journal import Journal
 from alphaloop.knobs import KNOBS, ConfigDelta, TrialConfig, clip
@@ -14,7 +15,7 @@ from alphaloop.market import load_market
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.settings import Settings
 from alphaloop.spec import Objective
-from alphaloop.tools import TOOLS, ToolContext, call_tool, tool_specs
+from alphaloop.tools import TOOLS, Tool, ToolContext, call_tool, tool_specs
 from alphaloop.trials import TrialBudget, run_trial
 
 try:  # see conftest.py: ``tests`` is a package only under ``python -m pytest``
@@ -163,9 +164,26 @@ def test_errors_come_back_as_results(
     assert json.loads(result.content) == result.data
 
 
-def test_no_journal_yet_is_an_error_result(tmp_path: Path) -> None:
+def test_no_journal_yet_is_an_error_result_naming_no_path(tmp_path: Path) -> None:
     result = call(make_settings(tmp_path / "empty"), "list_sessions", {})
     assert not result.ok and "no journal yet" in result.data["error"]
+    # the result is sent to the LLM endpoint: it says where nothing is on this machine
+    assert str(tmp_path) not in result.content and "/empty" not in result.content
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+def test_a_tool_bug_s_message_names_no_path(tmp_path: Path) -> None:
+    def broken(args: Any, ctx: ToolContext) -> dict[str, Any]:
+        return {"text": (tmp_path / "gone" / "secret.csv").read_text()}
+
+    tool = Tool(name="broken", description="raises", args_model=_NoArgs, fn=broken)
+    ctx = ToolContext(settings=make_settings(tmp_path))
+    result = call_tool({"broken": tool}, "broken", "{}", ctx)
+    assert not result.ok and "FileNotFoundError" in result.data["error"]
+    assert "secret.csv" in result.data["error"] and str(tmp_path) not in result.content
 
 
 def test_run_trial_clips_like_a_session_and_matches_the_evaluator(tmp_path: Path) -> None:
