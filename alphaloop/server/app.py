@@ -38,6 +38,7 @@ from alphaloop.server import (
     routes_research,
     routes_walks,
 )
+from alphaloop.server.answers import Health
 from alphaloop.server.contract import ExactPathMethods, allowed_methods, declare_contract
 from alphaloop.server.errors import error_body
 from alphaloop.server.guard import RequestGuard
@@ -213,10 +214,10 @@ def create_app(
     ):
         app.include_router(router, dependencies=token)
 
-    @app.get("/api/health", tags=["setup"], dependencies=token)
-    def health(request: Request) -> dict[str, Any]:
+    @app.get("/api/health", response_model=Health, tags=["setup"], dependencies=token)
+    def health(request: Request) -> Health:
         home = request.app.state.settings
-        return {"ok": True, "home": home.home.name, "journal": home.journal_path.exists()}
+        return Health(ok=True, home=home.home.name, journal=home.journal_path.exists())
 
     _add_page(app)
     declare_contract(app)

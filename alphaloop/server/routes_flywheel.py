@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from alphaloop.ops import dpo, jobs, pm, prefs
+from alphaloop.ops.records import BookRecord, DecisionView
 from alphaloop.ops.requests import (
     BOOK,
     MAIN_BOOK,
@@ -47,23 +48,25 @@ def _prefs_router() -> APIRouter:
             next_after=max([after, *(r.id for r in rows)]),
         )
 
-    @router.post("/decisions/{decision_id}/verdict")
+    @router.post("/decisions/{decision_id}/verdict", response_model=DecisionView)
     def verdict(
         request: Request, body: VerdictRequest, decision_id: int = IdPath()
-    ) -> dict[str, Any]:
+    ) -> DecisionView:
         """Approve, override (with weights) or reject a decision."""
         view = prefs.decide(
             _settings(request), decision_id, body.verdict, weights=body.weights, note=body.note
         )
-        return view.model_dump(mode="json")
+        return view
 
-    @router.get("/preferences/stats")
-    def stats(request: Request) -> dict[str, Any]:
+    @router.get("/preferences/stats", response_model=prefs.PreferenceStats)
+    def stats(request: Request) -> prefs.PreferenceStats:
         """Preference pairs by source: total, labelled, new since the last DPO run."""
         settings = _settings(request)
         if not settings.journal_path.exists():
-            return {"counts": {}, "total": 0, "labelled": 0, "new_since_training": 0}
-        return prefs.preference_stats(settings).model_dump(mode="json")
+            return prefs.PreferenceStats(
+                counts={}, total=0, labelled=0, last_trained_id=0, new_since_training=0
+            )
+        return prefs.preference_stats(settings)
 
     return router
 
@@ -144,10 +147,10 @@ BookQuery = Query(MAIN_BOOK, pattern=BOOK, description="the book's name")
 def _pm_router() -> APIRouter:
     router = APIRouter(prefix="/api/pm", tags=["portfolio manager"])
 
-    @router.get("/status")
-    def status(request: Request, book: str = BookQuery) -> dict[str, Any]:
+    @router.get("/status", response_model=pm.BookStatus)
+    def status(request: Request, book: str = BookQuery) -> pm.BookStatus:
         """A book: cash, positions, equity, halt state and its last decisions."""
-        return pm.pm_status(_settings(request), book=book).model_dump(mode="json")
+        return pm.pm_status(_settings(request), book=book)
 
     @router.post("/tick", status_code=202, response_model=JobStarted, responses=FAILED_RESPONSES)
     def tick(request: Request, body: TickBody) -> JobStarted | JSONResponse:
@@ -161,17 +164,15 @@ def _pm_router() -> APIRouter:
         view = jobs.start_job(_settings(request), job)
         return answer(view, lambda v: JobStarted(job="pm_tick", pid=v.pid, job_id=v.id))
 
-    @router.post("/halt")
-    def halt(request: Request, body: HaltRequest) -> dict[str, Any]:
+    @router.post("/halt", response_model=BookRecord)
+    def halt(request: Request, body: HaltRequest) -> BookRecord:
         """Pull the kill switch: ticks journal the halt and send nothing."""
-        record = pm.pm_halt(_settings(request), body.why, book=body.book, origin="api")
-        return record.model_dump(mode="json")
+        return pm.pm_halt(_settings(request), body.why, book=body.book, origin="api")
 
-    @router.post("/resume")
-    def resume(request: Request, params: Annotated[ResumeBookRequest, Query()]) -> dict[str, Any]:
+    @router.post("/resume", response_model=BookRecord)
+    def resume(request: Request, params: Annotated[ResumeBookRequest, Query()]) -> BookRecord:
         """Lift a book's halt; journaled with the reason and the origin ``api``."""
-        record = pm.pm_resume(_settings(request), book=params.book, why=params.why, origin="api")
-        return record.model_dump(mode="json")
+        return pm.pm_resume(_settings(request), book=params.book, why=params.why, origin="api")
 
     return router
 

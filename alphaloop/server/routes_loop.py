@@ -10,8 +10,9 @@ from fastapi.responses import JSONResponse
 from alphaloop import ops
 from alphaloop.ops import dashboard, jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
-from alphaloop.ops.env import env_info
+from alphaloop.ops.env import EnvInfo, env_info
 from alphaloop.ops.requests import ActivateRequest, ChartKind, ScheduleJobName
+from alphaloop.server.answers import Activated, ActivePolicy, Knobs, ScheduleJobs
 from alphaloop.server.models import (
     MAX_ID,
     SESSION_ID,
@@ -31,19 +32,16 @@ def _settings(request: Request) -> Any:
     return request.app.state.settings
 
 
-@router.get("/env", tags=["setup"])
-def env(n_assets: int = Query(4, ge=2, le=500)) -> dict[str, Any]:
+@router.get("/env", response_model=EnvInfo, tags=["setup"])
+def env(n_assets: int = Query(4, ge=2, le=500)) -> EnvInfo:
     """The Gymnasium env: its id, config at the default knobs, spaces, and the 16 knobs."""
-    return env_info(n_assets).model_dump(mode="json")
+    return env_info(n_assets)
 
 
-@router.get("/knobs", tags=["setup"])
-def knobs() -> dict[str, Any]:
+@router.get("/knobs", response_model=Knobs, tags=["setup"])
+def knobs() -> Knobs:
     """The 16 knobs with bounds, and the clipping rules."""
-    return {
-        "knobs": [k.model_dump(mode="json") for k in ops.knobs.list_knobs()],
-        "clip_rules": list(ops.knobs.CLIP_RULES),
-    }
+    return Knobs(knobs=ops.knobs.list_knobs(), clip_rules=list(ops.knobs.CLIP_RULES))
 
 
 # Charts of objectives and metrics only: drawn without reading any trial's per-day series.
@@ -127,40 +125,38 @@ def _verdict(row: dashboard.SessionRow | None) -> dict[str, Any] | None:
     return row.model_dump(mode="json", include=set(keep))
 
 
-@router.get("/policies/active", tags=["policies"])
-def policy_active(request: Request) -> dict[str, Any]:
-    active = policies.active_policy(_settings(request))
-    return {"policy": active.model_dump(mode="json") if active else None}
+@router.get("/policies/active", response_model=ActivePolicy, tags=["policies"])
+def policy_active(request: Request) -> ActivePolicy:
+    return ActivePolicy(policy=policies.active_policy(_settings(request)))
 
 
-@router.get("/policies/{policy_id}", tags=["policies"])
-def policy_show(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
-    return policies.show_policy(_settings(request), policy_id).model_dump(mode="json")
+@router.get("/policies/{policy_id}", response_model=policies.PolicyDetail, tags=["policies"])
+def policy_show(request: Request, policy_id: int = IdPath()) -> policies.PolicyDetail:
+    return policies.show_policy(_settings(request), policy_id)
 
 
-@router.post("/policies/{policy_id}/activate", tags=["policies"])
+@router.post("/policies/{policy_id}/activate", response_model=Activated, tags=["policies"])
 def policy_activate(
     request: Request,
     params: Annotated[ActivateRequest, Query()],
     policy_id: int = IdPath(),
-) -> dict[str, Any]:
+) -> Activated:
     """Make a library entry the active policy (its file's sha256 is checked first). Without a
     GO from its gates it is refused (409) unless ``force`` with a ``reason`` (journaled)."""
     record = policies.activate_policy(
         _settings(request), policy_id, force=params.force, reason=params.reason
     )
-    return {"policy": record.model_dump(mode="json"), "active": True}
+    return Activated(policy=record, active=True)
 
 
-@router.get("/schedule/jobs", tags=["schedule"])
-def schedule_jobs(request: Request) -> dict[str, Any]:
+@router.get("/schedule/jobs", response_model=ScheduleJobs, tags=["schedule"])
+def schedule_jobs(request: Request) -> ScheduleJobs:
     """The scheduler's jobs with their cron, next run time and last run, and the pid of the
     scheduler running for this home (None when none runs)."""
     settings = _settings(request)
-    return {
-        "scheduler_pid": schedule.scheduler_holder(settings),
-        "jobs": [j.model_dump(mode="json") for j in schedule.list_jobs(settings)],
-    }
+    return ScheduleJobs(
+        scheduler_pid=schedule.scheduler_holder(settings), jobs=schedule.list_jobs(settings)
+    )
 
 
 @router.get("/schedule/runs", response_model=Page, tags=["schedule"])
