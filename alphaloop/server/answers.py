@@ -4,10 +4,12 @@ where a route adds a field or lists several)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.ops.knobs import KnobInfo
-from alphaloop.ops.records import PolicyRecord
+from alphaloop.ops.records import PolicyRecord, SessionRecord
 from alphaloop.ops.schedule import JobInfo
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -57,3 +59,55 @@ class Health(BaseModel):
     ok: bool
     home: str
     journal: bool
+
+
+# A row as JSON leaves the server: a trial (its per-day series null unless asked for), a
+# clip, a report. Typed by the journal's models; sent as their JSON.
+JsonRow = dict[str, Any]
+
+
+class Stopped(BaseModel):
+    """A session asked to stop after its current trial, and its status now."""
+
+    model_config = _STRICT
+
+    session: str
+    status: str
+
+
+class ManualStatus(BaseModel):
+    """The newest manual PPO run: its session, its trial (without prompt or curve), the
+    trial's reward curve (``[env steps, mean episode reward]`` points), and whether its process
+    is alive. All empty while no manual run was started."""
+
+    model_config = _STRICT
+
+    session: SessionRecord | None
+    trial: JsonRow | None
+    curve: list[Any]
+    process_alive: bool
+
+
+class ManualCurve(BaseModel):
+    """The newest manual run's reward curve alone."""
+
+    model_config = _STRICT
+
+    session_id: str | None
+    curve: list[Any]
+
+
+class SessionJournal(BaseModel):
+    """One session's journal: leaderboard, trials (id above the cursor) with their clips, the
+    final report, chart reads, the newest validation report, and the cursor to poll from."""
+
+    model_config = _STRICT
+
+    session: SessionRecord
+    counted_trials: int
+    leaderboard: list[JsonRow]
+    trials: list[JsonRow]
+    final: JsonRow | None
+    chart_reads: list[JsonRow]
+    validation: JsonRow | None
+    next_after: int

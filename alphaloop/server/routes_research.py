@@ -15,6 +15,7 @@ from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.records import jsonable, report_json
 from alphaloop.ops.requests import ValidateRequest
 from alphaloop.ops.research import check_proposer
+from alphaloop.server.answers import ManualCurve, ManualStatus, SessionJournal, Stopped
 from alphaloop.server.idempotency import IdempotencyKey
 from alphaloop.server.models import (
     SESSION_ID,
@@ -84,7 +85,7 @@ def _trial(t: Any, clips: dict[int, list[Any]], *, series: bool = False) -> dict
     }
 
 
-@router.get("/sessions/{session_id}/journal", tags=["sessions"])
+@router.get("/sessions/{session_id}/journal", response_model=SessionJournal, tags=["sessions"])
 def session_journal(
     request: Request,
     session_id: str = SessionPath,
@@ -95,23 +96,23 @@ def session_journal(
         "validation day; final_weights; curve: the PPO training curve), in the trials and the "
         "leaderboard; without it they are null. They are most of a long session's size.",
     ),
-) -> dict[str, Any]:
+) -> SessionJournal:
     """The journal of one session: leaderboard, trials (id above ``after``) with their clips,
     the test-window result, chart reads, the newest validation report. Trials come without
     their per-day series unless ``series=true``."""
     settings = _settings(request)
     r = ops_sessions.session_review_after(settings, session_id, after=after, series=series)
     validation = ops.validate.latest_validation(settings, session_id)
-    return {
-        "session": r.session.model_dump(mode="json"),
-        "counted_trials": r.counted_trials,
-        "leaderboard": [_dump(t, series=series) for t in r.leaderboard],
-        "trials": [_trial(t, r.clips, series=series) for t in r.trials],
-        "final": jsonable(report_json(r.session.final)),
-        "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
-        "validation": jsonable(validation.journaled() if validation else None),
-        "next_after": _cursor(r.trials, after),
-    }
+    return SessionJournal(
+        session=r.session,
+        counted_trials=r.counted_trials,
+        leaderboard=[_dump(t, series=series) for t in r.leaderboard],
+        trials=[_trial(t, r.clips, series=series) for t in r.trials],
+        final=jsonable(report_json(r.session.final)),
+        chart_reads=[c.model_dump(mode="json") for c in r.chart_reads],
+        validation=jsonable(validation.journaled() if validation else None),
+        next_after=_cursor(r.trials, after),
+    )
 
 
 def _newest(settings: Any, manual: bool) -> str | None:
@@ -219,11 +220,11 @@ def research_resume(request: Request, session_id: str = SessionPath) -> Started 
     return _start_session_job(settings, jobs.ResumeJob(session_id=session_id))
 
 
-@router.post("/research/{session_id}/stop", tags=["research"])
-def research_stop(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+@router.post("/research/{session_id}/stop", response_model=Stopped, tags=["research"])
+def research_stop(request: Request, session_id: str = SessionPath) -> Stopped:
     """Ask a running session to stop after its current trial (finalize still runs)."""
     stopped = ops.research.stop_session(session_id, _settings(request))
-    return {"session": session_id, "status": stopped.status.value}
+    return Stopped(session=session_id, status=stopped.status.value)
 
 
 @router.post(
@@ -247,35 +248,37 @@ def session_validate(
     return answer(view, lambda v: JobStarted(job="validate", pid=v.pid, job_id=v.id))
 
 
-def _manual_status(settings: Any) -> dict[str, Any]:
+def _manual_status(settings: Any) -> ManualStatus:
     sid = _newest(settings, manual=True)
     if sid is None:
-        return {"session": None, "trial": None, "curve": [], "process_alive": False}
+        return ManualStatus(session=None, trial=None, curve=[], process_alive=False)
     status = ops.sessions.session_status(settings, sid)
     assert status is not None
     trial = status.trials[-1] if status.trials else None
     alive = any(r.process_alive for r in status.running)
-    return {
-        "session": status.session.model_dump(mode="json"),
-        "trial": trial.model_dump(mode="json", exclude={"prompt", "curve"}) if trial else None,
-        "curve": jsonable(trial.curve or []) if trial else [],
-        "process_alive": alive,
-    }
+    return ManualStatus(
+        session=status.session,
+        trial=jsonable(trial.model_dump(mode="json", exclude={"prompt", "curve"}))
+        if trial
+        else None,
+        curve=jsonable(trial.curve or []) if trial else [],
+        process_alive=alive,
+    )
 
 
-@router.get("/train/status", tags=["train"])
-def train_status(request: Request) -> dict[str, Any]:
+@router.get("/train/status", response_model=ManualStatus, tags=["train"])
+def train_status(request: Request) -> ManualStatus:
     """The newest manual PPO run: its session, trial and reward curve (at most 200 points of
     ``[env steps, mean episode reward]``)."""
     return _manual_status(_settings(request))
 
 
-@router.get("/train/curve", tags=["train"])
-def train_curve(request: Request) -> dict[str, Any]:
+@router.get("/train/curve", response_model=ManualCurve, tags=["train"])
+def train_curve(request: Request) -> ManualCurve:
     """The newest manual run's reward curve alone."""
     status = _manual_status(_settings(request))
-    session = status["session"]
-    return {"session_id": session["id"] if session else None, "curve": status["curve"]}
+    session = status.session
+    return ManualCurve(session_id=session.id if session else None, curve=status.curve)
 
 
 @router.post(
