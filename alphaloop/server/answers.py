@@ -8,9 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from alphaloop.ops.dashboard import SessionRow
 from alphaloop.ops.knobs import KnobInfo
+from alphaloop.ops.plots import Importance
 from alphaloop.ops.records import PolicyRecord, SessionRecord
 from alphaloop.ops.schedule import JobInfo
+from alphaloop.ops.tearsheet import TearSheet
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
 
@@ -111,3 +114,56 @@ class SessionJournal(BaseModel):
     chart_reads: list[JsonRow]
     validation: JsonRow | None
     next_after: int
+
+
+class PlotlyFigure(BaseModel):
+    """A plotly figure as JSON (``Plotly.newPlot(div, fig.data, fig.layout)``): plotly's own
+    schema, passed through."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    data: list[JsonRow]
+    layout: JsonRow
+
+
+class SessionRows(BaseModel):
+    """Every research session, newest first."""
+
+    model_config = _STRICT
+
+    items: list[SessionRow]
+
+
+class NoSession(BaseModel):
+    """What a poll reads while there is no research session yet."""
+
+    model_config = _STRICT
+
+    session: None
+
+
+class ImportanceAnswer(Importance):
+    """Knob importance with its bar chart."""
+
+    figure: PlotlyFigure
+
+
+class ValidationAnswer(BaseModel):
+    """A session's newest validation report (null until one ran), its gates' headline, what
+    finalize found against the default and 1/N on TEST, and the command that validates it."""
+
+    model_config = _STRICT
+
+    report: JsonRow | None
+    headline: str | None
+    verdict: SessionRow | None
+    command: str
+
+
+class TearSheetAnswer(BaseModel):
+    """A tear sheet and its figures by name."""
+
+    model_config = _STRICT
+
+    sheet: TearSheet
+    figures: dict[str, PlotlyFigure]

@@ -14,6 +14,14 @@ from alphaloop import ops
 from alphaloop.ops import dashboard, notes, plots, tearsheet
 from alphaloop.ops.records import TrialFilter, jsonable
 from alphaloop.ops.rows import SHOWN_STATUSES, ShownStatus
+from alphaloop.server.answers import (
+    ImportanceAnswer,
+    NoSession,
+    PlotlyFigure,
+    SessionRows,
+    TearSheetAnswer,
+    ValidationAnswer,
+)
 from alphaloop.server.models import MAX_ID, SESSION_ID, IdPath
 
 router = APIRouter(prefix="/api", tags=["dashboard"])
@@ -50,77 +58,78 @@ def trial_filter(
 
 
 Filter = Depends(trial_filter)
+# One trial in full, less its traceback's tail (it names files of this machine: it stays in the
+# journal).
+_FULL: dict[str, Any] = {
+    "response_model": ops.sessions.TrialFull,
+    "response_model_exclude": {"trial": {"traceback_tail"}},
+}
 
 
-@router.get("/dashboard/sessions")
-def sessions(request: Request) -> dict[str, Any]:
+@router.get("/dashboard/sessions", response_model=SessionRows)
+def sessions(request: Request) -> SessionRows:
     """Every research session, newest first: goal, mode, proposer, status (running, stopping,
     interrupted, stopped, finished, failed), trials, best validation and TEST objective, the
     default's TEST objective, the pick, and the pick against the default and 1/N."""
-    rows = dashboard.session_rows(_settings(request))
-    return {"items": [jsonable(r.model_dump(mode="json")) for r in rows]}
+    return SessionRows(items=dashboard.session_rows(_settings(request)))
 
 
-@router.get("/pulse")
+@router.get("/pulse", response_model=dashboard.Pulse | NoSession)
 def pulse(
     request: Request, session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40)
-) -> dict[str, Any]:
+) -> dashboard.Pulse | NoSession:
     """What the page polls about a session (default: the newest), at a cost that does not grow
     with it: the session, its status (stopped told from finished), its number of trials, its
     last trials (the running ones among them) and its best. ``session`` is null when there is
     no research session yet."""
     found = dashboard.pulse(_settings(request), session_id)
-    if found is None:
-        return {"session": None}
-    return jsonable(found.model_dump(mode="json"))
+    return NoSession(session=None) if found is None else found
 
 
-@router.get("/sessions/{session_id}/history")
+@router.get("/sessions/{session_id}/history", response_model=plots.History)
 def session_history(
     request: Request,
     session_id: str = SessionPath,
     points: int = Query(plots.HISTORY_POINTS, ge=10, le=MAX_ID, description="rows at most"),
-) -> dict[str, Any]:
+) -> plots.History:
     """The optimisation history as columns (index, status, objective of each search trial,
     the incumbent: the best kept objective so far) and the default's objective; past
     ``points`` search trials a sample that keeps each slice's extremes and every change of the
     incumbent (``sampled``; ``total`` counts them all)."""
-    found = plots.history(_settings(request), session_id, points)
-    return jsonable(found.model_dump(mode="json"))
+    return plots.history(_settings(request), session_id, points)
 
 
-@router.get("/sessions/{session_id}/study")
+@router.get("/sessions/{session_id}/study", response_model=plots.Study)
 def session_study(
     request: Request,
     session_id: str = SessionPath,
     points: int = Query(plots.STUDY_POINTS, ge=10, le=20_000, description="rows at most"),
-) -> dict[str, Any]:
+) -> plots.Study:
     """The session's search trials as columns for the search plots (slice, contour, parallel
     coordinates, EDF, timeline, per-fold intermediate values): shown status, comparable
     objective, start and finish, each knob that varied, each fold's objective; a sample past
     ``points`` trials (the best kept), the objective's distribution exact."""
-    return jsonable(plots.study(_settings(request), session_id, points).model_dump(mode="json"))
+    return plots.study(_settings(request), session_id, points)
 
 
-@router.get("/sessions/{session_id}/calendar")
-def session_calendar(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+@router.get("/sessions/{session_id}/calendar", response_model=dashboard.Calendar)
+def session_calendar(request: Request, session_id: str = SessionPath) -> dashboard.Calendar:
     """The trading days of the session's VALIDATION and TEST windows (the dates of a trial's
     daily returns)."""
-    return dashboard.calendar(_settings(request), session_id).model_dump(mode="json")
+    return dashboard.calendar(_settings(request), session_id)
 
 
-@router.get("/sessions/{session_id}/trials")
+@router.get("/sessions/{session_id}/trials", response_model=dashboard.TrialPage)
 def trials(
     request: Request,
     session_id: str = SessionPath,
     f: TrialFilter = Filter,
     offset: int = Query(0, ge=0, le=MAX_ID),
     limit: int = Query(50, ge=1, le=dashboard.MAX_PAGE),
-) -> dict[str, Any]:
+) -> dashboard.TrialPage:
     """One page of a session's trials, sorted and filtered by the server (without their
     per-day series or prompt; the trial's own route has them); ``total`` counts every match."""
-    page = dashboard.trial_page(_settings(request), session_id, f, offset=offset, limit=limit)
-    return jsonable(page.model_dump(mode="json"))
+    return dashboard.trial_page(_settings(request), session_id, f, offset=offset, limit=limit)
 
 
 @router.get("/sessions/{session_id}/trials.csv")
@@ -137,83 +146,91 @@ def trials_csv(
     )
 
 
-@router.get("/sessions/{session_id}/trials/{trial_id}")
-def trial(request: Request, session_id: str = SessionPath, trial_id: int = IdPath()) -> Any:
+@router.get("/sessions/{session_id}/trials/{trial_id}", **_FULL)
+def trial(
+    request: Request, session_id: str = SessionPath, trial_id: int = IdPath()
+) -> ops.sessions.TrialFull:
     """One trial in full: config, delta, clips, rationale, the exact prompt it was proposed
     with, metrics, and its validation returns (the equity curve)."""
-    full = ops.sessions.trial_full(_settings(request), session_id, trial_id)
-    return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
+    return ops.sessions.trial_full(_settings(request), session_id, trial_id)
 
 
-@router.get("/sessions/{session_id}/trials/at/{idx}")
+@router.get("/sessions/{session_id}/trials/at/{idx}", **_FULL)
 def trial_at(
     request: Request, session_id: str = SessionPath, idx: int = Path(ge=0, le=MAX_ID)
-) -> Any:
+) -> ops.sessions.TrialFull:
     """Trial ``#idx`` of the session in full, as ``/trials/{trial_id}`` answers it."""
-    full = ops.sessions.trial_at(_settings(request), session_id, idx)
-    return jsonable(full.model_dump(mode="json", exclude={"trial": {"traceback_tail"}}))
+    return ops.sessions.trial_at(_settings(request), session_id, idx)
 
 
-@router.get("/sessions/{session_id}/plots/parallel")
-def parallel(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+@router.get("/sessions/{session_id}/plots/parallel", response_model=PlotlyFigure)
+def parallel(request: Request, session_id: str = SessionPath) -> PlotlyFigure:
     """Parallel coordinates (plotly figure JSON): the knobs that varied against the objective,
     one line per scored search trial."""
-    return jsonable(plots.parallel_coordinates(_settings(request), session_id))
+    return PlotlyFigure(**jsonable(plots.parallel_coordinates(_settings(request), session_id)))
 
 
-@router.get("/sessions/{session_id}/plots/importance")
+@router.get("/sessions/{session_id}/plots/importance", response_model=ImportanceAnswer)
 def importance(
     request: Request,
     session_id: str = SessionPath,
     evaluator: plots.Evaluator = "fanova",
-) -> dict[str, Any]:
+) -> ImportanceAnswer:
     """Knob importance by ``optuna.importance`` over the session's scored search trials, with
     its bar chart (plotly figure JSON) under ``figure``."""
     imp = plots.knob_importance(_settings(request), session_id, evaluator)
-    return {**imp.model_dump(mode="json"), "figure": plots.importance_figure(imp)}
+    figure = PlotlyFigure(**jsonable(plots.importance_figure(imp)))
+    return ImportanceAnswer(**dict(imp), figure=figure)
 
 
-@router.get("/sessions/{session_id}/validation")
-def validation(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+@router.get("/sessions/{session_id}/validation", response_model=ValidationAnswer)
+def validation(request: Request, session_id: str = SessionPath) -> ValidationAnswer:
     """The newest validation report of a session (gates with reasons, PBO, deflated Sharpe,
     walk-forward, stress; null until ``alphaloop validate`` ran) next to what finalize found
     against the default and 1/N on TEST."""
     settings = _settings(request)
     report = ops.validate.latest_validation(settings, session_id)
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
-    return {
-        "report": jsonable(report.journaled()) if report else None,
+    return ValidationAnswer(
+        report=jsonable(report.journaled()) if report else None,
         # "NO-GO: beats_equal_weight failed (p-value 0.21, ...); ..." as the terminal says it.
-        "headline": report.gates.headline() if report else None,
-        "verdict": row.model_dump(mode="json") if row else None,
-        "command": f"alphaloop validate {session_id}",
-    }
+        headline=report.gates.headline() if report else None,
+        verdict=row,
+        command=f"alphaloop validate {session_id}",
+    )
 
 
-@router.get("/sessions/{session_id}/report")
-def session_report(request: Request, session_id: str = SessionPath) -> dict[str, Any]:
+@router.get("/sessions/{session_id}/report", response_model=TearSheetAnswer)
+def session_report(request: Request, session_id: str = SessionPath) -> TearSheetAnswer:
     """The tear sheet of a finished session (what ``alphaloop report`` writes): the pick
     against the default config and 1/N on TEST, its allocation, the gates, the search and the
     notes, with its figures (plotly figure JSON by name)."""
-    return jsonable(tearsheet.build_tearsheet(_settings(request), session_id).as_json())
+    return _sheet(tearsheet.build_tearsheet(_settings(request), session_id))
 
 
-@router.get("/policies/{policy_id}/report")
-def policy_report(request: Request, policy_id: int = IdPath()) -> dict[str, Any]:
+@router.get("/policies/{policy_id}/report", response_model=TearSheetAnswer)
+def policy_report(request: Request, policy_id: int = IdPath()) -> TearSheetAnswer:
     """The tear sheet of a library policy: its session's, with the policy's trial as the
     pick."""
-    return jsonable(tearsheet.build_tearsheet(_settings(request), policy_id=policy_id).as_json())
+    return _sheet(tearsheet.build_tearsheet(_settings(request), policy_id=policy_id))
 
 
-@router.get("/pm/history")
+def _sheet(drawn: tearsheet.Tearsheet) -> TearSheetAnswer:
+    figures = drawn.as_json()["figures"]
+    return TearSheetAnswer(
+        sheet=drawn.sheet, figures={k: PlotlyFigure(**jsonable(f)) for k, f in figures.items()}
+    )
+
+
+@router.get("/pm/history", response_model=dashboard.BookHistory)
 def book_history(
     request: Request,
     book: str = Query("main", pattern=r"^[A-Za-z0-9_\-]{1,32}$"),
     limit: int = Query(2000, ge=1, le=20_000),
-) -> dict[str, Any]:
+) -> dashboard.BookHistory:
     """A book's last ``limit`` ticks, oldest first: equity before each, target weights by
     symbol, kill-switch status and verdict (for the equity and weights charts)."""
-    return jsonable(dashboard.book_history(_settings(request), book, limit).model_dump())
+    return dashboard.book_history(_settings(request), book, limit)
 
 
 class NoteEdit(BaseModel):
@@ -226,25 +243,24 @@ class NoteEdit(BaseModel):
     trial_id: int | None = Field(default=None, ge=1, le=MAX_ID)
 
 
-@router.get("/sessions/{session_id}/notes")
+@router.get("/sessions/{session_id}/notes", response_model=notes.Note)
 def note(
     request: Request,
     session_id: str = SessionPath,
     trial_id: int | None = Query(None, ge=1, le=MAX_ID),
-) -> dict[str, Any]:
+) -> notes.Note:
     """The note on a session (or, with ``trial_id``, one of its trials): its text, version and
     every earlier version."""
-    return notes.read_note(_settings(request), session_id, trial_id).model_dump(mode="json")
+    return notes.read_note(_settings(request), session_id, trial_id)
 
 
-@router.put("/sessions/{session_id}/notes")
-def note_edit(request: Request, body: NoteEdit, session_id: str = SessionPath) -> dict[str, Any]:
+@router.put("/sessions/{session_id}/notes", response_model=notes.Note)
+def note_edit(request: Request, body: NoteEdit, session_id: str = SessionPath) -> notes.Note:
     """Save a note as its next version. 409 when it was edited since ``base_version``: reload
     it and edit again (nothing is overwritten unseen)."""
-    saved = notes.save_note(
+    return notes.save_note(
         _settings(request), session_id, body.trial_id, body.text, body.base_version
     )
-    return saved.model_dump(mode="json")
 
 
 __all__ = ["router"]
