@@ -13,6 +13,7 @@ from alphaloop.ops.knobs import KnobInfo
 from alphaloop.ops.plots import Importance
 from alphaloop.ops.records import PolicyRecord, SessionRecord
 from alphaloop.ops.schedule import JobInfo
+from alphaloop.ops.sessions import LiveTrial
 from alphaloop.ops.tearsheet import TearSheet
 
 _STRICT = ConfigDict(frozen=True, extra="forbid")
@@ -167,3 +168,25 @@ class TearSheetAnswer(BaseModel):
 
     sheet: TearSheet
     figures: dict[str, PlotlyFigure]
+
+
+class Snapshot(BaseModel):
+    """A research session as a poller reads it (``session`` null when there is none yet): the
+    best so far, the trials running now, the trials above the cursor with their clips (rows
+    without per-day series) and the cursor to poll from."""
+
+    model_config = _STRICT
+
+    session: SessionRecord | None
+    counted_trials: int | None = None
+    best: JsonRow | None
+    running: list[LiveTrial]
+    resume: str | None = None
+    trials: list[JsonRow]
+    next_after: int
+
+
+class SnapshotWithChart(Snapshot):
+    """A snapshot with the session's progress chart (null while no trial has finished)."""
+
+    chart: PlotlyFigure | None

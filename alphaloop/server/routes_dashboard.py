@@ -132,7 +132,11 @@ def trials(
     return dashboard.trial_page(_settings(request), session_id, f, offset=offset, limit=limit)
 
 
-@router.get("/sessions/{session_id}/trials.csv")
+@router.get(
+    "/sessions/{session_id}/trials.csv",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {}}, "description": "the trials as CSV"}},
+)
 def trials_csv(
     request: Request, session_id: str = SessionPath, f: TrialFilter = Filter
 ) -> StreamingResponse:

@@ -12,7 +12,7 @@ from alphaloop.ops import dashboard, jobs, policies, schedule
 from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.env import EnvInfo, env_info
 from alphaloop.ops.requests import ActivateRequest, ChartKind, ScheduleJobName
-from alphaloop.server.answers import Activated, ActivePolicy, Knobs, ScheduleJobs
+from alphaloop.server.answers import Activated, ActivePolicy, Knobs, PlotlyFigure, ScheduleJobs
 from alphaloop.server.models import (
     MAX_ID,
     SESSION_ID,
@@ -57,7 +57,12 @@ def _figure(request: Request, kind: str, session_id: str | None, trial_idx: int 
     )
 
 
-@router.get("/charts/{kind}", tags=["charts"])
+# A chart is sent as plotly wrote it (no parse and re-dump of a large figure): its answer is
+# declared, not validated.
+_FIGURE = {200: {"model": PlotlyFigure, "description": "plotly figure JSON"}}
+
+
+@router.get("/charts/{kind}", responses=_FIGURE, tags=["charts"])
 def chart(
     request: Request,
     kind: ChartKind,
@@ -69,7 +74,7 @@ def chart(
     return Response(content=figure.to_json(), media_type="application/json")
 
 
-@router.get("/ratio-curve", tags=["charts"])
+@router.get("/ratio-curve", responses=_FIGURE, tags=["charts"])
 def ratio_curve(request: Request) -> Response:
     """Every completed trial of every run ranked by Sharpe, with the max-drawdown overlay."""
     return chart(request, "ratio_curve", None, None)

@@ -15,7 +15,15 @@ from alphaloop.ops import sessions as ops_sessions
 from alphaloop.ops.records import jsonable, report_json
 from alphaloop.ops.requests import ValidateRequest
 from alphaloop.ops.research import check_proposer
-from alphaloop.server.answers import ManualCurve, ManualStatus, SessionJournal, Stopped
+from alphaloop.server.answers import (
+    ManualCurve,
+    ManualStatus,
+    PlotlyFigure,
+    SessionJournal,
+    Snapshot,
+    SnapshotWithChart,
+    Stopped,
+)
 from alphaloop.server.idempotency import IdempotencyKey
 from alphaloop.server.models import (
     SESSION_ID,
@@ -124,17 +132,17 @@ def _newest(settings: Any, manual: bool) -> str | None:
 
 def _snapshot(snap: ops_sessions.SessionSnapshot, after: int) -> dict[str, Any]:
     return {
-        "session": snap.session.model_dump(mode="json"),
+        "session": snap.session,
         "counted_trials": snap.counted_trials,
         "best": _dump(snap.best) if snap.best else None,
-        "running": [r.model_dump(mode="json") for r in snap.running],
+        "running": snap.running,
         "resume": snap.resume,
         "trials": [_trial(t, snap.clips) for t in snap.trials],
         "next_after": _cursor(snap.trials, after),
     }
 
 
-@router.get("/research/current", tags=["research"])
+@router.get("/research/current", response_model=Snapshot | SnapshotWithChart, tags=["research"])
 def research_current(
     request: Request,
     session_id: str | None = Query(None, pattern=SESSION_ID, max_length=40),
@@ -144,7 +152,7 @@ def research_current(
         description="also send the session's research_progress chart (plotly figure JSON, "
         "null while no trial has finished), so a first poll can draw it at once",
     ),
-) -> dict[str, Any]:
+) -> Snapshot | SnapshotWithChart:
     """The snapshot of a research session (default: the newest): status, counted trials, best
     so far, the trials running now, and the trials with an id above ``after`` with their clips
     (without per-day series; ``GET /api/sessions/{id}/journal?series=true`` has them). A poll
@@ -152,26 +160,22 @@ def research_current(
     settings = _settings(request)
     sid = session_id or _newest(settings, manual=False)
     if sid is None:
-        return {
-            "session": None,
-            "trials": [],
-            "running": [],
-            "best": None,
-            "next_after": after,
-            **({"chart": None} if chart else {}),
-        }
-    answer = _snapshot(ops_sessions.session_snapshot(settings, sid, after=after), after)
+        found: dict[str, Any] = {
+            "session": None, "trials": [], "running": [], "best": None, "next_after": after
+        }  # fmt: skip
+    else:
+        found = _snapshot(ops_sessions.session_snapshot(settings, sid, after=after), after)
     if chart:
-        answer["chart"] = _progress_figure(settings, sid)
-    return answer
+        return SnapshotWithChart(**found, chart=_progress_figure(settings, sid) if sid else None)
+    return Snapshot(**found)
 
 
-def _progress_figure(settings: Any, session_id: str) -> Any:
+def _progress_figure(settings: Any, session_id: str) -> PlotlyFigure | None:
     try:
         drawn = ops_sessions.metrics_chart(settings, "research_progress", session_id)
     except InvalidRequest:  # no trial finished yet
         return None
-    return json.loads(drawn.figure.to_json())
+    return PlotlyFigure(**json.loads(drawn.figure.to_json()))
 
 
 def _start_session_job(settings: Any, job: jobs.Job) -> Started | JSONResponse:

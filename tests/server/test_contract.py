@@ -52,6 +52,29 @@ def test_every_operation_declares_its_errors_with_the_one_body(client: TestClien
                 assert body == {"$ref": "#/components/schemas/ErrorBody"}, (method, path, status)
 
 
+def _named(schema: dict[str, Any]) -> bool:
+    """A schema that names its model (``$ref``), or a union of such."""
+    if "$ref" in schema:
+        return True
+    options = schema.get("anyOf") or schema.get("oneOf") or []
+    return bool(options) and all(_named(o) for o in options)
+
+
+def test_every_operation_declares_what_it_answers(client: TestClient) -> None:
+    """A client reads each success answer's fields from the document: a JSON answer names its
+    model, never a bare object; a file or a CSV names its media type."""
+    untyped = []
+    for path, methods in _schema(client)["paths"].items():
+        for method, op in methods.items():
+            ok = next(op["responses"][c] for c in sorted(op["responses"]) if c.startswith("2"))
+            content = ok.get("content", {})
+            json_schema = content.get("application/json", {}).get("schema")
+            declared = _named(json_schema) if json_schema is not None else bool(content)
+            if not declared:
+                untyped.append(f"{method.upper()} {path}")
+    assert untyped == []
+
+
 def test_the_schema_holds_the_servers_enums_and_ranges(client: TestClient) -> None:
     doc = _schema(client)
     text = client.get("/openapi.json").text
