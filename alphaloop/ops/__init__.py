@@ -14,7 +14,7 @@ status, review), ``research`` (start, run, resume, stop), ``trial`` (one trial b
 ``train`` (manual PPO training), ``validate`` (the validation suite), ``dashboard``, ``plots``,
 ``rows``, ``tally`` and ``notes`` (the web page's reads), ``charts``, ``series`` (the series a
 chart needs, recomputed), ``replay`` (a trial or policy re-run on a window of one's own),
-``frontier``, ``knobs``, ``env``,
+``frontier``, ``knobs``, ``env``, ``records`` (the journal's records a front end shows),
 ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
 handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history),
 ``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear sheet).
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         pm,
         policies,
         prefs,
+        records,
         replay,
         requests,
         research,
@@ -74,6 +75,7 @@ __all__ = [
     "pm",
     "policies",
     "prefs",
+    "records",
     "replay",
     "requests",
     "research",
