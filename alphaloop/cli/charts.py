@@ -22,14 +22,12 @@ KIND_HELP = "training_curve, research_progress, ratio_curve, equity_curves, weig
 
 @contextmanager
 def _chart_errors() -> Iterator[None]:
-    """Our errors and a file that cannot be written as a message and the exit code of the error
-    table (2: bad input, 1: failure)."""
+    """Our errors as a message and the exit code of the error table (2: bad input, 1:
+    failure)."""
     try:
         yield
     except AlphaloopError as err:
         raise fail(str(err), exit_code_of(err)) from None
-    except OSError as err:
-        raise fail(f"cannot write the chart: {err}", exit_code_of(err)) from None
 
 
 def _check_inputs(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from alphaloop.exceptions import InvalidRequest, check_folder
+from alphaloop.exceptions import AlphaloopError, InvalidRequest, check_folder
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 
@@ -72,7 +72,7 @@ def export_chart(
 
     Raises:
         InvalidRequest: a suffix that is neither .html nor .png, a size out of range.
-        AlphaloopError: PNG asked for and no Chromium found.
+        AlphaloopError: PNG asked for and no Chromium found, or the file could not be written.
     """
     from alphaloop.charts import (
         DEFAULT_HEIGHT,
@@ -91,7 +91,10 @@ def export_chart(
         png = render_png(
             chart.figure, width=width, height=height, chromium=find_chromium(settings.chromium)
         )
-    written = export_figure(chart.figure, target, png=png)
+    try:
+        written = export_figure(chart.figure, target, png=png)
+    except OSError as err:  # a full disk, a read-only folder: the work failed
+        raise AlphaloopError(f"cannot write the chart: {err}") from err
     return ExportedChart(path=written, format=fmt, png=png)
 
 
