@@ -72,7 +72,13 @@ class SharpeDifference(BaseModel):
         z: ``difference / se``.
         p_value: one-sided, for the alternative "a has the higher Sharpe".
         n_obs: days compared.
-        lags: the HAC bandwidth used.
+        lags: the HAC bandwidth used (the last lag with a non-zero weight).
+        method: how the p-value was found: ``bootstrap`` (Ledoit & Wolf's studentized circular
+            block bootstrap), ``hac`` (its standard error, a normal p-value),
+            ``bootstrap_parzen`` (the bootstrap as Ledoit & Wolf's code studentizes the
+            observed days) or ``newey_west`` (the former test; every test journaled before
+            the others existed).
+        block, reps: the bootstrap's block length and resamples (None without a bootstrap).
     """
 
     model_config = _FROZEN
@@ -85,6 +91,9 @@ class SharpeDifference(BaseModel):
     p_value: float
     n_obs: int
     lags: int
+    method: Literal["bootstrap", "hac", "bootstrap_parzen", "newey_west"] = "newey_west"
+    block: int | None = None
+    reps: int | None = None
 
 
 class ExcessEvidence(BaseModel):
@@ -93,12 +102,24 @@ class ExcessEvidence(BaseModel):
     Attributes:
         reference: ``default`` or ``equal_weight``.
         test: the paired Sharpe-difference test of the pick against the reference.
+        looks: the distinct picks journaled as tested against this reference on the same TEST
+            days of the same data, this one included (1: the first look; the default in
+            reports from before looks were counted).
+        p_adjusted: the test's p-value Holm-adjusted over those looks' p-values, what the gate
+            judges when there was more than one look (None: one look, ``test.p_value``).
     """
 
     model_config = _FROZEN
 
     reference: str
     test: SharpeDifference
+    looks: int = 1
+    p_adjusted: float | None = None
+
+    @property
+    def decisive_p(self) -> float:
+        """The p-value the gate judges: Holm-adjusted over the looks when there were several."""
+        return self.p_adjusted if self.p_adjusted is not None else self.test.p_value
 
     @model_validator(mode="before")
     @classmethod
@@ -164,12 +185,18 @@ class GateResult(BaseModel):
 
 
 class GateReport(BaseModel):
-    """Every enabled gate's verdict; ``passed`` only when all of them pass."""
+    """Every enabled gate's verdict; ``passed`` only when all of them pass.
+
+    ``notes`` are what the verdict reports beside its gates without being decided by them (PBO
+    and its interval when its gate is off, how often the TEST days were looked at), each a
+    sentence; none in reports journaled before they existed.
+    """
 
     model_config = _FROZEN
 
     passed: bool
     results: tuple[GateResult, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def failed(self) -> tuple[GateResult, ...]:
@@ -195,11 +222,12 @@ class GateReport(BaseModel):
 
     def summary(self) -> str:
         """The :meth:`headline` and, on a NO-GO, each failed gate's reason, the TEST tests
-        first."""
+        first; then the notes."""
+        notes = "".join(f"; {n}" for n in self.notes)
         if self.passed:
-            return self.headline()
+            return self.headline() + notes
         failed = sorted(self.failed, key=lambda r: r.gate not in _PAIRED)
-        return f"{self.headline()} ({'; '.join(r.reason for r in failed)})"
+        return f"{self.headline()} ({'; '.join(r.reason for r in failed)}){notes}"
 
 
 # The TEST tests, by gate name, and what the verdict calls their reference.

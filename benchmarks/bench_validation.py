@@ -1,31 +1,217 @@
-"""PBO on trials with and without a real edge, and what CSCV costs:
-``python -m benchmarks.bench_validation``.
+"""The validation suite's statistics against answers known by construction:
+``python -m benchmarks.bench_validation`` (``--quick`` for a smoke run, ``--arm`` to choose).
 
-Each seed draws 50 trials x 750 days of daily returns (a session's validation window, about
-three years): pure noise (every trial N(0, 1%)), then the same noise with one trial given a
-real edge of +0.1% a day (a daily Sharpe of 0.1, about 1.6 a year) or +0.2% (about 3.2 a
-year). CSCV at S = 16 (12,870 splits) should give PBO near 1/2 for the noise and near 0 for an
-edge the data can tell apart from the luck of the best of 50. Alongside, the
-effective number of independent trials (Li & Ji, 2005) of the same noise, and of trials that
-share a common factor as a session's trials share a window. The time is the median of 5 CSCV
-runs at S = 16 on 50 x 750. Reports numbers only; it asserts nothing.
+Arms:
+
+* pbo: PBO by CSCV on trials with and without a real edge, and what CSCV costs. Each seed draws
+  50 trials x 750 days (a session's validation window, about three years): pure noise (every
+  trial N(0, 1%)), then the same noise with one trial given a real edge of +0.1% a day (a daily
+  Sharpe of 0.1, about 1.6 a year) or +0.2% (about 3.2 a year). CSCV at S = 16 (12,870 splits)
+  should give PBO near 1/2 for the noise and near 0 for an edge the data can tell apart from
+  the luck of the best of 50. Alongside, the effective number of independent trials (Li & Ji,
+  2005) of the same noise, and of trials that share a common factor as a session's trials
+  share a window. The time is the median of 5 CSCV runs at S = 16 on 50 x 750.
+* size: the paired Sharpe-difference test's size, the share of pairs of equal Sharpe it calls
+  better, at 5% and at 0.25% (the far tail, where the pick's multiplicity levels live), on
+  four kinds of returns (:func:`pair`) of TEST-like lengths (520 and 756 days) and the span
+  of nine folds (6,804 days), old against new on the same pairs: the former Newey-West test,
+  Ledoit & Wolf's bootstrap as their code studentizes the observed days (prewhitened Parzen
+  HAC), today's bootstrap (the observed days studentized as each resample is) and today's
+  standard error with a normal p-value. Wilson 95% intervals.
+* mde: the minimum detectable edge, checked: pairs whose true Sharpe difference is the edge
+  the test said it would detect with 80% power at 5%, and how often it does.
+* timing: one paired test at one, three and nine folds of days (756, 2,268, 6,804), the
+  former test against today's, interleaved rounds, medians.
+
+Reports numbers only; it asserts nothing.
 """
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
 import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from alphaloop.validation import cscv_pbo
+from alphaloop.validation.excess import minimum_detectable_edge, sharpe_difference
 from alphaloop.validation.sharpe import effective_trials
-from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
+from benchmarks._report import SummaryRow, print_rows, timed
 
 N_TRIALS, N_DAYS, N_BLOCKS = 50, 750, 16
 EDGES = (0.001, 0.002)  # per day, on a daily volatility of 1%
 SEEDS, QUICK_SEEDS = 8, 3
 N_TIMINGS = 5
+ARMS = ("pbo", "size", "mde", "timing")
+
+# The paired pairs: a common market move, each book's own noise, equal means (equal Sharpe).
+MU, MARKET, OWN = 0.00034, 0.01, 0.004  # about 0.5 of annual Sharpe each
+KINDS = ("iid", "ar(1) 0.3", "garch(1,1)", "persistent 0.97")
+LENGTHS = (520, 756)
+FOLD_SPAN = 6804  # nine three-year folds
+METHODS = ("newey_west", "bootstrap_parzen", "bootstrap", "hac")
+LABELS = {
+    "newey_west": "former (Newey-West, normal)",
+    "bootstrap_parzen": "Ledoit & Wolf's code (Parzen-pw observed)",
+    "bootstrap": "today (studentized block bootstrap)",
+    "hac": "today's se, normal p-value",
+}
+SIMS, QUICK_SIMS, SPAN_SIMS = 2000, 40, 200
+LEVELS = (0.05, 0.0025)
+
+
+def pair(kind: str, n: int, rng: np.random.Generator, edge: float = 0.0) -> tuple[Any, Any]:
+    """Two books of equal Sharpe (``a``'s raised by ``edge`` of annualised Sharpe): a common
+    market move plus each one's own noise, i.i.d. normal; every shock AR(1) 0.3; under a
+    common GARCH(1,1) volatility (0.05, 0.1, 0.85); or with a persistent component (AR(1)
+    0.97, a stationary sd of 0.1% a day) that one book holds and the other sells, so their
+    difference carries it (11% of its daily variance, 89% of its long-run variance)."""
+    from scipy.signal import lfilter
+
+    burn = 300
+    m = n + burn
+    z0, z1, z2 = rng.standard_normal((3, m))
+    extra = np.zeros(m)
+    if kind == "ar(1) 0.3":
+        z0, z1, z2 = (lfilter([1.0], [1.0, -0.3], z) * math.sqrt(1 - 0.09) for z in (z0, z1, z2))
+    elif kind == "garch(1,1)":
+        h, eps = np.ones(m), np.zeros(m)
+        for t in range(m):
+            if t:
+                h[t] = 0.05 + 0.1 * eps[t - 1] ** 2 + 0.85 * h[t - 1]
+            eps[t] = math.sqrt(h[t]) * z0[t]
+        z0, z1, z2 = eps, np.sqrt(h) * z1, np.sqrt(h) * z2
+    elif kind == "persistent 0.97":
+        shocks = rng.standard_normal(m) * math.sqrt(1 - 0.97**2) * 0.001
+        extra = lfilter([1.0], [1.0, -0.97], shocks)
+    a = MU + MARKET * z0 + OWN * z1 + extra
+    b = MU + MARKET * z0 + OWN * z2 - extra
+    if edge:
+        a = a + edge / math.sqrt(252) * a[burn:].std()
+    return a[burn:], b[burn:]
+
+
+def _size_task(task: tuple[str, int, int, int]) -> dict[str, list[float]]:
+    kind, n, sims, seed = task
+    rng = np.random.default_rng([seed, n, KINDS.index(kind)])
+    out: dict[str, list[float]] = {m: [] for m in METHODS}
+    for _ in range(sims):
+        a, b = pair(kind, n, rng)
+        for m in METHODS:
+            out[m].append(sharpe_difference(a, b, method=m).p_value)
+    return out
+
+
+def _rate(k: int, n: int) -> str:
+    from benchmarks.bench_generalisation import wilson
+
+    lo, hi = wilson(k, n)
+    return f"{k}/{n} = {k / n:.2%} [{lo:.2%}, {hi:.2%}]"
+
+
+def _pool(fn: Any, tasks: list[Any], workers: int) -> list[Any]:
+    if workers <= 1:
+        return [fn(t) for t in tasks]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, tasks))
+
+
+def size_arm(quick: bool, workers: int, sims: int | None) -> list[SummaryRow]:
+    """The paired test's size, old against new on the same pairs (see the module docstring)."""
+    n_sims = sims or (QUICK_SIMS if quick else SIMS)
+    cells = [(k, n, n_sims) for k in KINDS for n in LENGTHS]
+    cells.append(("persistent 0.97", FOLD_SPAN, max(n_sims // 10, 4)))
+    cells.append(("ar(1) 0.3", FOLD_SPAN, max(n_sims // 10, 4)))
+    pieces = 8
+    tasks = [(k, n, -(-s // pieces), seed) for k, n, s in cells for seed in range(pieces)]
+    seconds, found = timed(lambda: _pool(_size_task, tasks, workers))
+    print(f"\nsize: the paired test on pairs of equal Sharpe, rejections ({seconds:.0f} s)")
+    summary: list[SummaryRow] = []
+    for k, n, _ in cells:
+        got = [f for t, f in zip(tasks, found, strict=True) if t[:2] == (k, n)]
+        rows = []
+        for m in METHODS:
+            p = np.array([x for f in got for x in f[m]])
+            cols = [_rate(int(np.sum(p < lv)), p.size) for lv in LEVELS]
+            rows.append((f"{LABELS[m]}", f"at 5%: {cols[0]}   at 0.25%: {cols[1]}"))
+            if m in ("newey_west", "bootstrap"):
+                summary.append(
+                    (
+                        f"size, {k}, T = {n}: {'former' if m == 'newey_west' else 'today'}",
+                        f"{np.mean(p < 0.05):.2%} | {np.mean(p < 0.0025):.2%} of {p.size}",
+                        "5% | 0.25%",
+                    )
+                )
+        print(f"  {k}, T = {n}")
+        print_rows(rows, indent="    ")
+    return summary
+
+
+def _mde_task(task: tuple[str, int, int, int]) -> tuple[list[float], list[bool]]:
+    kind, n, sims, seed = task
+    rng = np.random.default_rng([seed, n, 99])
+    # The edge each null pair's own test says it would detect; then pairs with that true edge.
+    edges = [minimum_detectable_edge(sharpe_difference(*pair(kind, n, rng), method="hac"))
+             for _ in range(sims)]  # fmt: skip
+    edge = float(np.median(edges))
+    found = [sharpe_difference(*pair(kind, n, rng, edge)).p_value < 0.05 for _ in range(sims)]
+    return edges, found
+
+
+def mde_arm(quick: bool, workers: int, sims: int | None) -> list[SummaryRow]:
+    n_sims = sims or (QUICK_SIMS if quick else 400)
+    tasks = [(k, n, -(-n_sims // 4), s) for k in ("iid", "ar(1) 0.3") for n in (756,)
+             for s in range(4)]  # fmt: skip
+    found = _pool(_mde_task, tasks, workers)
+    rows, summary = [], []
+    for kind in ("iid", "ar(1) 0.3"):
+        got = [f for t, f in zip(tasks, found, strict=True) if t[0] == kind]
+        edges = [e for f in got for e in f[0]]
+        hits = [h for f in got for h in f[1]]
+        rows.append(
+            (
+                f"{kind}, 756 days",
+                f"edge {statistics.median(edges):.3f} of Sharpe detected in "
+                f"{_rate(sum(hits), len(hits))} (asked: 80%)",
+            )
+        )
+        summary.append((f"mde: power at the edge, {kind}", f"{np.mean(hits):.1%}", "80%"))
+    print("\nmde: pairs whose true edge is the minimum detectable edge (5%, power 80%)")
+    print_rows(rows)
+    return summary
+
+
+def timing_arm(quick: bool) -> list[SummaryRow]:
+    rng = np.random.default_rng(3)
+    rounds = 3 if quick else 7
+    rows, summary = [], []
+    for n in (756, 2268, 6804):
+        for kind in ("iid", "ar(1) 0.3"):
+            a, b = pair(kind, n, rng)
+            times: dict[str, list[float]] = {"newey_west": [], "bootstrap": []}
+            for _ in range(rounds):
+                for m in times:  # interleaved: the load falls on both alike
+                    began = time.perf_counter()
+                    out = sharpe_difference(a, b, method=m)
+                    times[m].append(time.perf_counter() - began)
+            old, new = (statistics.median(times[m]) for m in times)
+            rows.append(
+                (
+                    f"{n} days, {kind} (block {out.block})",
+                    f"former {old * 1e3:.1f} ms, today {new * 1e3:.0f} ms ({new / old:.0f}x)",
+                )
+            )
+            summary.append((f"paired test time, {n} days, {kind}", f"{new * 1e3:.0f} ms",
+                            f"former {old * 1e3:.1f} ms"))  # fmt: skip
+    load = os.getloadavg()[0]
+    print(f"\ntiming: one paired test, medians of {rounds} interleaved rounds (load {load:.1f})")
+    print_rows(rows)
+    return summary
 
 
 def _trials(seed: int) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
@@ -43,7 +229,7 @@ def _trials(seed: int) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
     return noise, edged, shared
 
 
-def main(quick: bool = False) -> dict[str, Any]:
+def pbo_arm(quick: bool) -> tuple[dict[str, Any], list[SummaryRow]]:
     """Runs CSCV on noise and on an edge over several seeds, times it, prints a table."""
     seeds = range(QUICK_SEEDS if quick else SEEDS)
     rows, per_seed = [], []
@@ -105,8 +291,39 @@ def main(quick: bool = False) -> dict[str, Any]:
             "pairwise correlation 0.81 in the second",
         ),
     ]
-    return {"seeds": per_seed, "means": means, "cscv_seconds": seconds, "summary": summary}
+    return {"seeds": per_seed, "means": means, "cscv_seconds": seconds}, summary
+
+
+def main(
+    quick: bool = False,
+    arms: list[str] | None = None,
+    workers: int = 2,
+    sims: int | None = None,
+) -> dict[str, Any]:
+    """Runs the arms (the PBO arm alone unless asked: the others take longer) and returns
+    their summary rows."""
+    out: dict[str, Any] = {"summary": []}
+    for arm in arms or ("pbo",) + (("size", "mde", "timing") if quick else ()):
+        if arm == "pbo":
+            found, rows = pbo_arm(quick)
+            out.update(found)
+        elif arm == "size":
+            rows = size_arm(quick, workers, sims)
+        elif arm == "mde":
+            rows = mde_arm(quick, workers, sims)
+        else:
+            rows = timing_arm(quick)
+        out["summary"] += rows
+    print()
+    print_rows([(m, f"{v}   ({ref})") for m, v, ref in out["summary"]])
+    return out
 
 
 if __name__ == "__main__":
-    main(parse_quick(__doc__.splitlines()[0]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument("--arm", action="append", choices=ARMS, help="only these arms")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--sims", type=int, help="pairs per cell (size, mde)")
+    args = parser.parse_args()
+    main(args.quick, args.arm, args.workers, args.sims)

@@ -107,7 +107,7 @@ def assert_verdicts_follow_the_rules(rows: list[TrialRecord], limit: float | Non
             assert [c.seed for c in confirms[t.id]] == [t.seed + len(base), t.seed + len(base) + 1]
             margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / len(seeds) + 1 / m)
             ours = np.mean([t.val_returns, *(c.val_returns for c in confirms[t.id])], axis=0)
-            window = sharpe_difference(ours, np.mean(incumbent, axis=0)).p_value < 0.05
+            window = sharpe_difference(ours, np.mean(incumbent, axis=0), reps=999).p_value < 0.05
             kept = float(np.mean(seeds)) - best > margin and window
             assert t.status == ("keep" if kept else "discard"), t.idx
             assert "(confirmed, alpha 0.05," in t.reason

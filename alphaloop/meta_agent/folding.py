@@ -280,7 +280,8 @@ def raced_out(ctx: SessionContext, folds: list[int], result: TrialResult) -> str
     theirs = seed_mean_returns(ctx, seed_rows(ctx, rows, incumbent.trial), folds)
     pair = aligned_matrix([result.daily_returns, theirs])
     try:
-        test = sharpe_difference(pair[:, 0], pair[:, 1])
+        # The race reads z alone: the test's standard error, no bootstrap p-value.
+        test = sharpe_difference(pair[:, 0], pair[:, 1], method="hac")
     except ValueError:
         return None
     if test.z >= FOLD_SCREEN_Z:

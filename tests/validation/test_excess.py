@@ -1,6 +1,8 @@
 """The paired Sharpe-difference test: against the closed form for i.i.d. normal returns, its
-size under a null with autocorrelated fat-tailed returns, its power on a real edge, a worked
-example, and the evidence against a reference as one pre-registered test of it."""
+size under a null with autocorrelated fat-tailed returns and with a persistent component, its
+power on a real edge, worked examples of the former and today's standard errors, its block
+length against the closed form for AR(1) series, the minimum detectable edge, and the evidence
+against a reference as one pre-registered test of it."""
 
 from __future__ import annotations
 
@@ -10,7 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from alphaloop.validation.excess import excess_evidence, newey_west_lags, sharpe_difference
+from alphaloop.validation.bootstrap import block_length, stationary_counts
+from alphaloop.validation.excess import (
+    excess_evidence,
+    minimum_detectable_edge,
+    newey_west_lags,
+    sharpe_difference,
+)
 
 
 def test_without_lags_the_standard_error_is_the_normal_closed_form() -> None:
@@ -37,8 +45,9 @@ def ar1_fat_tailed(rng: np.random.Generator, n: int, phi: float, shocks: np.ndar
 
 
 def test_under_the_null_it_rejects_about_five_percent() -> None:
-    # Equal Sharpe, correlated, autocorrelated (AR(1) 0.3) Student-t(5) returns: the HAC test
-    # keeps its size where an i.i.d. test would not.
+    # Equal Sharpe, correlated, autocorrelated (AR(1) 0.3) Student-t(5) returns: the test's
+    # standard error keeps its size where an i.i.d. one would not (the bootstrap's own size is
+    # the slow test below and benchmarks/bench_validation.py's size arm).
     rng = np.random.default_rng(1)
     n, sims, rejections, naive = 750, 400, 0, 0
     for _ in range(sims):
@@ -46,10 +55,127 @@ def test_under_the_null_it_rejects_about_five_percent() -> None:
         own = stats.t.rvs(5, size=(2, n), random_state=rng)
         a = 0.0004 + 0.01 * ar1_fat_tailed(rng, n, 0.3, 0.7 * common + 0.7 * own[0]) / 2
         b = 0.0004 + 0.01 * ar1_fat_tailed(rng, n, 0.3, 0.7 * common + 0.7 * own[1]) / 2
-        rejections += sharpe_difference(a, b).p_value < 0.05
+        rejections += sharpe_difference(a, b, method="hac").p_value < 0.05
         naive += sharpe_difference(a, b, lags=0).p_value < 0.05
     assert 0.02 <= rejections / sims <= 0.085
     assert naive > rejections  # the autocorrelation would fool a test without lags
+
+
+def persistent_pair(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two books of equal Sharpe whose difference carries a persistent component (AR(1) 0.97,
+    11% of its daily variance and most of its long-run variance)."""
+    z = rng.standard_normal((4, n + 300))
+    extra = np.zeros(n + 300)
+    for t in range(1, n + 300):
+        extra[t] = 0.97 * extra[t - 1] + math.sqrt(1 - 0.97**2) * 0.001 * z[3, t]
+    a = 0.00034 + 0.01 * z[0] + 0.004 * z[1] + extra
+    b = 0.00034 + 0.01 * z[0] + 0.004 * z[2] - extra
+    return a[300:], b[300:]
+
+
+@pytest.mark.slow
+def test_a_persistent_component_fools_the_former_test_and_not_the_bootstrap() -> None:
+    # Nine folds of days: Newey-West's 10 lags see a tenth of the long-run variance and reject
+    # about one pair in five; the bootstrap's block, chosen from the days, sees it.
+    rng = np.random.default_rng(11)
+    sims, former, today = 80, 0, 0
+    for _ in range(sims):
+        a, b = persistent_pair(rng, 6804)
+        former += sharpe_difference(a, b, method="newey_west").p_value < 0.05
+        today += sharpe_difference(a, b, reps=499).p_value < 0.05
+    assert former / sims >= 0.12
+    assert today / sims <= 0.10 and today < former
+
+
+@pytest.mark.slow
+def test_the_bootstrap_keeps_its_size_on_autocorrelated_fat_tailed_returns() -> None:
+    rng = np.random.default_rng(12)
+    sims, rejections = 160, 0
+    for _ in range(sims):
+        common = stats.t.rvs(5, size=520, random_state=rng)
+        own = stats.t.rvs(5, size=(2, 520), random_state=rng)
+        a = 0.0004 + 0.01 * ar1_fat_tailed(rng, 520, 0.3, 0.7 * common + 0.7 * own[0]) / 2
+        b = 0.0004 + 0.01 * ar1_fat_tailed(rng, 520, 0.3, 0.7 * common + 0.7 * own[1]) / 2
+        rejections += sharpe_difference(a, b, reps=499).p_value < 0.05
+    assert 0.01 <= rejections / sims <= 0.10
+
+
+def test_on_iid_days_the_bootstrap_p_value_is_the_normal_one() -> None:
+    # Block 1 on i.i.d. normal days: the studentized bootstrap and the normal approximation
+    # agree up to the bootstrap's own noise (1,999 resamples: +-0.01 near p = 0.2).
+    rng = np.random.default_rng(13)
+    common = rng.normal(0.0, 0.01, 3000)
+    a = common + rng.normal(0.00008, 0.004, 3000)
+    b = common + rng.normal(0.0, 0.004, 3000)
+    boot = sharpe_difference(a, b, block=1)
+    normal = sharpe_difference(a, b, method="hac", block=1)
+    assert boot.method == "bootstrap" and boot.block == 1 and boot.reps == 1999
+    assert boot.se == normal.se and boot.z == normal.z
+    assert 0.02 < normal.p_value < 0.5
+    assert boot.p_value == pytest.approx(normal.p_value, abs=0.025)
+    # Seeded by the data: the same days give the same p-value, other days another.
+    assert sharpe_difference(a, b, block=1).p_value == boot.p_value
+    assert sharpe_difference(a[::-1], b[::-1], block=1).p_value != boot.p_value
+
+
+def test_todays_standard_error_by_hand_on_circular_blocks_of_two() -> None:
+    # Götze & Künsch's natural variance: the influence series summed over every circular block
+    # of two days, squared, averaged, over the block and the days.
+    a = [0.010, -0.004, 0.007, 0.002, -0.006, 0.012, 0.001, -0.002, 0.009, 0.003, -0.001, 0.005]
+    b = [0.006, -0.006, 0.004, 0.003, -0.007, 0.008, 0.000, -0.001, 0.005, 0.001, -0.003, 0.002]
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    ga, gb = sum(x * x for x in a) / n, sum(x * x for x in b) / n
+    va, vb = ga - ma * ma, gb - mb * mb
+    grad = (ga / va**1.5, -gb / vb**1.5, -ma / (2 * va**1.5), mb / (2 * vb**1.5))
+    rows = [(x - ma, y - mb, x * x - ga, y * y - gb) for x, y in zip(a, b, strict=True)]
+    u = [sum(g * r for g, r in zip(grad, row, strict=True)) for row in rows]
+    sums = [u[t] + u[(t + 1) % n] for t in range(n)]
+    se = math.sqrt(sum(s * s for s in sums) / (n * 2) / n)
+    out = sharpe_difference(a, b, method="hac", block=2, periods=1)
+    assert out.se == pytest.approx(se, rel=1e-9)
+    assert out.lags == 1 and out.block == 2
+    assert out.p_value == pytest.approx(stats.norm.sf(out.difference / se), rel=1e-9)
+
+
+@pytest.mark.parametrize("phi", [0.0, 0.3, 0.6])
+def test_the_block_length_is_politis_and_whites_for_an_ar1_series(phi: float) -> None:
+    # For AR(1), G = sum |k| R(k) = 2 s2 phi / (1 - phi)^2 and g(0) = s2 (1 + phi) / (1 - phi)
+    # (s2 the variance): the circular block's optimum (2 G^2 / D) ** (1/3) n ** (1/3) with
+    # D = 4/3 g(0)^2 is then (6 phi^2 / (1 - phi^2)^2) ** (1/3) n ** (1/3).
+    rng = np.random.default_rng(14)
+    n = 40_000
+    x = ar1_fat_tailed(rng, n, phi, rng.standard_normal(n))
+    exact = (6 * phi**2 / (1 - phi**2) ** 2) ** (1 / 3) * n ** (1 / 3)
+    found = block_length(x, "circular")
+    assert found == pytest.approx(max(exact, 1.0), rel=0.2, abs=1.0)
+    # The stationary bootstrap's D is 2 g(0)^2: its block is (4/3 / 2) ** (-1/3) longer... or
+    # shorter, by exactly that factor.
+    assert block_length(x, "stationary") == pytest.approx(
+        max(found * (2 / 3) ** (1 / 3), 1.0), rel=1e-9, abs=1e-9 if phi else 1.0
+    )
+
+
+def test_stationary_resamples_draw_every_day_equally_in_blocks_of_the_mean_length() -> None:
+    rng = np.random.default_rng(15)
+    counts = stationary_counts(500, 8.0, 400, rng)
+    assert counts.shape == (400, 500) and (counts.sum(axis=1) == 500).all()
+    assert counts.mean(axis=0) == pytest.approx(np.ones(500), abs=0.35)  # no day favoured
+
+
+def test_the_minimum_detectable_edge_is_the_standard_error_times_two_quantiles() -> None:
+    rng = np.random.default_rng(16)
+    a, b = rng.normal(0.0005, 0.01, 756), rng.normal(0.0, 0.01, 756)
+    test = sharpe_difference(a, b, method="hac")
+    expected = test.se * (stats.norm.ppf(0.95) + stats.norm.ppf(0.80))
+    assert minimum_detectable_edge(test) == pytest.approx(expected, rel=1e-12)
+    assert minimum_detectable_edge(test.se) == pytest.approx(expected, rel=1e-12)
+    half = minimum_detectable_edge(0.37, alpha=0.05, power=0.5)  # power 50%: z_power is 0
+    assert half == pytest.approx(0.37 * 1.6449, rel=1e-4)
+    with pytest.raises(ValueError, match="alpha and power"):
+        minimum_detectable_edge(test, power=1.0)
+    with pytest.raises(ValueError, match="standard error"):
+        minimum_detectable_edge(float("nan"))
 
 
 def test_it_finds_a_real_edge() -> None:
@@ -70,6 +196,9 @@ def test_bad_input_is_refused() -> None:
         sharpe_difference([0.01, 0.02], [0.0, 0.01])
     with pytest.raises(ValueError, match="does not vary"):
         sharpe_difference([0.01] * 20, np.linspace(-0.01, 0.01, 20))
+    with pytest.raises(ValueError, match="unknown method"):
+        sharpe_difference(np.linspace(-0.01, 0.01, 20), np.linspace(0.01, -0.01, 20),
+                          method="jobson_korkie")  # type: ignore[arg-type]  # fmt: skip
     assert newey_west_lags(252) == 4 and newey_west_lags(100) == 4 and newey_west_lags(1000) == 6
 
 
