@@ -278,7 +278,8 @@ class Gates(BaseModel):
         min_hit_rate: share of positive days must be above this.
         min_profit_factor: gains over losses must be above this.
         min_deflated_sharpe: the deflated Sharpe ratio must be above this.
-        max_pbo: the probability of backtest overfitting must be below this.
+        max_pbo: the probability of backtest overfitting must be below this; off (None) by
+            default: PBO is reported as a diagnostic (see :mod:`alphaloop.validation.gates`).
         max_excess_p_value: the paired test of the pick's TEST Sharpe against the default's
             and against 1/N's must each reject "no better" below this p-value (the level of
             the intersection-union test).
@@ -294,7 +295,7 @@ class Gates(BaseModel):
     min_hit_rate: float | None = Field(default=0.48, ge=0, le=1)
     min_profit_factor: float | None = Field(default=1.1, ge=0, allow_inf_nan=False)
     min_deflated_sharpe: float | None = Field(default=0.95, ge=0, le=1)
-    max_pbo: float | None = Field(default=0.5, gt=0, le=1)
+    max_pbo: float | None = Field(default=None, gt=0, le=1)
     max_excess_p_value: float | None = Field(default=0.05, gt=0, lt=1)
     min_walk_forward_share: float | None = Field(default=0.5, ge=0, lt=1)
 

@@ -86,12 +86,12 @@ from alphaloop.trials import TrialBudget, run_trial
 from alphaloop.validation import (
     ExcessEvidence,
     SharpeDifference,
-    aligned_matrix,
+    benjamini_hochberg,
+    benjamini_yekutieli,
     excess_evidence,
-    search_set,
 )
 from alphaloop.validation.excess import sharpe_difference
-from alphaloop.validation.sharpe import effective_trials
+from benchmarks import _pick_rules
 from benchmarks._report import SummaryRow, print_rows, timed
 
 MODE = "cufolio_only"
@@ -116,8 +116,9 @@ QUICK = {
     "sp500-ppo": (1, 2),
 }
 SYNTHETIC = ("null", "tied", "flat", "planted")
-# The row under a pick's row: the same with the former multiplicity of the pick's test.
-FORMER = "  the same, configs counted over returns (former)"
+# The row under a pick's row: the same under the former pick rule (Šidák over Li & Ji's
+# effective count, the Newey-West test).
+FORMER = "  the same, the former pick rule (Šidák over Li & Ji)"
 # Markets where no config has an edge unless trading costs give one to the config that trades
 # least: they trade without costs.
 COST_FREE = ("tied", "flat")
@@ -139,6 +140,9 @@ class Outcome:
     final: dict[str, Any]
     val_test: list[tuple[float, float]] = field(default_factory=list)
     pairs: list[bool] = field(default_factory=list)  # flywheel pairs: chosen wins on TEST
+    # The scored pairs the flywheel's rule labels under each false-discovery procedure (BH,
+    # BY): whether the chosen side wins on TEST.
+    fdr_pairs: dict[str, list[bool]] = field(default_factory=dict)
     all_pairs: list[bool] = field(default_factory=list)  # every pair of search trials
     # Every pair of scored search trials: |z| of the folds' paired Sharpe test, and whether
     # the side the folds favour has the higher TEST objective (see :func:`z_buckets`).
@@ -153,8 +157,8 @@ class Outcome:
     state_pairs: list[tuple[float, int, bool]] = field(default_factory=list)
     best_rerun_gap: float | None = None  # re-run best on TEST minus finalize's, a check
     pick_knobs: dict[str, float] = field(default_factory=dict)  # the pick's non-default knobs
-    # The pick under the former multiplicity (configs counted over returns): its TEST objective,
-    # or None when that rule picked the default too.
+    # The pick under the former pick rule (:data:`_pick_rules.FORMER`): its TEST objective, or
+    # None when that rule picked the default too.
     former_pick_test: float | None = None
     # Planted markets: the planted config itself (the optimum) against the default on TEST,
     # deflated by this session's search trials as its pick is (see :func:`optimum_evidence`).
@@ -246,24 +250,27 @@ def _scored(t: TrialRecord) -> bool:
     )
 
 
-def former_configs_tried(rows: list[TrialRecord], default: Any) -> float:
-    """The pick's multiplicity as it was: Li & Ji over the search trials' returns, not over
-    their excess over the default (see :func:`alphaloop.meta_agent.finalize.configs_tried`)."""
-    return max(effective_trials(aligned_matrix([t.val_returns for t in search_set(rows)])), 1.0)
+# Pick rules replayed at every session's finalize beside its own pick (name -> rule), and what
+# each picked in the latest session this process ran (trial id, None: the default), for a
+# caller's ``extra`` to read while the session's journal is open.
+REPLAY: dict[str, Any] = {_pick_rules.FORMER: _pick_rules.RULES[_pick_rules.FORMER]}
+LAST_PICKS: dict[str, int | None] = {}
 
 
 @contextmanager
 def _former_pick(into: list[int | None]) -> Iterator[None]:
-    """While the session runs, its finalize also asks the former rule for a pick (the same
-    rows, the same test, the former multiplicity) and appends its trial id (None: the
-    default) to ``into``; the session keeps today's pick."""
+    """While the session runs, its finalize also asks every rule of :data:`REPLAY` for a pick
+    (the same rows) into :data:`LAST_PICKS`, and appends the former rule's (None: the default)
+    to ``into``; the session keeps today's pick."""
     today = finalize.pick
 
-    def both(ctx: Any, rows: list[TrialRecord]) -> Any:
-        with mock.patch.object(finalize, "configs_tried", former_configs_tried):
-            former, _ = today(ctx, rows)
-        into.append(None if former is None else former.id)
-        return today(ctx, rows)
+    def both(ctx: Any, rows: list[TrialRecord], rule: Any = None) -> Any:
+        LAST_PICKS.clear()
+        for name, replayed in REPLAY.items():
+            chosen = replayed(ctx, rows)
+            LAST_PICKS[name] = None if chosen is None else chosen.id
+        into.append(LAST_PICKS.get(_pick_rules.FORMER))
+        return today(ctx, rows, rule)
 
     with mock.patch.object(finalize, "pick", both):
         yield
@@ -346,6 +353,12 @@ def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome
         for chosen, rejected, _ in labelled(list(states.values()), days):
             if test[chosen.id] != test[rejected.id]:
                 out.pairs.append(test[chosen.id] > test[rejected.id])
+        for name, procedure in (("BH", benjamini_hochberg), ("BY", benjamini_yekutieli)):
+            out.fdr_pairs[name] = [
+                test[chosen.id] > test[rejected.id]
+                for chosen, rejected, margin in labelled(list(states.values()), days, procedure)
+                if math.isfinite(margin) and test[chosen.id] != test[rejected.id]
+            ]
     return out
 
 

@@ -96,7 +96,6 @@ from alphaloop.trials import Rows, TrialBudget, build_folds, equal_weight_backte
 from alphaloop.trials import folds as folds_module
 from alphaloop.validation import (
     Gates,
-    against_default,
     aligned_matrix,
     search_set,
     session_dsr,
@@ -109,12 +108,24 @@ from alphaloop.validation.sharpe import (
     psr_from_moments,
     trial_sharpes,
 )
+from benchmarks import _pick_rules
 from benchmarks._report import SummaryRow, print_rows, timed
-from benchmarks.bench_generalisation import Outcome, _session, share, z_buckets
+from benchmarks.bench_generalisation import (
+    LAST_PICKS,
+    REPLAY,
+    Outcome,
+    _session,
+    share,
+    z_buckets,
+)
 
 MODE = "cufolio_only"
 PROPOSERS = ("tpe", "random")
 GRADES = (0.0, 0.25, 0.5, 1.0)
+CHOSEN_GRADES: tuple[float, ...] = ()  # --grade: the power arm's grades, when not all
+# The markets where no config beats the default, pooled for the pick's false-pick rate (the
+# null market is apart: a diversifying config there can beat the concentrated default).
+NO_EDGE = (("power", 0.0), ("tied", 0.0), ("null-ar", 0.0))
 RULES = ("before", "after")
 # The fold-length arm's rule: today's, on folds half VALIDATION's length (twice as many).
 HALF = "after, half-length folds"
@@ -290,47 +301,23 @@ def power_extra(
     return out
 
 
-# The picks weighed against today's on the same sessions: (name, how a kept config qualifies).
-ALTERNATIVES = ("RAS, delta 0.05", "RAS, delta 0.5", "Holm, 5%", "BH, 5%")
+# The pick rules weighed against one another on the same sessions, each replayed at the
+# session's finalize on its rows (:mod:`benchmarks._pick_rules`).
+ALTERNATIVES = tuple(_pick_rules.RULES)
+REPLAY.update(_pick_rules.RULES)
 
 
 def alternative_picks(
     spec: SessionSpec, market: Any, rows: list[Any], final: dict[str, Any], test: dict[str, Any]
 ) -> dict[str, dict[str, bool]]:
-    """What each alternative multiplicity rule would have picked in this session (the best kept
-    config, by the keep rule's score, that it says beats the default on the folds; else the
-    default), and whether that pick beats the default on TEST and says GO by the session's
-    gates. The RAS class is every search config scored on all the folds; Holm and BH weigh
-    every search config's paired test on its own days."""
-    base = [t.val_returns for t in rows if t.kind == TrialKind.baseline and t.val_returns]
-    search = search_set(rows)
-    kept = sorted((t for t in search if t.status == "keep"), key=lambda t: -(t.score or -math.inf))
-    out: dict[str, dict[str, bool]] = {}
-    if not search or not base:
-        return {name: {"picked": False, "beats": False, "go": False} for name in ALTERNATIVES}
-    default = aligned_matrix(base).mean(axis=1)
-    series = {t.idx: t.val_returns for t in search}
-    verdicts = {
-        "RAS, delta 0.05": against_default(series, default, delta=0.05),
-        "RAS, delta 0.5": against_default(series, default, delta=0.5),
-        "Holm, 5%": against_default(series, default),
-        "BH, 5%": against_default(series, default, q=0.05),
+    """What each replayed pick rule picked in this session (:data:`LAST_PICKS`, the default
+    when it picked nothing), and whether that pick beats the default on TEST and says GO by
+    the session's gates."""
+    by_id = {t.id: t for t in rows}
+    return {
+        name: _judged_pick(spec, market, rows, final, test, by_id.get(LAST_PICKS.get(name)))
+        for name in ALTERNATIVES
     }
-    for name, m in verdicts.items():
-        ok = {
-            v.trial
-            for v in m.configs
-            if (
-                (v.ras_lower or 0.0) > 0.0
-                if name.startswith("RAS")
-                else v.holm
-                if name.startswith("Holm")
-                else v.fdr
-            )
-        }
-        chosen = next((t for t in kept if t.idx in ok), None)
-        out[name] = _judged_pick(spec, market, rows, final, test, chosen)
-    return out
 
 
 def _judged_pick(
@@ -350,14 +337,12 @@ def _judged_pick(
         spec.mode, config, market, spec.trial_budget, seed, window="test", policy_path=policy
     )
     p = {ref: sharpe_difference(*_pair(run.daily_returns, r)).p_value for ref, r in test.items()}
-    gates = Gates()  # the benchmark's sessions are judged by the defaults
+    gates = Gates()  # the benchmark's sessions are judged by the defaults (PBO no gate)
     dsr = session_dsr(chosen.val_returns, [t.val_returns for t in search_set(rows)]).dsr
-    pbo = final.get("pbo")
     go = (
         all(v < (gates.max_excess_p_value or 1.0) for v in p.values())
         and criteria(run.metrics.model_dump(), gates)
         and (gates.min_deflated_sharpe is None or (dsr or 0.0) > gates.min_deflated_sharpe)
-        and (gates.max_pbo is None or (pbo is not None and pbo < gates.max_pbo))
     )
     beats = run.metrics.sharpe > (final.get("baseline_test_objective") or math.inf)
     return {"picked": True, "beats": bool(beats), "go": bool(go)}
@@ -546,9 +531,22 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
             n = len(alt)
             rows.append(
                 (
-                    f"pick | beats on TEST | GO by {name} (after)",
+                    f"pick | beats on TEST | GO: {name}",
                     f"{_rate(sum(a['picked'] for a in alt), n)} | "
-                    f"{sum(a['beats'] for a in alt)}/{n} | {sum(a['go'] for a in alt)}/{n}",
+                    f"{sum(a['beats'] for a in alt)}/{n} | {_rate(sum(a['go'] for a in alt), n)}",
+                )
+            )
+    for procedure in ("BH", "BY"):
+        labels = [j.outcome.fdr_pairs.get(procedure) for j in after]
+        labels = [x for x in labels if x is not None]
+        if labels:
+            won = [w for x in labels for w in x]
+            anyone = _rate(sum(bool(x) for x in labels), len(labels))
+            rows.append(
+                (
+                    f"pairs labelled by {procedure} at 10%: a session | sessions with any | "
+                    "right on TEST",
+                    f"{len(won) / len(labels):.1f} | {anyone} | {_rate(sum(won), len(won))}",
                 )
             )
     for rule, js in by_rule.items():
@@ -583,6 +581,49 @@ def grade_rows(judged: list[Judged]) -> list[tuple[str, str]]:
             trials = sum(j.notes["search_trials"] for j in js)
             rows.append((f"search trials per hour: {rule}", f"{trials / hours:,.0f}"))
     return rows
+
+
+def rule_summary(judged: dict[str, list[Judged]]) -> list[SummaryRow]:
+    """Each replayed pick rule side by side: its false picks pooled over the markets where no
+    config beats the default (:data:`NO_EDGE`) and on the null market, and its picks and GO at
+    each planted grade beside the oracle's GO."""
+    out: list[SummaryRow] = []
+
+    def alternatives(js: list[Judged]) -> dict[str, list[dict[str, bool]]]:
+        found = {name: [j.outcome.extra.get("alternatives", {}).get(name) for j in js]
+                 for name in ALTERNATIVES}  # fmt: skip
+        return {name: [a for a in alt if a is not None] for name, alt in found.items()}
+
+    pooled = [j for arm, grade in NO_EDGE for j in judged.get(arm, [])
+              if j.grade == grade and j.rule == "after"]  # fmt: skip
+    cells = [("no edge (graded 0, tied, null-ar)", pooled, "<= 5%")]
+    cells.append(("null (1/N unbeaten)", judged.get("null", []), "reported"))
+    rows = []
+    for label, js, target in cells:
+        for name, alt in alternatives(js).items():
+            if not alt:
+                continue
+            picks = _rate(sum(a["picked"] for a in alt), len(alt))
+            go = sum(a["go"] for a in alt)
+            rows.append((f"{label}: {name}", f"pick {picks}; GO {go}/{len(alt)}"))
+            out.append((f"pick rule, {label}: {name}", f"{picks}; GO {go}/{len(alt)}", target))
+    for grade in (0.25, 0.5, 1.0):
+        js = [j for j in judged.get("power", []) if j.grade == grade and j.rule == "after"]
+        if not js:
+            continue
+        oracle = sum(j.oracle_go for j in js)
+        for name, alt in alternatives(js).items():
+            if not alt:
+                continue
+            picks = _rate(sum(a["picked"] for a in alt), len(alt))
+            go = sum(a["go"] for a in alt)
+            said = f"pick {picks}; GO {_rate(go, len(alt))} (oracle {oracle}/{len(js)})"
+            rows.append((f"EDGE +{grade:g}: {name}", said))
+            out.append((f"pick rule, EDGE +{grade:g}: {name}", said, "no loss of power"))
+    if rows:
+        print("\npick rules side by side (the same sessions)")
+        print_rows(rows)
+    return out
 
 
 def _by_proposer(judged: list[Judged], proposer: str) -> str:
@@ -842,7 +883,7 @@ def _tasks(
 ) -> list[Task]:
     grades: tuple[float | None, ...] = (None,)
     if arm == "power":
-        grades = GRADES
+        grades = CHOSEN_GRADES or GRADES
     elif arm == "ppo":
         grades = (0.0, 1.0)
     elif arm == "folds":
@@ -978,6 +1019,7 @@ def main(
         if arm != "sp500":
             for row in power_summary(found):
                 summary.append((f"{arm}: {row[0]}", row[1], row[2]))
+    summary += rule_summary(judged)
     print()
     print_rows([(m, f"{v}   (target {ref})") for m, v, ref in summary])
     if save:
@@ -997,10 +1039,14 @@ if __name__ == "__main__":
     parser.add_argument("--save", help="also pickle every session's verdicts to this file")
     parser.add_argument("--first", type=int, default=0, help="the first session index a cell runs")
     parser.add_argument(
+        "--grade", action="append", type=float, choices=GRADES, help="the power arm's grades"
+    )
+    parser.add_argument(
         "--merge", nargs="+", help="files an earlier --save wrote: their sessions join this run's"
     )
     args = parser.parse_args()
     rules = tuple(args.rule or RULES)
+    CHOSEN_GRADES = tuple(args.grade or ())
     main(
         args.quick,
         args.arm,

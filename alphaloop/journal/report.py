@@ -70,7 +70,13 @@ class FinalReport(BaseModel):
         pick: ``search`` when a search trial beat the default with confidence, else
             ``default`` (None for a manual training run); ``pick_reason`` says which and why
             ("no improvement found: ..." for the default).
+        pick_rule, pick_level: the rule the pick was chosen by (``strict``: StepM against the
+            default at the family-wise ``pick_level``; ``lenient``: the best estimate); None
+            in reports from before the rule was a setting (the pick's test was then the keep
+            rule's paired test at the Sidak level over Li & Ji's effective count).
         folds: the walk-forward folds trials were scored on.
+        test_window: TEST's first and last day (ISO dates); None in reports from before it was
+            journaled. Sessions on the same data and TEST days count as looks at TEST.
         baseline_trial_id, baseline_test, baseline_test_objective: the default config's first
             baseline run and its TEST metrics and objective.
         best_trial_id, best_validation_objective, best_test, best_test_objective: the best
@@ -96,7 +102,10 @@ class FinalReport(BaseModel):
     n_trials: int
     pick: Pick | None = None
     pick_reason: str | None = None
+    pick_rule: Literal["strict", "lenient"] | None = None
+    pick_level: float | None = None
     folds: FoldsUsed | None = None
+    test_window: tuple[str, str] | None = None
     baseline_trial_id: int | None = None
     baseline_test: dict[str, float] | None = None
     baseline_test_objective: float | None = None

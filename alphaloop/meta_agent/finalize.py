@@ -9,8 +9,6 @@ import math
 import shutil
 from typing import Any
 
-import numpy as np
-
 from alphaloop import library
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.journal import (
@@ -24,16 +22,18 @@ from alphaloop.journal import (
     TrialStatus,
 )
 from alphaloop.knobs import TrialConfig, config_hash
-from alphaloop.meta_agent import flight, folding, keep_rule, nodes
+from alphaloop.meta_agent import flight, nodes, test_looks
 from alphaloop.meta_agent.events import Finalized
 from alphaloop.meta_agent.executors import outcome_of
+from alphaloop.meta_agent.picking import pick
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
 from alphaloop.trials import PURGE_ROWS, max_folds
-from alphaloop.validation import DSR_SET, ExcessEvidence, Gates, aligned_matrix, search_set
+from alphaloop.validation import DSR_SET, ExcessEvidence, Gates
+from alphaloop.validation.pick_rule import PickRule
 from alphaloop.validation.report import Selection, gate_report, reference_evidence, selection
-from alphaloop.validation.sharpe import effective_trials, probabilistic_sharpe_ratio
+from alphaloop.validation.sharpe import probabilistic_sharpe_ratio
 
 ONE_FOLD_NOTE = (
     "one fold: trials were scored on VALIDATION alone, so window noise (how a config fares on "
@@ -52,12 +52,15 @@ def finalize(ctx: SessionContext) -> None:
     reason = nodes.stop_reason(ctx) or "finished"
     rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
     base_rows = [t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep]
-    best, why = pick(ctx, rows)
+    rule = getattr(ctx, "pick_rule", None) or PickRule()
+    best, why = pick(ctx, rows, rule)
     final: dict[str, Any] = {
         "stop_reason": reason,
         "n_trials": ctx.journal.trials.counted(ctx.session_id),
         "pick": "search" if best is not None else "default",
         "pick_reason": why,
+        "pick_rule": rule.rule,
+        "pick_level": rule.level if rule.rule == "strict" else None,
         "folds": folds_summary(ctx),
     }
     evaluated = {"default": base_rows[0] if base_rows else None, "search": best}
@@ -79,7 +82,15 @@ def finalize(ctx: SessionContext) -> None:
     chosen_from = selection(candidate, rows)
     if candidate is not None:
         final.update(_sharpe_odds(candidate, chosen_from))
-    excess = reference_evidence(ctx.data, ctx.spec.trial_budget, tests)
+    window = ctx.data.window_dates(ctx.data.test)
+    final["test_window"] = window
+    looks = {}
+    if chosen is not None:
+        key = test_looks.pick_key(ctx.spec.mode, chosen.config, chosen.config_hash)
+        looks = test_looks.other_looks(
+            ctx.journal, ctx.session_id, ctx.data.fingerprint, window, key
+        )
+    excess = reference_evidence(ctx.data, ctx.spec.trial_budget, tests, looks)
     final["excess"] = {
         ref: e.model_dump(mode="json") if isinstance(e, ExcessEvidence) else {"note": e}
         for ref, e in excess.items()
@@ -98,63 +109,6 @@ def finalize(ctx: SessionContext) -> None:
         best_trial_id=chosen.id if chosen is not None else None,
     )
     ctx.on_event(Finalized(report=report))
-
-
-def pick(ctx: SessionContext, rows: list[TrialRecord]) -> tuple[TrialRecord | None, str]:
-    """The session's pick and why: the best kept search trial whose daily returns beat the
-    default's on the same days of the folds with confidence, or None (the default itself: no
-    improvement found).
-
-    Both sides are averaged over their seeds, and the test is the keep rule's paired Sharpe
-    difference at a family-wise level: each kept trial passed its own test at ``KEEP_ALPHA``,
-    but a session tries many configs, and on a market where nothing beats the default one of
-    twenty would pass by luck. So the pick's test runs at the Šidák level for the effective
-    number of configs tried (:func:`configs_tried`: Li & Ji over the search trials' excess
-    over the default), which holds the chance that a session picks noise near ``KEEP_ALPHA``."""
-    kept = sorted(
-        (t for t in rows if t.kind == TrialKind.search and t.status == TrialStatus.keep),
-        key=lambda t: -t.score,
-    )
-    base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
-    if not kept or not base:
-        return None, "no improvement found: no search trial was kept"
-    broken = violation_of(ctx.spec.objective, base[0])
-    if broken is not None:
-        return kept[0], (
-            f"trial {kept[0].idx}, the best kept within the limits: the default breaks them "
-            f"({broken})"
-        )
-    default = folding.seed_mean_returns(ctx, base)
-    n_eff = configs_tried(rows, default)
-    alpha = keep_rule.sidak_alpha(keep_rule.KEEP_ALPHA, n_eff)
-    for trial in kept:
-        ours = folding.seed_mean_returns(ctx, folding.seed_rows(ctx, rows, trial))
-        window = folding.compare_days(ctx, ours, default, alpha)
-        if window.passed:
-            said = window.describe().replace("the incumbent", "the default")
-            return trial, f"trial {trial.idx} beats the default ({n_eff:.1f} configs tried): {said}"
-    return None, (
-        f"no improvement found: none of the {len(kept)} kept search trial(s) beat the default "
-        f"on the same days of the folds at p < {alpha:.4f} (0.05 over {n_eff:.1f} effective "
-        "configs tried); the default is the pick"
-    )
-
-
-def configs_tried(rows: list[TrialRecord], default: np.ndarray) -> float:
-    """How many independent tests the pick's test is one of (at least 1): the effective number
-    (Li & Ji) of the search trials' daily excess over ``default``, on the days they share.
-
-    The excess is what the test is run on, so its correlation is what makes two tests one.
-    Counted over the trials' returns instead, every long-only book shares the market's moves
-    and all configs look like one or two, although their differences from the default are
-    mostly unrelated: on the flat market (no edge anywhere) a session's ten configs counted 2
-    over returns and 6 over excess, and at the level the 2 gave, 3 of 24 sessions picked a
-    config with no edge."""
-    search = search_set(rows)
-    if not search:
-        return 1.0
-    days = aligned_matrix([*(t.val_returns for t in search), default])
-    return max(effective_trials(days[:, :-1] - days[:, -1:]), 1.0)
 
 
 def folds_summary(ctx: SessionContext) -> dict[str, Any]:
@@ -367,6 +321,13 @@ def _admissibility(
     out["n_admissible"] = within
     if chosen is None:
         out["admissible_reason"] = f"{met}; no trial could be reported"
+    elif broken is not None and within and not is_best:
+        out["violation"] = broken
+        out["admissible_reason"] = (
+            f"the default, reported since no search trial beat it with confidence, breaks the "
+            f"limits ({broken}): {met}, none of them picked by the pick's test; its figures "
+            "are not a result within the limits"
+        )
     elif broken is not None:
         out["violation"] = broken
         searched = f"none of {len(scored)} search trials" if within == 0 else met

@@ -87,9 +87,12 @@ def _evidence(rows: list[TrialRecord], chosen: TrialRecord) -> tuple[Metrics, st
     )
 
 
-def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict[str, Any]:
+def _excess(
+    rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple, looks: dict[str, list[float]]
+) -> dict[str, Any]:
     """The reported trial's TEST evidence against the default and 1/N, as finalize computes
-    it (none before finalize: there are no TEST returns yet)."""
+    it (none before finalize: there are no TEST returns yet), Holm-adjusted over the other
+    looks at the same TEST days journaled so far (``looks``)."""
     tested = {t.parent_id: t for t in rows if t.kind == "test" and t.val_returns}
     baseline = next((t for t in rows if t.kind == "baseline" and t.status == "keep"), None)
     tests = {}
@@ -97,7 +100,7 @@ def _excess(rows: list[TrialRecord], chosen: TrialRecord, inputs: tuple) -> dict
         tests["default"] = tested[baseline.id]
     if chosen.kind == "search" and chosen.id in tested:
         tests["search"] = tested[chosen.id]
-    return reference_evidence(*inputs, tests)
+    return reference_evidence(*inputs, tests, looks)
 
 
 def _gates(
@@ -111,7 +114,7 @@ def _gates(
     evidence is. The gates are the session's with ``gates``' explicit thresholds on top
     (:func:`session_gates`)."""
     metrics, evidence = _evidence(subject.rows, subject.chosen)
-    excess = _excess(subject.rows, subject.chosen, subject.inputs)
+    excess = _excess(subject.rows, subject.chosen, subject.inputs, subject.looks)
     limits = session_gates(subject.session, gates)
     return gate_report(metrics, chosen_from, limits, excess, walk_forward), evidence
 
@@ -160,6 +163,18 @@ def unseen_start(data: Any, oos_start: str | None) -> int:
     return row
 
 
+def _looks(
+    settings: Settings, s: SessionRecord, chosen: TrialRecord, data: Any
+) -> dict[str, list[float]]:
+    """The other picks judged on the session's TEST days (see ``meta_agent.test_looks``)."""
+    from alphaloop.meta_agent import test_looks
+
+    window = data.window_dates(data.test)
+    key = test_looks.pick_key(s.mode, chosen.config, chosen.config_hash)
+    with open_journal(settings) as j:
+        return test_looks.other_looks(j, s.id, s.data_fingerprint, window, key)
+
+
 def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[TrialRecord], Any]:
     with open_journal(settings) as j:
         s = j.sessions.get(session_id)
@@ -203,6 +218,7 @@ class _Subject:
     rows: list[TrialRecord]
     inputs: tuple[Any, Any]
     unseen: int
+    looks: dict[str, list[float]]
 
 
 def _walk_forward(subject: _Subject, n_windows: int) -> tuple[Any | None, str | None]:
@@ -341,7 +357,9 @@ def validate_session(
     timings: dict[str, float] = {}
     chosen_from = _timed(timings, "pbo_dsr", lambda: _selection(s.id, chosen, rows, n_blocks))
     step("walk-forward")
-    subject = _Subject(s, chosen, rows, (data, session_budget(s)), unseen)
+    subject = _Subject(
+        s, chosen, rows, (data, session_budget(s)), unseen, _looks(settings, s, chosen, data)
+    )
     wf, wf_note = _timed(timings, "walk_forward", lambda: _walk_forward(subject, n_windows))
     step("stress")
     stress = _timed(timings, "stress", lambda: _stress(subject, cost_multiplier))

@@ -1,7 +1,8 @@
 """Validation a strategy has to survive before anyone trusts it: probability of backtest
-overfitting (CSCV), the deflated Sharpe over a session's search trials, the multiplicity of many
-configs tried (Holm, Benjamini-Hochberg, the Rademacher Anti-Serum), go/no-go gates and stress
-tests.
+overfitting (CSCV), the deflated Sharpe over a session's search trials, the paired test against
+a reference (Ledoit & Wolf's bootstrap) and the edge it can detect, the multiplicity of many
+configs tried (Romano & Wolf's StepM for the pick; Holm, Benjamini-Hochberg and -Yekutieli,
+the Rademacher Anti-Serum), go/no-go gates and stress tests.
 
 Pure functions over return series and metrics. This package reads journaled numbers handed to
 it; it never imports the journal, the meta-agent or the CLI, so the evaluator, the loop and any
@@ -16,6 +17,7 @@ from alphaloop.validation.excess import (
     ExcessEvidence,
     SharpeDifference,
     excess_evidence,
+    minimum_detectable_edge,
     sharpe_difference,
 )
 from alphaloop.validation.gates import (
@@ -33,11 +35,14 @@ from alphaloop.validation.multiplicity import (
     Multiplicity,
     against_default,
     benjamini_hochberg,
+    benjamini_yekutieli,
     holm,
     rademacher_complexity,
     ras_lower_bounds,
 )
 from alphaloop.validation.pbo import DEFAULT_BLOCKS, CSCVResult, cscv_pbo, n_combinations
+from alphaloop.validation.pick_rule import PICK_RULES, PickRule
+from alphaloop.validation.stepm import StepM, stepm
 from alphaloop.validation.stress import (
     CRISIS_WINDOWS,
     DEFAULT_COST_MULTIPLIER,
@@ -66,6 +71,7 @@ __all__ = [
     "DEFAULT_COST_MULTIPLIER",
     "DSR_SET",
     "GATE_NAMES",
+    "PICK_RULES",
     "REFERENCES",
     "Backtested",
     "CSCVResult",
@@ -77,19 +83,23 @@ __all__ = [
     "Gates",
     "Multiplicity",
     "PBOSummary",
+    "PickRule",
     "Rerun",
     "SharpeDifference",
+    "StepM",
     "StressCase",
     "StressReport",
     "against_default",
     "aligned_matrix",
     "benjamini_hochberg",
+    "benjamini_yekutieli",
     "crisis_windows_in",
     "cscv_pbo",
     "evaluate_gates",
     "excess_evidence",
     "gate_thresholds",
     "holm",
+    "minimum_detectable_edge",
     "n_combinations",
     "rademacher_complexity",
     "ras_lower_bounds",
@@ -99,6 +109,7 @@ __all__ = [
     "session_dsr",
     "session_pbo",
     "sharpe_difference",
+    "stepm",
     "stress_test",
     "summarize_pbo",
 ]

@@ -9,15 +9,24 @@ and simply holding 1/N, on TEST with confidence, and meets the success criteria 
   at the level without further correction, since it rejects only when every one of its tests
   does. Nothing is deflated by the configs the search tried here: TEST selects nothing (the
   pick was fixed on the folds and is scored once), and the search's multiplicity is paid where
-  the selection happened, by the pick's test on the folds (the keep rule's level over the
-  effective number of configs, see ``meta_agent.finalize.pick``). Charging it again on TEST
-  asked a real edge for a z near 3.1 where 1.645 is the test's own level.
+  the selection happened, by the pick's test on the folds (StepM over every config tried, see
+  ``meta_agent.finalize.pick``). Charging it again on TEST
+  asked a real edge for a z near 3.1 where 1.645 is the test's own level. What TEST is sealed
+  against is one session's selection: every other pick judged on the same TEST days of the
+  same data looked at them too, so the p-value judged is Holm-adjusted over those looks
+  (:func:`~alphaloop.validation.excess.excess_evidence`), and the verdict says how many there
+  were.
 - **The success criteria**, binding by default, out of sample: Sharpe above 0.8, maximum
   drawdown below 30%, hit (win) rate above 48%, profit factor above 1.1.
-- **The selection's own checks**: the pick's deflated Sharpe above 0.95 (Bailey & Lopez de
+- **The selection's own check**: the pick's deflated Sharpe above 0.95 (Bailey & Lopez de
   Prado, 2014: its Sharpe is not the luck of the best of N, deflated by the configs tried as
-  that claim requires) and the probability of backtest overfitting below 0.5 (Bailey,
-  Borwein, Lopez de Prado & Zhu, 2017).
+  that claim requires).
+- **PBO is a diagnostic, not a gate** (``max_pbo`` off by default; a user may set it). The
+  probability of backtest overfitting (Bailey, Borwein, Lopez de Prado & Zhu, 2017) describes
+  the search procedure, not the picked config: under no edge it is a coin flip (PBO >= 0.5 in
+  45-53% of sessions), and with a true +0.6 config among near-clones (756 days, correlation
+  0.8) it vetoed a quarter of the sessions. The verdict reports it with its bootstrap
+  interval (:attr:`GateReport.notes`) and leaves GO to the pre-registered tests.
 
 A user can change or switch off each threshold (``None``), with the same names in the
 settings (``ALPHALOOP_GATES``), on the command line (``--gate NAME=VALUE`` or ``NAME=off``)
@@ -197,7 +206,9 @@ def _paired_gate(
     if isinstance(evidence, ExcessEvidence):
         t = evidence.test
         label = f"{window} Sharpe {t.sharpe_a:.3f} vs {name}'s {t.sharpe_b:.3f}: p-value"
-        return _judge(gate, label, "{:.3f}", t.p_value, level, "<")
+        if evidence.p_adjusted is not None:
+            label += f" {t.p_value:.3f}, Holm-adjusted over {evidence.looks} looks at {window},"
+        return _judge(gate, label, "{:.3f}", evidence.decisive_p, level, "<")
     return _missing(gate, f"p-value over {name}", evidence, level, "<")
 
 

@@ -15,7 +15,7 @@ report and a later validation report agree on what they computed and how.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -87,6 +87,7 @@ def reference_evidence(
     data: MarketData,
     budget: TrialBudget,
     tests: dict[str, Any],
+    other_looks: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, ExcessEvidence | str]:
     """The pick's TEST evidence against the default config and against 1/N (see
     :mod:`alphaloop.validation.excess`), or why there is none.
@@ -95,8 +96,11 @@ def reference_evidence(
     (``search``) when there is one; the pick is the search trial, else the default. Each is one
     pre-registered paired test on TEST: nothing there is deflated by the configs the search
     tried, whose multiplicity the pick's own test on the folds paid
-    (:func:`alphaloop.meta_agent.finalize.pick`).
+    (:func:`alphaloop.meta_agent.finalize.pick`). Other picks journaled on the same TEST days
+    (``other_looks``: per reference, their p-values) looked at them too: each test's p-value
+    is Holm-adjusted over them (:func:`~alphaloop.validation.excess.excess_evidence`).
     """
+    looks = other_looks or {}
     pick = tests.get("search") or tests.get("default")
     if pick is None or not pick.val_returns:
         return {ref: "no TEST returns of the pick" for ref in REFERENCES}
@@ -107,9 +111,13 @@ def reference_evidence(
     elif default_test is None or not default_test.val_returns:
         out["default"] = "no TEST returns of the default config"
     else:
-        out["default"] = excess_evidence("default", pick.val_returns, default_test.val_returns)
+        out["default"] = excess_evidence(
+            "default", pick.val_returns, default_test.val_returns, looks.get("default", ())
+        )
     equal_weight = equal_weight_backtest(data, "test", budget).net
-    out["equal_weight"] = excess_evidence("equal_weight", pick.val_returns, equal_weight)
+    out["equal_weight"] = excess_evidence(
+        "equal_weight", pick.val_returns, equal_weight, looks.get("equal_weight", ())
+    )
     return out
 
 
@@ -125,7 +133,37 @@ def gate_report(
     walk-forward on unseen data or why there is none."""
     dsr = chosen.deflated_sharpe.dsr if chosen.deflated_sharpe is not None else None
     pbo = chosen.pbo.pbo if chosen.pbo is not None else None
-    return evaluate_gates(metrics, dsr, pbo, gates, excess=excess, walk_forward=walk_forward)
+    report = evaluate_gates(metrics, dsr, pbo, gates, excess=excess, walk_forward=walk_forward)
+    notes = [looks_note(excess)]
+    if gates.max_pbo is None:
+        notes.append(pbo_note(chosen))
+    return report.model_copy(update={"notes": (*report.notes, *notes)})
+
+
+def looks_note(excess: Mapping[str, ExcessEvidence | str]) -> str:
+    """How often the TEST days were looked at, as every verdict says it: ``the first look at
+    these TEST days of this data``, or ``TEST days of this data looked at by 3 distinct picks:
+    p-values Holm-adjusted over them``."""
+    looks = max((e.looks for e in excess.values() if isinstance(e, ExcessEvidence)), default=1)
+    if looks <= 1:
+        return "the first look at these TEST days of this data"
+    return (
+        f"TEST days of this data looked at by {looks} distinct picks: p-values Holm-adjusted "
+        "over them"
+    )
+
+
+def pbo_note(chosen: Selection) -> str:
+    """PBO as the verdict reports it when its gate is off: ``PBO 0.43 (95% interval 0.21-0.66,
+    18 search trials): a diagnostic of the search, not a gate``, or why there is none."""
+    pbo = chosen.pbo
+    if pbo is None:
+        return f"PBO not computed ({chosen.pbo_note or 'no search set'})"
+    interval = f"95% interval {pbo.interval[0]:.2f}-{pbo.interval[1]:.2f}, " if pbo.interval else ""
+    return (
+        f"PBO {pbo.pbo:.2f} ({interval}{pbo.n_trials} search trials): a diagnostic of the "
+        "search, not a gate"
+    )
 
 
 class ValidationReport(BaseModel):

@@ -129,7 +129,7 @@ def replay_verdicts(
         margin = stats.t.isf(0.05, dof) * floor * math.sqrt(1 / 3 + 1 / m)
         ours = np.mean([series[t.id], *(series[c.id] for c in confirms[t.id])], axis=0)
         theirs = np.mean([np.concatenate(f) for f in incumbent], axis=0)
-        window = sharpe_difference(ours, theirs).p_value < 0.05
+        window = sharpe_difference(ours, theirs, reps=999).p_value < 0.05  # the rule's resamples
         verdicts[t.idx] = "keep" if np.mean(seeds) - best > margin and window else "discard"
         if verdicts[t.idx] == "keep":
             best, m = float(np.mean(seeds)), 3
@@ -476,11 +476,21 @@ def test_a_baseline_that_breaks_the_limits_is_no_bar_for_trials_within_them(
     with Journal(settings.journal_path) as journal:
         board = journal.trials.leaderboard(sid)
     assert [t.kind for t in board] == ["search"] * len(search) + ["baseline"] * len(base)
-    best = max((t for t in search if t.status == "keep"), key=lambda t: t.objective)
-    assert (s.final.best_trial_id, s.final.admissible) == (best.id, True)
+    # Kept, but the pick must pass the pick's test like any other: none beats the default on
+    # the folds' days, so the default is reported, breaking the limit, and says so (the former
+    # rule reported the best kept trial untested).
+    assert s.final.pick == "default" and s.final.best_trial_id is None
+    assert s.final.pick_reason is not None and s.final.pick_reason.startswith(
+        "no improvement found: none of the"
+    )
+    assert "the closest, trial " in s.final.pick_reason
+    assert f"the default breaks the limits ({base[0].violation})" in s.final.pick_reason
+    assert s.final.admissible is False
     assert s.final.admissible_reason == (
-        f"{len(search)} of {len(search)} search trials met the limits (max drawdown <= 15.0%); "
-        "the best of them is reported"
+        "the default, reported since no search trial beat it with confidence, breaks the "
+        f"limits ({base[0].violation}): {len(search)} of {len(search)} search trials met the "
+        "limits (max drawdown <= 15.0%), none of them picked by the pick's test; its figures "
+        "are not a result within the limits"
     )
 
 

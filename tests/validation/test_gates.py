@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from alphaloop.evidence import GateReport
+from alphaloop.evidence import GateReport, PBOSummary
 from alphaloop.metrics import Metrics, compute_metrics
 from alphaloop.validation import (
     GATE_NAMES,
@@ -19,6 +19,7 @@ from alphaloop.validation import (
     gate_thresholds,
     resolved_gates,
 )
+from alphaloop.validation.report import Selection, gate_report
 
 
 def _metrics(**values: float) -> Metrics:
@@ -46,14 +47,14 @@ NAMES = [
     "hit_rate",
     "profit_factor",
     "deflated_sharpe",
-    "pbo",
 ]
+WITH_PBO = Gates(max_pbo=0.5)  # PBO as a gate, for those who set it
 
 
 def test_defaults_are_the_common_practice_thresholds() -> None:
     g = Gates()
     assert (g.min_sharpe, g.max_drawdown, g.min_hit_rate) == (0.8, 0.30, 0.48)
-    assert (g.min_profit_factor, g.min_deflated_sharpe, g.max_pbo) == (1.1, 0.95, 0.5)
+    assert (g.min_profit_factor, g.min_deflated_sharpe, g.max_pbo) == (1.1, 0.95, None)
     assert g.max_excess_p_value == 0.05
     assert (
         GATE_NAMES == tuple(Gates.model_fields) and "min_excess_deflated_sharpe" not in GATE_NAMES
@@ -68,7 +69,7 @@ def test_a_strategy_clearing_every_gate_is_a_go() -> None:
     assert [r.gate for r in report.results] == NAMES
     p = [f"{r.value:.3g}" for r in report.results[:2]]
     assert report.summary() == (
-        f"GO: beats the default (p {p[0]}) and 1/N (p {p[1]}) on TEST; 8 of 8 gates passed"
+        f"GO: beats the default (p {p[0]}) and 1/N (p {p[1]}) on TEST; 7 of 7 gates passed"
     )
     assert report.results[3].reason == "max drawdown 12.0% passes < 30.0%"
 
@@ -91,17 +92,41 @@ def test_each_metric_gate_fails_on_its_own(
     assert report.failed[0].reason == reason
     bar = {">": "> ", "<": "< "}[report.failed[0].comparison]
     shown = f"{value:.3g}, needs {bar}{report.failed[0].threshold:g}"
-    assert report.summary() == f"NO-GO: {gate} failed ({shown}); 7 of 8 gates passed ({reason})"
+    assert report.summary() == f"NO-GO: {gate} failed ({shown}); 6 of 7 gates passed ({reason})"
+
+
+def test_pbo_is_no_gate_unless_set_and_the_verdict_reports_it_with_its_interval() -> None:
+    # A PBO of 0.73 (a planted session's +0.59 pick had it) decides nothing by default.
+    report = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.73, excess=BEATS)
+    assert report.passed and "pbo" not in [r.gate for r in report.results]
+    vetoed = evaluate_gates(_metrics(**PASSING), dsr=0.97, pbo=0.73, gates=WITH_PBO, excess=BEATS)
+    assert [r.gate for r in vetoed.failed] == ["pbo"]
+    summary = PBOSummary(
+        pbo=0.727, n_blocks=16, n_trials=18, n_days=6804, n_combinations=12870,
+        prob_oos_loss=0.2, degradation_slope=None, logit_quantiles={}, histogram_edges=(0.0, 1.0),
+        histogram_counts=(1,), interval=(0.41, 0.93),
+    )  # fmt: skip
+    chosen = Selection(n_search_trials=18, pbo=summary)
+    noted = gate_report(_metrics(**PASSING), chosen, Gates(), BEATS)
+    assert noted.notes == (  # (the deflated Sharpe is missing here: no GO, but no PBO veto)
+        "PBO 0.73 (95% interval 0.41-0.93, 18 search trials): a diagnostic of the search, "
+        "not a gate",
+    )
+    assert noted.summary().endswith("); " + noted.notes[0])
+    assert [r.gate for r in noted.failed] == ["deflated_sharpe"]
+    assert gate_report(_metrics(**PASSING), chosen, WITH_PBO, BEATS).notes == ()
 
 
 def test_thresholds_are_strict() -> None:
     at = {"sharpe": 0.8, "max_drawdown": 0.30, "hit_rate": 0.48, "profit_factor": 1.1}
-    report = evaluate_gates(_metrics(**at), dsr=0.95, pbo=0.5, excess=BEATS)
+    report = evaluate_gates(_metrics(**at), dsr=0.95, pbo=0.5, gates=WITH_PBO, excess=BEATS)
     assert not report.passed and len(report.failed) == 6
 
 
 def test_missing_or_nan_evidence_fails_its_gate() -> None:
-    report = evaluate_gates(_metrics(**PASSING), dsr=None, pbo=float("nan"), excess=BEATS)
+    report = evaluate_gates(
+        _metrics(**PASSING), dsr=None, pbo=float("nan"), gates=WITH_PBO, excess=BEATS
+    )
     failed = {r.gate: r.reason for r in report.failed}
     assert failed == {
         "deflated_sharpe": "deflated Sharpe not computed; needs > 0.950",
@@ -152,7 +177,7 @@ def test_a_pick_with_no_edge_is_no_go_and_the_verdict_names_the_tests_that_decid
     p = [f"{r.value:.3g}" for r in report.failed]
     assert report.headline() == (
         f"NO-GO: beats_default failed (p-value {p[0]}, needs < 0.05), beats_equal_weight "
-        f"failed (p-value {p[1]}, needs < 0.05); 6 of 8 gates passed"
+        f"failed (p-value {p[1]}, needs < 0.05); 5 of 7 gates passed"
     )
     first = report.summary().removeprefix(report.headline() + " (")
     assert first.startswith("TEST Sharpe ") and "vs the default config's" in first.split(";")[0]

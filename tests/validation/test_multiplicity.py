@@ -127,3 +127,10 @@ def test_a_sessions_configs_against_the_default_under_each_answer() -> None:
     bounds, complexity = ras_lower_bounds(excess, 0.05)
     assert out.ras_complexity == pytest.approx(complexity, rel=1e-12)
     assert [v.ras_lower for v in out.configs[:5]] == pytest.approx(bounds * math.sqrt(252))
+    # What RAS charges, annualised: below it no config can be certified. At 1,500 days and 5
+    # configs the constants alone take about 4.6 of annualised Sharpe.
+    t, n = 1500, 5
+    charged = 2 * complexity + 3 * math.sqrt(2 * math.log(2 / 0.05) / t)
+    charged += math.sqrt(2 * math.log(2 * n / 0.05) / t)
+    assert out.ras_reach == pytest.approx(charged * math.sqrt(252), rel=1e-9)
+    assert out.ras_reach > 4.6
