@@ -413,8 +413,14 @@ def multiplicity_lines(report: ValidationReport) -> list[str]:
         f"configs that beat the default at {m.q:.0%} FDR (Benjamini-Hochberg), of "
         f"{len(m.configs)}: {named(m.beat_default_fdr)}",
         f"  at {m.alpha:.0%} family-wise (Holm): {named(holm)}; with a Rademacher Anti-Serum "
-        f"lower bound above 0 ({1 - m.delta:.0%}, all at once): {named(ras)}",
+        f"lower bound above 0 ({1 - m.delta:.0%}, all at once{_reach(m.ras_reach)}): "
+        f"{named(ras)}",
     ]
+
+
+def _reach(reach: float | None) -> str:
+    """RAS's own limit beside its verdict: below it no excess can be certified at all."""
+    return "" if reach is None else f"; blind below {reach:.1f} of excess Sharpe at this length"
 
 
 def walk_forward_table(wf: WalkForward | None) -> Table:
