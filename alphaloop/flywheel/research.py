@@ -2,19 +2,21 @@
 
 The state of a proposal is its session and the best-so-far config it edited (the trial's
 ``parent_id``). Two search trials of one state form a pair when one's daily returns beat the
-other's on the same days with confidence: the paired Sharpe-difference test (Ledoit & Wolf,
-HAC) over every fold both were scored on, two-sided, rejected by Benjamini & Hochberg's
-procedure at a false discovery rate of :data:`PAIR_FDR` over all the session's candidate pairs
-(:func:`labelled`); or when one scored and the other was invalid, crashed or timed out (then
-the margin is infinite: any result beats none). A difference in objectives alone is not a
-pair: over a few configs the larger objective is mostly the window's noise, and a model trained
-on such labels learns that noise. Each pair at 5% of its own was the former rule: a session of
-twenty trials has dozens of candidate pairs, so on a market where no config differs from
-another a few passed by luck in every session; the false discovery rate over the session's
-pairs lets through as many pairs as the evidence carries, more where configs truly differ and
-next to none where they do not (rule :data:`RULE_VERSION`; pairs labelled under another rule
-are skipped by ``prefs export``). Both trials of a session run on the session seed, so their
-returns are comparable day by day.
+other's on the same days with confidence: the paired Sharpe-difference test (Ledoit & Wolf's
+standard error, a normal p-value: a bootstrap's p-values stop at one over its resamples, above
+the smallest levels here) over every fold both were scored on, two-sided, rejected by Benjamini
+& Yekutieli's procedure at a false discovery rate of :data:`PAIR_FDR` over all the session's
+candidate pairs (:func:`labelled`; the pairs' tests share trials, so they are not known to be
+positively dependent, which Benjamini & Hochberg's procedure needs); or when one scored and the
+other was invalid, crashed or timed out (then the margin is infinite: any result beats none).
+A difference in objectives alone is not a pair: over a few configs the larger objective is mostly
+the window's noise, and a model trained on such labels learns that noise. Each pair at 5% of its
+own was the former rule: a session of twenty trials has dozens of candidate pairs, so on a market
+where no config differs from another a few passed by luck in every session; the false discovery
+rate over the session's pairs lets through as many pairs as the evidence carries, more where
+configs truly differ and next to none where they do not (rule :data:`RULE_VERSION`; pairs labelled
+under another rule are skipped by ``prefs export``). Both trials of a session run on the session
+seed, so their returns are comparable day by day.
 
 ``chosen`` and ``rejected`` are the edits as the model emitted them: the journaled ``delta``
 (``changes`` and ``rationale``), or for an invalid proposal the raw reply it sent. A rationale
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from itertools import combinations
 
 from alphaloop.flywheel.pairs import PairDraft
@@ -37,10 +40,10 @@ from alphaloop.journal import Journal, SessionRecord, TrialKind, TrialRecord, Tr
 from alphaloop.journal.models import is_interrupted
 from alphaloop.journal.preferences import PreferenceSource
 from alphaloop.meta_agent.prompt_log import render_proposal_prompt
-from alphaloop.validation import SharpeDifference, benjamini_hochberg, sharpe_difference
+from alphaloop.validation import SharpeDifference, benjamini_yekutieli, sharpe_difference
 
 SCORED = frozenset({TrialStatus.keep, TrialStatus.discard})
-RULE_VERSION = "folds-fdr-1"  # how research pairs are labelled (see the module docstring)
+RULE_VERSION = "folds-by-1"  # how research pairs are labelled (see the module docstring)
 PAIR_FDR = 0.10
 FAILED = frozenset({TrialStatus.crash, TrialStatus.timeout, TrialStatus.invalid})
 
@@ -99,7 +102,9 @@ def pair_answers(chosen: TrialRecord, rejected: TrialRecord) -> tuple[str, str]:
 
 
 def labelled(
-    groups: list[list[TrialRecord]], days: dict[int, dict[int, list[float]]]
+    groups: list[list[TrialRecord]],
+    days: dict[int, dict[int, list[float]]],
+    procedure: Callable[[list[float], float], list[bool]] = benjamini_yekutieli,
 ) -> list[tuple[TrialRecord, TrialRecord, float]]:
     """``(chosen, rejected, margin)`` for every pair of proposals of one state (``groups``: the
     session's trials by state) that the evidence labels (see the module docstring): the
@@ -120,7 +125,7 @@ def labelled(
             elif _scored(b) and _failed(a):
                 out.append((b, a, math.inf))
     two_sided = [min(1.0, 2.0 * min(t.p_value, 1.0 - t.p_value)) for _, _, t in tested]
-    for (a, b, test), keep in zip(tested, benjamini_hochberg(two_sided, PAIR_FDR), strict=True):
+    for (a, b, test), keep in zip(tested, procedure(two_sided, PAIR_FDR), strict=True):
         if keep:
             out.append((a, b, test.z) if test.z > 0 else (b, a, -test.z))
     return out
@@ -133,7 +138,7 @@ def folds_test(days: dict[int, dict[int, list[float]]], a: int, b: int) -> Sharp
     if len(x) < 10:
         return None
     try:
-        return sharpe_difference(x, y)
+        return sharpe_difference(x, y, method="hac")
     except ValueError:
         return None
 
