@@ -125,9 +125,14 @@ def calmar(returns: np.ndarray | list[float], periods: int = TRADING_DAYS) -> fl
 
 
 def hit_rate(returns: np.ndarray | list[float]) -> float:
-    """Fraction of days with a positive return."""
+    """Fraction of the days that moved with a positive return (quantstats' ``win_rate``): a
+    day with no return at all (a holiday row, a book flat in cash) is neither a win nor a
+    loss, so it is left out of the denominator; 0 when no day moved. Counting such days as
+    losses put a book that wins 52% of its trading days below the 48% gate on data with a
+    holiday row in ten."""
     r = as_returns(returns)
-    return float(np.mean(r > 0.0))
+    moved = int(np.count_nonzero(r))
+    return float(np.count_nonzero(r > 0.0) / moved) if moved else 0.0
 
 
 def profit_factor(returns: np.ndarray | list[float]) -> float:

@@ -61,6 +61,11 @@ def test_equity_total_and_drawdown_by_hand() -> None:
 
 def test_hit_rate_profit_factor_by_hand() -> None:
     assert hit_rate(R) == 0.6
+    # Days with no return (holiday rows) are neither wins nor losses, as in quantstats'
+    # win_rate: 3 wins of 5 days that moved, whatever the flat days in between. The former
+    # rule counted 3 of 9, below the 48% gate.
+    assert hit_rate([0.01, 0.0, -0.01, 0.02, 0.0, 0.0, 0.005, -0.002, 0.0]) == pytest.approx(0.6)
+    assert hit_rate([0.0, 0.0]) == 0.0
     assert profit_factor(R) == pytest.approx(0.045 / 0.03, rel=1e-12)
     assert profit_factor([0.01, 0.02]) == 1e6
     assert profit_factor([-0.01, 0.0]) == 0.0
