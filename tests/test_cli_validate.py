@@ -192,7 +192,9 @@ def test_validate_json_is_one_document_and_journaled(settings: Settings, session
     search = [t for t in rows if t.kind == "search" and t.status in ("keep", "discard")]
     base = np.mean([t.val_returns for t in rows if t.kind == "baseline"], axis=0)
     p = [
-        sharpe_difference(t.val_returns, base[len(base) - len(t.val_returns) :]).p_value
+        sharpe_difference(
+            t.val_returns, base[len(base) - len(t.val_returns) :], method="hac"
+        ).p_value
         for t in search
     ]
     m = report["multiplicity"]
@@ -284,7 +286,7 @@ def test_gates_fail_and_pass_on_a_hand_built_case() -> None:
         annual_return=0.12, total_return=0.4, annual_turnover=2.0, hit_rate=0.55,
         profit_factor=1.3, n_days=500,
     )  # fmt: skip
-    absolute = Gates(max_excess_p_value=None)
+    absolute = Gates(max_excess_p_value=None, max_pbo=0.5)  # PBO a gate when asked for
     assert evaluate_gates(good, 0.97, 0.2, absolute).passed
     bad = evaluate_gates(good.model_copy(update={"max_drawdown": 0.35}), 0.97, 0.6, absolute)
     assert [r.gate for r in bad.failed] == ["max_drawdown", "pbo"]

@@ -34,9 +34,9 @@ its seeds too: the baseline's ``n``, a kept trial's ``1 + k``.
    beat the incumbent's (averaged over its seeds) on the same days of all the session's folds
    by the paired Sharpe-difference test of Ledoit & Wolf (2008; their studentized block
    bootstrap, robust to fat tails and autocorrelation) at ``KEEP_ALPHA`` one-sided
-   (:func:`window_test`). Each of the two kinds of
-   luck is then kept about ``KEEP_ALPHA`` of the time or less. ``benchmarks/bench_keep_rule.py``
-   measured it on tied markets (no config beats the default; 3 folds, 3 seeds): 2 of 96
+   (:func:`window_test`). Each of the two kinds of luck is then kept about ``KEEP_ALPHA`` of
+   the time or less. ``benchmarks/bench_keep_rule.py`` measured it with the former test
+   (Newey-West) on tied markets (no config beats the default; 3 folds, 3 seeds): 2 of 96
    seed-only changes kept (2.1%, Wilson 95% 0.6-7.3%) and 5 of 96 window-lucky ones (5.2%,
    2.2-11.6%). There a seed alone also moves a Mean-CVaR book's days, and most of both kinds
    were discarded before steps 2 and 3, by the fold race or the screen.

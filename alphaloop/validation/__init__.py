@@ -37,6 +37,7 @@ from alphaloop.validation.multiplicity import (
     benjamini_hochberg,
     benjamini_yekutieli,
     holm,
+    holm_adjusted,
     rademacher_complexity,
     ras_lower_bounds,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "excess_evidence",
     "gate_thresholds",
     "holm",
+    "holm_adjusted",
     "minimum_detectable_edge",
     "n_combinations",
     "rademacher_complexity",

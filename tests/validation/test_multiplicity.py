@@ -13,7 +13,9 @@ from scipy import stats
 from alphaloop.validation import (
     against_default,
     benjamini_hochberg,
+    benjamini_yekutieli,
     holm,
+    holm_adjusted,
     rademacher_complexity,
     ras_lower_bounds,
     sharpe_difference,
@@ -41,6 +43,26 @@ def test_benjamini_hochberg_agrees_with_scipys_adjusted_p_values(seed: int) -> N
     adjusted = stats.false_discovery_control(p, method="bh")
     for q in (0.05, 0.10, 0.20):
         assert benjamini_hochberg(p, q) == (adjusted <= q).tolist()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_benjamini_yekutieli_agrees_with_scipys_adjusted_p_values(seed: int) -> None:
+    # BY is BH at q / (1 + 1/2 + ... + 1/m): under any dependence between the tests.
+    rng = np.random.default_rng(seed)
+    p = np.r_[rng.uniform(0, 0.005, 5), rng.uniform(0, 1, 25)]
+    adjusted = stats.false_discovery_control(p, method="by")
+    for q in (0.05, 0.10, 0.20):
+        assert benjamini_yekutieli(p, q) == (adjusted <= q).tolist()
+    assert sum(benjamini_yekutieli(p, 0.10)) <= sum(benjamini_hochberg(p, 0.10))
+    assert benjamini_yekutieli([], 0.1) == []
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_holms_adjusted_p_values_reject_as_holm_does(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    p = np.r_[rng.uniform(0, 0.01, 4), rng.uniform(0, 1, 8)]
+    for alpha in (0.01, 0.05, 0.1):
+        assert [a <= alpha for a in holm_adjusted(p)] == holm(p, alpha)
 
 
 def test_holm_steps_down_by_hand() -> None:
@@ -115,7 +137,7 @@ def test_a_sessions_configs_against_the_default_under_each_answer() -> None:
     configs = {i: market + rng.normal(e, 0.003, 1500) for i, e in enumerate(edges, start=1)}
     configs[6] = (market + rng.normal(0.0, 0.003, 1500))[-300:]
     out = against_default(configs, default)
-    tests = {i: sharpe_difference(r, default[-len(r) :]) for i, r in configs.items()}
+    tests = {i: sharpe_difference(r, default[-len(r) :], method="hac") for i, r in configs.items()}
     p = [tests[i].p_value for i in configs]
     assert [v.p_value for v in out.configs] == pytest.approx(p, rel=1e-12)
     assert [v.fdr for v in out.configs] == benjamini_hochberg(p, 0.10)
