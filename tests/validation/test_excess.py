@@ -44,6 +44,25 @@ def ar1_fat_tailed(rng: np.random.Generator, n: int, phi: float, shocks: np.ndar
     return x
 
 
+WORKED = (
+    [0.010, -0.004, 0.007, 0.002, -0.006, 0.012, 0.001, -0.002, 0.009, 0.003, -0.001, 0.005],
+    [0.006, -0.006, 0.004, 0.003, -0.007, 0.008, 0.000, -0.001, 0.005, 0.001, -0.003, 0.002],
+)
+
+
+def _by_hand(a: list[float], b: list[float]) -> tuple[float, list[float]]:
+    """SR_a - SR_b per period and its influence series ``grad . psi_t`` (the delta method on
+    (mu_a, mu_b, E a^2, E b^2)), with plain Python sums."""
+    n = len(a)
+    ma, mb = sum(a) / n, sum(b) / n
+    ga, gb = sum(x * x for x in a) / n, sum(x * x for x in b) / n
+    va, vb = ga - ma * ma, gb - mb * mb
+    rows = [(x - ma, y - mb, x * x - ga, y * y - gb) for x, y in zip(a, b, strict=True)]
+    grad = (ga / va**1.5, -gb / vb**1.5, -ma / (2 * va**1.5), mb / (2 * vb**1.5))
+    u = [sum(gi * ri for gi, ri in zip(grad, r, strict=True)) for r in rows]
+    return ma / math.sqrt(va) - mb / math.sqrt(vb), u
+
+
 def test_under_the_null_it_rejects_about_five_percent() -> None:
     # Equal Sharpe, correlated, autocorrelated (AR(1) 0.3) Student-t(5) returns: the test's
     # standard error keeps its size where an i.i.d. one would not (the bootstrap's own size is
@@ -121,15 +140,8 @@ def test_on_iid_days_the_bootstrap_p_value_is_the_normal_one() -> None:
 def test_todays_standard_error_by_hand_on_circular_blocks_of_two() -> None:
     # Götze & Künsch's natural variance: the influence series summed over every circular block
     # of two days, squared, averaged, over the block and the days.
-    a = [0.010, -0.004, 0.007, 0.002, -0.006, 0.012, 0.001, -0.002, 0.009, 0.003, -0.001, 0.005]
-    b = [0.006, -0.006, 0.004, 0.003, -0.007, 0.008, 0.000, -0.001, 0.005, 0.001, -0.003, 0.002]
-    n = len(a)
-    ma, mb = sum(a) / n, sum(b) / n
-    ga, gb = sum(x * x for x in a) / n, sum(x * x for x in b) / n
-    va, vb = ga - ma * ma, gb - mb * mb
-    grad = (ga / va**1.5, -gb / vb**1.5, -ma / (2 * va**1.5), mb / (2 * vb**1.5))
-    rows = [(x - ma, y - mb, x * x - ga, y * y - gb) for x, y in zip(a, b, strict=True)]
-    u = [sum(g * r for g, r in zip(grad, row, strict=True)) for row in rows]
+    a, b = WORKED
+    n, (_, u) = len(a), _by_hand(a, b)
     sums = [u[t] + u[(t + 1) % n] for t in range(n)]
     se = math.sqrt(sum(s * s for s in sums) / (n * 2) / n)
     out = sharpe_difference(a, b, method="hac", block=2, periods=1)
@@ -231,20 +243,12 @@ def test_series_of_different_lengths_are_compared_on_their_common_latest_days() 
 def test_a_worked_example_with_one_lag() -> None:
     # Twelve days, worked with plain Python sums: the delta method on (mu_a, mu_b, E a^2, E b^2)
     # with a Bartlett-weighted long-run covariance of one lag (weight 1/2), per period.
-    a = [0.010, -0.004, 0.007, 0.002, -0.006, 0.012, 0.001, -0.002, 0.009, 0.003, -0.001, 0.005]
-    b = [0.006, -0.006, 0.004, 0.003, -0.007, 0.008, 0.000, -0.001, 0.005, 0.001, -0.003, 0.002]
-    n = len(a)
-    ma, mb = sum(a) / n, sum(b) / n
-    ga, gb = sum(x * x for x in a) / n, sum(x * x for x in b) / n
-    va, vb = ga - ma * ma, gb - mb * mb
-    rows = [(x - ma, y - mb, x * x - ga, y * y - gb) for x, y in zip(a, b, strict=True)]
-    grad = (ga / va**1.5, -gb / vb**1.5, -ma / (2 * va**1.5), mb / (2 * vb**1.5))
-    g = [sum(gi * ri for gi, ri in zip(grad, r, strict=True)) for r in rows]  # grad . psi_t
+    a, b = WORKED
+    n, (diff, g) = len(a), _by_hand(a, b)
     s0 = sum(x * x for x in g) / n
     s1 = sum(g[t] * g[t - 1] for t in range(1, n)) / n
     variance = s0 + 2 * 0.5 * s1
     se = math.sqrt(variance / n)
-    diff = ma / math.sqrt(va) - mb / math.sqrt(vb)
     out = sharpe_difference(a, b, lags=1, periods=1)
     assert out.difference == pytest.approx(diff, rel=1e-12)
     assert out.se == pytest.approx(se, rel=1e-9)
