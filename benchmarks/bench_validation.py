@@ -21,7 +21,8 @@ Arms:
 * mde: the minimum detectable edge, checked: pairs whose true Sharpe difference is the edge
   the test said it would detect with 80% power at 5%, and how often it does.
 * timing: one paired test at one, three and nine folds of days (756, 2,268, 6,804), the
-  former test against today's, interleaved rounds, medians.
+  former test against today's at the keep rule's and TEST's resamples, and one StepM over a
+  session's 20 configs: CPU seconds (one BLAS thread), interleaved rounds, medians.
 * family: the pick's multiplicity on families of 20 configs shaped like a session's (:func:
   `family`: three folds of days, half the configs raced out after the latest fold, their
   excesses over the default correlated, i.i.d. or on an AR(1) 0.4 common factor): how often
@@ -273,30 +274,54 @@ def family_arm(quick: bool, workers: int, sims: int | None) -> list[SummaryRow]:
     return summary
 
 
+def _cpu_timed(fn: Any) -> tuple[float, Any]:
+    """CPU seconds of ``fn`` (one BLAS thread): on a machine shared with other work, what the
+    test costs, where the wall clock measures the neighbours."""
+    began = time.process_time()
+    out = fn()
+    return time.process_time() - began, out
+
+
 def timing_arm(quick: bool) -> list[SummaryRow]:
+    """One paired test, the former against today's at the keep rule's resamples (999) and a
+    TEST test's (1,999); and one StepM over a session's 20 configs, the pick's test."""
+    from alphaloop.meta_agent.keep_rule import WINDOW_REPS
+    from alphaloop.validation.stepm import stepm
+
     rng = np.random.default_rng(3)
     rounds = 3 if quick else 7
     rows, summary = [], []
     for n in (756, 2268, 6804):
         for kind in ("iid", "ar(1) 0.3"):
             a, b = pair(kind, n, rng)
-            times: dict[str, list[float]] = {"newey_west": [], "bootstrap": []}
+            runs = {
+                "former": lambda a=a, b=b: sharpe_difference(a, b, method="newey_west"),
+                "keep rule": lambda a=a, b=b: sharpe_difference(a, b, reps=WINDOW_REPS),
+                "TEST": lambda a=a, b=b: sharpe_difference(a, b),
+            }
+            times: dict[str, list[float]] = {name: [] for name in runs}
             for _ in range(rounds):
-                for m in times:  # interleaved: the load falls on both alike
-                    began = time.perf_counter()
-                    out = sharpe_difference(a, b, method=m)
-                    times[m].append(time.perf_counter() - began)
-            old, new = (statistics.median(times[m]) for m in times)
+                for name, run in runs.items():  # interleaved: the load falls on all alike
+                    seconds, out = _cpu_timed(run)
+                    times[name].append(seconds)
+            med = {name: statistics.median(t) for name, t in times.items()}
             rows.append(
                 (
                     f"{n} days, {kind} (block {out.block})",
-                    f"former {old * 1e3:.1f} ms, today {new * 1e3:.0f} ms ({new / old:.0f}x)",
+                    f"former {med['former'] * 1e3:.1f} ms; today, 999 resamples (keep rule) "
+                    f"{med['keep rule'] * 1e3:.0f} ms, 1,999 (TEST) {med['TEST'] * 1e3:.0f} ms",
                 )
             )
-            summary.append((f"paired test time, {n} days, {kind}", f"{new * 1e3:.0f} ms",
-                            f"former {old * 1e3:.1f} ms"))  # fmt: skip
+            summary.append((f"paired test time, {n} days, {kind}: keep rule | TEST",
+                            f"{med['keep rule'] * 1e3:.0f} | {med['TEST'] * 1e3:.0f} ms",
+                            f"former {med['former'] * 1e3:.1f} ms"))  # fmt: skip
+    configs, default = family(rng, 6804, 20, 0.0, 0.0)
+    took = statistics.median(_cpu_timed(lambda: stepm(configs, default))[0] for _ in range(rounds))
+    rows.append(("StepM, 20 configs, 6,804 days (10 raced out), 1,999 resamples",
+                 f"{took:.2f} s (once a session, at finalize)"))  # fmt: skip
+    summary.append(("StepM time, 20 configs x 6,804 days", f"{took:.2f} s", "once a session"))
     load = os.getloadavg()[0]
-    print(f"\ntiming: one paired test, medians of {rounds} interleaved rounds (load {load:.1f})")
+    print(f"\ntiming: CPU seconds, medians of {rounds} interleaved rounds (load {load:.1f})")
     print_rows(rows)
     return summary
 
