@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from alphaloop.evidence import ExcessEvidence
 from alphaloop.validation.bootstrap import block_length, stationary_counts
 from alphaloop.validation.excess import (
     excess_evidence,
@@ -254,3 +255,14 @@ def test_a_worked_example_with_one_lag() -> None:
     assert out.se == pytest.approx(se, rel=1e-9)
     assert out.z == pytest.approx(diff / se, rel=1e-9)
     assert out.p_value == pytest.approx(0.5 * math.erfc(diff / se / math.sqrt(2)), rel=1e-9)
+
+
+def test_tests_journaled_before_the_bootstrap_read_as_the_former_test() -> None:
+    # A report journaled by an earlier alphaloop has no method, block or resamples, nor looks.
+    old = {
+        "sharpe_a": 1.1, "sharpe_b": 0.9, "difference": 0.2, "se": 0.3, "z": 0.67,
+        "p_value": 0.25, "n_obs": 756, "lags": 6,
+    }  # fmt: skip
+    evidence = ExcessEvidence.model_validate({"reference": "default", "test": old})
+    assert evidence.test.method == "newey_west" and evidence.test.block is None
+    assert evidence.looks == 1 and evidence.decisive_p == 0.25
