@@ -1,16 +1,18 @@
 """Long-run covariance of a vector series (heteroskedasticity- and autocorrelation-consistent,
-HAC): what the paired Sharpe-difference test's standard error is made of.
+HAC), as the paired Sharpe-difference test's former and alternative standard errors make it
+(today's is the bootstrap's own, :mod:`alphaloop.validation.excess`).
 
 - :func:`newey_west` is Newey & West's (1987) Bartlett kernel at their rule-of-thumb bandwidth
   ``floor(4 (T / 100) ** (2 / 9))``: the paired test's former estimator, kept as the
   reference the benchmarks weigh the new one against. It under-covers under autocorrelation:
   a rule-of-thumb bandwidth of 4 to 6 lags cannot see a persistent component at all.
-- :func:`prewhitened_parzen` is the estimator Ledoit & Wolf (2008) use for the standard error
-  on the observed data: Andrews & Monahan's (1992, Econometrica 60(4)) prewhitening by a
-  VAR(1) (its singular values capped at 0.97, their page 957), then Andrews' (1991,
-  Econometrica 59(3)) Parzen kernel at his automatic bandwidth ``2.6614 (a(2) T) ** 0.2``
-  from AR(1) fits of each component (his eq. 6.4), recoloured by ``(I - A)^-1``, with the
-  small-sample factor ``T / (T - 4)``. The bandwidth grows with the autocorrelation it finds.
+- :func:`prewhitened_parzen` is the estimator Ledoit & Wolf's (2008) code uses for the standard
+  error on the observed data (``method="bootstrap_parzen"``): Andrews & Monahan's (1992,
+  Econometrica 60(4)) prewhitening by a VAR(1) (its singular values capped at 0.97, their page
+  957), then Andrews' (1991, Econometrica 59(3)) Parzen kernel at his automatic bandwidth
+  ``2.6614 (a(2) T) ** 0.2`` from AR(1) fits of each component (his eq. 6.4), recoloured by
+  ``(I - A)^-1``, with the small-sample factor ``T / (T - 4)``. The bandwidth grows with the
+  autocorrelation it finds.
 
 Both take the rows of ``y`` (T, k) already centred and return the k x k long-run covariance;
 ``grad @ psi @ grad / T`` is the variance of a smooth function of the means with gradient
