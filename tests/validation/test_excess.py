@@ -228,6 +228,8 @@ def test_the_evidence_against_a_reference_is_one_paired_test_of_sharpe_not_retur
     assert out.model_dump() == {
         "reference": "equal_weight",
         "test": sharpe_difference(calm, wild).model_dump(),
+        "looks": 1,
+        "p_adjusted": None,
     }
     assert out.test.p_value < 0.001
     assert excess_evidence("equal_weight", wild, calm).test.p_value > 0.999
