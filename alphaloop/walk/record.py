@@ -10,10 +10,11 @@ record was selected on, and each is looked at once.
 
 Every record states its minimum detectable edge: the Sharpe difference its test would detect
 with 80% power at its level, given the record's length and the correlations observed
-(its standard error times ``z(1 - level) + z(power)``). "No improvement found" then says how
-large an edge could still hide in that much history. A record whose every epoch traded the
-default has no difference to test against the default; its edge is then read off the best
-rule's record, the configs that would have traded had the rule allowed it.
+(:func:`alphaloop.validation.minimum_detectable_edge`, from the test's own standard error).
+"No improvement found" then says how large an edge could still hide in that much history. A
+record whose every epoch traded the default has no difference to test against the default;
+its edge is then read off the best rule's record, the configs that would have traded had the
+rule allowed it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ from alphaloop.journal import (
     WalkReport,
 )
 from alphaloop.metrics import Metrics, compute_metrics, sharpe
-from alphaloop.validation import Gates, evaluate_gates, excess_evidence
+from alphaloop.validation import (
+    Gates,
+    evaluate_gates,
+    excess_evidence,
+    minimum_detectable_edge,
+)
 
 RULES: tuple[RuleName, ...] = ("strict", "kept", "best")
 DETECTION_POWER = 0.80
@@ -61,13 +67,12 @@ def _metrics(returns: np.ndarray) -> Metrics:
 
 
 def _detectable(evidence: ExcessEvidence | NoEvidence, level: float) -> float | None:
-    """The edge the one-sided test at ``level`` detects with :data:`DETECTION_POWER`: its
-    standard error times ``z(1 - level) + z(power)`` (the normal approximation the test uses)."""
+    """The edge the record's test against one reference detects with :data:`DETECTION_POWER`
+    at ``level`` (:func:`alphaloop.validation.minimum_detectable_edge`, from the test's own
+    standard error); None without a test."""
     if isinstance(evidence, NoEvidence) or not np.isfinite(evidence.test.se):
         return None
-    from scipy.stats import norm
-
-    return float((norm.isf(level) + norm.ppf(DETECTION_POWER)) * evidence.test.se)
+    return minimum_detectable_edge(evidence.test, alpha=level, power=DETECTION_POWER)
 
 
 def record_days(

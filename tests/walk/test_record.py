@@ -9,7 +9,7 @@ from scipy.stats import norm
 
 from alphaloop.journal import EpochResult, Traded
 from alphaloop.metrics import sharpe
-from alphaloop.validation import Gates, sharpe_difference
+from alphaloop.validation import Gates, excess_evidence, sharpe_difference
 from alphaloop.walk import walk_report
 
 DAYS = 252
@@ -64,6 +64,9 @@ def test_the_record_is_the_periods_end_to_end_under_the_paired_tests() -> None:
     for ref, other in (("default", default), ("equal_weight", equal)):
         oracle = sharpe_difference(pick, other)
         assert own.excess[ref].test.p_value == pytest.approx(oracle.p_value)
+        # One test for both: the record's is the one a lone session's TEST runs.
+        assert own.excess[ref].test == excess_evidence(ref, pick, other).test
+        assert own.excess[ref].test.method == "bootstrap"
         # The minimum detectable edge at 80% power: se * (z(0.95) + z(0.80)).
         assert own.detectable[ref] == pytest.approx(oracle.se * (norm.isf(0.05) + norm.ppf(0.8)))
     assert [line.epoch for line in report.epochs] == list(range(6))
