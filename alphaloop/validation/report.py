@@ -15,6 +15,7 @@ report and a later validation report agree on what they computed and how.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from alphaloop.market import MarketData
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialBudget, equal_weight_backtest
 from alphaloop.trials.walk_forward import WalkForward
-from alphaloop.validation.excess import excess_evidence
+from alphaloop.validation.excess import excess_evidence, minimum_detectable_edge
 from alphaloop.validation.gates import REFERENCES, Gates, evaluate_gates
 from alphaloop.validation.multiplicity import Multiplicity
 from alphaloop.validation.pbo import DEFAULT_BLOCKS
@@ -135,6 +136,8 @@ def gate_report(
     pbo = chosen.pbo.pbo if chosen.pbo is not None else None
     report = evaluate_gates(metrics, dsr, pbo, gates, excess=excess, walk_forward=walk_forward)
     notes = [looks_note(excess)]
+    if gates.max_excess_p_value is not None and (edges := detectable_note(excess, gates)):
+        notes.append(edges)
     if gates.max_pbo is None:
         notes.append(pbo_note(chosen))
     return report.model_copy(update={"notes": (*report.notes, *notes)})
@@ -150,6 +153,31 @@ def looks_note(excess: Mapping[str, ExcessEvidence | str]) -> str:
     return (
         f"TEST days of this data looked at by {looks} distinct picks: p-values Holm-adjusted "
         "over them"
+    )
+
+
+DETECTION_POWER = 0.80  # the power the verdict's detectable edge is quoted at
+
+
+def detectable_note(excess: Mapping[str, ExcessEvidence | str], gates: Gates) -> str | None:
+    """The edges the TEST tests could detect, as the verdict says it: ``over 504 TEST days
+    the tests detect a Sharpe edge of +0.92 over the default and +0.81 over 1/N with 80%
+    power`` (:func:`~alphaloop.validation.excess.minimum_detectable_edge` at the gates'
+    level, from each test's own standard error), or None without a test. A NO-GO then says
+    how large an edge that window could still hide."""
+    level = gates.max_excess_p_value or 0.05
+    edges, days = [], 0
+    for ref, name in REFERENCES.items():
+        evidence = excess.get(ref)
+        if isinstance(evidence, ExcessEvidence) and math.isfinite(evidence.test.se):
+            edge = minimum_detectable_edge(evidence.test, alpha=level, power=DETECTION_POWER)
+            edges.append(f"{edge:+.2f} over {name}")
+            days = max(days, evidence.test.n_obs)
+    if not edges:
+        return None
+    return (
+        f"over {days:,} TEST days the tests detect a Sharpe edge of {' and '.join(edges)} "
+        f"with {DETECTION_POWER:.0%} power"
     )
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from alphaloop.evidence import GateReport, PBOSummary
 from alphaloop.metrics import Metrics, compute_metrics
@@ -108,13 +109,45 @@ def test_pbo_is_no_gate_unless_set_and_the_verdict_reports_it_with_its_interval(
     )  # fmt: skip
     chosen = Selection(n_search_trials=18, pbo=summary)
     noted = gate_report(_metrics(**PASSING), chosen, Gates(), BEATS)
-    assert noted.notes == (  # (the deflated Sharpe is missing here: no GO, but no PBO veto)
+    pbo = (
         "PBO 0.73 (95% interval 0.41-0.93, 18 search trials): a diagnostic of the search, "
-        "not a gate",
+        "not a gate"
     )
-    assert noted.summary().endswith("); " + noted.notes[0])
+    # (the deflated Sharpe is missing here: no GO, but no PBO veto)
+    assert noted.notes == (FIRST_LOOK, _detectable(BEATS), pbo)
+    assert noted.summary().endswith("); " + "; ".join(noted.notes))
     assert [r.gate for r in noted.failed] == ["deflated_sharpe"]
-    assert gate_report(_metrics(**PASSING), chosen, WITH_PBO, BEATS).notes == ()
+    assert gate_report(_metrics(**PASSING), chosen, WITH_PBO, BEATS).notes == (
+        FIRST_LOOK,
+        _detectable(BEATS),
+    )
+
+
+FIRST_LOOK = "the first look at these TEST days of this data"
+
+
+def _detectable(excess: dict[str, ExcessEvidence]) -> str:
+    """The verdict's detectable edges, by hand: each test's standard error times z(0.95) +
+    z(0.80)."""
+    edge = {r: e.test.se * (norm.isf(0.05) + norm.ppf(0.80)) for r, e in excess.items()}
+    return (
+        f"over {excess['default'].test.n_obs:,} TEST days the tests detect a Sharpe edge of "
+        f"{edge['default']:+.2f} over the default config and {edge['equal_weight']:+.2f} over "
+        "1/N with 80% power"
+    )
+
+
+def test_the_verdict_says_the_edge_its_tests_could_detect_and_none_without_a_test() -> None:
+    chosen = Selection(n_search_trials=18)
+    report = gate_report(_metrics(**PASSING), chosen, Gates(max_pbo=0.5), BEATS)
+    assert _detectable(BEATS) in report.notes
+    # Against 1/N only (the pick is the default): one edge; no test at all: no edge.
+    only = {"default": "the pick is the default config", "equal_weight": BEATS["equal_weight"]}
+    said = gate_report(_metrics(**PASSING), chosen, Gates(max_pbo=0.5), only).notes
+    edge = BEATS["equal_weight"].test.se * (norm.isf(0.05) + norm.ppf(0.80))
+    assert f"detect a Sharpe edge of {edge:+.2f} over 1/N with 80% power" in said[1]
+    none = {"default": "no TEST returns", "equal_weight": "no TEST returns"}
+    assert gate_report(_metrics(**PASSING), chosen, Gates(max_pbo=0.5), none).notes == (FIRST_LOOK,)
 
 
 def test_thresholds_are_strict() -> None:
