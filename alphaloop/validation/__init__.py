@@ -14,6 +14,7 @@ do not need.
 from __future__ import annotations
 
 from alphaloop.validation.excess import (
+    DETECTION_POWER,
     ExcessEvidence,
     SharpeDifference,
     excess_evidence,
@@ -70,6 +71,7 @@ __all__ = [
     "CRISIS_WINDOWS",
     "DEFAULT_BLOCKS",
     "DEFAULT_COST_MULTIPLIER",
+    "DETECTION_POWER",
     "DSR_SET",
     "GATE_NAMES",
     "PICK_RULES",

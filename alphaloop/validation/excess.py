@@ -54,6 +54,7 @@ from alphaloop.validation.summary import aligned_matrix
 
 __all__ = [
     "DEFAULT_REPS",
+    "DETECTION_POWER",
     "ExcessEvidence",
     "SharpeDifference",
     "excess_evidence",
@@ -68,6 +69,8 @@ METHODS: tuple[str, ...] = ("bootstrap", "hac", "bootstrap_parzen", "newey_west"
 # Bootstrap resamples of a test: a p-value near 5% is known to about +-0.005, and none is
 # below 1 / 2000.
 DEFAULT_REPS = 1999
+# The power every minimum detectable edge is quoted at (a session's verdict, a walk's record).
+DETECTION_POWER = 0.80
 _CHUNK = 256  # resamples drawn at once: bounded memory on long fold spans
 
 
@@ -244,7 +247,7 @@ def sharpe_difference(
 
 
 def minimum_detectable_edge(
-    test: SharpeDifference | float, *, alpha: float = 0.05, power: float = 0.80
+    test: SharpeDifference | float, *, alpha: float = 0.05, power: float = DETECTION_POWER
 ) -> float:
     """The annualised Sharpe difference a one-sided paired test at level ``alpha`` detects with
     probability ``power``, given the standard error it observed: ``se (z_(1-alpha) +

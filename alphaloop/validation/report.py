@@ -26,7 +26,11 @@ from alphaloop.market import MarketData
 from alphaloop.metrics import Metrics
 from alphaloop.trials import TrialBudget, equal_weight_backtest
 from alphaloop.trials.walk_forward import WalkForward
-from alphaloop.validation.excess import excess_evidence, minimum_detectable_edge
+from alphaloop.validation.excess import (
+    DETECTION_POWER,
+    excess_evidence,
+    minimum_detectable_edge,
+)
 from alphaloop.validation.gates import REFERENCES, Gates, evaluate_gates
 from alphaloop.validation.multiplicity import Multiplicity
 from alphaloop.validation.pbo import DEFAULT_BLOCKS
@@ -154,9 +158,6 @@ def looks_note(excess: Mapping[str, ExcessEvidence | str]) -> str:
         f"TEST days of this data looked at by {looks} distinct picks: p-values Holm-adjusted "
         "over them"
     )
-
-
-DETECTION_POWER = 0.80  # the power the verdict's detectable edge is quoted at
 
 
 def detectable_note(excess: Mapping[str, ExcessEvidence | str], gates: Gates) -> str | None:

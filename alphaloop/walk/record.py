@@ -34,6 +34,7 @@ from alphaloop.journal import (
 )
 from alphaloop.metrics import Metrics, compute_metrics, sharpe
 from alphaloop.validation import (
+    DETECTION_POWER,
     Gates,
     evaluate_gates,
     excess_evidence,
@@ -41,7 +42,6 @@ from alphaloop.validation import (
 )
 
 RULES: tuple[RuleName, ...] = ("strict", "kept", "best")
-DETECTION_POWER = 0.80
 # A lone session's selection checks: no day of a walk's record was selected on.
 _SELECTION_GATES = {"min_deflated_sharpe": None, "max_pbo": None, "min_walk_forward_share": None}
 
