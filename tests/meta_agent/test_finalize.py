@@ -14,9 +14,9 @@ import pytest
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import finalize, folding
-from alphaloop.meta_agent.objective import Objective
 from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.metrics import compute_metrics
+from alphaloop.spec import Objective
 from alphaloop.validation.pick_rule import PickRule
 from tests.meta_agent.helpers import session_context
 
@@ -49,7 +49,7 @@ def _session(
         rows.append(_row(10 + i, "search", "keep" if kept else "discard", x, 1.0 + 0.01 * i))
     monkeypatch.setattr(folding, "fold_returns", lambda ctx, t, folds=None: t.val_returns)
     monkeypatch.setattr(folding, "confirmations", lambda ctx, trial_id: [])
-    return SimpleNamespace(objective=Objective()), rows
+    return SimpleNamespace(spec=SimpleNamespace(objective=Objective())), rows
 
 
 def test_the_strict_rule_picks_a_real_edge_and_not_the_best_of_ties(
@@ -72,14 +72,14 @@ def test_the_strict_rule_tests_the_pick_when_the_default_breaks_the_limits(
 ) -> None:
     # The former rule took the top kept trial with no test when the default broke a limit.
     ctx, rows = _session(monkeypatch, {})
-    ctx.objective = Objective(max_drawdown=0.05)
+    ctx.spec.objective = Objective(max_drawdown=0.05)
     for t in rows:  # the default breaks the limit; every search config keeps within it
         t.metrics = dict(t.metrics, max_drawdown=0.2 if t.kind == "baseline" else 0.01)
     best, why = finalize.pick(ctx, rows)
     assert best is None
     assert "the default breaks the limits (max drawdown 20.0% exceeds" in why
     ctx, rows = _session(monkeypatch, {5: 1.5})
-    ctx.objective = Objective(max_drawdown=0.05)
+    ctx.spec.objective = Objective(max_drawdown=0.05)
     for t in rows:
         t.metrics = dict(t.metrics, max_drawdown=0.2 if t.kind == "baseline" else 0.01)
     best, why = finalize.pick(ctx, rows)
