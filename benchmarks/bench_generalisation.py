@@ -317,7 +317,7 @@ def _session(spec: SessionSpec, arm: str, extra: Extra | None = None) -> Outcome
         }
     test = {i: r.objective for i, r in reruns.items()}
     final = session.final.journaled() if session.final else {}
-    out = Outcome(arm, spec.data, spec.proposer.value, spec.mode, final)
+    out = Outcome(arm, spec.data, spec.proposer, spec.mode, final)
     out.val_test = [(float(t.objective), test[t.id]) for t in search]  # type: ignore[arg-type]
     out.optimum, out.extra, out.seconds = optimum, extras, seconds
     if former and former[-1] is not None:

@@ -192,7 +192,7 @@ def run_task(task: Task) -> Walked:
     return Walked(
         arm=task.arm,
         data=task.data,
-        proposer=spec.session.proposer.value,
+        proposer=spec.session.proposer,
         go={r.rule: r.go for r in report.records},
         detectable_default={r.rule: r.detectable.get("default") for r in report.records},
         oracle_go=oracle,
