@@ -31,7 +31,14 @@ from alphaloop.journal.models import (
 )
 from alphaloop.journal.pages import TrialFilter
 from alphaloop.journal.policies import PolicyKind, PolicyRecord, PolicySource, ReplayRecord
-from alphaloop.journal.ranking import Ranked, Ranking, best_kept, best_trial, kept_best_first
+from alphaloop.journal.ranking import (
+    Ranked,
+    Ranking,
+    best_estimate,
+    best_kept,
+    best_trial,
+    kept_best_first,
+)
 from alphaloop.journal.report import AutoActivation, FinalReport, FoldsUsed, Pick, report_json
 from alphaloop.journal.schema import SCHEMA_VERSION
 from alphaloop.journal.sessions import STOP_REQUESTED
@@ -95,6 +102,7 @@ __all__ = [
     "WalkRecord",
     "WalkReport",
     "WalkStatus",
+    "best_estimate",
     "best_kept",
     "best_trial",
     "downsample_curve",

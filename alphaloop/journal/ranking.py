@@ -118,9 +118,29 @@ def best_kept(rows: Iterable[T]) -> T | None:
     return Ranking().add(rows).kept
 
 
+def best_estimate(candidates: Iterable[T], baselines: Iterable[Rankable]) -> T | None:
+    """The best-estimated config, no test (a session's lenient pick, a walk's ``best`` rule):
+    the highest score among ``candidates`` (the search trials scored on every fold, within the
+    limits), ties to the earlier index, when it is above the default's (the mean over its
+    ``baselines``' seeds); None: the default."""
+    bar = Ranking().add(baselines).baseline_mean
+    best = max((t for t in candidates if t.score is not None), key=_rank, default=None)
+    if best is None or bar is None or best.score is None or best.score <= bar:
+        return None
+    return best
+
+
 def kept_best_first(rows: Iterable[T]) -> list[T]:
     """The kept search trials among ``rows``, best first, as the ranking orders them."""
     return sorted((t for t in rows if _kept(t)), key=_rank, reverse=True)
 
 
-__all__ = ["Rankable", "Ranked", "Ranking", "best_kept", "best_trial", "kept_best_first"]
+__all__ = [
+    "Rankable",
+    "Ranked",
+    "Ranking",
+    "best_estimate",
+    "best_kept",
+    "best_trial",
+    "kept_best_first",
+]

@@ -3,11 +3,9 @@ rule (:mod:`alphaloop.validation.pick_rule`), and a sentence saying which and wh
 
 from __future__ import annotations
 
-import statistics
-
 import numpy as np
 
-from alphaloop.journal import TrialKind, TrialRecord, TrialStatus
+from alphaloop.journal import Ranking, TrialKind, TrialRecord, TrialStatus, best_estimate
 from alphaloop.meta_agent import folding
 from alphaloop.meta_agent.recording import violation_of
 from alphaloop.meta_agent.state import SessionContext
@@ -21,9 +19,9 @@ __all__ = ["pick"]
 def pick(
     ctx: SessionContext, rows: list[TrialRecord], rule: PickRule | None = None
 ) -> tuple[TrialRecord | None, str]:
-    """The session's pick and why, by ``rule`` (the context's ``pick_rule`` when None, else
-    the strict rule at 5%; see :mod:`alphaloop.validation.pick_rule`): a search trial, or None
-    (the default itself: no improvement found).
+    """The session's pick and why, by ``rule`` (None: the strict rule at 5%; see
+    :mod:`alphaloop.validation.pick_rule`): a search trial, or None (the default itself: no
+    improvement found).
 
     Strict: the best kept search trial (within the limits) among those that beat the default
     on the same days of the folds by StepM at the rule's family-wise level, over every search
@@ -32,7 +30,7 @@ def pick(
     on a market where nothing beats the default one config in twenty would by luck. Every pick
     passes this test, also when the default breaks the session's limits. Lenient: the best fold
     score among the configs scored on every fold, if above the default's."""
-    rule = rule or getattr(ctx, "pick_rule", None) or PickRule()
+    rule = rule or PickRule()
     base = [t for t in rows if t.kind == TrialKind.baseline and t.objective is not None]
     search = [t for t in search_set(rows) if violation_of(ctx.spec.objective, t) is None]
     kept = sorted((t for t in search if t.status == TrialStatus.keep), key=lambda t: -t.score)
@@ -84,10 +82,11 @@ def _best_estimate(
     """The lenient rule: the best fold score among search trials within the limits scored on
     every fold (as many days as the default's), if above the default's mean over its seeds."""
     full = [t for t in search if len(t.val_returns or ()) >= len(default)]
-    own = statistics.fmean(t.objective for t in base if t.objective is not None)
-    best = max(full, key=lambda t: t.score, default=None)
-    if best is None or best.score <= own:
-        what = f"trial {best.idx}'s {best.score:.4f}" if best is not None else "no search trial"
+    own = Ranking().add(base).baseline_mean
+    best = best_estimate(full, base)
+    if best is None:
+        top = max(full, key=lambda t: t.score, default=None)
+        what = f"trial {top.idx}'s {top.score:.4f}" if top is not None else "no search trial"
         return None, (
             f"no improvement found: the best estimate is the default ({own:.4f} over its "
             f"seeds; {what} scored on every fold; lenient rule, no test){limits}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-import statistics
 
 from alphaloop.exceptions import AlphaloopError
 from alphaloop.flywheel.walk_pairs import Pair, agreement, epoch_pairs
@@ -26,6 +25,7 @@ from alphaloop.journal import (
     TrialKind,
     TrialRecord,
     TrialStatus,
+    best_estimate,
     best_kept,
 )
 from alphaloop.knobs import TrialConfig, config_hash
@@ -146,8 +146,7 @@ def epoch_result(
     if final.pick == "search" and final.best_trial_id is not None:
         strict = next((t for t in ranked if t.id == final.best_trial_id), None)
         strict = strict or journal.trials.get(final.best_trial_id)
-    default_score = statistics.fmean(t.score for t in scored if t.score is not None)
-    best = ranked[0] if ranked and ranked[0].score > default_score else None
+    best = best_estimate(ranked, scored)
     kept = best_kept(ranked)
     window = data.test
     return EpochResult(

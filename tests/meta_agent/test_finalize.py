@@ -102,9 +102,6 @@ def test_the_lenient_rule_takes_the_best_estimate_scored_on_every_fold(
             t.objective = t.score = 5.0  # the default's score is the best
     best, why = finalize.pick(ctx, rows, lenient)
     assert best is None and "the best estimate is the default" in why
-    # The rule is read from the context when not given.
-    ctx.pick_rule = lenient
-    assert finalize.pick(ctx, rows) == (best, why)
 
 
 def test_the_test_evaluations_all_start_before_the_first_is_waited_for(
