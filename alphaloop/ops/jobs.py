@@ -24,11 +24,11 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from alphaloop.exceptions import Conflict, exit_code_of, http_status_of
+from alphaloop.exceptions import Conflict, InvalidRequest, exit_code_of, http_status_of
 from alphaloop.journal import JobRecord, JobStatus, Journal
 from alphaloop.journal.books import DecisionStatus
 from alphaloop.ops._journal import open_journal
@@ -120,6 +120,13 @@ Job = Annotated[
     | WalkResumeJob,
     Field(discriminator="kind"),
 ]
+# The kinds of job, as the union's discriminator names them: a filter by kind takes these only.
+JOB_KINDS: tuple[str, ...] = tuple(
+    kind
+    for model in get_args(get_args(Job)[0])
+    for kind in get_args(model.model_fields["kind"].annotation)
+)
+JobKind = Literal[JOB_KINDS]  # type: ignore[valid-type]
 
 
 class SessionResult(BaseModel):
@@ -323,7 +330,13 @@ def get_job(settings: Settings, job_id: int) -> JobView:
 
 
 def list_jobs(settings: Settings, *, kind: str | None = None, after: int = 0) -> list[JobView]:
-    """Jobs with an id above ``after`` (of one kind if given), oldest first."""
+    """Jobs with an id above ``after`` (of one kind if given), oldest first.
+
+    Raises:
+        InvalidRequest: ``kind`` is not a kind of job (the message lists them).
+    """
+    if kind is not None and kind not in JOB_KINDS:
+        raise InvalidRequest(f"unknown kind of job {kind!r}: choose one of {', '.join(JOB_KINDS)}")
     if not settings.journal_path.exists():
         return []
     with open_journal(settings) as journal:

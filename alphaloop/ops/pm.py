@@ -15,7 +15,7 @@ from alphaloop.journal.books import BookEvent, BookRecord, DecisionRecord, HaltO
 from alphaloop.ops._journal import open_journal
 from alphaloop.pm import KillSwitch, equity_at, tick
 from alphaloop.pm.calendar import TradingCalendar
-from alphaloop.pm.dates import tick_day
+from alphaloop.pm.dates import check_day, tick_day
 from alphaloop.pm.lock import book_lock
 from alphaloop.pm.manager import already
 from alphaloop.pm.policy import evaluator_equity, load_data, setup_for, window_rows
@@ -33,6 +33,11 @@ __all__ = [
     "pm_status",
     "pm_tick",
 ]
+
+
+NO_ACTIVE_POLICY = (
+    "no active policy: activate a library entry with `alphaloop policies activate ID`"
+)
 
 
 def _known_book(journal: Journal, name: str) -> BookRecord:
@@ -98,9 +103,7 @@ def _limits(settings: Settings, record: PolicyRecord) -> KillSwitch:
 def _policy(journal: Journal, settings: Settings, policy_id: int | None) -> PolicyRecord:
     pid = policy_id if policy_id is not None else library.active_policy_id(settings)
     if pid is None:
-        raise Conflict(
-            "no active policy: activate a library entry with `alphaloop policies activate ID`"
-        )
+        raise Conflict(NO_ACTIVE_POLICY)
     return journal.policies.get(pid)
 
 
@@ -153,18 +156,21 @@ def check_tick_date(
     settings: Settings, *, date: str | None, data: str | None = None, book: str = MAIN_BOOK
 ) -> str | None:
     """The day a tick of the active policy would decide for ``book``, checked against its data
-    and the book's last tick (what the REST server asks before it queues a tick; the tick
-    checks again under the book's lock).
+    and the book's last tick: the whole request, as the tick will check it (what the REST
+    server asks before it queues a tick; the tick checks again under the book's lock).
 
     Raises:
-        InvalidRequest: not a day a tick can decide.
-        Conflict: the day is not after the book's last tick, and not one the same policy
-            decided already (that tick returns its decision unchanged).
+        InvalidRequest: not a day a tick can decide (checked first: a date in the future is
+            refused even with no active policy).
+        Conflict: no active policy; or the day is not after the book's last tick, and not one
+            the same policy decided already (that tick returns its decision unchanged).
     """
+    pid = library.active_policy_id(settings)
+    if pid is None:
+        if date is not None:
+            check_day(date, TradingCalendar(settings.pm_calendar))
+        raise Conflict(NO_ACTIVE_POLICY)
     with open_journal(settings) as journal:
-        pid = library.active_policy_id(settings)
-        if pid is None:
-            return date  # the tick's job reports that no policy is active
         record = journal.policies.get(pid)
         prices, _ = load_data(record, data)
         day = tick_day(date, prices.index, TradingCalendar(settings.pm_calendar))

@@ -10,7 +10,7 @@ import pandas as pd
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.pm.calendar import TradingCalendar
 
-__all__ = ["tick_day"]
+__all__ = ["check_day", "tick_day"]
 
 _ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -36,6 +36,32 @@ def tick_day(
     calendar = calendar or TradingCalendar("weekdays")
     if text is None:
         return pd.Timestamp(calendar.next_session(dates[-1].date()))
+    day = check_day(text, calendar, today)
+    if day <= dates[0]:
+        raise InvalidRequest(
+            f"{day.date()} is outside the data: a tick decides from the closes before it and "
+            f"the data starts on {dates[0].date()}"
+        )
+    if day > dates[-1] and (closed := calendar.why_closed(day.date())) is not None:
+        raise InvalidRequest(f"{closed}: markets are closed")
+    if day <= dates[-1] and day not in dates:
+        raise InvalidRequest(
+            f"{day.date()} is not a trading day of the data (a holiday); the data's days around "
+            f"it are {dates[dates < day][-1].date()} and {dates[dates > day][0].date()}"
+        )
+    return day
+
+
+def check_day(
+    text: str, calendar: TradingCalendar | None = None, today: dt.date | None = None
+) -> pd.Timestamp:
+    """The day ``text`` names, checked for what needs no data: a YYYY-MM-DD date, a weekday, and
+    no later than the next session of ``calendar`` after ``today`` (default: the clock's).
+
+    Raises:
+        InvalidRequest: not a YYYY-MM-DD date, a weekend, or after the next session from today.
+    """
+    calendar = calendar or TradingCalendar("weekdays")
     try:
         if not _ISO_DAY.match(text.strip()):
             raise ValueError(text)
@@ -49,17 +75,5 @@ def tick_day(
         raise InvalidRequest(
             f"{day.date()} is in the future: a tick decides at most the next trading day "
             f"({latest.date()}) from the closes before it"
-        )
-    if day <= dates[0]:
-        raise InvalidRequest(
-            f"{day.date()} is outside the data: a tick decides from the closes before it and "
-            f"the data starts on {dates[0].date()}"
-        )
-    if day > dates[-1] and (closed := calendar.why_closed(day.date())) is not None:
-        raise InvalidRequest(f"{closed}: markets are closed")
-    if day <= dates[-1] and day not in dates:
-        raise InvalidRequest(
-            f"{day.date()} is not a trading day of the data (a holiday); the data's days around "
-            f"it are {dates[dates < day][-1].date()} and {dates[dates > day][0].date()}"
         )
     return day

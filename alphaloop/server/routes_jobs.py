@@ -50,7 +50,7 @@ def answer(view: jobs.JobView, started: Callable[[jobs.JobView], T]) -> T | JSON
 def job_list(
     request: Request,
     after: int = After,
-    kind: str | None = Query(None, pattern=r"^[a-z_]{1,32}$"),
+    kind: jobs.JobKind | None = Query(None, description="only jobs of this kind"),
 ) -> Page:
     """Jobs started from this API, oldest first, with an id above ``after`` (of one kind if
     given), each as ``GET /api/jobs/{id}`` gives it. Follow one job with that route: a row's

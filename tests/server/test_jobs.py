@@ -54,17 +54,27 @@ def test_a_run_that_fails_answers_with_its_typed_error_from_the_journal(
     assert (row.error_type, row.error, row.pid) == ("InvalidRequest", answer["detail"], job["pid"])
 
 
-def test_a_tick_answers_at_once_and_its_job_reads_its_error(settings: Settings) -> None:
+def test_a_tick_without_an_active_policy_is_refused_whole_before_a_job_is_queued(
+    settings: Settings,
+) -> None:
+    """The tick is checked whole before anything is queued: a day in the future is a 422 even
+    with no active policy (as the guide promises), a day it could decide a 409 naming the
+    missing policy; a filter of the jobs by a kind there is not is a 422."""
     with Journal(settings.journal_path):
         pass
     with live_server(settings) as base:
-        r = httpx.post(f"{base}/api/pm/tick", json={"book": "paper"})
-        assert r.status_code == 202 and r.json()["job"] == "pm_tick"
-        started = r.json()
-        job = follow(base, started["job_id"], ("finished", "failed", "interrupted"))
-    assert job["pid"] == started["pid"] and job["job"]["book"] == "paper"
-    assert job["status"] == "failed" and job["error"]["type"] == "Conflict"
-    assert "no active policy" in job["error"]["message"] and job["error"]["http_status"] == 409
+        future = httpx.post(f"{base}/api/pm/tick", json={"date": "2030-01-07"})
+        weekend = httpx.post(f"{base}/api/pm/tick", json={"date": "2013-07-06"})
+        unset = httpx.post(f"{base}/api/pm/tick", json={"book": "paper"})
+        bogus = httpx.get(f"{base}/api/jobs", params={"kind": "bogus"})
+        known = httpx.get(f"{base}/api/jobs", params={"kind": "pm_tick"})
+        jobs = httpx.get(f"{base}/api/jobs").json()["items"]
+    assert future.status_code == 422 and "in the future" in future.json()["detail"], future.text
+    assert weekend.status_code == 422 and "Saturday" in weekend.json()["detail"]
+    assert unset.status_code == 409 and "no active policy" in unset.json()["detail"]
+    assert bogus.status_code == 422 and "pm_tick" in bogus.json()["detail"], bogus.text
+    assert known.status_code == 200 and known.json()["items"] == []
+    assert jobs == []  # nothing was queued
 
 
 def test_resume_is_refused_before_any_job_starts(settings: Settings) -> None:
