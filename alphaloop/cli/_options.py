@@ -101,6 +101,19 @@ def _parameter(name: str, info: FieldInfo, cli: Cli | None) -> inspect.Parameter
     )
 
 
+_CTX = "_alphaloop_ctx"  # the click context typer hands a command (the parameters' sources)
+
+
+def _defaulted(ctx: Any, field: str, cli: Cli | None) -> bool:
+    """Whether ``field``'s option was left at the model's own default (not given, and no
+    default of the command line's own): the request then leaves it unset, so a goal may set
+    it (:func:`alphaloop.ops.goal.understand_goal`) and a flag given always wins."""
+    if cli is not None and cli.default is not inspect.Parameter.empty:
+        return False
+    # by name: typer may carry a click of its own, whose enum is not the one imported here
+    return getattr(ctx.get_parameter_source(field), "name", None) == "DEFAULT"
+
+
 def _is_argument(param: inspect.Parameter) -> bool:
     marks = [param.default, *get_args(param.annotation)[1:]]
     return any(isinstance(m, typer.models.ArgumentInfo) for m in marks)
@@ -141,11 +154,17 @@ def request_command(
         params = [p for p in mine if _is_argument(p)]
         params += [_parameter(f, model.model_fields[f], cli.get(f)) for f in fields]
         params += [p for p in mine if not _is_argument(p)]
+        params.append(
+            inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+        )
 
         def command(**kwargs: Any) -> Any:
+            ctx = kwargs.pop(_CTX)
             values = {}
             for field in fields:
                 raw = kwargs.pop(field)
+                if _defaulted(ctx, field, cli.get(field)):
+                    continue  # left to the model: its fields_set names the options given
                 parse = cli[field].parse if field in cli else None
                 if raw is not None and parse is not None:
                     raw = parse(raw)

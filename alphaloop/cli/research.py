@@ -140,16 +140,25 @@ def research_start(request: ResearchRequest, as_json: JsonFlag = False) -> None:
     With --json there is no live view: the review is printed as JSON at the end. With
     --workers N, N trials run at once; verdicts are still given in trial order.
 
+    The limits written in the goal are read as their flags would set them ("max drawdown
+    under 15%" as --max-drawdown 0.15, "turnover below 2" as --max-turnover 2, "Sharpe above
+    1" as --gate min_sharpe=1, "maximise Sortino" as --metric sortino); a flag given wins, and
+    a phrase that looks like a limit but is not understood is named back.
+
     Example: alphaloop research "maximise Sharpe, max drawdown under 15%" --mode cufolio_only
-    --budget 20 --max-drawdown 0.15 --folds 3 --workers 2
+    --budget 20 --folds 3 --workers 2
     """
     settings = get_settings()
-    spec = guarded(session_spec, request)
     guarded(check_proposer, request.proposer, settings)
+    request, understood = guarded(ops.goal.understand_goal, request, settings)
+    spec = guarded(session_spec, request)
+    # What the goal set, on stderr with --json (stdout holds the one JSON document).
+    for line in understood.lines():
+        (err_console if as_json else console).print(escape(line))
     for note in (noise_seeds_note(spec.noise_seeds), folds_note(spec.folds)):
         if note:
             err_console.print(escape(f"warning: {note}"))
-    session_id = guarded(ops.research.start_session, spec, settings)
+    session_id = guarded(ops.research.start_session, spec, settings, understood)
     training = training_note(spec.trial_budget) if request.mode != "cufolio_only" else None
     if training and not as_json:
         console.print(training)

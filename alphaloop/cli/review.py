@@ -118,6 +118,7 @@ def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool
     and gates, and the newest `alphaloop validate` report."""
     r = guarded(ops.sessions.session_review, settings, session_id)
     validation = guarded(ops.validate.latest_validation, settings, session_id)
+    understood = guarded(ops.goal.session_understood, settings, session_id)
     if as_json:
         typer.echo(
             json.dumps(
@@ -135,11 +136,14 @@ def review(session_id: str, settings: Settings, as_json: bool, every_trial: bool
                     "final": r.session.final.journaled() if r.session.final else None,
                     "chart_reads": [c.model_dump(mode="json") for c in r.chart_reads],
                     "validation": validation.journaled() if validation else None,
+                    "understood": understood.model_dump(mode="json") if understood else None,
                 }
             )
         )
         return
     console.print(views.session_header(r.session))
+    for line in understood.lines() if understood else ():
+        console.print(escape(line))
     shown = ops_rows.shown_statuses(settings, [*r.leaderboard, *r.trials])
     console.print(
         views.trials_table(r.leaderboard, r.clips, title="leaderboard (validation)", shown=shown)

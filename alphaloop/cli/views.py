@@ -490,15 +490,10 @@ def session_header(session: Any) -> Panel:
         if data
         else ""
     )
-    objective = session.objective
-    limits = ", ".join(
-        f"{k}<={v:g}"
-        for k, v in (
-            ("max_drawdown", objective.max_drawdown),
-            ("max_turnover", objective.max_turnover),
-        )
-        if v
-    )
+    from alphaloop.ops.objective import objective_view
+
+    objective = objective_view(session)
+    limits = f"; limits: {objective.limits}" if objective.limits else ""
     text = Text(f"{session.id}", style="bold")
     text.append(
         "\n".join(
@@ -507,7 +502,8 @@ def session_header(session: Any) -> Panel:
                 f"goal: {session.goal}",
                 f"mode: {session.mode}   proposer: {session.proposer}   "
                 f"budget: {session.budget} trials",
-                f"objective: {objective.metric}" + (f" ({limits})" if limits else ""),
+                f"objective: {objective.label}{limits}",
+                f"  ({objective.explained})",
                 f"noise floor (baseline spread): {fmt(session.noise_floor)}",
                 f"data: {session.data_source} [{windows}]",
             ]

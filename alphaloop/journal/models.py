@@ -77,6 +77,7 @@ class EventKind(StrEnum):
     moved = "Moved"  # a resumed session's trials run elsewhere from now on
     trial_retried = "TrialRetried"  # a trial's task lost with its Ray worker or node, sent again
     validated = "Validated"
+    goal_read = "GoalRead"  # what the session understood of its goal (alphaloop.ops.goal)
 
 
 FINISHED_STATUSES: frozenset[TrialStatus] = frozenset(TrialStatus) - {TrialStatus.running}

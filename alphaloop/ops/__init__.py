@@ -10,14 +10,15 @@ nothing, ``ops.sessions.list_sessions(...)`` loads the journal's reads and no mo
 ``alphaloop --help`` loads none of them. Inputs and outputs are frozen models.
 
 Modules: ``requests`` (every request a front end accepts, declared once), ``sessions`` (list,
-status, review), ``research`` (start, run, resume, stop), ``trial`` (one trial by hand),
-``train`` (manual PPO training), ``validate`` (the validation suite), ``dashboard``, ``plots``,
-``rows``, ``tally`` and ``notes`` (the web page's reads), ``charts``, ``series`` (the series a
-chart needs, recomputed), ``replay`` (a trial or policy re-run on a window of one's own),
-``frontier``, ``knobs``, ``env``, ``records`` (the journal's records a front end shows),
-``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
-handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history),
-``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear sheet).
+status, review), ``goal`` (what a research goal sets), ``research`` (start, run, resume, stop),
+``trial`` (one trial by hand), ``train`` (manual PPO training), ``validate`` (the validation
+suite), ``dashboard``, ``plots``, ``rows``, ``tally`` and ``notes`` (the web page's reads),
+``charts``, ``series`` (the series a chart needs, recomputed), ``replay`` (a trial or policy
+re-run on a window of one's own), ``frontier``, ``knobs``, ``env``, ``records`` (the journal's
+records a front end shows), ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and
+``job_runners`` (long work handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop
+replayed over history), ``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear
+sheet).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         env,
         export,
         frontier,
+        goal,
         job_runners,
         jobs,
         knobs,
@@ -67,6 +69,7 @@ __all__ = [
     "env",
     "export",
     "frontier",
+    "goal",
     "job_runners",
     "jobs",
     "knobs",

@@ -44,9 +44,9 @@ def _research(job: Any, settings: Settings, link: Link) -> SessionResult:
 
     check_proposer(job.proposer, settings)  # the setting may have changed since it was queued
     request = ResearchRequest.model_validate(
-        job.model_dump(exclude={"kind"}), context={FILES: True}
+        job.model_dump(exclude={"kind", "understood"}), context={FILES: True}
     )
-    session_id = ops.research.start_session(session_spec(request), settings)
+    session_id = ops.research.start_session(session_spec(request), settings, job.understood)
     link(session_id)
     return _run_session("research", session_id, settings)
 

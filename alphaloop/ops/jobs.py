@@ -32,6 +32,7 @@ from alphaloop.exceptions import Conflict, InvalidRequest, exit_code_of, http_st
 from alphaloop.journal import JobRecord, JobStatus, Journal
 from alphaloop.journal.books import DecisionStatus
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.goal import Understood
 from alphaloop.ops.requests import (
     ResearchRequest,
     ResumeRequest,
@@ -58,8 +59,10 @@ def _kind(name: str) -> dict[str, Any]:
 # A job's payload is its request as declared once (alphaloop.ops.requests), checked completely
 # before it is journaled, plus its kind.
 ResearchJob: Any = derive(
-    ResearchRequest, "ResearchJob", check=False, extra=_kind("research"),
-    doc="Start a research session and run it to its end.",
+    ResearchRequest, "ResearchJob", check=False,
+    extra={**_kind("research"), "understood": (Understood | None, None)},
+    doc="Start a research session and run it to its end (with what was understood of its "
+    "goal, read before the job was queued, journaled with the session).",
 )  # fmt: skip
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     # The events a run tells its on_event, for the front ends that watch one.
     from alphaloop.meta_agent.events import LoopEvent as LoopEvent
     from alphaloop.meta_agent.events import OnEvent
+    from alphaloop.ops.goal import Understood
+    from alphaloop.ops.requests import ResearchRequest
 
 
 def session_spec(request: BaseModel) -> SessionSpec:
@@ -91,8 +93,12 @@ def check_proposer(proposer: str, settings: Settings) -> None:
         )
 
 
-def start_session(spec: SessionSpec, settings: Settings) -> str:
-    """Creates a session (its baseline runs first when it is run) and returns its id.
+def start_session(
+    spec: SessionSpec, settings: Settings, understood: Understood | None = None
+) -> str:
+    """Creates a session (its baseline runs first when it is run) and returns its id;
+    ``understood`` (what :func:`alphaloop.ops.goal.understand_goal` read of its goal) is
+    journaled with it, as a ``GoalRead`` event.
 
     Its trials run where the spec says, or, when it names no place, on the Ray cluster
     ``RAY_ADDRESS`` names (as ``ray.init()`` reads it), else on this machine. A cluster is
@@ -106,7 +112,13 @@ def start_session(spec: SessionSpec, settings: Settings) -> str:
     """
     from alphaloop.meta_agent.session import create_session
 
-    return create_session(spec, settings)
+    session_id = create_session(spec, settings)
+    if understood is not None:
+        from alphaloop.journal import EventKind
+
+        with open_journal(settings) as journal:
+            journal.logs.add_event(session_id, EventKind.goal_read, understood.model_dump())
+    return session_id
 
 
 def folds_note(folds: int | None) -> str | None:
@@ -156,8 +168,14 @@ def run_session(
     return run(session_id, settings, on_event, workers=workers, ray_address=ray_address)
 
 
-def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None = None) -> str:
-    """Starts a session and runs it to its end; returns its id.
+def run_research(
+    spec: SessionSpec,
+    settings: Settings,
+    on_event: OnEvent | None = None,
+    understood: Understood | None = None,
+) -> str:
+    """Starts a session (journaling ``understood`` with it) and runs it to its end; returns its
+    id.
 
     ``on_event`` is also told ``SessionCreated`` before the first trial.
 
@@ -166,7 +184,7 @@ def run_research(spec: SessionSpec, settings: Settings, on_event: OnEvent | None
     """
     from alphaloop.meta_agent.events import SessionCreated
 
-    session_id = start_session(spec, settings)
+    session_id = start_session(spec, settings, understood)
     if on_event is not None:
         on_event(SessionCreated(session_id=session_id))
     try:

@@ -63,6 +63,12 @@ class Started(BaseModel):
     )
     pid: int | None = WORKER_PID
     job_id: int = JOB_ID
+    understood: list[str] | None = Field(
+        default=None,
+        description="what the session understood of its goal, line by line: the metric and "
+        "limits it set (as their flags would), those a field given overrode, and each phrase "
+        "named back as not understood (research only)",
+    )
 
 
 class JobStarted(BaseModel):

@@ -29,6 +29,9 @@ FAILED_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+KindFilter = Query(None, description="only jobs of this kind")
+
+
 def _settings(request: Request) -> Any:
     return request.app.state.settings
 
@@ -50,7 +53,7 @@ def answer(view: jobs.JobView, started: Callable[[jobs.JobView], T]) -> T | JSON
 def job_list(
     request: Request,
     after: int = After,
-    kind: jobs.JobKind | None = Query(None, description="only jobs of this kind"),
+    kind: jobs.JobKind | None = KindFilter,
 ) -> Page:
     """Jobs started from this API, oldest first, with an id above ``after`` (of one kind if
     given), each as ``GET /api/jobs/{id}`` gives it. Follow one job with that route: a row's

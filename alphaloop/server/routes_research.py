@@ -12,6 +12,7 @@ from alphaloop import ops
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.ops import jobs
 from alphaloop.ops import sessions as ops_sessions
+from alphaloop.ops.goal import understand_goal
 from alphaloop.ops.records import jsonable, report_json
 from alphaloop.ops.requests import ValidateRequest
 from alphaloop.ops.research import check_proposer
@@ -203,10 +204,19 @@ def research_start(
     settings = _settings(request)
     ops.research.session_spec(body)  # checked whole here: 422 before anything is queued
     check_proposer(body.proposer, settings)
-    job = jobs.ResearchJob(**body.model_dump())
     return request.app.state.idempotency.once(
-        key, "research", body, lambda: _start_session_job(settings, job)
+        key, "research", body, lambda: _start_research(settings, body)
     )
+
+
+def _start_research(settings: Any, body: Any) -> Started | JSONResponse:
+    """Reads the goal (the settings it names, as their flags would), then starts the job."""
+    body, understood = understand_goal(body, settings)
+    job = jobs.ResearchJob(**body.model_dump(), understood=understood)
+    started = _start_session_job(settings, job)
+    if isinstance(started, Started):
+        return started.model_copy(update={"understood": understood.lines()})
+    return started
 
 
 @router.post(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop import ops
+from alphaloop.ops.goal import understand_goal
 from alphaloop.ops.records import report_json
 from alphaloop.ops.requests import ResearchRequest, SessionId, derive
 from alphaloop.ops.research import check_proposer, session_spec
@@ -93,8 +94,11 @@ def check_research(args: Any, ctx: ToolContext) -> None:
 
 
 def start_research(args: Any, ctx: ToolContext) -> dict[str, Any]:
-    spec = session_spec(args)
     check_proposer(args.proposer, ctx.settings)
+    args, understood = understand_goal(args, ctx.settings)
+    spec = session_spec(ResearchRequest(**args.model_dump()))
+    for line in understood.lines():
+        ctx.progress(line)
 
     def on_event(event: LoopEvent) -> None:
         if event.name == "session_created":
@@ -106,10 +110,11 @@ def start_research(args: Any, ctx: ToolContext) -> dict[str, Any]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        session_id = ops.research.run_research(spec, ctx.settings, on_event)
+        session_id = ops.research.run_research(spec, ctx.settings, on_event, understood)
     review = ops.sessions.session_review(ctx.settings, session_id, top=5)
     return {
         "session_id": session_id,
+        "understood": understood.lines(),
         "counted_trials": review.counted_trials,
         "final": report_json(review.session.final),
         "leaderboard": [trial_summary(t) for t in review.leaderboard],
