@@ -78,4 +78,16 @@ export async function plot(div, fig, height = 320) {
   node.dataset.points = String(countPoints(node));
 }
 
+// A date axis for daily data: dates, never hours. A span of a few days gets one tick a day; a
+// single day is shown a day either side (plotly would zoom into its hours).
+const DAY = 864e5;
+export function dateAxis(dates, extra = {}) {
+  const t = (dates || []).map((d) => Date.parse(d)).filter(Number.isFinite);
+  const lo = t.length ? Math.min(...t) : NaN, hi = t.length ? Math.max(...t) : NaN;
+  const axis = { type: "date", tickformat: "%Y-%m-%d", hoverformat: "%Y-%m-%d", ...extra };
+  if (t.length && hi - lo < 10 * DAY) { axis.dtick = DAY; axis.tick0 = new Date(lo).toISOString().slice(0, 10); }
+  if (t.length && hi - lo < DAY) axis.range = [new Date(lo - DAY).toISOString().slice(0, 10), new Date(hi + DAY).toISOString().slice(0, 10)];
+  return axis;
+}
+
 export function chartBox(id, cls = "chart") { return el("div", { class: cls, id, dataset: { points: "0" } }); }

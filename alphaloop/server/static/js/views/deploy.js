@@ -4,7 +4,7 @@
 import { api, followJob, post, toast } from "../api.js";
 import { el, kpis, section, table } from "../dom.js";
 import { money, num, pct, signedMoney, signedPct, versus, when } from "../format.js";
-import { chartBox, layout, plot } from "../plot.js";
+import { chartBox, dateAxis, layout, plot } from "../plot.js";
 
 function bookPanel(ctx) {
   const box = el("div", { id: "book-kpis" }, el("p", { class: "muted" }, "loading\u2026"));
@@ -70,18 +70,29 @@ function bookPanel(ctx) {
     const next = JSON.stringify([h.dates, st.equity, st.marked_at]);
     if (next === sig) return;
     sig = next;
-    // Equity at each tick (marked at the close before it), then the book marked at the last
-    // close: the line ends on the equity above.
-    const xs = [...h.dates], ys = [...h.equity];
-    if (st.equity != null && st.marked_at) { xs.push(st.marked_at); ys.push(st.equity); }
-    await plot(equity, { data: [
-      { type: "scatter", mode: "lines+markers", name: "equity", x: xs, y: ys, line: { color: "#1d5fbf" }, text: xs.map((_, i) => (i < h.dates.length ? "before the tick" : "at the close")),
-        hovertemplate: "%{x} %{text}: %{y:,.0f}<extra></extra>" },
-      { type: "scatter", mode: "lines", name: "opened with", x: [xs[0], xs[xs.length - 1]], y: [b.initial_cash, b.initial_cash], line: { dash: "dot", color: "#5a6375" }, hoverinfo: "skip" }],
-      layout: layout({ title: `Equity: before each tick, then at the close of ${st.marked_at ?? "\u2013"}`, xaxis: { type: "date", title: { text: "date" } }, yaxis: { title: { text: "equity" }, tickformat: ",.0f" } }) }, 300);
-    equity.dataset.last = String(ys[ys.length - 1]);
-    await plot(weights, { data: Object.entries(h.weights).map(([sym, ws]) => ({ x: h.dates, y: ws, name: sym, stackgroup: "w", mode: "lines", hovertemplate: `${sym} %{y:.1%}<extra></extra>` })),
-      layout: layout({ title: "Target weights", xaxis: { type: "date", title: { text: "date" } }, yaxis: { title: { text: "weight" }, range: [0, 1], tickformat: ".0%" } }) }, 260);
+    // Equity before each tick (valued at the close before it), in date order; then the book
+    // at its last close. A mark no later than the last tick values the book after that tick at
+    // an earlier close: drawn as its own point, never joined after a later date (which drew a
+    // cost as a gain).
+    const pts = h.dates.map((d, i) => [d, h.equity[i]]).filter(([, y]) => y != null).sort((p, q) => (p[0] < q[0] ? -1 : p[0] > q[0] ? 1 : 0));
+    const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
+    const lastTick = xs[xs.length - 1];
+    const after = st.equity != null && st.marked_at && (!lastTick || st.marked_at > lastTick);
+    const text = xs.map(() => "before the tick");
+    if (after) { xs.push(st.marked_at); ys.push(st.equity); text.push("at the close"); }
+    const data = [{ type: "scatter", mode: "lines+markers", name: "equity before each tick", x: xs, y: ys, line: { color: "#1d5fbf" }, text, hovertemplate: "%{x} %{text}: %{y:,.0f}<extra></extra>" }];
+    if (st.equity != null && st.marked_at && !after) {
+      data.push({ type: "scatter", mode: "markers", name: `after the tick of ${lastTick}, at the close of ${st.marked_at}`, x: [st.marked_at], y: [st.equity],
+        marker: { color: "#b3261e", size: 10, symbol: "diamond" }, hovertemplate: `after the tick of ${lastTick}, valued at the close of %{x}: %{y:,.0f}<extra></extra>` });
+    }
+    const span = [...xs, st.marked_at].filter(Boolean).sort();
+    if (span.length) data.push({ type: "scatter", mode: "lines", name: "opened with", x: [span[0], span[span.length - 1]], y: [b.initial_cash, b.initial_cash], line: { dash: "dot", color: "#5a6375" }, hoverinfo: "skip" });
+    await plot(equity, { data, layout: layout({ title: `Equity: before each tick, and at the close of ${st.marked_at ?? "\u2013"}`, xaxis: dateAxis(span, { title: { text: "date" } }), yaxis: { title: { text: "equity" }, tickformat: ",.0f" } }) }, 300);
+    equity.dataset.last = String(st.equity ?? ys[ys.length - 1]);
+    equity.dataset.order = JSON.stringify(xs);
+    // one tick is a point, not a line (a one-point line draws nothing): markers too
+    await plot(weights, { data: Object.entries(h.weights).map(([sym, ws]) => ({ x: h.dates, y: ws, name: sym, stackgroup: "w", mode: "lines+markers", hovertemplate: `${sym} %{y:.1%}<extra></extra>` })),
+      layout: layout({ title: "Target weights at each tick", xaxis: dateAxis(h.dates, { title: { text: "date" } }), yaxis: { title: { text: "weight" }, range: [0, 1], tickformat: ".0%" } }) }, 260);
   };
   const panel = section("Portfolio manager: book main", box, tickForm, haltForm, equity,
     el("div", { class: "two" }, el("div", null, el("h3", null, "Positions"), positions), el("div", null, el("h3", null, "The last tick's orders and fills"), orders)),
@@ -121,6 +132,7 @@ function libraryPanel(ctx, afterActivate) {
       { label: "vs 1/N (TEST)", value: (p) => versus(p.session_verdict?.vs_equal_weight), cls: () => "wrap" },
       { label: "verdict", value: (p) => { const v = p.session_verdict; const go = p.gates_passed === true && v?.go === true;
         return el("span", { class: go ? "go" : "nogo" }, go ? "GO" : v?.go == null ? "no verdict yet" : v.pick === "default" ? "NO-GO: default picked" : "NO-GO"); } },
+      { label: "override", value: (p) => (p.override ? el("span", { class: "override" }, `activated without a GO: ${p.override}`) : "\u2013"), cls: () => "wrap" },
       { label: "", value: (p) => el("a", { href: `#/report/policy/${p.id}`, class: "sheet-link" }, "tear sheet") },
       { label: "", value: (p) => {
         if (p.active) return el("strong", { class: "active-mark" }, "active");

@@ -1,0 +1,77 @@
+"""The page's numbers read as a quant reads them, in the system Chromium: the book's equity in
+date order on a date axis (days, never hours) ending on the status's equity, the target weights
+drawn after one tick, an override's reason beside its policy, and a session id that does not
+exist named as such."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from alphaloop.journal import Journal
+from alphaloop.ops import pm as ops_pm
+from alphaloop.ops.policies import activate_policy
+from alphaloop.settings import Settings
+
+from .helpers import CHROMIUM, live_server, page_at
+
+try:
+    from tests.pm.helpers import add_policy
+except ImportError:  # plain ``pytest``
+    from pm.helpers import add_policy  # type: ignore[no-redef]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH"),
+]
+
+
+@pytest.fixture
+def ticked(settings: Settings) -> Settings:
+    """An override-activated policy (reason "audit") and one tick for the weekday after the
+    data's last close: the book's mark (that close, after the tick's costs) is dated before the
+    tick whose pre-tick equity it follows."""
+    with Journal(settings.journal_path) as j:
+        policy = add_policy(j, settings, "mean_cvar")
+    activate_policy(settings, policy.id, force=True, reason="audit")
+    ops_pm.pm_tick(settings)
+    return settings
+
+
+def _ticks(page, chart: str) -> list[str]:
+    return page.eval_on_selector_all(f"{chart} .xtick text", "ns => ns.map(n => n.textContent)")
+
+
+def test_the_books_equity_in_date_order_and_its_weights(ticked: Settings) -> None:
+    from playwright.sync_api import expect
+
+    with live_server(ticked) as base, page_at(base, 1400, "#/deploy") as (page, errors):
+        status = httpx.get(f"{base}/api/pm/status").json()
+        history = httpx.get(f"{base}/api/pm/history").json()
+        assert status["marked_at"] < history["dates"][-1]  # the case the chart drew backwards
+        page.wait_for_function(
+            "() => Number(document.querySelector('#book-weights')?.dataset.points) > 0",
+            timeout=30_000,
+        )
+        chart = page.locator("#book-equity")
+        assert float(chart.get_attribute("data-last") or "nan") == pytest.approx(status["equity"])
+        traces = page.evaluate(
+            "() => document.querySelector('#book-equity').data.map(t => [t.name, t.x, t.y])"
+        )
+        for _, xs, _ in traces:  # every drawn line runs forward in time
+            assert list(xs) == sorted(xs)
+        # the line never joins a later day to an earlier close; the mark stands on its own
+        line = traces[0]
+        assert line[1] == history["dates"] and status["marked_at"] not in line[1]
+        mark = next(t for t in traces if status["marked_at"] in t[1])
+        assert mark[2] == [pytest.approx(status["equity"])]
+        assert "after the tick of" in mark[0]
+        for box in ("#book-equity", "#book-weights"):
+            labels = _ticks(page, box)
+            assert labels and all(":" not in t for t in labels), labels  # days, not hours
+        weights = page.evaluate("() => document.querySelector('#book-weights').data")
+        assert {t["name"] for t in weights} == set(history["weights"])
+        assert all("markers" in t["mode"] for t in weights)  # one tick is drawn, as points
+        row = page.locator("#policies-table tbody tr.active")
+        expect(row).to_contain_text("activated without a GO: audit")
+    assert not errors, errors
