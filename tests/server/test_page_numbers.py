@@ -5,13 +5,15 @@ exist named as such."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
 from alphaloop.journal import Journal
 from alphaloop.ops import pm as ops_pm
 from alphaloop.ops.policies import activate_policy
-from alphaloop.settings import Settings
+from alphaloop.settings import Settings, get_settings
 
 from .helpers import CHROMIUM, live_server, page_at
 
@@ -74,4 +76,40 @@ def test_the_books_equity_in_date_order_and_its_weights(ticked: Settings) -> Non
         assert all("markers" in t["mode"] for t in weights)  # one tick is drawn, as points
         row = page.locator("#policies-table tbody tr.active")
         expect(row).to_contain_text("activated without a GO: audit")
+    assert not errors, errors
+
+
+def test_a_sessions_history_its_trial_and_a_missing_session(in_finished_session: str) -> None:
+    """Whole trial numbers on the history's axis; the best-so-far line drawn from the default
+    (the incumbent until a trial is kept) to the last trial; a growth of 1 read as a growth
+    (1.05, not 1.050); and a session id that does not exist named in the server's words."""
+    from playwright.sync_api import expect
+
+    sid, settings = in_finished_session, get_settings()
+    with live_server(settings) as base, page_at(base, 1400, f"#/session/{sid}") as (page, errors):
+        h = httpx.get(f"{base}/api/sessions/{sid}/history").json()
+        page.wait_for_function(
+            "() => !!document.querySelector('#research-chart .main-svg')", timeout=30_000
+        )
+        labels = _ticks(page, "#research-chart")
+        assert labels and all(re.fullmatch(r"\d+", t) for t in labels), labels
+        line = page.evaluate(
+            "() => document.querySelector('#research-chart').data"
+            ".filter(t => t.name === 'best so far').map(t => [Array.from(t.x), Array.from(t.y)])"
+        )
+        [(xs, ys)] = line
+        want = [b if b is not None else h["baseline"] for b in h["incumbent"]]
+        assert xs == h["idx"] and ys == pytest.approx(want) and None not in ys
+        page.goto(f"{base}/#/session/{sid}/trial/{h['idx'][0]}")
+        page.wait_for_function(
+            "() => !!document.querySelector('#trial-equity .main-svg')", timeout=30_000
+        )
+        growth = page.eval_on_selector_all(
+            "#trial-equity .ytick text", "ns => ns.map(n => n.textContent)"
+        )
+        assert growth and not [t for t in growth if re.search(r"\.\d*0$", t)], growth
+        page.goto(f"{base}/#/session/s-20000101-000000-dead")
+        said = httpx.get(f"{base}/api/pulse?session_id=s-20000101-000000-dead").json()["detail"]
+        expect(page.locator("#session-missing")).to_have_text(said)
+        expect(page.locator("#session-goal")).to_have_text("no such session")
     assert not errors, errors

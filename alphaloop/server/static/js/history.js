@@ -11,6 +11,12 @@ const statusColor = (s) => STATUS_COLORS[s] || OTHER_COLOR;
 const scored = (h) => [...new Set(h.status.filter((s, i) => h.objective[i] != null))]
   .sort((a, b) => (ORDER.includes(a) ? ORDER.indexOf(a) : ORDER.length) - (ORDER.includes(b) ? ORDER.indexOf(b) : ORDER.length));
 
+// Trial numbers are whole: a short history gets one tick a trial, never 3.5.
+export function trialAxis(idx, title = "trial #") {
+  const span = idx.length ? idx[idx.length - 1] - idx[0] : 0;
+  return { title: { text: title }, tickformat: "d", ...(span <= 12 ? { dtick: 1 } : {}) };
+}
+
 export function historyFigure(h, name = "") {
   // one series a status, named as the trials table names it; a raced-out trial's score is
   // its first folds' only: drawn open, apart from the comparable ones
@@ -23,11 +29,14 @@ export function historyFigure(h, name = "") {
       marker: { size: s === "keep" || raced ? 5 : 4, color: statusColor(s), ...(raced ? { symbol: "circle-open" } : {}) },
       hovertemplate: raced ? "#%{x}: %{y:.4g} on its first folds<extra></extra>" : hover };
   });
-  data.push({ type: "scatter", mode: "lines", name: name + "best so far", x: h.idx, y: h.incumbent, line: { color: "#e07b00", shape: "hv" }, hovertemplate: hover });
+  // the incumbent's steps to the last trial: the default until a trial is kept (the journal's
+  // incumbent is null until then, and a line of nulls draws nothing)
+  const by = h.incumbent.map((b) => b ?? h.baseline ?? null);
+  data.push({ type: "scatter", mode: "lines", name: name + "best so far", x: h.idx, y: by, line: { color: "#e07b00", shape: "hv", width: 2 }, hovertemplate: hover });
   if (h.baseline != null && h.idx.length) data.push({ type: "scatter", mode: "lines", name: name + "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" }, hovertemplate: "default: %{y:.4g}<extra></extra>" });
   const shown = h.sampled ? `, ${h.idx.length.toLocaleString("en-US")} drawn` : "";
   return { data, layout: layout({ title: `Optimisation history (${h.total.toLocaleString("en-US")} search trials${shown})`, hovermode: "closest",
-    xaxis: { title: { text: "trial #" } }, yaxis: { title: { text: "validation objective" }, tickformat: ".3~g" } }) };
+    xaxis: trialAxis(h.idx), yaxis: { title: { text: "validation objective" }, tickformat: ".3~g" } }) };
 }
 
 // About n round values from lo to hi (an axis's ticks).
@@ -73,7 +82,7 @@ export function previewHistory(div, h, height = 340) {
     g.fillStyle = statusColor(h.status[i]); g.fillRect(X(x) - 1.5, Y(o) - 1.5, 3, 3); drawn++; });
   g.strokeStyle = "#e07b00"; g.lineWidth = 2; g.beginPath();
   let last = null;
-  h.idx.forEach((x, i) => { const v = h.incumbent[i]; if (v == null) return;
+  h.idx.forEach((x, i) => { const v = h.incumbent[i] ?? h.baseline; if (v == null) return;
     if (last == null) g.moveTo(X(x), Y(v)); else { g.lineTo(X(x), Y(last)); g.lineTo(X(x), Y(v)); } last = v; });
   if (last != null) g.lineTo(X(x1), Y(last));
   g.stroke();

@@ -100,7 +100,16 @@ export async function render(root, params, ctx) {
   let onPulse = null, row = null, rowAt = 0;
   if (tab === "history") onPulse = await historyTab(body, sid, ctx, first);
   const polled = ctx.every(1500, async () => {
-    const p = await api(`/api/pulse?session_id=${encodeURIComponent(sid)}`);
+    let p;
+    try { p = await api(`/api/pulse?session_id=${encodeURIComponent(sid)}`); } catch (e) {
+      // a session that does not exist: the server's words, in place of the figures, once
+      if (e.status !== 404) throw e;
+      ctx.stop();
+      document.getElementById("session-goal").textContent = "no such session";
+      document.getElementById("session-kpis").replaceChildren(el("p", { class: "error", id: "session-missing", role: "alert" }, e.message));
+      body.replaceChildren();
+      return;
+    }
     if (!ctx.alive) return;
     // the verdict (TEST and the paired tests) from the session list, now and then
     if (!row || Date.now() - rowAt > 10000) {

@@ -41,7 +41,7 @@ export function equityFigure(series, title) {
   }
   const dated = any && equitySeries(any.returns, any.dates).dated;
   return { data, layout: layout({ title, xaxis: { title: { text: dated ? "date" : "trading day" }, type: dated ? "date" : "linear", anchor: "y2" },
-    yaxis: { title: { text: "growth of 1" }, domain: [0.35, 1], tickformat: ".3f" }, yaxis2: { title: { text: "drawdown" }, domain: [0, 0.27], tickformat: ".0%" }, hovermode: "x unified" }) };
+    yaxis: { title: { text: "growth of 1" }, domain: [0.35, 1], tickformat: ".3~g" }, yaxis2: { title: { text: "drawdown" }, domain: [0, 0.27], tickformat: ".0%" }, hovermode: "x unified" }) };
 }
 
 export async function render(root, params, ctx) {
