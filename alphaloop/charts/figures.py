@@ -230,7 +230,9 @@ def _incumbent(rows: list[TrialRecord]) -> tuple[list[int], list[float]]:
 
 def ratio_curve(trials: Sequence[TrialRecord], sessions: Sequence[SessionRecord]) -> go.Figure:
     """Every completed trial of every session and manual run, ranked by validation Sharpe (bars,
-    best first), with its max drawdown overlaid on a second axis.
+    best first), with its max drawdown overlaid on a second axis. ``trials`` holds full scores
+    only (a raced-out trial's first folds do not rank against them: see
+    ``TrialRankings.completed``).
 
     Raises:
         InvalidRequest: no completed trial in the journal.

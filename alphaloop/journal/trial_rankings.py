@@ -75,15 +75,18 @@ class TrialRankings(TrialReads):
     ) -> list[TrialRecord]:
         """Every trial of every session that finished with metrics (``keep`` or ``discard``), of
         the given kinds, in the order they finished. The default leaves out test-window rows, so
-        every number compared is a validation number. With ``series=False`` the per-day series
-        come back None (what a chart ranking every run by its metrics reads)."""
+        every number compared is a validation number; a trial raced out after its first folds
+        is left out too (its metrics are those folds' only, not comparable with a full score).
+        With ``series=False`` the per-day series come back None (what a chart ranking every run
+        by its metrics reads)."""
         wanted = [TrialKind(k).value for k in kinds]
         if not wanted:
             return []
         marks = ", ".join("?" for _ in wanted)
         return self._records(
             f"SELECT {columns_of(series)} FROM trials WHERE kind IN ({marks}) AND status IN (?, ?) "
-            "AND metrics IS NOT NULL ORDER BY finished_at, id",
+            f"AND metrics IS NOT NULL AND NOT COALESCE({_PARTLY_SCORED}, 0) "
+            "ORDER BY finished_at, id",
             (*wanted, *_SCORED),
         )
 

@@ -277,3 +277,21 @@ def test_best_is_the_pick_everywhere(home) -> None:
 
     assert row["best"]["trial_id"] == pulse["best"]["trial_id"] == pick
     assert snap["best"]["id"] == json.loads(status.stdout)["best"]["id"] == pick
+
+
+def test_a_raced_out_score_is_never_ranked_with_full_ones(settings: Settings) -> None:
+    """The lab's ratio curve (and the chart reader, which reads its figure) ranks full scores
+    only: a raced-out trial's one-fold Sharpe of 1.6 is above every full one, and absent."""
+    from alphaloop.ops import sessions as ops_sessions
+
+    with Journal(settings.journal_path) as j:
+        sid = new_session(j, budget=3)
+        full = {
+            _trial(j, sid, "search", "keep", 1.0, 3),
+            _trial(j, sid, "baseline", "keep", 0.8, 3),
+        }
+        _trial(j, sid, "search", "discard", 1.6, 1)
+        assert {t.id for t in j.trials.completed(series=False)} == full
+    figure = ops_sessions.metrics_chart(settings, "ratio_curve").figure
+    bars = next(t for t in figure.data if t.type == "bar")
+    assert list(bars.y) == [1.0, 0.8]  # the raced-out 1.6 would rank first
