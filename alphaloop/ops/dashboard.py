@@ -26,6 +26,7 @@ from alphaloop.journal.pages import METRIC_SORT, SORTS
 from alphaloop.knobs import KNOB_NAMES
 from alphaloop.market import market_of
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.objective import ObjectiveView, objective_view
 from alphaloop.ops.rows import Best, TrialRow, best_of, row_of, rows_of
 from alphaloop.settings import Settings
 from alphaloop.spec import DataSpec
@@ -101,6 +102,7 @@ class SessionRow(BaseModel):
     vs_equal_weight: Comparison | None
     go: bool | None  # gates passed and the pick beats 1/N; None until finalized
     created_at: str
+    objective: ObjectiveView  # what the session's objective is, its limits, whether it kept them
 
 
 def _row(n: int, s: SessionRecord, trials: int, best: Best | None) -> SessionRow:
@@ -118,7 +120,7 @@ def _row(n: int, s: SessionRecord, trials: int, best: Best | None) -> SessionRow
         default_test=f.baseline_test_objective if f else None,
         pick=f.pick if f else None, gates_passed=f.gates_passed if f else None,
         vs_default=comparison(f, "default"), vs_equal_weight=vs_ew, go=go,
-        created_at=s.created_at,
+        created_at=s.created_at, objective=objective_view(s),
     )  # fmt: skip
 
 
@@ -233,6 +235,7 @@ class Pulse(BaseModel):
     counted: int  # search trials the budget counts
     tail: list[TrialRow]
     best: Best | None
+    objective: ObjectiveView  # what the best's number is, the limits, whether they were kept
 
 
 def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
@@ -254,7 +257,7 @@ def pulse(settings: Settings, session_id: str | None = None) -> Pulse | None:
         t = j.trials.tally(s.id)
         return Pulse(session=s, status=display_status(s), trials=j.trials.total(s.id),
                      counted=t.counted, tail=rows_of(j, j.trials.tail(s.id)),
-                     best=best_of(j, s, t))  # fmt: skip
+                     best=best_of(j, s, t), objective=objective_view(s))  # fmt: skip
 
 
 class Calendar(BaseModel):

@@ -106,6 +106,7 @@ class Best(BaseModel):
     kind: str
     objective: float | None
     final: bool
+    sharpe: float | None = None  # finalize's pick's Sharpe beside its objective (None before)
 
 
 def best_of(journal: Journal, session: SessionRecord, tally: Tally | None = None) -> Best | None:
@@ -115,7 +116,8 @@ def best_of(journal: Journal, session: SessionRecord, tally: Tally | None = None
     if is_final(session) and session.best_trial_id is not None:
         pick = journal.trials.get(session.best_trial_id)
         return Best(trial_id=pick.id, idx=pick.idx, kind=str(pick.kind),
-                    objective=ranking.score_of(pick), final=True)  # fmt: skip
+                    objective=ranking.score_of(pick), final=True,
+                    sharpe=(pick.metrics or {}).get("sharpe"))  # fmt: skip
     best = ranking.best
     if best is None:
         return None

@@ -10,12 +10,13 @@ import re
 import httpx
 import pytest
 
-from alphaloop.journal import Journal
+from alphaloop.journal import FinalReport, Journal
+from alphaloop.knobs import BoundsClip, TrialConfig, config_hash
 from alphaloop.ops import pm as ops_pm
 from alphaloop.ops.policies import activate_policy
 from alphaloop.settings import Settings, get_settings
 
-from .helpers import CHROMIUM, live_server, page_at
+from .helpers import CHROMIUM, live_server, new_session, page_at
 
 try:
     from tests.pm.helpers import add_policy
@@ -112,4 +113,80 @@ def test_a_sessions_history_its_trial_and_a_missing_session(in_finished_session:
         said = httpx.get(f"{base}/api/pulse?session_id=s-20000101-000000-dead").json()["detail"]
         expect(page.locator("#session-missing")).to_have_text(said)
         expect(page.locator("#session-goal")).to_have_text("no such session")
+    assert not errors, errors
+
+
+@pytest.fixture
+def limited(settings: Settings) -> tuple[Settings, str]:
+    """A finished PPO session of 3 folds under a 15% drawdown limit whose result broke it (as
+    finalize journals one), a trial whose learning rate was clipped to its bound, and trials
+    whose n_steps spread over a log scale."""
+    with Journal(settings.journal_path) as j:
+        sid = new_session(j, goal="maximise Sharpe, max drawdown under 15%", mode="ppo_only",
+                          objective={"metric": "sharpe", "max_drawdown": 0.15},
+                          settings={"spec": {"folds": 3}})  # fmt: skip
+        for i, (lr, steps) in enumerate([(0.01, 64), (1e-4, 512), (3e-4, 4096)]):
+            config = TrialConfig(learning_rate=lr, n_steps=steps)
+            row = j.trials.start(sid, kind="search", config=config.model_dump(),
+                                 config_hash=config_hash(config),
+                                 delta={"changes": {"learning_rate": 0.2 if i == 0 else lr}},
+                                 parent_id=None, seed=i, rationale="r", proposer="tpe")  # fmt: skip
+            if i == 0:
+                clip = BoundsClip(
+                    knob="learning_rate",
+                    proposed=0.2,
+                    applied=0.01,
+                    low=1e-5,
+                    high=0.01,
+                    reason="above its bound",
+                )
+                j.logs.add_clips(row.id, [clip])
+            j.trials.finish(row.id, status="keep" if i == 0 else "discard",
+                            objective=0.5 + i / 10, elapsed_s=0.01,
+                            metrics={"sharpe": 0.9 + i / 10, "max_drawdown": 0.3},
+                            violation="max drawdown 30.0% exceeds the limit 15.0%")  # fmt: skip
+        first = j.trials.of_session(sid)[0]
+        why = "no trial reported meets the limits (max drawdown <= 15.0%)"
+        j.sessions.update(sid, status="finished", owner_pid=None, best_trial_id=first.id,
+                          final=FinalReport(stop_reason="budget", n_trials=3, pick="search",
+                                            best_trial_id=first.id, admissible=False,
+                                            admissible_reason=why))  # fmt: skip
+    return settings, sid
+
+
+def test_the_objective_its_limits_and_the_knobs_as_they_ran(limited) -> None:
+    """The objective named as what it is with Sharpe beside it, a result outside the limits
+    said so on the session and its list row, a clipped knob shown as it ran with its clip, and
+    the knobs' log scales read from the server."""
+    from playwright.sync_api import expect
+
+    settings, sid = limited
+    with live_server(settings) as base, page_at(base, 1400) as (page, errors):
+        row = page.locator(f"#sessions-table tr[data-id='{sid}']")
+        expect(row).to_contain_text("Sharpe, fold mean \u2212 1 SE")
+        expect(row.locator(".outside")).to_contain_text("max drawdown \u2264 15%")
+        page.goto(f"{base}/#/session/{sid}/trials")
+        expect(page.locator("#pulse")).to_contain_text("Sharpe, fold mean \u2212 1 SE")
+        expect(page.locator("#pulse")).to_contain_text("NOT WITHIN THE LIMITS: no trial reported")
+        expect(page.locator("#pulse [title*='Sharpe 0.9000']")).to_have_count(1)
+        expect(page.locator("#trials-table thead")).to_contain_text(
+            "objective: Sharpe, fold mean \u2212 1 SE"
+        )
+        clipped = page.locator("#trials-table tbody tr").first.locator(
+            "td", has_text="learning_rate"
+        )
+        expect(clipped).to_have_text(
+            "learning_rate=0.0100 (proposed 0.2000, clipped: above its bound)"
+        )
+        page.goto(f"{base}/#/session/{sid}/plots")
+        page.wait_for_function(
+            "() => document.querySelector('#slice-n_steps')?.layout?.xaxis?.type", timeout=60_000
+        )
+        axes = page.evaluate(
+            "() => ['n_steps', 'learning_rate'].map(k => "
+            "document.querySelector('#slice-' + k).layout.xaxis.type)"
+        )
+        assert axes == ["log", "log"]
+        bars = page.evaluate("() => document.querySelector('#edf-chart').layout.xaxis.title.text")
+        assert bars == "Sharpe, fold mean \u2212 1 SE"
     assert not errors, errors

@@ -17,7 +17,7 @@ export function trialAxis(idx, title = "trial #") {
   return { title: { text: title }, tickformat: "d", ...(span <= 12 ? { dtick: 1 } : {}) };
 }
 
-export function historyFigure(h, name = "") {
+export function historyFigure(h, name = "", label = "validation objective") {
   // one series a status, named as the trials table names it; a raced-out trial's score is
   // its first folds' only: drawn open, apart from the comparable ones
   const hover = "#%{x}: %{y:.4g}<extra>%{fullData.name}</extra>";
@@ -36,7 +36,7 @@ export function historyFigure(h, name = "") {
   if (h.baseline != null && h.idx.length) data.push({ type: "scatter", mode: "lines", name: name + "default", x: [h.idx[0], h.idx[h.idx.length - 1]], y: [h.baseline, h.baseline], line: { dash: "dot", color: "#5a6375" }, hovertemplate: "default: %{y:.4g}<extra></extra>" });
   const shown = h.sampled ? `, ${h.idx.length.toLocaleString("en-US")} drawn` : "";
   return { data, layout: layout({ title: `Optimisation history (${h.total.toLocaleString("en-US")} search trials${shown})`, hovermode: "closest",
-    xaxis: trialAxis(h.idx), yaxis: { title: { text: "validation objective" }, tickformat: ".3~g" } }) };
+    xaxis: trialAxis(h.idx), yaxis: { title: { text: label }, tickformat: ".3~g" } }) };
 }
 
 // About n round values from lo to hi (an axis's ticks).

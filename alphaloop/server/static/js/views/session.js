@@ -43,8 +43,9 @@ function showPulse(p, row) {
     ["status", el("span", { class: statusClass(p.status) }, p.status), s.final?.stop_reason || null],
     ["search trials", `${p.counted}/${s.budget}`, `${p.trials} journaled rows (baseline seeds, confirmations, TEST included)`],
     ["mode", s.mode, `proposer ${s.proposer}`, "secondary"],
-    ["metric", s.objective.metric + (s.objective.max_drawdown != null ? ` (MDD < ${Math.round(100 * s.objective.max_drawdown)}%)` : ""), null, "secondary"],
-    [p.best?.final ? "pick (validation)" : "best so far (validation)", bestNode, hint + (who ? "" : "")],
+    ["objective", p.objective.label, p.objective.explained, "wide"],
+    ["limits", p.objective.admissible === false ? el("span", { class: "outside", id: "outside-limits" }, `NOT WITHIN THE LIMITS: ${p.objective.admissible_reason || p.objective.limits}`) : p.objective.limits || "none", p.objective.admissible_reason, p.objective.admissible === false ? "wide" : "secondary"],
+    [p.best?.final ? "pick (validation)" : "best so far (validation)", bestNode, hint + (p.best?.sharpe != null ? `; Sharpe ${num(p.best.sharpe)}` : "")],
     row && ["pick TEST", num(row.best_test), "the pick's objective on the sealed TEST window"],
     row && ["default TEST", num(row.default_test)],
     row && ["vs 1/N (TEST)", versus(row.vs_equal_weight), null, row.vs_equal_weight?.note ? "wide" : ""],
@@ -73,17 +74,19 @@ async function historyTab(body, sid, ctx, first) {
     } catch (e) { read.textContent = e.message; }
   });
   let sig = "";
+  let label = "validation objective";
   const draw = async (h) => {
     if (!ctx.alive || !h.idx.length) { if (!h.idx.length) chart.replaceChildren(el("p", { class: "muted" }, "no search trial yet")); return; }
     // drawn at once on a canvas while plotly.js is not run yet (a cold load) or the history is
     // long (plotly's chart of thousands of points takes a tenth of a second or more)
     if ((h.total > BIG || !window.Plotly) && !chart.querySelector(".main-svg")) { previewHistory(chart, h); await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))); }
-    await plot(chart, historyFigure(h), 340);
+    await plot(chart, historyFigure(h, "", label), 340);
   };
   return async (p) => {
     const next = `${p.trials}:${p.status}:${p.tail.map((t) => t.id + t.status).join(",")}`;
     if (next === sig) return;
     sig = next;
+    label = p.objective?.label ?? label;
     await draw(await (first.history || api(`/api/sessions/${sid}/history`)));
     first.history = null;
   };

@@ -11,13 +11,13 @@ const SCALE = [[0, "#dfe9f7"], [0.5, "#6f9fd8"], [1, "#123e7c"]];
 function scored(s) { return s.objective.map((o, i) => [o, i]).filter(([o]) => o != null); }
 
 // One small chart per knob that varied: its value against the objective.
-function sliceFigures(s) {
+function sliceFigures(s, logKnobs) {
   const pts = scored(s);
   return Object.entries(s.knobs).map(([k, values]) => ({ knob: k, fig: {
     data: [{ type: "scatter", mode: "markers", x: pts.map(([, i]) => values[i]), y: pts.map(([o]) => o),
       marker: { size: 5, color: pts.map(([, i]) => s.idx[i]), colorscale: SCALE, showscale: false }, text: pts.map(([, i]) => "#" + s.idx[i]),
       hovertemplate: `%{text}: ${k} %{x:.4g}, objective %{y:.4g}<extra></extra>` }],
-    layout: layout({ title: k, xaxis: { title: { text: k }, type: ["learning_rate"].includes(k) ? "log" : "linear" }, yaxis: { title: { text: s.metric } }, showlegend: false }) } }));
+    layout: layout({ title: k, xaxis: { title: { text: k }, type: logKnobs.has(k) ? "log" : "linear" }, yaxis: { title: { text: s.metric } }, showlegend: false }) } }));
 }
 
 // The mean objective on a grid over two knobs (empty cells left blank), the trials on top.
@@ -82,8 +82,12 @@ export async function render(body, sid, ctx) {
   const status = el("p", { class: "muted", id: "plots-status", role: "status" }, "reading the search\u2026");
   const grid = el("div", { class: "plots" });
   body.append(section("Search plots", status, grid));
-  const s = await api(`/api/sessions/${sid}/study`);
+  // a knob searched on a log scale is drawn on one: the scales are the server's (/api/knobs)
+  const [s, known, pulse] = await Promise.all([api(`/api/sessions/${sid}/study`), api("/api/knobs"), api(`/api/pulse?session_id=${encodeURIComponent(sid)}`)]);
+  const logKnobs = new Set(known.knobs.filter((k) => /log/.test(k.scale)).map((k) => k.name));
   if (!ctx.alive) return;
+  // every axis, colour bar and title names the objective as what it is, not the bare metric
+  s.metric = pulse.objective?.label ?? s.metric;
   const knobs = Object.keys(s.knobs);
   status.textContent = `${s.total.toLocaleString("en-US")} search trials` + (s.sampled ? `, ${s.idx.length.toLocaleString("en-US")} drawn (the best and an even spread of the rest)` : "") +
     `; ${knobs.length} knobs varied` + (s.n_folds ? `; ${s.n_folds} folds` : "");
@@ -103,7 +107,7 @@ export async function render(body, sid, ctx) {
   await plot(edf, edfFigure(s), 300);
   await plot(timeline, timelineFigure(s), 300);
   await plot(inter, intermediateFigure(s), 300);
-  for (const { knob, fig } of sliceFigures(s)) { const c = chartBox("slice-" + knob, "chart small"); slices.append(c); await plot(c, fig, 240); if (!ctx.alive) return; }
+  for (const { knob, fig } of sliceFigures(s, logKnobs)) { const c = chartBox("slice-" + knob, "chart small"); slices.append(c); await plot(c, fig, 240); if (!ctx.alive) return; }
   try {
     const r = await api(`/api/sessions/${sid}/plots/importance?evaluator=fanova`);
     if (!ctx.alive) return;

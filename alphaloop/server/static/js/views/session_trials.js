@@ -7,12 +7,20 @@ import { METRICS, STATUSES, knob, metric, metricLabel, num, seconds, statusClass
 import { parseHash, setQuery } from "../address.js";
 
 const LIMIT = 50;
-const KNOBS = ["lookback", "episode_len", "rebal_freq", "turnover_cost_bps", "vol_penalty", "learning_rate", "n_steps",
-  "batch_size", "gae_lambda", "gamma", "ent_coef", "n_epochs", "cvar_alpha", "max_position_pct", "n_scenarios", "cufolio_hold_days"];
+// The knobs' names, read from /api/knobs when the tab opens (the server's one list, never a copy).
+let KNOBS = [];
 const DEFAULT_COLS = ["sharpe", "max_drawdown", "annual_return"];
 const SEARCH_KINDS = ["search", "baseline", "confirm"];
 
-function changes(r) { return Object.entries(r.changes || {}).map(([k, v]) => `${k}=${knob(v)}`).join(", "); }
+// Each changed knob as it ran (the config's value), its clip beside it: a proposal out of bounds
+// ran at the bound, and the proposed value is not what the objective measured.
+function changes(r, clips) {
+  const clipped = Object.fromEntries((clips?.[r.id] || []).map((c) => [c.knob, c]));
+  return Object.entries(r.changes || {}).map(([k, v]) => {
+    const c = clipped[k], ran = r.config?.[k] ?? (c ? c.applied : v);
+    return `${k}=${knob(ran)}` + (c ? ` (proposed ${knob(c.proposed)}, clipped: ${c.reason})` : "");
+  }).join(", ");
+}
 function reason(r) {
   const parts = [r.error || r.reason || ""];
   if (r.status === "raced out" && r.partial_objective != null) parts.unshift(`${num(r.partial_objective)} on ${r.folds_run} of ${r.n_folds} folds`);
@@ -45,19 +53,19 @@ function apiQuery(st, extra = {}) {
   return q;
 }
 
-function columns(sid, st) {
+function columns(sid, st, clips = {}, label = "") {
   const cols = [
     { label: "#", num: true, sort: "idx", value: (r) => link(`#/session/${sid}/trial/${r.idx}`, String(r.idx)) },
     { label: "kind", sort: "kind", value: (r) => r.kind },
     { label: "status", sort: "status", value: (r) => el("span", { class: statusClass(r.status) }, r.status) },
-    { label: "objective", num: true, sort: "objective", value: (r) => num(r.objective), title: "comparable: over all of the trial's folds (a raced-out trial's partial score is in its reason)" },
+    { label: label ? `objective: ${label}` : "objective", num: true, sort: "objective", value: (r) => num(r.objective), title: "comparable: over all of the trial's folds (a raced-out trial's partial score is in its reason)" },
   ];
   for (const c of st.cols) {
     if (KNOBS.includes(c)) cols.push({ label: c, num: true, sort: c, value: (r) => knob(r.config?.[c]) });
     else cols.push({ label: metricLabel(c), num: true, sort: "metric_" + c, value: (r) => metric(c, r.metrics?.[c]) });
   }
   cols.push(
-    { label: "changed knobs", value: changes, cls: () => "wrap" },
+    { label: "changed knobs (as run)", value: (r) => changes(r, clips), cls: () => "wrap" },
     { label: "reason", value: reason, cls: () => "wrap reason" },
     { label: "time", num: true, sort: "elapsed_s", value: (r) => seconds(r.elapsed_s) });
   return cols;
@@ -89,6 +97,9 @@ function filterForm(st, onApply, onCsv) {
 
 export async function render(body, sid, ctx) {
   const st = state(parseHash().query);
+  const [{ knobs }, first] = await Promise.all([api("/api/knobs"), api(`/api/pulse?session_id=${encodeURIComponent(sid)}`)]);
+  KNOBS = knobs.map((k) => k.name);
+  const label = first.objective?.label ?? "";
   const holder = el("div", { id: "trials-holder" }), range = el("span", { id: "trials-range", class: "muted" });
   const prev = el("button", { type: "button", id: "trials-prev" }, "\u2190 previous"), next = el("button", { type: "button", id: "trials-next" }, "next \u2192");
   const tests = el("div", { id: "test-rows" });
@@ -98,7 +109,7 @@ export async function render(body, sid, ctx) {
     const page = await api(`/api/sessions/${sid}/trials?` + apiQuery(st, { offset: st.offset, limit: LIMIT }));
     if (!ctx.alive) return;
     total = page.total;
-    holder.replaceChildren(table(columns(sid, st), page.items, { id: "trials-table", sort: st.sort, order: st.order, empty: "no trial matches",
+    holder.replaceChildren(table(columns(sid, st, page.clips, label), page.items, { id: "trials-table", sort: st.sort, order: st.order, empty: "no trial matches",
       rowAttrs: (r) => ({ "data-id": r.id, "data-idx": r.idx }),
       onRow: (r) => { location.hash = `#/session/${sid}/trial/${r.idx}`; },
       onSort: (key) => { st.order = st.sort === key && st.order === "asc" ? "desc" : "asc"; st.sort = key; st.offset = 0; refresh().catch((e) => toast(e.message)); } }));

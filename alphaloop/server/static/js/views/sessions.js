@@ -15,6 +15,14 @@ function verdict(r) {
   return "\u2013";
 }
 
+// The session's limits, and a result outside them said so.
+export function limits(r) {
+  const o = r.objective;
+  if (!o || !o.limits) return "none";
+  if (o.admissible === false) return el("span", { class: "outside", title: o.admissible_reason || "" }, `outside: ${o.limits}`);
+  return o.limits + (o.admissible === true ? " \u2713" : "");
+}
+
 const COLUMNS = [
   { label: "", value: (r) => el("input", { type: "checkbox", class: "pick-compare", "aria-label": `compare ${r.id}`, dataset: { id: r.id } }) },
   { label: "#", num: true, value: (r) => r.n },
@@ -23,7 +31,9 @@ const COLUMNS = [
   { label: "mode", value: (r) => `${r.mode} \u00b7 ${r.proposer}`, title: "mode \u00b7 proposer" },
   { label: "status", value: (r) => el("span", { class: statusClass(r.status) }, r.status) },
   { label: "trials", num: true, value: (r) => `${r.trials}/${r.budget}`, title: "search trials counted against the budget" },
+  { label: "objective", value: (r) => r.objective?.label ?? "\u2013", title: "what the best's number is: the metric, over the folds (mean \u2212 1 SE)", cls: () => "wrap" },
   { label: "best (validation)", num: true, value: bestText, title: "the session's pick: finalize's once it ran, the incumbent before" },
+  { label: "limits", value: limits, cls: () => "wrap" },
   { label: "pick TEST", num: true, value: (r) => num(r.best_test) },
   { label: "default TEST", num: true, value: (r) => num(r.default_test) },
   { label: "vs 1/N (TEST)", value: (r) => versus(r.vs_equal_weight) },
