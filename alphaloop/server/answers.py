@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from alphaloop.ops.dashboard import SessionRow
 from alphaloop.ops.knobs import KnobInfo
@@ -155,6 +155,11 @@ class ValidationAnswer(BaseModel):
 
     model_config = _STRICT
 
+    finalize: JsonRow | None = Field(
+        default=None,
+        description="what finalize computed: PBO over the search (or why not), the pick's "
+        "probabilistic and deflated Sharpe, the gates' summary (null before finalize)",
+    )
     report: JsonRow | None
     headline: str | None
     verdict: SessionRow | None

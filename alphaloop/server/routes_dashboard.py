@@ -187,6 +187,12 @@ def importance(
     return ImportanceAnswer(**dict(imp), figure=figure)
 
 
+_FINALIZE_EVIDENCE = {
+    "pbo", "pbo_note", "probabilistic_sharpe", "deflated_sharpe", "dsr_set", "dsr_n_trials",
+    "n_effective_trials", "deflated_sharpe_effective", "gates_passed", "gates_summary",
+}  # fmt: skip
+
+
 @router.get("/sessions/{session_id}/validation", response_model=ValidationAnswer)
 def validation(request: Request, session_id: str = SessionPath) -> ValidationAnswer:
     """The newest validation report of a session (gates with reasons, PBO, deflated Sharpe,
@@ -195,7 +201,10 @@ def validation(request: Request, session_id: str = SessionPath) -> ValidationAns
     settings = _settings(request)
     report = ops.validate.latest_validation(settings, session_id)
     row = next((r for r in dashboard.session_rows(settings) if r.id == session_id), None)
+    final = ops.sessions.get_session(settings, session_id).final
     return ValidationAnswer(
+        # what finalize computed already (PBO over the search, the pick's deflated Sharpe)
+        finalize=final.model_dump(mode="json", include=_FINALIZE_EVIDENCE) if final else None,
         report=jsonable(report.journaled()) if report else None,
         # "NO-GO: beats_equal_weight failed (p-value 0.21, ...); ..." as the terminal says it.
         headline=report.gates.headline() if report else None,

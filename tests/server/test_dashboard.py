@@ -76,7 +76,7 @@ def test_session_list_has_status_best_and_verdict(home) -> None:
     assert nogo["status"] == "finished" and nogo["trials"] == N and nogo["pick"] == "default"
     # "best" is the pick: the default's baseline run (#N), not the best kept search trial
     assert nogo["best"] == {"trial_id": nogo["best"]["trial_id"], "idx": N, "kind": "baseline",
-                            "objective": 0.5, "final": True}  # fmt: skip
+                            "objective": 0.5, "final": True, "sharpe": 0.5}  # fmt: skip
     assert nogo["best_validation"] == 0.5 and nogo["best_test"] == 0.3
     assert nogo["default_test"] == 0.3 and nogo["go"] is False
     assert nogo["vs_equal_weight"]["difference"] == pytest.approx(-0.2)

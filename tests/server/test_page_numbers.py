@@ -5,6 +5,7 @@ exist named as such."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
@@ -16,13 +17,16 @@ from alphaloop.ops import pm as ops_pm
 from alphaloop.ops.policies import activate_policy
 from alphaloop.settings import Settings, get_settings
 
-from .helpers import CHROMIUM, live_server, new_session, page_at
+from .helpers import CHROMIUM, add_trials, live_server, new_session, page_at
 
 try:
     from tests.pm.helpers import add_policy
 except ImportError:  # plain ``pytest``
     from pm.helpers import add_policy  # type: ignore[no-redef]
 
+SESSION = ["research", "maximise Sharpe", "--mode", "cufolio_only", "--data", "synthetic",
+           "--noise-seeds", "2", "--proposer", "random", "--seed", "5", "--budget", "4",
+           "--json"]  # fmt: skip
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(CHROMIUM is None, reason="no system chromium on PATH"),
@@ -189,4 +193,83 @@ def test_the_objective_its_limits_and_the_knobs_as_they_ran(limited) -> None:
         assert axes == ["log", "log"]
         bars = page.evaluate("() => document.querySelector('#edf-chart').layout.xaxis.title.text")
         assert bars == "Sharpe, fold mean \u2212 1 SE"
+    assert not errors, errors
+
+
+def test_the_validation_tab_shows_finalize_and_runs_the_full_validation(
+    settings: Settings,
+) -> None:
+    """Before any `validate`, the tab shows the PBO and deflated Sharpe finalize computed, the
+    pick's Sharpe to the header's 4 digits, and runs the full validation from its button."""
+    from playwright.sync_api import expect
+    from typer.testing import CliRunner
+
+    from alphaloop.cli import app
+
+    run = CliRunner().invoke(app, SESSION)
+    assert run.exit_code == 0, run.output
+    sid = json.loads(run.stdout)["session"]["id"]
+    with Journal(settings.journal_path) as j:
+        final = j.sessions.get(sid).final
+    assert final is not None and final.deflated_sharpe is not None
+    with (
+        live_server(settings) as base,
+        page_at(base, 1400, f"#/session/{sid}/validation") as (
+            page,
+            errors,
+        ),
+    ):
+        said = page.locator("#validation-finalize")
+        expect(said).to_contain_text(f"deflated Sharpe {_num(final.deflated_sharpe, 3)}")
+        if final.pbo is not None:
+            expect(said).to_contain_text(f"PBO {100 * final.pbo:.0f}%")
+        else:
+            expect(said).to_contain_text(f"PBO: {final.pbo_note}")
+        ew = (final.excess or {}).get("equal_weight")
+        sharpe = getattr(getattr(ew, "test", None), "sharpe_a", None)
+        if sharpe is not None:
+            row = page.locator("#validation-compare tbody tr").first
+            expect(row.locator("td").nth(1)).to_have_text(_num(sharpe))
+        expect(page.locator("#validation-gates")).to_have_count(0)
+        page.click("#validate-run")
+        expect(page.locator("#validation-gates tbody tr").first).to_be_visible(timeout=240_000)
+    assert not errors, errors
+
+
+def _num(x: float, sig: int = 4) -> str:
+    """``x`` as the page's num() writes it: ``sig`` significant digits, at most 4 decimals."""
+    import math
+
+    digits = 0 if x == 0 else min(4, max(0, sig - 1 - math.floor(math.log10(abs(x)))))
+    return f"{x:.{digits}f}"
+
+
+def test_compare_names_each_sessions_metric_on_its_own_axis(limited) -> None:
+    """A Sharpe session and a Sortino one side by side: each row names its objective, and
+    their histories are drawn on two axes, each titled with its metric."""
+    from playwright.sync_api import expect
+
+    settings, sharpe = limited
+    with Journal(settings.journal_path) as j:
+        sortino = new_session(j, goal="maximise Sortino",
+                              objective={"metric": "sortino", "max_drawdown": None})  # fmt: skip
+        add_trials(j, sortino, 3)
+    with (
+        live_server(settings) as base,
+        page_at(base, 1400, f"#/compare/{sharpe}/{sortino}") as (
+            page,
+            errors,
+        ),
+    ):
+        table = page.locator("#compare-table")
+        expect(table).to_contain_text("Sharpe, fold mean \u2212 1 SE")
+        expect(table).to_contain_text("Sortino (validation)")
+        page.wait_for_function(
+            "() => !!document.querySelector('#compare-history')?.dataset.axes", timeout=30_000
+        )
+        titles = page.evaluate(
+            "() => { const l = document.querySelector('#compare-history').layout; "
+            "return [l.yaxis.title.text, l.yaxis2 && l.yaxis2.title.text]; }"
+        )
+        assert titles == ["A: Sharpe, fold mean \u2212 1 SE", "B: Sortino (validation)"]
     assert not errors, errors

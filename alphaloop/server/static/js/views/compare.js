@@ -3,9 +3,9 @@
 import { api } from "../api.js";
 import { el, link, section, table } from "../dom.js";
 import { METRICS, knob, metric, num, statusClass, versus } from "../format.js";
-import { historyFigure } from "../history.js";
+import { historyFigure, trialAxis } from "../history.js";
 import { chartBox, layout, plot } from "../plot.js";
-import { bestText } from "./sessions.js";
+import { bestText, limits } from "./sessions.js";
 import { datesOf, equityFigure } from "./trial.js";
 
 const COLORS = ["#1d5fbf", "#c2410c"];
@@ -32,7 +32,7 @@ async function sessions(root, ids, ctx) {
   const rows = ids.map((id) => list.find((s) => s.id === id) || { id, goal: "(no such session)" });
   const fields = [
     ["goal", (r) => r.goal], ["mode", (r) => r.mode], ["proposer", (r) => r.proposer], ["status", (r) => r.status],
-    ["search trials", (r) => (r.budget ? `${r.trials}/${r.budget}` : "\u2013")], ["best (validation)", bestText],
+    ["search trials", (r) => (r.budget ? `${r.trials}/${r.budget}` : "\u2013")], ["objective", (r) => r.objective?.label ?? "\u2013"], ["best (validation)", bestText], ["limits", (r) => (r.objective ? limits(r) : "\u2013")],
     ["pick", (r) => r.pick ?? "\u2013"], ["pick TEST", (r) => num(r.best_test)], ["default TEST", (r) => num(r.default_test)],
     ["vs 1/N (TEST)", (r) => versus(r.vs_equal_weight)], ["vs default (TEST)", (r) => versus(r.vs_default)],
     ["verdict", (r) => (r.go == null ? "\u2013" : r.go ? "GO" : "NO-GO")]];
@@ -43,12 +43,18 @@ async function sessions(root, ids, ctx) {
   root.append(section("Optimisation histories", chart));
   const hs = await Promise.all(ids.map((id) => api(`/api/sessions/${id}/history`).catch(() => null)));
   if (!ctx.alive) return;
+  // two objectives that are not the same number (Sharpe and Sortino, say) never share an axis
+  const labels = rows.map((r) => r.objective?.label ?? "validation objective");
+  const apart = labels[0] !== labels[1];
   const data = [];
   hs.forEach((h, i) => { if (!h) return;
     const fig = historyFigure(h, `${"AB"[i]}: `);
-    for (const tr of fig.data) { if (tr.marker) tr.marker.color = COLORS[i]; if (tr.line) tr.line.color = COLORS[i]; tr.opacity = tr.mode === "markers" ? 0.5 : 1; data.push(tr); } });
+    for (const tr of fig.data) { if (tr.marker) tr.marker.color = COLORS[i]; if (tr.line) tr.line.color = COLORS[i]; tr.opacity = tr.mode === "markers" ? 0.5 : 1; if (apart && i === 1) tr.yaxis = "y2"; data.push(tr); } });
+  const axis = (i) => ({ title: { text: apart ? `${"AB"[i]}: ${labels[i]}` : labels[0] }, tickformat: ".3~g" });
   await plot(chart, { data, layout: layout({ title: "Optimisation histories of A and B", hovermode: "closest",
-    xaxis: { title: { text: "trial #" } }, yaxis: { title: { text: "validation objective" }, tickformat: ".3~g" } }) }, 380);
+    xaxis: { ...trialAxis(hs.flatMap((h) => h?.idx ?? []).sort((x, y) => x - y)) }, yaxis: axis(0),
+    ...(apart ? { yaxis2: { ...axis(1), overlaying: "y", side: "right", showgrid: false }, margin: { r: 64 } } : {}) }) }, 380);
+  chart.dataset.axes = JSON.stringify(apart ? [labels[0], labels[1]] : [labels[0]]);
 }
 
 async function trials(root, parts, ctx) {

@@ -1,26 +1,53 @@
 // The validation tab: the newest `alphaloop validate` report (gates with their reasons, PBO,
 // deflated Sharpe, walk-forward, stress) next to what finalize found against 1/N and the
 // default on TEST.
-import { api } from "../api.js";
+import { api, followJob, post, toast } from "../api.js";
 import { el, section, table } from "../dom.js";
 import { num, pct, signed } from "../format.js";
 
 function byStrategy(metrics, key, f) { return Object.entries(metrics || {}).map(([k, m]) => `${k} ${f(m?.[key])}`).join(", "); }
 
-export async function render(body, sid) {
+// What finalize computed already: PBO over the search and the pick's deflated Sharpe.
+function finalizeText(f) {
+  if (!f) return "finalize has not run yet";
+  const pbo = f.pbo != null ? `PBO ${pct(f.pbo, 0)}` : `PBO: ${f.pbo_note || "not computed"}`;
+  const dsr = f.deflated_sharpe != null ? `deflated Sharpe ${num(f.deflated_sharpe, 3)}` + (f.dsr_n_trials ? ` over ${f.dsr_n_trials} trials` + (f.dsr_set ? ` (${f.dsr_set})` : "") : "") : "deflated Sharpe: not computed";
+  const psr = f.probabilistic_sharpe != null ? `, probabilistic Sharpe ${num(f.probabilistic_sharpe, 3)}` : "";
+  return `finalize computed: ${pbo}, ${dsr}${psr}` + (f.gates_summary ? `; gates: ${f.gates_summary}` : "");
+}
+
+function validateButton(sid, ctx, body) {
+  const status = el("span", { class: "muted", id: "validate-status", role: "status" });
+  const button = el("button", { type: "button", id: "validate-run" }, "Run the full validation");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const job = await post(`/api/sessions/${sid}/validate`, {});
+      status.textContent = `validation running (job ${job.job_id})\u2026`;
+      const done = await followJob(job.job_id, () => ctx.alive);
+      if (!done) return;
+      if (done.error) { status.textContent = `validation ${done.status}: ${done.error.message}`; return; }
+      body.replaceChildren(); await render(body, sid, ctx);
+    } catch (e) { toast(e.message); status.textContent = ""; } finally { button.disabled = false; }
+  });
+  return el("div", { class: "row" }, button, status);
+}
+
+export async function render(body, sid, ctx = { alive: true }) {
   const v = await api(`/api/sessions/${sid}/validation`);
   const verdict = v.verdict, r = v.report;
   const compare = table([
     { label: "the pick against", value: (c) => (c.reference === "equal_weight" ? "1/N (equal weight)" : "the default config") },
-    { label: "Sharpe of the pick", num: true, value: (c) => num(c.sharpe_pick, 3) },
-    { label: "Sharpe of the reference", num: true, value: (c) => num(c.sharpe_reference, 3) },
+    { label: "Sharpe of the pick", num: true, value: (c) => num(c.sharpe_pick) },
+    { label: "Sharpe of the reference", num: true, value: (c) => num(c.sharpe_reference) },
     { label: "difference", num: true, value: (c) => c.note || signed(c.difference, 3) },
     { label: "p-value", num: true, value: (c) => (c.note ? "\u2013" : num(c.p_value, 3)) },
   ], verdict ? [verdict.vs_equal_weight, verdict.vs_default].filter(Boolean) : [], { id: "validation-compare", empty: "finalize has not run yet" });
   const summary = el("p", { id: "validation-summary", class: "headline" });
-  body.append(section("Validation", summary, el("h3", null, "TEST: the pick against the references (paired Sharpe test)"), compare));
+  body.append(section("Validation", summary, el("p", { id: "validation-finalize" }, finalizeText(v.finalize)), validateButton(sid, ctx, body),
+    el("h3", null, "TEST: the pick against the references (paired Sharpe test)"), compare));
   if (!r) {
-    summary.textContent = `no validation report yet: run \`${v.command}\`` + (verdict && verdict.pick ? ` (finalize picked the ${verdict.pick}${verdict.go === false ? "; NO-GO" : ""})` : "");
+    summary.textContent = `no full validation report yet: run it here or \`${v.command}\`` + (verdict && verdict.pick ? ` (finalize picked the ${verdict.pick}${verdict.go === false ? "; NO-GO" : ""})` : "");
     return;
   }
   const pbo = r.pbo;
