@@ -47,7 +47,8 @@ def test_the_table_json_and_page_name_the_same_best(settings: Settings) -> None:
     listed = CliRunner().invoke(app, ["sessions", "--json"])
     best = {r["id"]: r["best"] for r in json.loads(listed.stdout)}
     assert best[done] == {"trial_id": base.id, "idx": base.idx, "kind": "baseline",
-                          "objective": 0.8747, "final": True}  # fmt: skip
+                          "objective": 0.8747, "final": True,
+                          "sharpe": 0.8747}  # fmt: skip
     assert best[running]["trial_id"] == kept.id and not best[running]["final"]
     page = {r.id: r.best.model_dump() for r in session_rows(settings) if r.best}
     for sid in (done, running):

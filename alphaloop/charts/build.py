@@ -16,6 +16,7 @@ from alphaloop.charts.series import SeriesSource
 from alphaloop.charts.validation import validation_figure
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
+from alphaloop.journal.status import RACED_OUT
 from alphaloop.validation.report import ValidationReport
 
 CHART_KINDS: dict[str, str] = {
@@ -139,10 +140,18 @@ def build_chart(
     return _replayed_chart(name, journal, session, trial, series)
 
 
+def raced_out(journal: Journal, session_id: str) -> frozenset[int]:
+    """The indexes of the session's search trials raced out after their first folds (the
+    journal's shown status): their partial scores are drawn apart from the full ones."""
+    cols = journal.trials.objective_columns(session_id)
+    return frozenset(i for i, s in zip(cols["idx"], cols["status"], strict=True) if s == RACED_OUT)
+
+
 def _session_chart(name: str, journal: Journal, session: SessionRecord) -> Chart:
     """A chart of every trial of ``session``: its research progress or its validation."""
     if name == "research_progress":
-        figure = research_progress(session, journal.trials.of_session(session.id))
+        trials = journal.trials.of_session(session.id)
+        figure = research_progress(session, trials, raced_out(journal, session.id))
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
     events = journal.logs.events(session.id, kind=EventKind.validated)
     report = ValidationReport.read(events[-1].payload) if events else None

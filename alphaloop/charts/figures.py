@@ -22,6 +22,7 @@ REWARD_TRACE = "mean episode reward"
 BASELINE_TRACE = "baseline"
 KEPT_TRACE = "kept"
 DISCARDED_TRACE = "discarded"
+RACED_TRACE = "raced out (partial)"
 FAILED_TRACE = "crashed / invalid"
 BEST_TRACE = "best so far"
 BASELINE_MEAN_TRACE = "baseline mean"
@@ -88,7 +89,9 @@ def _markers(
     )
 
 
-def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> go.Figure:
+def research_progress(
+    session: SessionRecord, trials: Sequence[TrialRecord], raced: frozenset[int] = frozenset()
+) -> go.Figure:
     """The objective of every baseline and search trial of a session, in the order they ran.
 
     Kept trials are stars, discarded ones grey dots, crashed / timed-out / invalid ones red
@@ -96,7 +99,10 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
     the loop compared each trial with (the baseline mean until a trial is kept), and the band
     is the baseline mean plus or minus twice the noise floor: where seed luck alone lands most
     runs of the default config (the keep rule's own margin is a t-margin, see
-    ``meta_agent.keep_rule``).
+    ``meta_agent.keep_rule``). The search trials of ``raced`` (their indexes: raced out after
+    their first folds, see ``journal.status``) are apart, open circles: their partial score
+    ranks with no full one. A finalized session's pick is in the figure's meta (``pick``), so
+    a reader names the page's pick.
 
     Raises:
         InvalidRequest: the session has no finished trial yet.
@@ -126,13 +132,18 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
             "baseline_mean": base_mean,
             "noise_floor": session.noise_floor,
             "budget": session.budget,
+            "pick": _pick(session, rows),
         },
     )
     if base_mean is not None:
         span = (rows[0].idx - 0.5, rows[-1].idx + 0.5)
         _baseline_lines(fig, span, base_mean, session.noise_floor)
     _markers(fig, base, BASELINE_TRACE, COLORS["baseline"], "diamond")
-    _markers(fig, _search(rows, "discard"), DISCARDED_TRACE, COLORS["discarded"], "circle", 8)
+    discarded = _search(rows, "discard")
+    _markers(fig, [t for t in discarded if t.idx not in raced], DISCARDED_TRACE,
+             COLORS["discarded"], "circle", 8)  # fmt: skip
+    _markers(fig, [t for t in discarded if t.idx in raced], RACED_TRACE, COLORS["discarded"],
+             "circle-open", 8)  # fmt: skip
     _markers(fig, _search(rows, "keep"), KEPT_TRACE, COLORS["kept"], "star", 14)
     best_x, best_y = _incumbent(rows)
     if best_x:
@@ -148,6 +159,16 @@ def research_progress(session: SessionRecord, trials: Sequence[TrialRecord]) -> 
         )
     _failed_markers(fig, rows)
     return fig
+
+
+def _pick(session: SessionRecord, rows: list[TrialRecord]) -> dict[str, float | int] | None:
+    """Finalize's pick (its index and objective), or None before finalize."""
+    if session.final is None or session.best_trial_id is None:
+        return None
+    pick = next((t for t in rows if t.id == session.best_trial_id), None)
+    if pick is None or pick.objective is None:
+        return None
+    return {"idx": pick.idx, "objective": pick.objective}
 
 
 def _search(rows: list[TrialRecord], status: str) -> list[TrialRecord]:

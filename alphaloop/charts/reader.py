@@ -146,17 +146,19 @@ def _best_bullets(
     """Where the best came from, and how far it is from the baseline mean."""
     bullets = []
     bm, floor = meta.get("baseline_mean"), meta.get("noise_floor")
-    if best is not None and kept:
+    if best is not None and best[0] in {r[0] for r in kept}:
         nth = search_idx.index(best[0]) + 1 if best[0] in search_idx else len(search_idx)
         bullets.append(
             f"Best: trial #{best[0]} with {metric} {best[1]:.3f}, reached at search trial {nth} "
             f"of {len(search_idx)}."
         )
     elif best is not None:
-        bullets.append(
-            f"No search trial was kept; the best is baseline run #{best[0]} with {metric} "
-            f"{best[1]:.3f}."
+        who = (
+            "Finalize picked the default: baseline run"
+            if meta.get("pick")
+            else "No search trial was kept; the best is baseline run"
         )
+        bullets.append(f"{who} #{best[0]} with {metric} {best[1]:.3f}.")
     if bm is not None and best is not None:
         diff = best[1] - bm
         noise = f", {diff / floor:.1f} times the noise floor {floor:.3f}" if floor else ""
@@ -213,21 +215,27 @@ def _research_progress(fig: go.Figure) -> Reading:
     meta = figure_meta(fig)
     metric = meta.get("metric", "objective")
     base, kept = _rows(fig, F.BASELINE_TRACE), _rows(fig, F.KEPT_TRACE)
-    dropped = _rows(fig, F.DISCARDED_TRACE)
+    dropped, raced = _rows(fig, F.DISCARDED_TRACE), _rows(fig, F.RACED_TRACE)
     fx, _, fcustom = xy(fig, F.FAILED_TRACE)
     failed = [(int(i), str(c[1]), str(c[2]), str(c[3])) for i, c in zip(fx, fcustom, strict=False)]
-    search_idx = sorted([r[0] for r in kept + dropped] + [f[0] for f in failed if f[3] == "search"])
+    search_idx = sorted(
+        [r[0] for r in kept + dropped + raced] + [f[0] for f in failed if f[3] == "search"]
+    )
     bm, floor = meta.get("baseline_mean"), meta.get("noise_floor")
     # Ties go to the earlier trial, as in the journal's leaderboard.
     best = max(kept, key=lambda r: (r[1], -r[0])) if kept else None
     if best is None and base:
         best = max(base, key=lambda r: (r[1], -r[0]))
+    pick = meta.get("pick")
+    if pick:  # finalize's pick, as the page names it (not the luckiest baseline seed)
+        best = (int(pick["idx"]), float(pick["objective"]), "")
     facts: dict[str, Any] = {
         "metric": metric,
         "search_trials": len(search_idx),
         "baseline_runs": len(base),
         "kept": len(kept),
         "discarded": len(dropped),
+        "raced_out": len(raced),
         "failed": len(failed),
         "baseline_mean": bm,
         "noise_floor": floor,
@@ -242,8 +250,9 @@ def _research_progress(fig: go.Figure) -> Reading:
     unrun = f" ({plural(invalid, 'invalid proposal')}, not counted, never ran)" if invalid else ""
     bullets = [
         f"{plural(ran, 'search trial')}{of} ran after {plural(len(base), 'baseline run')}: "
-        f"{len(kept)} kept, {len(dropped)} discarded, {len(failed) - invalid} crashed or timed "
-        f"out{unrun}."
+        f"{len(kept)} kept, {len(dropped)} discarded, "
+        + (f"{len(raced)} raced out (partial scores, not ranked), " if raced else "")
+        + f"{len(failed) - invalid} crashed or timed out{unrun}."
     ]
     bullets += _best_bullets(kept, best, search_idx, metric, meta)
     bullets += _plateau_since(kept, search_idx)

@@ -483,7 +483,7 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
     """
     # Imported here: plotly is not a cost every journal read should pay.
     from alphaloop.charts import Chart, ratio_curve, research_progress
-    from alphaloop.charts.build import ALL_RUNS_GOAL
+    from alphaloop.charts.build import ALL_RUNS_GOAL, raced_out
 
     if kind not in ("research_progress", "ratio_curve"):
         raise ValueError(f"metrics_chart draws research_progress or ratio_curve, not {kind!r}")
@@ -503,5 +503,5 @@ def metrics_chart(settings: Settings, kind: str, session_id: str | None = None) 
                 )
             session_id = newest[0].id
         s = j.sessions.get(session_id)
-        figure = research_progress(s, j.trials.of_session(s.id, series=False))
+        figure = research_progress(s, j.trials.of_session(s.id, series=False), raced_out(j, s.id))
     return Chart(kind=kind, figure=figure, goal=s.goal, session_id=s.id)

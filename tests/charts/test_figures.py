@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from typing import Any
 
 import numpy as np
 import pytest
 
 from alphaloop.charts import build_chart, chart_kind, research_progress, training_curve
+from alphaloop.charts.build import raced_out
 from alphaloop.charts.figures import (
     BASELINE_MEAN_TRACE,
     BASELINE_TRACE,
@@ -18,6 +20,7 @@ from alphaloop.charts.figures import (
     FAILED_TRACE,
     KEPT_TRACE,
     NOISE_BAND_TRACE,
+    RACED_TRACE,
     REWARD_TRACE,
     SHARPE_TRACE,
 )
@@ -64,8 +67,11 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
         session = j.sessions.get(lab.research_id)
         rows = j.trials.of_session(lab.research_id)
         chart = build_chart("research_progress", j, session_id=lab.research_id)
+        raced = raced_out(j, lab.research_id)
     fig = traces(chart.figure)
+    assert raced  # the lab's session races: its raced-out trials are drawn apart
     assert set(fig) == {
+        RACED_TRACE,
         NOISE_BAND_TRACE,
         BASELINE_MEAN_TRACE,
         BASELINE_TRACE,
@@ -75,8 +81,9 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
         BEST_TRACE,
     }
 
-    def points(status: str, kind: str = "search") -> list[tuple[int, float | None]]:
-        return [(t.idx, t.objective) for t in rows if t.kind == kind and t.status == status]
+    def points(status: str, kind: str = "search", apart: bool = False) -> list[tuple[int, Any]]:
+        return [(t.idx, t.objective) for t in rows
+                if t.kind == kind and t.status == status and (t.idx in raced) == apart]  # fmt: skip
 
     assert list(zip(fig[BASELINE_TRACE].x, fig[BASELINE_TRACE].y, strict=True)) == points(
         "keep", "baseline"
@@ -84,6 +91,9 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
     assert list(zip(fig[KEPT_TRACE].x, fig[KEPT_TRACE].y, strict=True)) == points("keep")
     assert list(zip(fig[DISCARDED_TRACE].x, fig[DISCARDED_TRACE].y, strict=True)) == points(
         "discard"
+    )
+    assert list(zip(fig[RACED_TRACE].x, fig[RACED_TRACE].y, strict=True)) == points(
+        "discard", apart=True
     )
     # The invalid reply is drawn (below every drawn objective: it has none); test rows are not.
     assert list(fig[FAILED_TRACE].x) == [idx for idx, _ in points("invalid")] == [6]
@@ -94,7 +104,7 @@ def test_research_progress_marks_every_trial(lab: Lab) -> None:
     assert fig[FAILED_TRACE].customdata[0][1] == "invalid"
     drawn = [
         x
-        for name in (BASELINE_TRACE, KEPT_TRACE, DISCARDED_TRACE, FAILED_TRACE)
+        for name in (BASELINE_TRACE, KEPT_TRACE, DISCARDED_TRACE, RACED_TRACE, FAILED_TRACE)
         for x in fig[name].x
     ]
     # Confirmation re-runs of a candidate are not trials of their own: the candidate stands.
@@ -127,15 +137,21 @@ def test_ratio_curve_ranks_every_completed_trial(lab: Lab) -> None:
         sessions = j.sessions.list()
         every = [t for s in sessions for t in j.trials.of_session(s.id)]
         chart = build_chart("ratio_curve", j)
+        raced = {(s.id, i) for s in sessions for i in raced_out(j, s.id)}
     completed = [
-        t for t in every if t.kind in ("search", "baseline") and t.status in ("keep", "discard")
+        t
+        for t in every
+        if t.kind in ("search", "baseline")
+        and t.status in ("keep", "discard")
+        and (t.session_id, t.idx) not in raced
     ]
-    # 3 baselines + 3 finished search trials of the session, and the manual run.
-    assert len(completed) == 7
+    # 3 baselines + the 2 search trials scored on every fold (a third was raced out: its
+    # partial score ranks with no full one), and the manual run.
+    assert len(raced) == 1 and len(completed) == 6
     fig = traces(chart.figure)
     assert set(fig) == {SHARPE_TRACE, DRAWDOWN_TRACE}
     bars, dd = fig[SHARPE_TRACE], fig[DRAWDOWN_TRACE]
-    assert list(bars.x) == list(dd.x) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(bars.x) == list(dd.x) == [1, 2, 3, 4, 5, 6]
     ranked = sorted(completed, key=lambda t: -t.metrics["sharpe"])
     assert list(bars.y) == [t.metrics["sharpe"] for t in ranked]
     assert list(dd.y) == [t.metrics["max_drawdown"] for t in ranked]

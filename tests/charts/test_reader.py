@@ -10,6 +10,7 @@ import pytest
 
 from alphaloop.charts import CHART_KINDS, build_chart, read_embedded, read_figure, training_curve
 from alphaloop.charts._reading import drawdown
+from alphaloop.charts.build import raced_out
 from alphaloop.journal import TrialRecord
 from alphaloop.metrics import max_drawdown
 from alphaloop.ops.series import SessionSeries
@@ -55,6 +56,7 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
         best = j.trials.best(lab.research_id)
         search = [t for t in j.trials.of_session(lab.research_id, "search")]
         chart = build_chart("research_progress", j, session_id=lab.research_id)
+        raced = raced_out(j, lab.research_id)
     facts, bullets = read_figure(chart.figure)
     assert facts["best"] == {"trial": best.idx, "objective": best.objective, "kept": True}
     [line] = [b for b in bullets if b.startswith("Best:")]
@@ -64,9 +66,11 @@ def test_best_point_bullet_matches_the_journal(lab: Lab) -> None:
         f"{nth} of {len(search)}."
     )
     counts = {s: sum(t.status == s for t in search) for s in ("keep", "discard", "invalid")}
-    assert (facts["kept"], facts["discarded"], facts["failed"]) == (
+    # a raced-out trial (journaled discard) is counted as raced out, as the page says it
+    assert (facts["kept"], facts["discarded"], facts["raced_out"], facts["failed"]) == (
         counts["keep"],
-        counts["discard"],
+        counts["discard"] - len(raced),
+        len(raced),
         counts["invalid"],
     )
     # Invalid rows never ran: the first bullet does not count them in the budget.
@@ -107,7 +111,7 @@ def test_ratio_read_names_the_best_run(lab: Lab) -> None:
         "trial": top.idx,
         "sharpe": top.metrics["sharpe"],
     }
-    assert facts["trials"] == 7 and facts["runs"] == 2 and facts["manual_runs"] == 1
+    assert facts["trials"] == 6 and facts["runs"] == 2 and facts["manual_runs"] == 1
     assert f"Sharpe {top.metrics['sharpe']:.3f}, trial #{top.idx} of {top.session_id}" in bullets[1]
 
 
