@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from alphaloop.meta_agent.events import LoopEvent as LoopEvent
     from alphaloop.meta_agent.events import OnEvent
     from alphaloop.ops.goal import Understood
-    from alphaloop.ops.requests import ResearchRequest
 
 
 def session_spec(request: BaseModel) -> SessionSpec:
