@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from alphaloop.metrics import ObjectiveMetric
+from alphaloop.vocabulary import Metric as ObjectiveMetric
 
 # What a goal may set, each as its flag names it (the gate's flag takes NAME=VALUE).
 FLAGS = {
