@@ -16,6 +16,7 @@ from alphaloop.knobs import BoundsClip, TrialConfig, config_hash
 from alphaloop.ops import pm as ops_pm
 from alphaloop.ops.policies import activate_policy
 from alphaloop.settings import Settings, get_settings
+from alphaloop.spec import SessionSpec
 
 from .helpers import CHROMIUM, add_trials, live_server, new_session, page_at
 
@@ -120,6 +121,11 @@ def test_a_sessions_history_its_trial_and_a_missing_session(in_finished_session:
     assert not errors, errors
 
 
+# The session's spec: PPO, scored on 3 folds, under a 15% drawdown limit.
+SPEC = SessionSpec(goal="maximise Sharpe, max drawdown under 15%", mode="ppo_only",
+                   data="synthetic", folds=3)  # fmt: skip
+
+
 @pytest.fixture
 def limited(settings: Settings) -> tuple[Settings, str]:
     """A finished PPO session of 3 folds under a 15% drawdown limit whose result broke it (as
@@ -128,7 +134,7 @@ def limited(settings: Settings) -> tuple[Settings, str]:
     with Journal(settings.journal_path) as j:
         sid = new_session(j, goal="maximise Sharpe, max drawdown under 15%", mode="ppo_only",
                           objective={"metric": "sharpe", "max_drawdown": 0.15},
-                          settings={"spec": {"folds": 3}})  # fmt: skip
+                          settings={"spec": SPEC.model_dump(mode="json")})  # fmt: skip
         for i, (lr, steps) in enumerate([(0.01, 64), (1e-4, 512), (3e-4, 4096)]):
             config = TrialConfig(learning_rate=lr, n_steps=steps)
             row = j.trials.start(sid, kind="search", config=config.model_dump(),
