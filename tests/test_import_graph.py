@@ -219,6 +219,66 @@ def package_graph() -> dict[str, set[str]]:
     return graph
 
 
+def _module_imports(path: Path, module: str, modules: set[str]) -> Iterator[str]:
+    """The alphaloop modules ``path`` imports, at any depth of the file. ``from x import y`` is
+    an arrow to ``x.y`` when that is a module, else to ``x`` (``y`` is a name defined there)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")
+                base = base[: len(base) - node.level + (path.name == "__init__.py")]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                if f"{source}.{alias.name}" in modules:
+                    yield f"{source}.{alias.name}"
+                elif source in modules:
+                    yield source
+
+
+@functools.cache
+def module_graph() -> dict[str, set[str]]:
+    """Every alphaloop module -> the other alphaloop modules it imports."""
+    paths = dict(_modules())
+    return {
+        module: set(_module_imports(path, module, set(paths))) - {module}
+        for module, path in paths.items()
+    }
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each set of two or more nodes that all reach each other
+    (a strongly connected component, Tarjan's algorithm), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            members = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(members) > 1:
+                found.append(sorted(members))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of ``graph`` as a path, or None."""
     state: dict[str, int] = {}
@@ -250,6 +310,28 @@ def test_the_graph_sees_lazy_imports() -> None:
 
 def test_no_cycle_between_packages() -> None:
     assert _cycle(package_graph()) is None
+
+
+def test_circles_finds_every_circle_and_nothing_else() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert circles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert circles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_the_module_graph_sees_lazy_imports_and_submodules() -> None:
+    graph = module_graph()
+    # ``from alphaloop.server import routes_flywheel`` inside a function: an arrow to the module
+    assert "alphaloop.server.routes_flywheel" in graph["alphaloop.server.app"]
+    assert "alphaloop.server" not in graph["alphaloop.server.app"]
+    # ``from alphaloop.exceptions import X``: an arrow to the module that defines X
+    assert "alphaloop.exceptions" in graph["alphaloop.ops.jobs"]
+
+
+def test_no_circle_between_modules() -> None:
+    """No two alphaloop modules import each other, directly or around a circle, at any depth of
+    their files (a lazy import inside a function is still an arrow)."""
+    found = circles(module_graph())
+    assert found == [], "import circles: " + " | ".join(" <-> ".join(c) for c in found)
 
 
 def test_the_allowed_arrows_point_one_way() -> None:
