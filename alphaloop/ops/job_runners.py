@@ -1,23 +1,32 @@
-"""What each kind of job does: the operations the command line calls, with the job's fields.
+"""The worker that runs a job, and what each kind of job does: the operations the command line
+calls, with the job's fields.
 
-Each runner takes its job, the settings and ``link`` (told the session the job runs, as soon as
-that session is journaled) and returns the job's typed result; an error is raised, and the
-worker (:func:`alphaloop.ops.jobs.execute_job`) journals it. The operations are imported on
-first use: a worker loads only what its kind of job needs.
+``python -m alphaloop.ops.job_runners ID`` (started by :func:`alphaloop.ops.jobs.start_job`)
+runs :func:`execute_job`: it claims the queued row, runs the job and journals its typed result
+or its error. Each runner takes its job, the settings and ``link`` (told the session the job
+runs, as soon as that session is journaled) and returns the job's typed result; an error is
+raised, and :func:`execute_job` journals it. The operations are imported on first use: a worker
+loads only what its kind of job needs. The queue (:mod:`alphaloop.ops.jobs`) never imports
+this module.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from alphaloop.exceptions import AlphaloopError
+from alphaloop.journal import Journal
 from alphaloop.ops.jobs import (
+    JOB,
     DpoJob,
     DpoResult,
     Job,
+    JobView,
     PmTickResult,
     ResumeJob,
     ScheduleJob,
@@ -25,11 +34,41 @@ from alphaloop.ops.jobs import (
     SessionResult,
     TrainResult,
     ValidateResult,
+    journal_failure,
 )
 from alphaloop.ops.walk_jobs import WalkResult, WalkResumeJob
 from alphaloop.settings import Settings
 
 Link = Callable[[str], None]
+
+
+def execute_job(settings: Settings, job_id: int) -> JobView:
+    """Runs a queued job in this process: claims it, runs it, journals its result or error.
+
+    An error of the job's work is journaled, not raised (the returned view holds it).
+
+    Raises:
+        NotFound: no such job.
+        AlphaloopError: the job is not queued (another worker has it, or it has ended).
+    """
+    # The journal is opened for each write, not held across the work: the operations open it
+    # themselves, as they do under the command line.
+    with Journal(settings.journal_path) as journal:
+        row = journal.jobs.claim(job_id, os.getpid())
+    try:
+        job = JOB.validate_python(row.request)
+        result = run(job, settings, lambda session_id: _link(settings, job_id, session_id))
+    except Exception as err:
+        with Journal(settings.journal_path) as journal:
+            return JobView.from_record(journal_failure(journal, job_id, err))
+    with Journal(settings.journal_path) as journal:
+        return JobView.from_record(journal.jobs.finish(job_id, result.model_dump(mode="json")))
+
+
+def _link(settings: Settings, job_id: int, session_id: str) -> None:
+    """Tells the journal which session the job runs, as soon as that session is journaled."""
+    with Journal(settings.journal_path) as journal:
+        journal.jobs.link_session(job_id, session_id)
 
 
 def run(job: Job, settings: Settings, link: Link) -> BaseModel:
@@ -38,23 +77,22 @@ def run(job: Job, settings: Settings, link: Link) -> BaseModel:
 
 
 def _research(job: Any, settings: Settings, link: Link) -> SessionResult:
-    from alphaloop import ops
     from alphaloop.ops.requests import FILES, ResearchRequest
-    from alphaloop.ops.research import check_proposer, session_spec
+    from alphaloop.ops.research import check_proposer, session_spec, start_session
 
     check_proposer(job.proposer, settings)  # the setting may have changed since it was queued
     request = ResearchRequest.model_validate(
         job.model_dump(exclude={"kind", "understood"}), context={FILES: True}
     )
-    session_id = ops.research.start_session(session_spec(request), settings, job.understood)
+    session_id = start_session(session_spec(request), settings, job.understood)
     link(session_id)
     return _run_session("research", session_id, settings)
 
 
 def _resume(job: ResumeJob, settings: Settings, link: Link) -> SessionResult:
-    from alphaloop import ops
+    from alphaloop.ops.research import check_resume
 
-    ops.research.check_resume(job.session_id, settings)
+    check_resume(job.session_id, settings)
     link(job.session_id)
     return _run_session(
         "resume", job.session_id, settings, workers=job.workers, ray_address=job.ray_address
@@ -65,10 +103,11 @@ def _run_session(
     kind: Literal["research", "resume"], sid: str, settings: Settings, **move: Any
 ) -> Any:
     """Runs session ``sid`` to its end (``move``: a resume's workers and Ray address)."""
-    from alphaloop import ops
+    from alphaloop.ops.research import run_session
+    from alphaloop.ops.sessions import get_session
 
-    final = ops.research.run_session(sid, settings, **move)
-    session = ops.sessions.get_session(settings, sid)
+    final = run_session(sid, settings, **move)
+    session = get_session(settings, sid)
     return SessionResult(
         kind=kind,
         session_id=sid,
@@ -78,12 +117,11 @@ def _run_session(
 
 
 def _train(job: Any, settings: Settings, link: Link) -> TrainResult:
-    from alphaloop import ops
     from alphaloop.ops.requests import FILES, TrainRequest
-    from alphaloop.ops.train import manual_spec
+    from alphaloop.ops.train import manual_spec, train
 
     request = TrainRequest.model_validate(job.model_dump(exclude={"kind"}), context={FILES: True})
-    run = ops.train.train(
+    run = train(
         manual_spec(request), settings, on_start=lambda trial, _planned: link(trial.session_id)
     )
     return TrainResult(
@@ -161,22 +199,22 @@ def _schedule(job: ScheduleJob, settings: Settings, link: Link) -> ScheduleResul
 
 
 def _walk(job: Any, settings: Settings, link: Link) -> WalkResult:
-    from alphaloop import ops
     from alphaloop.ops.requests import FILES, WalkRequest
     from alphaloop.ops.research import check_proposer
+    from alphaloop.ops.walk import start_walk, walk_spec
 
     check_proposer(job.proposer, settings)  # the setting may have changed since it was queued
     request = WalkRequest.model_validate(
         job.model_dump(exclude={"kind", "walk_id"}), context={FILES: True}
     )
-    walk_id = ops.walk.start_walk(ops.walk.walk_spec(request), settings, job.walk_id)
+    walk_id = start_walk(walk_spec(request), settings, job.walk_id)
     return _run_walk("walk", walk_id, settings, link)
 
 
 def _walk_resume(job: WalkResumeJob, settings: Settings, link: Link) -> WalkResult:
-    from alphaloop import ops
+    from alphaloop.ops.walk import check_resume
 
-    ops.walk.check_resume(job.walk_id, settings)
+    check_resume(job.walk_id, settings)
     return _run_walk("walk_resume", job.walk_id, settings, link)
 
 
@@ -185,14 +223,14 @@ def _run_walk(
 ) -> WalkResult:
     """Runs walk ``walk_id`` to its report; the job is linked to each epoch's session as it
     begins (``GET /api/jobs/{id}`` names the session running now)."""
-    from alphaloop import ops
+    from alphaloop.ops.walk import get_walk, run_walk
 
     def on_event(event: Any) -> None:
         if event.name == "epoch_begun":
             link(event.session_id)
 
-    report = ops.walk.run_walk(walk_id, settings, on_event)
-    walk = ops.walk.get_walk(walk_id, settings).walk
+    report = run_walk(walk_id, settings, on_event)
+    walk = get_walk(walk_id, settings).walk
     return WalkResult(
         kind=kind, walk_id=walk_id, status=walk.status.value, go=report.go, verdict=report.verdict
     )
@@ -209,3 +247,25 @@ _RUNNERS: dict[str, Callable[[Any, Settings, Link], BaseModel]] = {
     "walk": _walk,
     "walk_resume": _walk_resume,
 }
+
+
+def main(argv: list[str]) -> int:
+    """``python -m alphaloop.ops.job_runners JOB_ID``: runs one job; exits with its error's
+    exit code (0 when it finished)."""
+    from alphaloop.settings import get_settings
+
+    if len(argv) != 1 or not argv[0].isdigit():
+        print("usage: python -m alphaloop.ops.job_runners JOB_ID", file=sys.stderr)
+        return 2
+    view = execute_job(get_settings(), int(argv[0]))
+    if view.error is not None:
+        print(f"job {view.id} failed: {view.error.type}: {view.error.message}", file=sys.stderr)
+        return view.error.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    # Run through the imported module, not this ``__main__`` copy of it: one set of classes.
+    from alphaloop.ops import job_runners as _runners
+
+    raise SystemExit(_runners.main(sys.argv[1:]))

@@ -1,13 +1,13 @@
-"""Typed jobs: long work a front end hands to a worker process, and the worker that runs it.
+"""Typed jobs: long work a front end hands to a worker process, queued in the journal.
 
 A job is a frozen model (:data:`Job`, a union on ``kind``): a research session started or
 resumed, a manual PPO run, a DPO run, a portfolio-manager tick, a scheduler job run now, a
 walk started or resumed (:mod:`alphaloop.ops.walk_jobs`).
-:func:`start_job` journals it ``queued`` and starts ``python -m alphaloop.ops.jobs ID``, a
-detached process; :func:`execute_job` (that process) claims the row, calls the same
-operations the command line calls (:mod:`alphaloop.ops.job_runners`), and journals a typed
-result (:data:`JobResult`) or a typed error (:class:`JobError`). Readers learn everything from
-the journal, never from a process's output.
+:func:`start_job` journals it ``queued`` and starts ``python -m alphaloop.ops.job_runners ID``,
+a detached process, which claims the row, calls the same operations the command line calls,
+and journals a typed result (:data:`JobResult`) or a typed error (:class:`JobError`) (see
+:mod:`alphaloop.ops.job_runners`, which imports this module; this one never imports it).
+Readers learn everything from the journal, never from a process's output.
 
 Why the journal and a fresh process, not a pipe or ``multiprocessing``: the request is on record
 before any process exists, so a worker needs only the job's id and a reader needs no handle on
@@ -303,7 +303,7 @@ def start_job(settings: Settings, job: Job) -> JobView:
     try:
         with (logs / f"{job_id}.log").open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "alphaloop.ops.jobs", str(job_id)],
+                [sys.executable, "-m", "alphaloop.ops.job_runners", str(job_id)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -313,7 +313,7 @@ def start_job(settings: Settings, job: Job) -> JobView:
             )
     except OSError as err:
         with Journal(settings.journal_path) as journal:
-            _fail(journal, job_id, err)
+            journal_failure(journal, job_id, err)
         return get_job(settings, job_id)
     threading.Thread(target=proc.wait, daemon=True, name=f"job-{job_id}").start()
     with Journal(settings.journal_path) as journal:
@@ -371,9 +371,6 @@ def wait_for_job(
         time.sleep(poll_s)
 
 
-# --- running a job (the worker's side) ---------------------------------------------------------
-
-
 def _message(err: BaseException) -> str:
     if isinstance(err, ValidationError):  # one line naming the fields, as the API words it
         parts = [
@@ -383,7 +380,9 @@ def _message(err: BaseException) -> str:
     return str(err) or repr(err)
 
 
-def _fail(journal: Journal, job_id: int, err: BaseException) -> JobRecord:
+def journal_failure(journal: Journal, job_id: int, err: BaseException) -> JobRecord:
+    """Journals job ``job_id`` failed with ``err`` (its type, message, exit code, HTTP status
+    and the tail of its traceback)."""
     exit_code, http_status = exit_code_of(err), http_status_of(err)
     return journal.jobs.fail(
         job_id,
@@ -393,56 +392,3 @@ def _fail(journal: Journal, job_id: int, err: BaseException) -> JobRecord:
         http_status=http_status,
         traceback_tail="".join(traceback.format_exception(err))[-_TRACEBACK_CHARS:],
     )
-
-
-def execute_job(settings: Settings, job_id: int) -> JobView:
-    """Runs a queued job in this process: claims it, runs it, journals its result or error.
-
-    An error of the job's work is journaled, not raised (the returned view holds it).
-
-    Raises:
-        NotFound: no such job.
-        AlphaloopError: the job is not queued (another worker has it, or it has ended).
-    """
-    from alphaloop.ops.job_runners import run
-
-    # The journal is opened for each write, not held across the work: the operations open it
-    # themselves, as they do under the command line.
-    with Journal(settings.journal_path) as journal:
-        row = journal.jobs.claim(job_id, os.getpid())
-    try:
-        job = JOB.validate_python(row.request)
-        result = run(job, settings, lambda session_id: _link(settings, job_id, session_id))
-    except Exception as err:
-        with Journal(settings.journal_path) as journal:
-            return JobView.from_record(_fail(journal, job_id, err))
-    with Journal(settings.journal_path) as journal:
-        return JobView.from_record(journal.jobs.finish(job_id, result.model_dump(mode="json")))
-
-
-def _link(settings: Settings, job_id: int, session_id: str) -> None:
-    """Tells the journal which session the job runs, as soon as that session is journaled."""
-    with Journal(settings.journal_path) as journal:
-        journal.jobs.link_session(job_id, session_id)
-
-
-def main(argv: list[str]) -> int:
-    """``python -m alphaloop.ops.jobs JOB_ID``: runs one job; exits with its error's exit code
-    (0 when it finished)."""
-    from alphaloop.settings import get_settings
-
-    if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: python -m alphaloop.ops.jobs JOB_ID", file=sys.stderr)
-        return 2
-    view = execute_job(get_settings(), int(argv[0]))
-    if view.error is not None:
-        print(f"job {view.id} failed: {view.error.type}: {view.error.message}", file=sys.stderr)
-        return view.error.exit_code
-    return 0
-
-
-if __name__ == "__main__":
-    # Run through the imported module, not this ``__main__`` copy of it: one set of classes.
-    from alphaloop.ops import jobs as _jobs
-
-    raise SystemExit(_jobs.main(sys.argv[1:]))

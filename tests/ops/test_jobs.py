@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from alphaloop.journal import JobStatus, Journal
-from alphaloop.ops import jobs
+from alphaloop.ops import job_runners, jobs
 from alphaloop.settings import Settings
 
 EXAMPLES: list[jobs.Job] = [
@@ -50,7 +50,7 @@ def run_here(settings: Settings, job: jobs.Job) -> jobs.JobView:
     """``job`` queued, then run in this process as its worker would run it."""
     with Journal(settings.journal_path) as journal:
         job_id = journal.jobs.queue(job.kind, job.model_dump(mode="json"))
-    return jobs.execute_job(settings, job_id)
+    return job_runners.execute_job(settings, job_id)
 
 
 def test_a_failing_job_journals_its_error_typed(settings: Settings) -> None:
@@ -78,4 +78,4 @@ def test_a_finished_job_journals_its_typed_result(settings: Settings) -> None:
     assert done.result.outcome in ("ok", "skipped")
     assert done.result.summary and "{" not in done.result.summary  # the run's detail, in words
     with pytest.raises(Exception, match="finished, not queued"):
-        jobs.execute_job(settings, done.id)  # a job runs once
+        job_runners.execute_job(settings, done.id)  # a job runs once
