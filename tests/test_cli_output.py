@@ -104,6 +104,29 @@ def test_native_writes_to_descriptor_1_reach_stderr() -> None:
     assert "native banner" in proc.stderr and "from a child" in proc.stderr
 
 
+def test_another_threads_prints_reach_stderr() -> None:
+    """A library's own thread printing to ``sys.stdout`` (Ray's driver prints a dead worker's
+    ``(raylet)`` message so) reaches stderr; the command's main thread owns stdout."""
+    code = (
+        "import threading\n"
+        "from alphaloop.cli._stdio import reserve_stdout\n"
+        "reserve_stdout()\n"
+        "t = threading.Thread(target=lambda: print('(raylet) a worker died', flush=True))\n"
+        "t.start(); t.join()\n"
+        "print('{\"ok\": true}')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert json.loads(proc.stdout) == {"ok": True}
+    assert "(raylet) a worker died" in proc.stderr
+
+
 @pytest.fixture(scope="module")
 def finished(short_tmp: Callable[[], Path]) -> tuple[dict[str, str], str]:
     """A home holding one finished one-trial research session."""

@@ -8,6 +8,11 @@ points at standard error, and Python's ``sys.stdout`` writes to a private copy o
 standard output: what the command prints reaches stdout, whatever anything else writes reaches
 stderr, where nothing is lost. Child processes (chromium for PNG export) inherit the same
 arrangement.
+
+The command prints from the main thread; a library's own threads print through ``sys.stdout``
+too (Ray's driver prints a dead worker's or node's ``(raylet)`` message from a thread of its
+own, and Ray Client relays the cluster's lines from another), so what another thread writes to
+``sys.stdout`` goes to stderr as well. No library's internals are patched for it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,16 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
+
+
+class _CommandStdout(io.TextIOWrapper):
+    """The real stdout for the main thread (the command's); stderr for any other thread."""
+
+    def write(self, text: str) -> int:
+        if threading.current_thread() is not threading.main_thread():
+            return sys.stderr.write(text)
+        return super().write(text)
 
 
 def reserve_stdout() -> None:
@@ -32,7 +47,7 @@ def reserve_stdout() -> None:
     sys.stdout.flush()
     private = os.dup(1)  # not inheritable: children see only descriptor 1, i.e. stderr
     os.dup2(err_fd, 1)
-    sys.stdout = io.TextIOWrapper(
+    sys.stdout = _CommandStdout(
         os.fdopen(private, "wb"),
         encoding=sys.stdout.encoding,
         errors=sys.stdout.errors,

@@ -6,6 +6,10 @@ for a cluster that wants a token this process lacks, for good), printing a warni
 minute. So the address is probed first, within ``ALPHALOOP_RAY_CONNECT_TIMEOUT`` seconds: a
 TCP connection, then the head's GCS asked for its cluster id over gRPC (Ray Client's server,
 for ``ray://``, asked for a ready channel). Only an address that answers goes to ``ray.init``.
+``auto`` is probed at the address ``RAY_ADDRESS`` names; without one, ``ray.init("auto")``
+finds the cluster last started on this machine itself (and fails at once when there is none).
+Only Ray's public API is used (and grpc's, for the probe), so the ``ray`` extra is a range of
+releases, not one.
 
 The session's code travels with it: the Ray job this process starts has a ``runtime_env`` whose
 ``py_modules`` is this process's ``alphaloop`` package, so a node needs alphaloop's
@@ -20,8 +24,8 @@ Ray's command-line tools read it.
 from __future__ import annotations
 
 import logging
+import os
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,28 +81,12 @@ def _unreachable(address: str, why: str, timeout_s: float) -> Unavailable:
     )
 
 
-def _gcs_address(address: str) -> str:
-    """The GCS address ``auto`` stands for (RAY_ADDRESS, else the cluster last started here)."""
+def _gcs_address(address: str) -> str | None:
+    """The address to probe: ``address``, or for ``auto`` the one ``RAY_ADDRESS`` names (None
+    when it names none: Ray finds the cluster last started on this machine itself)."""
     if address != AUTO:
         return address
-    from ray._private.authentication.authentication_token_setup import (
-        maybe_enable_token_auth_if_token_available,
-    )
-    from ray._private.services import canonicalize_bootstrap_address
-
-    # As ``ray.init("auto")`` does: a token this machine's `ray start` saved is sent.
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
-    try:
-        found = canonicalize_bootstrap_address(AUTO)
-    except ConnectionError:
-        found = None
-    if not found:
-        raise Unavailable(
-            "--ray-address auto found no Ray cluster on this machine and RAY_ADDRESS is unset: "
-            "start one with `ray start --head`, or give the head's HOST:PORT. Nothing was "
-            "journaled."
-        )
-    return found
+    return os.environ.get("RAY_ADDRESS") or None
 
 
 def probe(address: str, timeout_s: float) -> str:
@@ -111,6 +99,8 @@ def probe(address: str, timeout_s: float) -> str:
     """
     deadline = time.monotonic() + timeout_s
     target = _gcs_address(address)
+    if target is None:  # ``ray.init("auto")`` finds it, or fails at once when there is none
+        return AUTO
     host, _, port = target.removeprefix(CLIENT).rpartition(":")
     try:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
@@ -129,30 +119,60 @@ def probe(address: str, timeout_s: float) -> str:
     return target
 
 
+# The GCS's own method: asked with an empty request, it answers with the cluster's id. Called by
+# its wire name through grpc's public API (Ray's generated stubs are not its public API).
+_GET_CLUSTER_ID = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+
+
 def _grpc() -> Any:
     try:
         import grpc
-        from ray._private.grpc_utils import init_grpc_channel
     except ImportError:
         raise AlphaloopError(
             f"{_NEEDS_RAY} (its `default` and `client` extras reach a cluster)"
         ) from None
-    return grpc, init_grpc_channel
+    return grpc
+
+
+def _channel(grpc: Any, target: str) -> Any:
+    """A channel to ``target``, over TLS with the certificates Ray's documented variables name
+    when ``RAY_USE_TLS`` is on (as Ray's own clients connect)."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() not in ("1", "true"):
+        return grpc.insecure_channel(target)
+
+    def read(name: str) -> bytes | None:
+        path = os.environ.get(name)
+        return Path(path).read_bytes() if path else None
+
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=read("RAY_TLS_CA_CERT"),
+        private_key=read("RAY_TLS_SERVER_KEY"),
+        certificate_chain=read("RAY_TLS_SERVER_CERT"),
+    )
+    return grpc.secure_channel(target, credentials)
+
+
+def _token_auth_here() -> bool:
+    """Whether this process authenticates to Ray with a token (``RAY_AUTH_MODE=token``)."""
+    return os.environ.get("RAY_AUTH_MODE", "").lower() == "token"
 
 
 def _probe_gcs(address: str, target: str, left: float, timeout_s: float) -> None:
-    """Asks the GCS at ``target`` for its cluster id (with the token, when Ray's token
-    authentication is switched on here), within ``left`` seconds."""
-    grpc, init_grpc_channel = _grpc()
-    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
-
-    channel = init_grpc_channel(target)
+    """Asks the GCS at ``target`` for its cluster id, within ``left`` seconds. The probe sends
+    no token: a GCS that refuses it for want of one has answered as a Ray GCS, and
+    ``ray.init`` sends the token when this process has one."""
+    grpc = _grpc()
+    channel = _channel(grpc, target)
     try:
-        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-        stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=left, wait_for_ready=True)
+        ask = channel.unary_unary(
+            _GET_CLUSTER_ID, request_serializer=bytes, response_deserializer=bytes
+        )
+        ask(b"", timeout=left, wait_for_ready=True)  # the empty GetClusterIdRequest
     except grpc.RpcError as err:
         code = err.code()
         if code == grpc.StatusCode.UNAUTHENTICATED:
+            if _token_auth_here():
+                return
             raise Unavailable(
                 f"the Ray cluster at {address} wants a token this process does not send: set "
                 "RAY_AUTH_MODE=token and give its token as its nodes have it (RAY_AUTH_TOKEN, "
@@ -170,8 +190,8 @@ def _probe_gcs(address: str, target: str, left: float, timeout_s: float) -> None
 
 
 def _probe_client(address: str, target: str, left: float, timeout_s: float) -> None:
-    grpc, init_grpc_channel = _grpc()
-    channel = init_grpc_channel(target)
+    grpc = _grpc()
+    channel = _channel(grpc, target)
     try:
         grpc.channel_ready_future(channel).result(timeout=left)
     except grpc.FutureTimeoutError:
@@ -230,7 +250,6 @@ def connect(address: str, timeout_s: float) -> Cluster:
         return _current
     if _current is not None:
         _current.close()
-    _ray_prints_to_stderr()
     if ray.is_initialized():
         gcs = ray.get_runtime_context().gcs_address
         if address not in (AUTO, gcs):
@@ -249,35 +268,16 @@ def connect(address: str, timeout_s: float) -> Cluster:
             logging_level=logging.WARNING,
         )
     except (ConnectionError, RuntimeError, ValueError) as err:
+        if target == AUTO:
+            raise Unavailable(
+                "--ray-address auto found no Ray cluster on this machine and RAY_ADDRESS is "
+                "unset: start one with `ray start --head`, or give the head's HOST:PORT. "
+                "Nothing was journaled."
+            ) from None
         raise _unreachable(address, str(err), timeout_s) from None
-    _current = Cluster(address, owned=True, found=target)
+    found = ray.get_runtime_context().gcs_address if target == AUTO else target
+    _current = Cluster(address, owned=True, found=found)
     return _current
-
-
-def _ray_prints_to_stderr() -> None:
-    """Sends what Ray prints on the driver to stderr, never stdout (``--json`` stdout carries
-    one document): the ``(raylet)`` messages about dead workers and nodes, printed by a thread
-    of Ray's driver with ``print`` to ``sys.stdout`` (``ray._private.worker``), and the lines
-    Ray Client relays from the cluster. Ray has no setting for either; the Ray range of the
-    ``ray`` extra is pinned to the minor release these functions were read in, and
-    tests/meta_agent/test_ray_cluster.py kills a worker under ``--json`` and parses stdout."""
-    from ray._private import worker
-    from ray.util.client import logsclient
-
-    printer = worker.print_to_stdstream
-    if getattr(printer, "to_stderr", False):
-        return
-
-    def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
-        printer({**data, "is_err": True}, ignore_prefix)
-
-    to_stderr.to_stderr = True  # type: ignore[attr-defined]
-    worker.print_to_stdstream = to_stderr
-
-    def relay(self: Any, level: int, msg: str) -> None:
-        print(msg, file=sys.stderr, end="")
-
-    logsclient.LogstreamClient.stdstream = relay  # type: ignore[method-assign]
 
 
 def runtime_env() -> dict[str, Any]:
