@@ -6,7 +6,7 @@ from (:class:`DataSpec`), what is maximised (:class:`Objective`), what every tri
 Schemas only: fields, bounds, defaults, help and the rules across fields. What acts on a spec
 lives above it: loading its data (:func:`alphaloop.market.market_of`), resolving its gates
 under the settings' (:func:`alphaloop.validation.resolved_gates`), placing its trials
-(:mod:`alphaloop.meta_agent.placement`), building it from a request (:mod:`alphaloop.ops.research`).
+(:mod:`alphaloop.placement`), building it from a request (:mod:`alphaloop.ops.research`).
 The journal stores a session's spec as these models and reads it back as them; the requests
 every front end accepts (:mod:`alphaloop.ops.requests`) take their fields from these
 declarations. A field a session gains is declared here, once.
@@ -364,7 +364,7 @@ class SessionSpec(DataSpec):
     # defaults; resolved, with the drawdown limit, when the session is created.
     gates: Gates = Field(default_factory=Gates)
     # Trials run at once; more than 1 (or a Ray address) runs them in single-threaded worker
-    # processes (or Ray tasks), one per trial (see :mod:`alphaloop.meta_agent.executors`).
+    # processes (or Ray tasks), one per trial (see :mod:`alphaloop.placement`).
     workers: int = Field(
         default=1,
         ge=1,

@@ -52,11 +52,12 @@ import numpy as np
 from alphaloop.journal import Journal, TrialRecord
 from alphaloop.knobs import KNOBS, ConfigDelta, TrialConfig, clip
 from alphaloop.market import split, tied_prices
-from alphaloop.meta_agent import executors, keep_rule, session
+from alphaloop.meta_agent import keep_rule, session
 from alphaloop.meta_agent.folding import FOLD_SCREEN_Z
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.metrics import TRADING_DAYS, compute_metrics, objective_value
+from alphaloop.placement import jobs as trial_jobs
 from alphaloop.settings import Settings
 from alphaloop.trials import Rows, run_trial
 from benchmarks._report import SummaryRow, parse_quick, print_rows, timed
@@ -258,8 +259,8 @@ def main(quick: bool = False) -> dict[str, Any]:
     logging.getLogger("alphaloop").setLevel(logging.ERROR)
     plan = QUICK if quick else FULL
     n_sessions, budget = plan["sessions"], plan["budget"]
-    real, make = executors.run_trial, session.make_proposer
-    executors.run_trial = _wrapped(real)
+    real, make = trial_jobs.run_trial, session.make_proposer
+    trial_jobs.run_trial = _wrapped(real)
     measured: dict[str, list[list[dict[str, Any]]]] = {}
     n_folds = 0
     try:
@@ -273,7 +274,7 @@ def main(quick: bool = False) -> dict[str, Any]:
                     flush=True,
                 )
     finally:
-        executors.run_trial, session.make_proposer = real, make
+        trial_jobs.run_trial, session.make_proposer = real, make
     seconds, edges = timed(lambda: true_edges(plan["true_check"], n_sessions, budget))
     print(
         f"rule: screen alpha {keep_rule.SCREEN_ALPHA}, keep alpha {keep_rule.KEEP_ALPHA} (window "

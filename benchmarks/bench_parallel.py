@@ -147,7 +147,7 @@ def probe(mode: str, data: str, steps: int | None) -> float:
     """Fold runs per second in this process, single-threaded as a worker, over whole runs of at
     least :data:`PROBE_S` seconds, after one run that pays the first call's costs."""
     from alphaloop.knobs import TrialConfig
-    from alphaloop.meta_agent.executors import TrialJob, execute, single_threaded
+    from alphaloop.placement.jobs import TrialJob, execute, single_threaded
     from alphaloop.spec import DataSpec
     from alphaloop.trials import build_folds
 
@@ -184,7 +184,7 @@ STARTUP_ROUNDS = 5
 def workers_up(mode: str, data: str) -> float:
     """Seconds from starting a ``mode`` session's worker processes to their being up, in this
     process, with the loop idle (a session's loop runs trials meanwhile)."""
-    from alphaloop.meta_agent.executors import ProcessTrials
+    from alphaloop.placement.local import ProcessTrials
     from alphaloop.spec import DataSpec
 
     market = market_of(DataSpec(data=data))

@@ -4,7 +4,7 @@ Imports are read with ``ast`` from every module, function-level and ``TYPE_CHECK
 included (a lazy import is still an arrow). Arrows point one way (docs/design.md)::
 
     front ends (cli, server, tools, chat, scheduler) -> ops (nothing below it)
-        -> meta_agent, flywheel, pm, library, validation, charts -> trials
+        -> meta_agent, flywheel, pm, library, validation, charts -> placement -> trials
         -> engines (pipeline, rl_engine, portfolio_opt) -> knobs, market, metrics
 
 The journal is read and written from ``ops`` and the loop's packages, never from the engines or
@@ -70,6 +70,9 @@ ALLOWED: dict[str, set[str]] = {
     "pipeline": {"exceptions", "knobs", "portfolio_opt", "rl_engine"},
     # the frozen evaluator: engines and foundations only
     "trials": {"exceptions", "settings", "knobs", "market", "metrics", *ENGINES},
+    # where trials run (this process, worker processes, a Ray cluster): the evaluator, never
+    # the loop, the session or the journal
+    "placement": {"exceptions", "settings", "knobs", "market", "metrics", "trials"},
     # the journal stores rows; it knows the knobs' types and nothing above them
     "journal": {"exceptions", "knobs"},
     "llm": {"exceptions", "settings", "telemetry", "llm_json"},
@@ -112,6 +115,7 @@ ALLOWED: dict[str, set[str]] = {
         "llm_json",
         "market",
         "metrics",
+        "placement",
         "prompts",
         "trials",
         "validation",
@@ -136,6 +140,7 @@ ALLOWED: dict[str, set[str]] = {
         "market",
         "meta_agent",
         "metrics",
+        "placement",
         "trials",
         "validation",
     },
@@ -153,6 +158,7 @@ ALLOWED: dict[str, set[str]] = {
         "market",
         "meta_agent",
         "metrics",
+        "placement",
         "pm",
         "portfolio_opt",
         "rl_engine",
@@ -353,7 +359,7 @@ def test_a_package_imports_only_what_the_map_allows(package: str) -> None:
     assert not wrong, f"alphaloop.{package} imports {sorted(wrong)}, not in its arrows"
 
 
-@pytest.mark.parametrize("package", sorted(ENGINES | {"trials"}))
+@pytest.mark.parametrize("package", sorted(ENGINES | {"trials", "placement"}))
 def test_engines_and_the_evaluator_never_touch_the_journal_or_the_loop(package: str) -> None:
     assert not ALLOWED[package] & {"journal", "meta_agent", "ops", *FRONT_ENDS}
 

@@ -1,9 +1,9 @@
 """The meta-agent: the research loop (:mod:`.loop`) and its proposers.
 
 Importing this package does not import the LLM proposer; it loads with
-``alphaloop.meta_agent.proposers.llm``. Its names load on first use: a trial worker process
-imports ``executors`` through this package and needs neither the proposers nor the loop's
-steps, which would add about a second to every session's worker start-up. The chat agent is a
+``alphaloop.meta_agent.proposers.llm``. Its names load on first use, so importing one module
+of the loop loads neither the proposers nor the loop's steps. Where the trials run is
+:mod:`alphaloop.placement`. The chat agent is a
 front end: ``alphaloop.chat``.
 """
 
@@ -15,7 +15,6 @@ from alphaloop._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from alphaloop.meta_agent.events import LoopEvent, Proposal
-    from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
     from alphaloop.meta_agent.proposers import (
         ProposalContext,
         Proposer,
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
         request_stop,
         run_session,
     )
+    from alphaloop.placement import OutcomeStatus, TrialOutcome
 
 __all__ = [
     "LoopEvent",
@@ -53,7 +53,7 @@ _SESSION = "alphaloop.meta_agent.session"
 _EVENTS = "alphaloop.meta_agent.events"
 _LAZY = {
     "LoopEvent": _EVENTS,
-    "OutcomeStatus": "alphaloop.meta_agent.outcome",
+    "OutcomeStatus": "alphaloop.placement.outcome",
     "Proposal": _EVENTS,
     "ProposalContext": _PROPOSERS,
     "Proposer": _PROPOSERS,
@@ -61,7 +61,7 @@ _LAZY = {
     "RandomProposer": _PROPOSERS,
     "SessionSpec": _SESSION,
     "TPEProposer": _PROPOSERS,
-    "TrialOutcome": "alphaloop.meta_agent.outcome",
+    "TrialOutcome": "alphaloop.placement.outcome",
     "TrialView": _PROPOSERS,
     "create_session": _SESSION,
     "request_stop": _SESSION,

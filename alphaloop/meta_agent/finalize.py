@@ -24,11 +24,11 @@ from alphaloop.journal import (
 from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.meta_agent import flight, nodes, test_looks
 from alphaloop.meta_agent.events import Finalized
-from alphaloop.meta_agent.executors import outcome_of
 from alphaloop.meta_agent.picking import pick
 from alphaloop.meta_agent.recording import finished_trials, is_outcome, violation_of
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
+from alphaloop.placement import outcome_of
 from alphaloop.trials import PURGE_ROWS, max_folds
 from alphaloop.validation import DSR_SET, ExcessEvidence, Gates
 from alphaloop.validation.pick_rule import PickRule

@@ -8,7 +8,7 @@ outcome is held in the journal before its verdict (``Journal.trials.hold_outcome
 between the two leaves it to be judged, not run again.
 
 With one worker a trial runs in the loop's own process when its outcome is asked for; with more,
-up to ``workers`` search trials run at once in worker processes or on Ray (:mod:`.executors`),
+up to ``workers`` search trials run at once in worker processes or on Ray (placement),
 one more is queued for the first worker free (``nodes.LOOKAHEAD``), and the loop waits for the
 oldest. Waiting for the oldest (rather than any) buys determinism: what each proposal saw, and
 so every verdict, does not depend on which worker finished first. It costs little idle time:
@@ -25,9 +25,7 @@ from alphaloop import telemetry
 from alphaloop.journal import EventKind, TrialKind, TrialRecord, best_trial
 from alphaloop.knobs import BoundsClip, TrialConfig, clip, config_hash
 from alphaloop.meta_agent.events import Proposal, TrialStarted
-from alphaloop.meta_agent.executors import Pending, TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
-from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, Proposer, TPEProposer
 from alphaloop.meta_agent.recording import (
     confirmations,
@@ -36,6 +34,7 @@ from alphaloop.meta_agent.recording import (
 )
 from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.meta_agent.tracing import ITERATION, PROPOSE, TRIAL, OpenSpan, iteration_attributes
+from alphaloop.placement import Pending, TrialJob, TrialOutcome
 from alphaloop.trials import Window
 
 logger = logging.getLogger(__name__)

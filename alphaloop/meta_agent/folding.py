@@ -36,15 +36,21 @@ import numpy as np
 
 from alphaloop.journal import FoldRecord, TrialKind, TrialRecord, best_trial
 from alphaloop.knobs import TrialConfig
-from alphaloop.meta_agent.executors import Pending, TrialJob, finished, outcome_of
 from alphaloop.meta_agent.keep_rule import KEEP_ALPHA, WindowComparison, window_test
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import (
     confirmations,
     finished_trials,
     is_outcome,
 )
 from alphaloop.meta_agent.state import SessionContext
+from alphaloop.placement import (
+    OutcomeStatus,
+    Pending,
+    TrialJob,
+    TrialOutcome,
+    finished,
+    outcome_of,
+)
 from alphaloop.trials import TrialResult, aggregate_folds, fold_budget
 from alphaloop.validation import aligned_matrix, sharpe_difference
 

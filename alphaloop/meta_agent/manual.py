@@ -38,8 +38,8 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import ConfigDelta, TrialConfig, clip, config_hash
 from alphaloop.market import MarketData, market_of
-from alphaloop.meta_agent.outcome import TRACEBACK_TAIL
 from alphaloop.meta_agent.recording import record_result
+from alphaloop.placement import TRACEBACK_TAIL
 from alphaloop.settings import Settings
 from alphaloop.spec import ManualRunSpec
 from alphaloop.trials import TrialBudget, TrialResult, run_trial

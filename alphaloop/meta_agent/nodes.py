@@ -29,9 +29,7 @@ from alphaloop.journal import TrialKind, TrialRecord, TrialStatus, best_trial
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import flight, folding, keep_rule
 from alphaloop.meta_agent.events import TrialFinished
-from alphaloop.meta_agent.executors import Pending, outcome_of
 from alphaloop.meta_agent.keep_rule import SeedMean
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.recording import (
     confirmations,
     finished_trials,
@@ -44,6 +42,7 @@ from alphaloop.meta_agent.recording import (
 )
 from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.meta_agent.tracing import RECORD, TRIAL, OpenSpan
+from alphaloop.placement import OutcomeStatus, Pending, TrialOutcome, outcome_of
 from alphaloop.trials import TrialResult
 from alphaloop.validation import aligned_matrix
 

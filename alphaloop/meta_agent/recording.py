@@ -17,10 +17,10 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import BoundsClip, TrialConfig
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, TrialView
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
+from alphaloop.placement import OutcomeStatus, TrialOutcome
 from alphaloop.spec import Objective
 from alphaloop.trials import TrialResult
 

@@ -32,14 +32,12 @@ from alphaloop.journal import (
 )
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, market_of
-from alphaloop.meta_agent.cluster import on_ray
 from alphaloop.meta_agent.events import OnEvent, ignore
-from alphaloop.meta_agent.executors import open_runner, warm_up
 from alphaloop.meta_agent.loop import run_loop
-from alphaloop.meta_agent.placement import journal_move, loss_journal, moved, placed
-from alphaloop.meta_agent.preflight import reach
+from alphaloop.meta_agent.moves import journal_move, loss_journal
 from alphaloop.meta_agent.proposers import Proposer, RandomProposer, TPEProposer
 from alphaloop.meta_agent.state import SessionContext
+from alphaloop.placement import check, moved, place, placed, warm_up
 from alphaloop.settings import Settings
 from alphaloop.spec import MAX_FOLDS, SessionSpec
 from alphaloop.trials import build_folds, max_folds
@@ -134,17 +132,16 @@ def create_session(
     # A session created here runs here next: its workers' fork server imports (torch, for
     # PPO) on another core while this process loads the data. The run's own warm-up (the one
     # a resume relies on) then finds the server up.
-    warm_up(spec.workers, spec.ray_address, spec.mode)
+    warm_up(spec)
     data = market_of(spec)
     try:
         gates = resolved_gates(settings.gates, spec.gates, spec.objective.max_drawdown)
     except ValueError as err:  # the settings' gates: the request's were checked by the model
         raise InvalidRequest(f"ALPHALOOP_GATES: {err}") from None
     spec = spec.model_copy(update={"folds": resolve_folds(spec.folds, data), "gates": gates})
-    if on_ray(spec.ray_address):
-        # The cluster answers, and each node can run the trials, before anything is journaled
-        # (the connection stays open for the run that follows in this process).
-        reach(spec.ray_address, data, spec.mode, settings.ray_connect_timeout_s)
+    # The cluster answers, and each node can run the trials, before anything is journaled (the
+    # connection stays open for the run that follows in this process).
+    check(spec, data, settings)
     with Journal(settings.journal_path) as journal:
         return journal.sessions.create(
             goal=spec.goal,
@@ -191,16 +188,9 @@ def run_session(
         _check_runnable(session)
         stored = _stored_spec(session)
         spec = moved(stored, workers, ray_address)
-        warm_up(spec.workers, spec.ray_address, spec.mode)
+        warm_up(spec)
         ctx = _context(journal, session_id, spec, settings, on_event)
-        ctx.runner = open_runner(
-            ctx.data,
-            ctx.spec.workers,
-            ctx.spec.ray_address,
-            ctx.spec.mode,
-            settings,
-            loss_journal(ctx),
-        )
+        ctx.runner = place(spec, ctx.data, settings, loss_journal(ctx))
         try:
             if spec != stored:
                 journal_move(journal, session, stored, spec)

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 from alphaloop.journal import FollowedTrials, Journal, TrialRecord
 from alphaloop.market import MarketData
 from alphaloop.meta_agent.events import OnEvent, ignore
-from alphaloop.meta_agent.outcome import TrialOutcome
 from alphaloop.meta_agent.proposers import Proposer, TrialView
 from alphaloop.meta_agent.tracing import OpenSpan
+from alphaloop.placement import TrialOutcome
 from alphaloop.settings import Settings
 from alphaloop.spec import SessionSpec
 from alphaloop.trials import Rows
 
-if TYPE_CHECKING:  # executors import this module
-    from alphaloop.meta_agent.executors import Pending, TrialRunner
+if TYPE_CHECKING:
+    from alphaloop.placement import Pending, TrialRunner
 
 
 @dataclass

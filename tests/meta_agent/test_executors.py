@@ -17,9 +17,16 @@ import pytest
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, market_of
-from alphaloop.meta_agent import executors
-from alphaloop.meta_agent.executors import ProcessTrials, TrialJob, execute, finished, outcome_of
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
+from alphaloop.placement import (
+    OutcomeStatus,
+    TrialJob,
+    TrialOutcome,
+    execute,
+    finished,
+    local,
+    outcome_of,
+)
+from alphaloop.placement.local import ProcessTrials
 from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialBudget, build_folds
 from alphaloop.vocabulary import MODES
@@ -122,7 +129,7 @@ def test_a_trial_runs_single_threaded_here_as_in_a_worker(
         seen.append([lib["num_threads"] for lib in threadpool_info()])
         return TrialOutcome(status=OutcomeStatus.crash, error="spied")
 
-    monkeypatch.setattr(executors, "execute", spy)
+    monkeypatch.setattr(local, "execute", spy)
     [job] = jobs(data, 1)
     gated.submit(job).result()
     assert seen and all(n == 1 for n in seen[0])
@@ -175,14 +182,14 @@ def test_a_session_ending_before_its_workers_are_up_does_not_wait_for_them(
     GatedTrials.gate.set()  # the workers come up, and are stopped: they have nothing to run
     gated._starter.join(timeout=120)
     with pytest.raises(RuntimeError, match="after shutdown"):
-        gated._pool.submit(executors._ready)
+        gated._pool.submit(local._ready)
 
 
 SESSION = """
 import time
 from alphaloop.market import market_of
 from alphaloop.spec import DataSpec
-from alphaloop.meta_agent.executors import ProcessTrials
+from alphaloop.placement.local import ProcessTrials
 
 if __name__ == "__main__":
     trials = ProcessTrials(market_of(DataSpec(data="synthetic")), 2, "cufolio_only")
@@ -252,12 +259,12 @@ def _loaded_after(code: str, modules: tuple[str, ...] = RL_STACK) -> list[str]:
 
 
 def test_the_evaluator_and_its_executors_load_without_the_rl_stack() -> None:
-    assert _loaded_after("import alphaloop.meta_agent.executors, alphaloop.trials") == []
+    assert _loaded_after("import alphaloop.placement, alphaloop.trials") == []
 
 
 def test_a_mean_cvar_sessions_fork_server_loads_no_torch_and_no_cvxpy() -> None:
     code = (
-        "import importlib; from alphaloop.meta_agent.executors import preload_for; "
+        "import importlib; from alphaloop.placement.local import preload_for; "
         "[importlib.import_module(m) for m in preload_for('cufolio_only')]"
     )
     assert _loaded_after(code, RL_STACK + MODELLING_STACK + LOOP_STACK) == []
@@ -267,7 +274,7 @@ MEAN_CVAR_TRIAL = """
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import market_of
 from alphaloop.spec import DataSpec
-from alphaloop.meta_agent.executors import TrialJob, execute
+from alphaloop.placement import TrialJob, execute
 from alphaloop.trials import TrialBudget, build_folds
 
 data = market_of(DataSpec(data="synthetic"))
@@ -285,8 +292,8 @@ def test_a_mean_cvar_trial_and_its_baselines_run_without_the_rl_stack_or_cvxpy()
 
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "cufolio_only"])
 def test_a_ppo_sessions_fork_server_loads_the_trainer_not_torchs_compiler(mode: str) -> None:
-    preload = executors.preload_for(mode)
-    assert preload[0] == executors.__name__  # the evaluator, as for every mode
+    preload = local.preload_for(mode)
+    assert preload[0] == local.__name__  # the evaluator, as for every mode
     assert "alphaloop.rl_engine.ppo" in preload
     assert not any(name.startswith("torch._dynamo") for name in preload)
 
@@ -295,7 +302,7 @@ SHARED_SERVER = """
 import sys, time
 from alphaloop.market import market_of
 from alphaloop.spec import DataSpec
-from alphaloop.meta_agent.executors import ProcessTrials
+from alphaloop.placement.local import ProcessTrials
 
 
 def loaded() -> list[bool]:
@@ -318,7 +325,7 @@ import os
 from multiprocessing import forkserver
 from alphaloop.market import market_of
 from alphaloop.spec import DataSpec
-from alphaloop.meta_agent.executors import ProcessTrials, preload_for, warm_up
+from alphaloop.placement.local import ProcessTrials, preload_for, warm_up
 
 if __name__ == "__main__":
     server = forkserver._forkserver
@@ -357,7 +364,7 @@ START = """
 import sys
 from multiprocessing import forkserver
 from alphaloop import ops
-from alphaloop.meta_agent.executors import preload_for
+from alphaloop.placement.local import preload_for
 from alphaloop.meta_agent.session import SessionSpec
 from alphaloop.settings import Settings
 

@@ -14,7 +14,7 @@ import pytest
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import finalize, folding
-from alphaloop.meta_agent.outcome import TrialOutcome
+from alphaloop.placement import TrialOutcome
 from alphaloop.metrics import compute_metrics
 from alphaloop.spec import Objective
 from alphaloop.validation.pick_rule import PickRule

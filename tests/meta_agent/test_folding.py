@@ -21,11 +21,10 @@ from alphaloop.journal import TrialRecord
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import market_of
 from alphaloop.meta_agent import folding
-from alphaloop.meta_agent.executors import TrialJob
 from alphaloop.meta_agent.folding import FoldedRun
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.state import InFlight, SessionContext
 from alphaloop.metrics import Metrics
+from alphaloop.placement import OutcomeStatus, TrialJob, TrialOutcome
 from alphaloop.spec import DataSpec
 from alphaloop.trials import TrialResult, build_folds
 

@@ -14,14 +14,15 @@ from scipy import stats
 
 from alphaloop.journal import Journal, best_trial
 from alphaloop.knobs import ConfigDelta, TrialConfig
-from alphaloop.meta_agent import executors, keep_rule, nodes, session
+from alphaloop.meta_agent import keep_rule, nodes, session
 from alphaloop.meta_agent.keep_rule import Noise, SeedMean, t_margin
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
 from alphaloop.meta_agent.proposers import ProposalContext, RandomProposer
 from alphaloop.meta_agent.recording import finished_trials
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext
 from alphaloop.metrics import Metrics
+from alphaloop.placement import OutcomeStatus, TrialOutcome
+from alphaloop.placement import jobs as trial_jobs
 from alphaloop.settings import Settings
 from alphaloop.spec import Objective
 from alphaloop.trials import TrialResult
@@ -275,13 +276,13 @@ class SeedOnly(RandomProposer):
 def test_a_session_of_seed_only_changes_keeps_no_more_than_chance(
     tmp_path: Path, clean_env: pytest.MonkeyPatch
 ) -> None:
-    real = executors.run_trial
+    real = trial_jobs.run_trial
 
     def run_trial(mode: str, config: TrialConfig, data: Any, budget: Any, seed: int, **kw: Any):
         j = config.n_scenarios - 5000
         return real(mode, TrialConfig(), data, budget, seed + 1000 * j if j > 0 else seed, **kw)
 
-    clean_env.setattr(executors, "run_trial", run_trial)
+    clean_env.setattr(trial_jobs, "run_trial", run_trial)
     clean_env.setattr(session, "make_proposer", lambda *args: SeedOnly())
     settings = Settings(ALPHALOOP_HOME=str(tmp_path / "home"))
     spec = SessionSpec(goal="g", data="synthetic", budget=12, noise_seeds=3, seed=2)

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from alphaloop.cli import app
 from alphaloop.journal import Journal
-from alphaloop.meta_agent.cluster import check_address, resolve_address
+from alphaloop.placement.cluster import check_address, resolve_address
 from alphaloop.settings import Settings, get_settings
 from alphaloop.tools import TOOLS, ToolContext, call_tool
 

@@ -23,8 +23,7 @@ from alphaloop.exceptions import Unavailable
 from alphaloop.journal import Journal
 from alphaloop.knobs import TrialConfig
 from alphaloop.market import MarketData, market_of
-from alphaloop.meta_agent.executors import TrialJob, execute, outcome_of
-from alphaloop.meta_agent.outcome import OutcomeStatus
+from alphaloop.placement import OutcomeStatus, TrialJob, execute, outcome_of
 from alphaloop.settings import Settings
 from alphaloop.spec import DataSpec
 from alphaloop.trials import Rows, TrialBudget
@@ -113,7 +112,7 @@ def _descendants(root: int) -> list[int]:
 def test_a_task_lost_with_its_worker_runs_again_and_is_reported_once(
     local_ray: Any, data: MarketData
 ) -> None:
-    from alphaloop.meta_agent.ray_trials import RayTrials
+    from alphaloop.placement.ray_trials import RayTrials
 
     lost: list[tuple[int, int, str]] = []
     trials = RayTrials(
@@ -135,7 +134,7 @@ def test_a_task_lost_with_its_worker_runs_again_and_is_reported_once(
 def test_one_loss_past_the_bound_stops_the_session_instead_of_a_crash(
     local_ray: Any, data: MarketData
 ) -> None:
-    from alphaloop.meta_agent.ray_trials import RayTrials
+    from alphaloop.placement.ray_trials import RayTrials
 
     lost: list[int] = []
     trials = RayTrials(
@@ -152,7 +151,7 @@ def test_one_loss_past_the_bound_stops_the_session_instead_of_a_crash(
 
 
 def test_a_trial_that_fails_on_its_own_is_a_crash_once(local_ray: Any, data: MarketData) -> None:
-    from alphaloop.meta_agent.ray_trials import RayTrials
+    from alphaloop.placement.ray_trials import RayTrials
 
     lost: list[int] = []
     trials = RayTrials(data, 2, "auto", "cufolio_only", on_lost=lambda j, n, s: lost.append(n))

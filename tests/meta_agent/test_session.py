@@ -28,10 +28,11 @@ from alphaloop.exceptions import (
 from alphaloop.journal import Journal, SessionRecord, TrialRecord
 from alphaloop.knobs import ConfigDelta
 from alphaloop.market import PLANTED_HOLD_DAYS, market_of, split, synthetic_prices
-from alphaloop.meta_agent import executors, nodes, session
+from alphaloop.meta_agent import nodes, session
 from alphaloop.meta_agent.proposers import ProposalContext, ProposerBase, TPEProposer
 from alphaloop.meta_agent.session import SessionSpec, create_session, run_session
 from alphaloop.meta_agent.state import SessionContext
+from alphaloop.placement import jobs as trial_jobs
 from alphaloop.settings import Settings
 from alphaloop.spec import DataSpec, Objective
 from alphaloop.trials import TrialBudget
@@ -198,7 +199,7 @@ def test_a_candidate_is_kept_only_after_its_confirmation_seeds_and_the_folds_day
 def test_failing_trials_are_journaled_and_the_loop_goes_on(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = executors.run_trial
+    real = trial_jobs.run_trial
     calls: list[int] = []
 
     def failing(*args: Any, **kwargs: Any) -> Any:
@@ -213,7 +214,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
             raise failure
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(executors, "run_trial", failing)
+    monkeypatch.setattr(trial_jobs, "run_trial", failing)
     sid = run(settings, budget=4, seed=4)
     s, rows = read(settings, sid)
     search = [t for t in rows if t.kind == "search"]
@@ -231,7 +232,7 @@ def test_failing_trials_are_journaled_and_the_loop_goes_on(
 
 def where_is(name: str) -> Any:
     """The module ``name`` is looked up in: the evaluator where trials run, else the nodes."""
-    return executors if name == "run_trial" else nodes
+    return trial_jobs if name == "run_trial" else nodes
 
 
 def interrupt(name: str, at_call: int) -> Callable[..., Any]:
@@ -572,7 +573,7 @@ def test_a_kill_mid_fold_loses_no_fold_and_runs_none_twice(
     at_call: int,
 ) -> None:
     sid = create_session(spec(budget=3, seed=3, noise_seeds=2, folds=3), settings)
-    monkeypatch.setattr(executors, "run_trial", interrupt("run_trial", at_call))
+    monkeypatch.setattr(trial_jobs, "run_trial", interrupt("run_trial", at_call))
     with pytest.raises(KeyboardInterrupt):
         run_session(sid, settings)
     monkeypatch.undo()

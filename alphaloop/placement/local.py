@@ -1,12 +1,9 @@
-"""Where a session's trials run: in the loop's own process (one worker), in worker processes on
-this machine, or as Ray tasks on a cluster. Either way a trial is the frozen evaluator's
-``run_trial`` on a :class:`TrialJob`, and what comes back is a :class:`~.outcome.TrialOutcome` (a
-failing trial is an outcome, never an exception). The journal is never touched here: the loop
-alone writes it.
+"""Trials on this machine: in the loop's own process (one worker, :class:`InlineTrials`), or in
+worker processes (:class:`ProcessTrials`).
 
-The market data goes to each worker once per session (a pool initializer's argument, or one
-object in Ray's object store), not with every trial. Each worker runs single-threaded (BLAS,
-OpenMP and torch), so N workers use N cores and no more.
+The market data goes to each worker once per session (a pool initializer's argument), not with
+every trial. Each worker runs single-threaded (BLAS, OpenMP and torch), so N workers use N
+cores and no more.
 
 Worker processes take seconds to start (their fork server imports the evaluator, and torch
 when the session's mode trains PPO), as long as several trials: so they start in the
@@ -17,132 +14,23 @@ meanwhile (see :class:`ProcessTrials`).
 from __future__ import annotations
 
 import importlib
-import logging
 import multiprocessing
 import os
 import select
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent import futures
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from alphaloop.market import MarketData
+from alphaloop.placement.cluster import LOCAL, on_ray
+from alphaloop.placement.jobs import Pending, TrialJob, execute, single_threaded
+from alphaloop.placement.outcome import TrialOutcome
+from alphaloop.trials import known_baselines, remember_baselines
 
-from alphaloop.exceptions import Unavailable
-from alphaloop.knobs import TrialConfig
-from alphaloop.market import MarketData, Window
-from alphaloop.meta_agent.cluster import LOCAL, on_ray
-from alphaloop.meta_agent.outcome import OutcomeStatus, TrialOutcome
-from alphaloop.trials import Rows, TrialBudget, known_baselines, remember_baselines, run_trial
-from alphaloop.vocabulary import Mode
-
-if TYPE_CHECKING:
-    from alphaloop.settings import Settings
-
-logger = logging.getLogger(__name__)
-
-POLL_S = 0.02  # how often a loop waiting on a worker looks at the rest of its work
-_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _data: MarketData | None = None  # a worker process's copy of the session's data
-
-
-class TrialJob(BaseModel):
-    """One trial to run: everything ``run_trial`` needs but the data (a pure function of it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mode: Mode
-    config: TrialConfig
-    budget: TrialBudget
-    seed: int
-    metric: str
-    policy_dir: str | None  # where a trained policy is saved (None: not kept)
-    idx: int  # for logs only
-    kind: str
-    window: Window = "validation"
-    rows: Rows | None = None  # explicit rows to score instead of ``window`` (a fold)
-    policy_path: str | None = None  # evaluate this saved policy instead of training one
-
-
-def execute(job: TrialJob, data: MarketData) -> TrialOutcome:
-    """Runs ``job`` on ``data``; a failing trial is an outcome, never an exception."""
-    try:
-        result = run_trial(
-            job.mode,
-            job.config,
-            data,
-            job.budget,
-            job.seed,
-            window=job.rows or job.window,
-            metric=job.metric,
-            policy_dir=job.policy_dir,
-            policy_path=job.policy_path,
-        )
-    except Exception as err:  # a failing trial is a journaled crash, and the loop goes on
-        outcome = TrialOutcome.failed(err)
-        logger.warning("trial %d (%s) ended %s: %s", job.idx, job.kind, outcome.status, err)
-        return outcome
-    return TrialOutcome(status=OutcomeStatus.ok, result=result)
-
-
-def outcome_of(pending: Pending, meanwhile: Callable[[], None] | None = None) -> TrialOutcome:
-    """What a trial produced; a worker that died (or a Ray task lost) is a crash.
-
-    ``meanwhile`` is called every :data:`POLL_S` seconds while a worker process runs the trial
-    (the loop's chance to hand its workers more work; see ``folding``)."""
-    if meanwhile is not None:
-        while not finished(pending, POLL_S):
-            meanwhile()
-    try:
-        return pending.result()
-    except Unavailable:
-        raise  # the cluster failed, not the trial: the session stops, and resumes elsewhere
-    except Exception as err:  # journaled as the trial's crash, and the loop goes on
-        logger.warning("a trial's worker failed: %r", err)
-        return TrialOutcome.failed(err)
-
-
-def finished(pending: Pending, timeout: float = 0.0) -> bool:
-    """Whether ``pending``'s outcome is in, waiting up to ``timeout`` seconds for it. A trial
-    that runs in this process when asked for counts as finished: asking for it waits on no
-    worker process here."""
-    wait = getattr(pending, "wait", None)  # a Ray task's
-    if wait is not None:
-        return bool(wait(timeout))
-    future = pending if isinstance(pending, Future) else getattr(pending, "future", None)
-    if future is None:
-        return True
-    return bool(futures.wait([future], timeout).done)
-
-
-def single_threaded() -> None:
-    """Caps this process at one thread for BLAS, OpenMP and torch (a worker's share)."""
-    for name in _THREAD_VARS:
-        os.environ[name] = "1"  # read by libraries loaded after this (torch's OpenMP)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(1)  # the ones already loaded (numpy's BLAS, unpickling the data)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-
-
-class Pending(Protocol):
-    def result(self) -> TrialOutcome: ...
-
-
-class TrialRunner(Protocol):
-    """Runs trials somewhere else; :meth:`submit` returns at once. ``where`` is how the journal
-    names the place (``local``, ``ray:HOST:PORT`` or ``ray://HOST:PORT``)."""
-
-    workers: int
-    where: str
-
-    def submit(self, job: TrialJob) -> Pending: ...
-
-    def close(self, *, wait: bool = True) -> None: ...
 
 
 # --- in the loop's process ----------------------------------------------------------------
@@ -414,62 +302,21 @@ class ProcessTrials:
             self._pool.shutdown(wait=wait, cancel_futures=True)
 
 
-# --- Ray (the runner: :mod:`.ray_trials`) --------------------------------------------------
-
-
-def run_on_ray(job: TrialJob, data: MarketData) -> TrialOutcome:
-    """A trial as a Ray task, on one thread."""
-    single_threaded()
-    return execute(job, data)
-
-
-def _in_processes(workers: int, ray_address: str | None) -> bool:
-    """Whether :func:`open_runner` runs trials in worker processes on this machine."""
+def in_processes(workers: int, ray_address: str | None) -> bool:
+    """Whether :func:`alphaloop.placement.place` runs trials in worker processes on this machine."""
     return not on_ray(ray_address) and workers > 1
 
 
 def warm_up(workers: int, ray_address: str | None, mode: str) -> None:
-    """Starts this process's fork server for ``mode`` now when the runner :func:`open_runner`
-    will open runs worker processes, so the seconds it takes to import the evaluator (and
-    torch) pass while the session loads its data rather than after. Returns at once: the server
-    imports in its own process, and the first worker forked waits for it."""
-    if not _in_processes(workers, ray_address):
+    """Starts this process's fork server for ``mode`` now when the runner
+    :func:`alphaloop.placement.place` will open runs worker processes, so the seconds it takes
+    to import the evaluator (and torch) pass while the session loads its data rather than
+    after. Returns at once: the server imports in its own process, and the first worker forked
+    waits for it."""
+    if not in_processes(workers, ray_address):
         return
     context = _mp_context(preload_for(mode))
     if context.get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
-
-
-def open_runner(
-    data: MarketData,
-    workers: int,
-    ray_address: str | None,
-    mode: str,
-    settings: Settings | None = None,
-    on_lost: Callable[[TrialJob, int, str], None] | None = None,
-) -> TrialRunner:
-    """The runner a session asked for: Ray tasks when it gave a Ray address (reached within
-    the settings' timeout, every node checked first; ``on_lost`` told of each task lost and
-    sent again), worker processes for more than one worker (ready for ``mode``'s trials), else
-    this process.
-
-    Raises:
-        Unavailable: the cluster does not answer, or a node cannot run the trials.
-    """
-    if on_ray(ray_address):
-        from alphaloop.meta_agent.ray_trials import RayTrials
-
-        return RayTrials(
-            data,
-            workers,
-            ray_address,
-            mode,
-            timeout_s=settings.ray_connect_timeout_s if settings else 30.0,
-            retries=settings.ray_task_retries if settings else 3,
-            on_lost=on_lost,
-        )
-    if _in_processes(workers, ray_address):
-        return ProcessTrials(data, workers, mode)
-    return InlineTrials(data)

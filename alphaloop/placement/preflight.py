@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.exceptions import Unavailable
-from alphaloop.meta_agent.cluster import Cluster, connect
+from alphaloop.placement.cluster import Cluster, connect
 
 if TYPE_CHECKING:
     from alphaloop.market import MarketData
@@ -81,7 +81,7 @@ def _version(dist: str) -> str | None:
 def inspect_here(data: MarketData, mode: str, node: str = "driver", ip: str = "") -> NodeCheck:
     """What this process would run ``mode``'s trials on ``data`` with (a node runs it as a
     task; the driver, for the reference)."""
-    from alphaloop.meta_agent.executors import preload_for
+    from alphaloop.placement.local import preload_for
 
     error = None
     for name in preload_for(mode):

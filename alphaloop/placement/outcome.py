@@ -1,6 +1,6 @@
 """What running one trial produced: the one type the trial workers share with the loop.
 
-Its own module, so a worker process (``executors``) imports the evaluator and this, not the
+Its own module, so a worker process (:mod:`.local`) imports the evaluator and this, not the
 loop's state with the journal, the proposers and the settings it needs no part of.
 """
 

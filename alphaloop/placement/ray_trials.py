@@ -21,9 +21,9 @@ from typing import Any
 
 from alphaloop.exceptions import Unavailable
 from alphaloop.market import MarketData
-from alphaloop.meta_agent.executors import TrialJob, run_on_ray
-from alphaloop.meta_agent.outcome import TrialOutcome
-from alphaloop.meta_agent.preflight import reach
+from alphaloop.placement.jobs import TrialJob, run_on_ray
+from alphaloop.placement.outcome import TrialOutcome
+from alphaloop.placement.preflight import reach
 
 logger = logging.getLogger(__name__)
 
