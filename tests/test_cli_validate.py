@@ -28,8 +28,9 @@ from alphaloop.validation import (
 )
 from alphaloop.validation.sharpe import (
     deflated_sharpe,
-    deflated_sharpe_ratio,
     effective_trials,
+    expected_max_sharpe,
+    probabilistic_sharpe_ratio,
     trial_sharpes,
 )
 
@@ -99,7 +100,9 @@ def test_finalize_deflates_over_the_search_trials_only(settings: Settings, sessi
     assert final["deflated_sharpe_effective"] == pytest.approx(oracle.dsr_effective, rel=1e-12)
     everything = np.column_stack([t.val_returns for t in rows if t.kind in ("search", "baseline")])
     variance = float(np.var(trial_sharpes(everything), ddof=1))
-    with_baselines = deflated_sharpe_ratio(chosen.val_returns, len(search), variance)
+    with_baselines = probabilistic_sharpe_ratio(
+        chosen.val_returns, expected_max_sharpe(len(search), variance)
+    )
     assert final["deflated_sharpe"] != pytest.approx(with_baselines, rel=1e-6)
     pbo = cscv_pbo(matrix, 16)
     assert final["pbo"] == pbo.pbo and final["pbo_summary"]["n_combinations"] == 12870

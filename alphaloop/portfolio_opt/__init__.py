@@ -4,7 +4,6 @@ from alphaloop.portfolio_opt._lp import start_sequence
 from alphaloop.portfolio_opt.cvar import (
     CvarSolution,
     empirical_cvar,
-    min_cvar_weights,
     portfolio_cvar,
     solve_mean_cvar,
     solve_min_cvar,
@@ -32,7 +31,6 @@ __all__ = [
     "efficient_frontier",
     "empirical_cvar",
     "max_return_weights",
-    "min_cvar_weights",
     "portfolio_cvar",
     "risk_overlay",
     "solve_mean_cvar",

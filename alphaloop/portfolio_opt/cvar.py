@@ -206,11 +206,6 @@ def _min_cvar(scenarios: np.ndarray, alpha: float, max_weight: float) -> CvarSol
     )
 
 
-def min_cvar_weights(scenarios: np.ndarray, alpha: float, max_weight: float) -> np.ndarray:
-    """Weights of the minimum-CVaR portfolio, the baseline every trial is compared with."""
-    return solve_min_cvar(scenarios, alpha, max_weight).weights
-
-
 def _solve_dual(
     r: np.ndarray,
     alpha: float,

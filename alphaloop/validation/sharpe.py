@@ -89,15 +89,6 @@ def expected_max_sharpe(n_trials: float, sr_variance: float) -> float:
     )
 
 
-def deflated_sharpe_ratio(
-    returns: np.ndarray | list[float], n_trials: float, sr_variance: float
-) -> float:
-    """Deflated Sharpe ratio (Bailey & Lopez de Prado, 2014): the PSR against the Sharpe the best
-    of ``n_trials`` would reach by luck, given the variance of per-period Sharpe ratios across
-    the trials that were run. :func:`deflated_sharpe` is the fuller report."""
-    return probabilistic_sharpe_ratio(returns, expected_max_sharpe(n_trials, sr_variance))
-
-
 def trial_sharpes(returns_matrix: np.ndarray) -> np.ndarray:
     """Per-period Sharpe ratio of each column of a (T days, N trials) return matrix, 0 for a
     column with no variation (as :func:`~alphaloop.metrics.sharpe`): the set whose variance the
