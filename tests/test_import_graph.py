@@ -419,3 +419,14 @@ def test_the_design_page_names_files_that_exist() -> None:
     named = set(re.findall(r"`((?:alphaloop|tests)/[\w/]+\.py)`", page))
     assert len(named) >= 10
     assert sorted(p for p in named if not (ROOT.parent / p).is_file()) == []
+
+
+def test_ops_exports_exactly_its_public_modules() -> None:
+    """``alphaloop.ops`` lists its modules by name (each loaded on first use): no name of a
+    module that is gone, none left out."""
+    from alphaloop import ops
+
+    modules = {p.stem for p in (ROOT / "ops").glob("*.py") if not p.stem.startswith("_")}
+    assert set(ops.__all__) == modules
+    named = set(re.findall(r"``(\w+)``", (ops.__doc__ or "").split("Modules:")[1]))
+    assert named == modules  # the docstring's list of modules, too
