@@ -27,7 +27,7 @@ class _StderrHandler(logging.StreamHandler):
         pass  # always the current stderr
 
 
-def level_for(verbosity: int) -> int:
+def _level_for(verbosity: int) -> int:
     """Warnings only by default; ``-v`` adds info, ``-vv`` debug."""
     if verbosity <= 0:
         return logging.WARNING
@@ -45,4 +45,4 @@ def configure_logging(verbosity: int = 0) -> None:
     handler = _StderrHandler()
     handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(handler)
-    logging.getLogger("alphaloop").setLevel(level_for(verbosity))
+    logging.getLogger("alphaloop").setLevel(_level_for(verbosity))

@@ -22,7 +22,7 @@ def origin_key(decision_id: int) -> str:
     return f"pm:decision:{decision_id}"
 
 
-def alternative_weights(decision: DecisionView) -> dict[str, float]:
+def _alternative_weights(decision: DecisionView) -> dict[str, float]:
     """What the proposed weights are judged against (see the module docstring)."""
     if decision.verdict == Verdict.override:
         return dict(decision.override_weights or {})
@@ -42,7 +42,7 @@ def label_decision(
         return None
     pre = dict(decision.pre_weights or {})
     proposed = dict(decision.target_weights)
-    alternative = alternative_weights(decision)
+    alternative = _alternative_weights(decision)
     outcome = t5_outcome(
         prices, decision.date, proposed, alternative, pre, cost_bps, held=not decision.orders
     )

@@ -22,7 +22,7 @@ MIN_HELDOUT = 20  # the default of ALPHALOOP_DPO_MIN_HELDOUT
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
-def is_heldout(origin_key: str) -> bool:
+def _is_heldout(origin_key: str) -> bool:
     digest = hashlib.sha256(origin_key.encode()).digest()
     return digest[0] % HELDOUT_BUCKETS == 0
 
@@ -37,8 +37,8 @@ def split_pairs(
     """
     if len(prefs) < 2:
         raise ValueError(f"DPO needs at least 2 labelled pairs, found {len(prefs)}")
-    train = [p for p in prefs if not is_heldout(p.origin_key)]
-    held = [p for p in prefs if is_heldout(p.origin_key)]
+    train = [p for p in prefs if not _is_heldout(p.origin_key)]
+    held = [p for p in prefs if _is_heldout(p.origin_key)]
     if not held:
         held, train = train[-1:], train[:-1]
     if not train:

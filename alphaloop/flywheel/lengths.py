@@ -35,7 +35,7 @@ def model_prompt(tokenizer: Any, prompt: str) -> str:
     return prompt_text(prompt)
 
 
-def model_context_length(model_dir: Path) -> int | None:
+def _model_context_length(model_dir: Path) -> int | None:
     """The context length ``model_dir/config.json`` names (read as JSON: no library loads)."""
     try:
         config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
@@ -53,7 +53,7 @@ def resolve_max_length(requested: int | None, model_dir: Path) -> int:
         InvalidRequest: no length requested and the config names none, or a requested length
             longer than the model's context (its position embeddings stop there).
     """
-    context = model_context_length(model_dir)
+    context = _model_context_length(model_dir)
     if requested is None:
         if context is None:
             raise InvalidRequest(

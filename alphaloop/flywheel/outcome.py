@@ -50,17 +50,17 @@ def turnover(weights: Weights, pre: Weights) -> float:
     return float(sum(abs(weights.get(s, 0.0) - pre.get(s, 0.0)) for s in names))
 
 
-def hold_return(weights: Weights, growth: Mapping[str, float]) -> float:
+def _hold_return(weights: Weights, growth: Mapping[str, float]) -> float:
     """Buy-and-hold return of ``weights`` when each symbol's price grew by ``growth[s]`` (a
     ratio, end over start); uninvested weight is cash earning nothing."""
     return float(sum(w * (growth[s] - 1.0) for s, w in weights.items() if w))
 
 
-def net_return(
+def _net_return(
     weights: Weights, pre: Weights, growth: Mapping[str, float], cost_bps: float
 ) -> float:
-    """:func:`hold_return` less the cost of trading from ``pre`` to ``weights``."""
-    return hold_return(weights, growth) - cost_bps / 1e4 * turnover(weights, pre)
+    """:func:`_hold_return` less the cost of trading from ``pre`` to ``weights``."""
+    return _hold_return(weights, growth) - cost_bps / 1e4 * turnover(weights, pre)
 
 
 def t5_window(dates: pd.DatetimeIndex, decision_date: str) -> tuple[int, int] | None:
@@ -107,6 +107,6 @@ def t5_outcome(
     return Outcome(
         start=prices.index[i0].date().isoformat(),
         end=prices.index[i1].date().isoformat(),
-        proposed=net_return(proposed, pre, growth, 0.0 if held else cost_bps),
-        alternative=net_return(alternative, pre, growth, cost_bps),
+        proposed=_net_return(proposed, pre, growth, 0.0 if held else cost_bps),
+        alternative=_net_return(alternative, pre, growth, cost_bps),
     )

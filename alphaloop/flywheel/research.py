@@ -71,7 +71,7 @@ def machine_written(t: TrialRecord) -> bool:
     return (t.proposer or "").split(" ", 1)[0] in MACHINE_PROPOSERS
 
 
-def answer_text(t: TrialRecord, *, rationale: bool = True) -> str:
+def _answer_text(t: TrialRecord, *, rationale: bool = True) -> str:
     """The edit as the model emitted it (see the module docstring); with ``rationale`` False,
     the changes alone."""
     raw = (t.delta or {}).get("raw")
@@ -98,7 +98,7 @@ def pair_answers(chosen: TrialRecord, rejected: TrialRecord) -> tuple[str, str]:
     that writing a rationale is what wins; the pair differs in its changes only.
     """
     plain = machine_written(chosen) or machine_written(rejected)
-    return answer_text(chosen, rationale=not plain), answer_text(rejected, rationale=not plain)
+    return _answer_text(chosen, rationale=not plain), _answer_text(rejected, rationale=not plain)
 
 
 def labelled(
@@ -134,7 +134,7 @@ def labelled(
 def folds_test(days: dict[int, dict[int, list[float]]], a: int, b: int) -> SharpeDifference | None:
     """The paired Sharpe-difference test of trial ``a`` over ``b`` on the folds both were
     scored on (None: fewer than 10 common days, or a series that does not vary)."""
-    x, y = common_days(days, a, b)
+    x, y = _common_days(days, a, b)
     if len(x) < 10:
         return None
     try:
@@ -143,7 +143,7 @@ def folds_test(days: dict[int, dict[int, list[float]]], a: int, b: int) -> Sharp
         return None
 
 
-def common_days(
+def _common_days(
     days: dict[int, dict[int, list[float]]], a: int, b: int
 ) -> tuple[list[float], list[float]]:
     """Two trials' returns on the folds both were scored on, end to end."""

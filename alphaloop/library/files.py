@@ -29,7 +29,7 @@ NAME_DIGITS = 16
 _CHUNK = 1 << 20
 
 
-def sha256_bytes(data: bytes) -> str:
+def _sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -57,7 +57,7 @@ def copy_into_library(source: str | Path, policies_dir: Path) -> tuple[Path, str
         FileNotFoundError: no file at ``source``.
     """
     data = Path(source).read_bytes()
-    sha = sha256_bytes(data)
+    sha = _sha256_bytes(data)
     folder = library_dir(policies_dir).absolute()
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{sha[:NAME_DIGITS]}.zip"
@@ -104,7 +104,7 @@ def _checked_bytes(record: PolicyRecord) -> tuple[Path, bytes]:
         data = path.read_bytes()
     except FileNotFoundError:
         raise _tampered(record, path, None) from None
-    found = sha256_bytes(data)
+    found = _sha256_bytes(data)
     if found != record.sha256:
         raise _tampered(record, path, found)
     return path, data

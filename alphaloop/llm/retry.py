@@ -102,7 +102,7 @@ def backoff_s(attempt: int, retry_after: float | None, *, base_s: float, max_s: 
     return min(max_s, delay * (1 + JITTER * random.random()))
 
 
-def server_message(err: openai.APIStatusError) -> str:
+def _server_message(err: openai.APIStatusError) -> str:
     body = err.body
     if isinstance(body, Mapping) and isinstance(body.get("message"), str):
         return body["message"]
@@ -111,7 +111,7 @@ def server_message(err: openai.APIStatusError) -> str:
     return err.message
 
 
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
     for header, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(header)
         if value is None:
@@ -183,7 +183,7 @@ def status_failure(
         base_url: the endpoint, for the message.
         model: the model asked for, for the message.
     """
-    status, detail = err.status_code, server_message(err)
+    status, detail = err.status_code, _server_message(err)
     said = f"HTTP {status} from {base_url}: {detail}"
     kind: type[LLMError] = LLMError
     message = f"the endpoint refused the request ({said})"
@@ -206,7 +206,7 @@ def status_failure(
         kind, retryable = LLMUnavailable, True
         what = "rate limited" if status == 429 else "server error"
         message = f"{what} ({said})"
-        retry_after = retry_after_s(err.response.headers)
+        retry_after = _retry_after_s(err.response.headers)
     return Failure(kind, message, retryable=retryable, status=status, retry_after=retry_after)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 CHARS_PER_TOKEN = 4
 
 
-def message_chars(messages: Sequence[Mapping[str, Any]]) -> int:
+def _message_chars(messages: Sequence[Mapping[str, Any]]) -> int:
     """Characters of text in OpenAI-format messages (string contents and text parts)."""
     total = 0
     for m in messages:
@@ -24,7 +24,7 @@ def message_chars(messages: Sequence[Mapping[str, Any]]) -> int:
 
 def estimate_tokens(messages: Sequence[Mapping[str, Any]], reply_chars: int) -> tuple[int, int]:
     """(prompt, completion) tokens estimated from text length, for a reply without usage."""
-    return message_chars(messages) // CHARS_PER_TOKEN, reply_chars // CHARS_PER_TOKEN
+    return _message_chars(messages) // CHARS_PER_TOKEN, reply_chars // CHARS_PER_TOKEN
 
 
 class UsageMeter:

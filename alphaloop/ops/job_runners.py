@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -38,6 +38,9 @@ from alphaloop.ops.jobs import (
 )
 from alphaloop.ops.walk_jobs import WalkResult, WalkResumeJob
 from alphaloop.settings import Settings
+
+if TYPE_CHECKING:
+    from alphaloop.validation.gates import Gates
 
 Link = Callable[[str], None]
 
@@ -100,8 +103,8 @@ def _resume(job: ResumeJob, settings: Settings, link: Link) -> SessionResult:
 
 
 def _run_session(
-    kind: Literal["research", "resume"], sid: str, settings: Settings, **move: Any
-) -> Any:
+    kind: Literal["research", "resume"], sid: str, settings: Settings, **move: int | str | None
+) -> SessionResult:
     """Runs session ``sid`` to its end (``move``: a resume's workers and Ray address)."""
     from alphaloop.ops.research import run_session
     from alphaloop.ops.sessions import get_session
@@ -164,7 +167,7 @@ def _validate(job: Any, settings: Settings, link: Link) -> ValidateResult:
         job.session_id,
         n_blocks=job.blocks,
         n_windows=job.windows,
-        gates=job_gates(job),
+        gates=_job_gates(job),
         oos_start=None if job.oos_start is None else job.oos_start.isoformat(),
     )
     return ValidateResult(
@@ -175,7 +178,7 @@ def _validate(job: Any, settings: Settings, link: Link) -> ValidateResult:
     )
 
 
-def job_gates(job: Any) -> Any:
+def _job_gates(job: Any) -> Gates | None:
     """The gate thresholds a validate job asks for (None: the defaults)."""
     from alphaloop.validation.gates import Gates
 
@@ -224,9 +227,10 @@ def _run_walk(
     """Runs walk ``walk_id`` to its report; the job is linked to each epoch's session as it
     begins (``GET /api/jobs/{id}`` names the session running now)."""
     from alphaloop.ops.walk import get_walk, run_walk
+    from alphaloop.walk.events import EpochBegun, WalkEvent
 
-    def on_event(event: Any) -> None:
-        if event.name == "epoch_begun":
+    def on_event(event: WalkEvent) -> None:
+        if isinstance(event, EpochBegun):
             link(event.session_id)
 
     report = run_walk(walk_id, settings, on_event)

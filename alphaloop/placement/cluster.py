@@ -29,12 +29,15 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from alphaloop.exceptions import AlphaloopError, Unavailable
 from alphaloop.spec import AUTO, CLIENT, LOCAL, check_address
 
 if TYPE_CHECKING:
+    from grpc import Channel
+
     from alphaloop.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -124,7 +127,7 @@ def probe(address: str, timeout_s: float) -> str:
 _GET_CLUSTER_ID = "/ray.rpc.NodeInfoGcsService/GetClusterId"
 
 
-def _grpc() -> Any:
+def _grpc() -> ModuleType:
     try:
         import grpc
     except ImportError:
@@ -134,7 +137,7 @@ def _grpc() -> Any:
     return grpc
 
 
-def _channel(grpc: Any, target: str) -> Any:
+def _channel(grpc: ModuleType, target: str) -> Channel:
     """A channel to ``target``, over TLS with the certificates Ray's documented variables name
     when ``RAY_USE_TLS`` is on (as Ray's own clients connect)."""
     if os.environ.get("RAY_USE_TLS", "0").lower() not in ("1", "true"):

@@ -26,6 +26,8 @@ from alphaloop.exceptions import Unavailable
 from alphaloop.placement.cluster import Cluster, connect
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+
     from alphaloop.market import MarketData
 
 logger = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ class NodeCheck(BaseModel):
     error: str | None = None  # an import that failed
 
 
-def data_hash(data: MarketData) -> str:
+def _data_hash(data: MarketData) -> str:
     """A hash of everything a trial reads of ``data``: its returns, dates, symbols, windows."""
     h = hashlib.sha256()
     h.update(data.returns.tobytes())
@@ -78,7 +80,7 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def inspect_here(data: MarketData, mode: str, node: str = "driver", ip: str = "") -> NodeCheck:
+def _inspect_here(data: MarketData, mode: str, node: str = "driver", ip: str = "") -> NodeCheck:
     """What this process would run ``mode``'s trials on ``data`` with (a node runs it as a
     task; the driver, for the reference)."""
     from alphaloop.placement.local import preload_for
@@ -100,7 +102,7 @@ def inspect_here(data: MarketData, mode: str, node: str = "driver", ip: str = ""
         **{dist: _version(dist) for dist in pinned},
     }
     return NodeCheck(
-        node=node, ip=ip, versions=versions, code=_code_hash(), data=data_hash(data), error=error
+        node=node, ip=ip, versions=versions, code=_code_hash(), data=_data_hash(data), error=error
     )
 
 
@@ -108,7 +110,7 @@ def _inspect_node(data: MarketData, mode: str) -> NodeCheck:
     import ray
 
     context = ray.get_runtime_context()
-    return inspect_here(data, mode, context.get_node_id(), ray.util.get_node_ip_address())
+    return _inspect_here(data, mode, context.get_node_id(), ray.util.get_node_ip_address())
 
 
 def _differences(node: NodeCheck, here: NodeCheck) -> list[str]:
@@ -126,7 +128,9 @@ def _differences(node: NodeCheck, here: NodeCheck) -> list[str]:
     return found
 
 
-def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> None:
+def preflight(
+    cluster: Cluster, data_ref: ObjectRef[MarketData], data: MarketData, mode: str
+) -> None:
     """Checks every live node with a CPU (those not checked yet) can run ``mode``'s trials on
     the session's data (``data_ref``: the data in the object store) exactly as this process
     would.
@@ -137,7 +141,7 @@ def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> N
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    here = inspect_here(data, mode)
+    here = _inspect_here(data, mode)
     nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
     if not nodes:
         raise Unavailable(
@@ -176,7 +180,9 @@ def preflight(cluster: Cluster, data_ref: Any, data: MarketData, mode: str) -> N
     logger.info("pre-flight: %d node(s) of %s ready", len(nodes), cluster.address)
 
 
-def reach(address: str, data: MarketData, mode: str, timeout_s: float) -> tuple[Cluster, Any]:
+def reach(
+    address: str, data: MarketData, mode: str, timeout_s: float
+) -> tuple[Cluster, ObjectRef[MarketData]]:
     """Connects to the cluster at ``address`` (within ``timeout_s``), puts ``data`` in its
     object store and checks every node can run ``mode``'s trials on it; returns the connection
     and the data's object ref. A failure leaves this process disconnected.

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from alphaloop.exceptions import Unavailable
 from alphaloop.market import MarketData
@@ -25,13 +26,16 @@ from alphaloop.placement.jobs import TrialJob, run_on_ray
 from alphaloop.placement.outcome import TrialOutcome
 from alphaloop.placement.preflight import reach
 
+if TYPE_CHECKING:
+    from ray import ObjectRef
+
 logger = logging.getLogger(__name__)
 
 # Told (job, losses so far, what Ray said) each time a trial's task is lost and sent again.
 OnLost = Callable[[TrialJob, int, str], None]
 
 
-def _losses(ray: Any) -> tuple[type[BaseException], ...]:
+def _losses(ray: ModuleType) -> tuple[type[BaseException], ...]:
     """Ray's errors for a task lost with its worker or node (not raised by the task itself)."""
     e = ray.exceptions
     return (
@@ -74,14 +78,14 @@ class RayTrials:
         self._losses = _losses(ray)
         self._task = ray.remote(num_cpus=1, max_retries=0)(run_on_ray)
 
-    def send(self, job: TrialJob) -> Any:
+    def send(self, job: TrialJob) -> ObjectRef[TrialOutcome]:
         """Starts ``job``'s task; returns its object ref."""
         return self._task.remote(job, self._data)
 
     def submit(self, job: TrialJob) -> RayPending:
         return RayPending(self, job)
 
-    def lost(self, job: TrialJob, losses: int, err: BaseException) -> Any:
+    def lost(self, job: TrialJob, losses: int, err: BaseException) -> ObjectRef[TrialOutcome]:
         """Sends ``job`` again after its ``losses``-th lost task; returns the new task's ref.
 
         Raises:

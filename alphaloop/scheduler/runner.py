@@ -18,7 +18,7 @@ logger = logging.getLogger(__name__)
 MISFIRE_GRACE_S = 3600
 
 
-def job_store_url(settings: Settings) -> str:
+def _job_store_url(settings: Settings) -> str:
     """The SQLite job store beside the journal."""
     return f"sqlite:///{(settings.home / 'scheduler.db').absolute()}"
 
@@ -51,7 +51,7 @@ def build_scheduler(settings: Settings, *, blocking: bool = True) -> Any:
     settings.home.mkdir(parents=True, exist_ok=True)
     kind = BlockingScheduler if blocking else BackgroundScheduler
     scheduler = kind(
-        jobstores={"default": SQLAlchemyJobStore(url=job_store_url(settings))},
+        jobstores={"default": SQLAlchemyJobStore(url=_job_store_url(settings))},
         # One worker per job: a long retrain never delays the nightly extract.
         executors={"default": ThreadPoolExecutor(len(schedule.JOBS))},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": MISFIRE_GRACE_S},

@@ -90,7 +90,7 @@ def record_days(
     return days, pick, default, equal
 
 
-def rule_record(results: Sequence[EpochResult], rule: RuleName, gates: Gates) -> RuleRecord:
+def _rule_record(results: Sequence[EpochResult], rule: RuleName, gates: Gates) -> RuleRecord:
     """The record of ``rule`` over ``results`` (oldest first), judged by ``gates``."""
     _, pick, default, equal = record_days(results, rule)
     traded = [r.picks[rule] for r in results]
@@ -156,7 +156,7 @@ def _lines(results: Sequence[EpochResult], rule: RuleName) -> tuple[EpochLine, .
     return tuple(lines)
 
 
-def verdict_line(record: RuleRecord, fallback: RuleRecord | None, n_days: int) -> str:
+def _verdict_line(record: RuleRecord, fallback: RuleRecord | None, n_days: int) -> str:
     """``GO: ...`` or ``NO-GO: ...`` with the tests that decided it and the edges the record
     could detect."""
     edges = []
@@ -185,7 +185,7 @@ def walk_report(
 ) -> WalkReport:
     """The walk's report over its epochs' ``results`` (oldest first), decided by ``rule``."""
     ordered = sorted(results, key=lambda r: r.epoch)
-    records = [rule_record(ordered, r, gates) for r in (rule, *(x for x in RULES if x != rule))]
+    records = [_rule_record(ordered, r, gates) for r in (rule, *(x for x in RULES if x != rule))]
     own = records[0]
     best = next(r for r in records if r.rule == "best")
     n_days = int(own.metrics["n_days"] or 0)
@@ -197,7 +197,7 @@ def walk_report(
         n_days=n_days,
         epochs=_lines(ordered, rule),
         records=tuple(records),
-        verdict=verdict_line(own, best if own is not best else None, n_days),
+        verdict=_verdict_line(own, best if own is not best else None, n_days),
         go=own.go,
         elapsed_s=elapsed_s,
     )
