@@ -28,9 +28,9 @@ import os
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,6 +41,11 @@ from alphaloop.journal.schedule import ScheduleOutcome, ScheduleRunRecord, Sched
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 from alphaloop.spec import SessionSpec, labelled_goal
+
+if TYPE_CHECKING:
+    from apscheduler.triggers.cron import CronTrigger
+
+    from alphaloop.pm.calendar import TradingCalendar
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +121,7 @@ def job_spec(name: str) -> JobSpec:
     return JOBS[name]
 
 
-def cron_trigger(expression: str, setting: str = "cron") -> Any:
+def cron_trigger(expression: str, setting: str = "cron") -> CronTrigger:
     """An APScheduler ``CronTrigger`` (UTC) for a five-field crontab expression.
 
     Raises:
@@ -308,7 +313,9 @@ def _pm_tick(settings: Settings) -> dict[str, Any]:
     return {"day": str(day), "books": books}
 
 
-def _tick_book(settings: Settings, book: str, day: Any, calendar: Any) -> dict[str, Any]:
+def _tick_book(
+    settings: Settings, book: str, day: date, calendar: TradingCalendar
+) -> dict[str, Any]:
     """One scheduled tick of ``book`` for ``day``, through a ``pm_tick`` job; what happened."""
     from alphaloop.ops.jobs import PmTickJob, start_job, wait_for_job
 

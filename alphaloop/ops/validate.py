@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
@@ -27,6 +27,10 @@ from alphaloop.metrics import Metrics
 from alphaloop.ops._journal import open_journal
 from alphaloop.settings import Settings
 from alphaloop.spec import SessionSpec
+
+if TYPE_CHECKING:
+    from alphaloop.market import MarketData
+    from alphaloop.trials import TrialBudget
 from alphaloop.validation import (
     CRISIS_WINDOWS,
     DEFAULT_BLOCKS,
@@ -107,7 +111,7 @@ def _gates(
     subject: _Subject,
     chosen_from: Selection,
     gates: Gates | None,
-    walk_forward: Any,
+    walk_forward: WalkForward | str | None,
 ) -> tuple[GateReport, str]:
     """The go/no-go gates on the reported trial's evidence (with its deflated Sharpe and PBO,
     ``chosen_from``, and its walk-forward on unseen data or why there is none), and what that
@@ -134,7 +138,7 @@ def session_gates(session: SessionRecord, overrides: Gates | None = None) -> Gat
     return base.model_copy(update={k: getattr(overrides, k) for k in overrides.model_fields_set})
 
 
-def unseen_start(data: Any, oos_start: str | None) -> int:
+def unseen_start(data: MarketData, oos_start: str | None) -> int:
     """The first row no search scored: the start of TEST, or the row of ``oos_start``.
 
     Raises:
@@ -182,7 +186,9 @@ def _read(settings: Settings, session_id: str) -> tuple[SessionRecord, list[Tria
         return s, rows, _reported(j, s, rows)
 
 
-def _reruns(s: SessionRecord, trial: TrialRecord, data: Any, span: slice, budget: Any) -> dict:
+def _reruns(
+    s: SessionRecord, trial: TrialRecord, data: MarketData, span: slice, budget: TrialBudget
+) -> dict:
     from alphaloop.trials import span_reruns
 
     policy = None
@@ -198,7 +204,11 @@ def _reruns(s: SessionRecord, trial: TrialRecord, data: Any, span: slice, budget
 
 
 def _stress_runs(
-    s: SessionRecord, named: dict[str, TrialRecord], data: Any, span: slice, budget: Any
+    s: SessionRecord,
+    named: dict[str, TrialRecord],
+    data: MarketData,
+    span: slice,
+    budget: TrialBudget,
 ) -> dict[str, Any]:
     runs: dict[str, Any] = {}
     for name, trial in named.items():

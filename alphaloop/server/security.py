@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.server.errors import send_error
@@ -90,10 +91,10 @@ class BodyLimit:
     """ASGI middleware: 413 for a body over ``limit`` bytes, by its Content-Length or, when it
     has none, as it streams in."""
 
-    def __init__(self, app: Any, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app, self.limit = app, limit
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -131,7 +132,7 @@ class _BodyTooLarge(StarletteHTTPException):
         super().__init__(413, _too_large_message(limit))
 
 
-async def _too_large(send: Any, limit: int) -> None:
+async def _too_large(send: Send, limit: int) -> None:
     await send_error(send, 413, _too_large_message(limit))
 
 
@@ -163,10 +164,10 @@ SECURITY_HEADERS = (
 class SecurityHeaders:
     """ASGI middleware: :data:`SECURITY_HEADERS` on every answer, errors included."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -185,10 +186,10 @@ class HeadAsGet:
     """ASGI middleware: ``HEAD`` answers wherever ``GET`` does, with the same status and
     headers and no body (FastAPI's routes take only the methods they declare)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "HEAD":
             await self.app(scope, receive, send)
             return

@@ -131,7 +131,7 @@ def gate_report(
     chosen: Selection,
     gates: Gates,
     excess: dict[str, ExcessEvidence | str],
-    walk_forward: Any = None,
+    walk_forward: WalkForward | str | None = None,
 ) -> GateReport:
     """The go/no-go gates on the reported trial's ``metrics``, its selection's deflated Sharpe
     and PBO, its evidence against the references and (``alphaloop validate`` only) its
