@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from alphaloop.charts.figures import ratio_curve, research_progress, training_curve
 from alphaloop.charts.portfolio import equity_curves, weights
 from alphaloop.charts.series import SeriesSource
-from alphaloop.charts.validation import validation_figure
+from alphaloop.charts.validation import ValidationDrawn, validation_drawn, validation_figure
 from alphaloop.exceptions import InvalidRequest
 from alphaloop.journal import EventKind, Journal, SessionRecord, TrialRecord
 from alphaloop.journal.status import RACED_OUT
@@ -41,6 +41,8 @@ class Chart(BaseModel):
     session_id: str | None = None
     trial_id: int | None = None
     trial_idx: int | None = None
+    # A validation chart's: what it draws, which its reader reads (never the figure's metadata)
+    validation: ValidationDrawn | None = None
 
     @property
     def name(self) -> str:
@@ -155,8 +157,14 @@ def _session_chart(name: str, journal: Journal, session: SessionRecord) -> Chart
         return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
     events = journal.logs.events(session.id, kind=EventKind.validated)
     report = ValidationReport.read(events[-1].payload) if events else None
-    figure = validation_figure(session, report)
-    return Chart(kind=name, figure=figure, goal=session.goal, session_id=session.id)
+    drawn = validation_drawn(session, report)
+    return Chart(
+        kind=name,
+        figure=validation_figure(drawn),
+        goal=session.goal,
+        session_id=session.id,
+        validation=drawn,
+    )
 
 
 def _trial(

@@ -160,7 +160,7 @@ def normalise_bullets(text: str, *, spare: Sequence[str] = ()) -> list[str]:
 def read_embedded(chart: Chart) -> ChartRead:
     """The embedded reader's bullets about ``chart`` (not journaled)."""
     started = time.perf_counter()
-    facts, bullets = read_figure(chart.figure)
+    facts, bullets = read_figure(chart.figure, chart.validation)
     context = chart_context(chart, facts)
     return ChartRead(
         kind=chart.kind,
@@ -193,7 +193,7 @@ def read_with_vlm(
         )
     from alphaloop.llm import LLMClient, image_part  # the openai client: only when asked for
 
-    facts, spare = read_figure(chart.figure)
+    facts, spare = read_figure(chart.figure, chart.validation)
     context = chart_context(chart, facts)
     client = LLMClient.for_vision(settings, on_call=on_call)
     question = json.dumps({"kind": chart.kind, "context": context}, separators=(",", ":"))

@@ -27,6 +27,7 @@ from alphaloop.charts._reading import (
     xy,
 )
 from alphaloop.charts.portfolio_reader import read_equity, read_weights
+from alphaloop.charts.validation import ValidationDrawn
 from alphaloop.charts.validation_reader import read_validation
 from alphaloop.exceptions import InvalidRequest
 
@@ -323,17 +324,20 @@ READERS: dict[str, Callable[[go.Figure], Reading]] = {
     "ratio_curve": _ratio_curve,
     "equity_curves": read_equity,
     "weights": read_weights,
-    "validation": read_validation,
 }
 
 
-def read_figure(fig: go.Figure) -> Reading:
-    """The key figures of a chart and at most six bullets about them.
+def read_figure(fig: go.Figure, validation: ValidationDrawn | None = None) -> Reading:
+    """The key figures of a chart and at most six bullets about them (``validation``: the
+    model a validation chart was drawn from, which its reader reads).
 
     Raises:
         InvalidRequest: a figure this reader does not know, or one with no data.
     """
     kind = figure_meta(fig).get("kind")
+    if kind == "validation":
+        facts, bullets = read_validation(fig, validation)
+        return facts, bullets[:MAX_BULLETS]
     reader = READERS.get(kind)
     if reader is None:
         raise InvalidRequest(f"no embedded reader for a chart of kind {kind!r}")

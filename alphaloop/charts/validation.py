@@ -1,18 +1,18 @@
 """The validation chart of a session: the PBO logit histogram next to the walk-forward windows.
 
 Drawn from a validation report (``alphaloop validate``'s), or, before any, from finalize's PBO
-summary and gates in the session's ``final``. Like the other figures it takes records and
-returns a ``go.Figure``; trace names are fixed for the reader.
+summary and gates in the session's ``final``: :func:`validation_drawn` says which as a model
+(:class:`ValidationDrawn`), :func:`validation_figure` draws it, and the embedded reader reads
+the model, not the figure's metadata. Trace names are fixed for the reader.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+from pydantic import BaseModel, ConfigDict
 
 from alphaloop.charts._style import COLORS, TEMPLATE
 from alphaloop.evidence import GateReport, PBOSummary
@@ -25,19 +25,34 @@ WINDOW_TRACE = "walk-forward Sharpe ({})"
 EQUAL_WEIGHT_TRACE = "equal weight Sharpe"
 
 
-@dataclass(frozen=True)
-class _Drawn:
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class DsrShown(BaseModel):
+    """The deflated Sharpe the chart states: under N search trials and under N effective."""
+
+    model_config = _FROZEN
+
+    dsr: float | None
+    n_trials: float | None
+    n_effective: float | None
+    dsr_effective: float | None
+
+
+class ValidationDrawn(BaseModel):
     """What the chart draws, from a validation report or from finalize's report."""
+
+    model_config = _FROZEN
 
     session_id: str
     pbo: PBOSummary
-    deflated_sharpe: dict[str, Any]
+    deflated_sharpe: DsrShown
     n_search_trials: int
     gates: GateReport | None
     walk_forward: WalkForward | None
 
 
-def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
+def validation_drawn(session: SessionRecord, report: ValidationReport | None) -> ValidationDrawn:
     """What the chart draws: the newest validation report of ``session``, or, before any, the
     PBO summary and gates finalize stored (no walk-forward).
 
@@ -45,10 +60,16 @@ def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
         InvalidRequest: neither exists (fewer than 2 search trials, or not finalized).
     """
     if report is not None:
-        return _Drawn(
+        dsr = report.deflated_sharpe
+        return ValidationDrawn(
             session_id=report.session_id,
             pbo=report.pbo,
-            deflated_sharpe=report.deflated_sharpe.model_dump(mode="json"),
+            deflated_sharpe=DsrShown(
+                dsr=dsr.dsr,
+                n_trials=dsr.n_trials,
+                n_effective=dsr.n_effective,
+                dsr_effective=dsr.dsr_effective,
+            ),
             n_search_trials=report.n_search_trials,
             gates=report.gates,
             walk_forward=report.walk_forward,
@@ -60,15 +81,15 @@ def _drawn(session: SessionRecord, report: ValidationReport | None) -> _Drawn:
             f"session {session.id} has no validation to draw ({why}); run "
             f"`alphaloop validate {session.id}`"
         )
-    return _Drawn(
+    return ValidationDrawn(
         session_id=session.id,
         pbo=final.pbo_summary,
-        deflated_sharpe={
-            "dsr": final.deflated_sharpe,
-            "n_trials": final.dsr_n_trials,
-            "n_effective": final.n_effective_trials,
-            "dsr_effective": final.deflated_sharpe_effective,
-        },
+        deflated_sharpe=DsrShown(
+            dsr=final.deflated_sharpe,
+            n_trials=final.dsr_n_trials,
+            n_effective=final.n_effective_trials,
+            dsr_effective=final.deflated_sharpe_effective,
+        ),
         n_search_trials=final.pbo_summary.n_trials,
         gates=final.gates,
         walk_forward=None,
@@ -126,15 +147,10 @@ def _windows(fig: go.Figure, wf: WalkForward) -> None:
         )
 
 
-def validation_figure(session: SessionRecord, report: ValidationReport | None) -> go.Figure:
+def validation_figure(drawn: ValidationDrawn) -> go.Figure:
     """PBO logit histogram (left; the dashed line at 0 splits overfit from not) and the
-    walk-forward windows' Sharpe next to equal weight (right), of ``report`` (the session's
-    newest validation report), or before any of the PBO and gates finalize stored.
-
-    Raises:
-        InvalidRequest: there is neither (fewer than 2 search trials, or not finalized).
-    """
-    drawn = _drawn(session, report)
+    walk-forward windows' Sharpe next to equal weight (right), of ``drawn`` (see
+    :func:`validation_drawn`)."""
     pbo, wf = drawn.pbo, drawn.walk_forward
     fig = make_subplots(
         rows=1,
@@ -148,23 +164,13 @@ def validation_figure(session: SessionRecord, report: ValidationReport | None) -
     _histogram(fig, pbo)
     if wf:
         _windows(fig, wf)
-    gates = drawn.gates
     fig.update_layout(
         template=TEMPLATE,
         title={"text": f"Validation of {drawn.session_id}", "x": 0.01},
         barmode="group",
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.08, "xanchor": "right", "x": 1},
         margin={"l": 60, "r": 30, "t": 100, "b": 60},
-        meta={
-            "kind": "validation",
-            "session_id": drawn.session_id,
-            "pbo": pbo.model_dump(mode="json", exclude={"histogram_edges"}),
-            "deflated_sharpe": drawn.deflated_sharpe,
-            "n_search_trials": drawn.n_search_trials,
-            "gates": [r.model_dump(mode="json") for r in gates.results] if gates else [],
-            "gates_passed": gates.passed if gates else None,
-            "summaries": [m.model_dump(mode="json") for m in wf.summaries] if wf else [],
-        },
+        meta={"kind": "validation", "session_id": drawn.session_id},
     )
     fig.update_xaxes(title_text="logit of the IS winner's OOS rank", row=1, col=1)
     fig.update_yaxes(title_text="CSCV splits", row=1, col=1)

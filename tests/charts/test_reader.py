@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,3 +158,44 @@ def test_a_wealth_curve_reads_its_deepest_fall_in_percent_not_in_units() -> None
     assert drawdown(y, relative=True) == (pytest.approx(0.2), 0, 1)
     returns = y[1:] / y[:-1] - 1.0
     assert drawdown(y, relative=True)[0] == pytest.approx(max_drawdown(returns))
+
+
+def _drawn_validation() -> Any:
+    from alphaloop.charts.validation import DsrShown, ValidationDrawn
+    from alphaloop.evidence import GateReport, GateResult, PBOSummary
+
+    pbo = PBOSummary(
+        pbo=0.25, n_blocks=8, n_trials=6, n_days=400, n_combinations=70, prob_oos_loss=0.125,
+        degradation_slope=None, logit_quantiles={"5%": -1.5, "50%": 0.75, "95%": 2.0},
+        histogram_edges=(-2.0, -1.0, 0.0, 1.0, 2.0), histogram_counts=(5, 12, 33, 20),
+    )  # fmt: skip
+    gate = GateResult(
+        gate="pbo", passed=False, value=0.25, threshold=0.2, comparison="<", reason="too high"
+    )
+    return ValidationDrawn(
+        session_id="s-1",
+        pbo=pbo,
+        deflated_sharpe=DsrShown(dsr=0.9, n_trials=6, n_effective=3.5, dsr_effective=0.96),
+        n_search_trials=6,
+        gates=GateReport(passed=False, results=(gate,)),
+        walk_forward=None,
+    )
+
+
+def test_the_validation_chart_is_read_from_its_model_not_the_figures_metadata() -> None:
+    from alphaloop.charts.validation import validation_figure
+    from alphaloop.exceptions import InvalidRequest
+
+    drawn = _drawn_validation()
+    fig = validation_figure(drawn)
+    assert dict(fig.layout.meta) == {"kind": "validation", "session_id": "s-1"}
+    facts, bullets = read_figure(fig, drawn)
+    assert facts["pbo"] == 0.25 and facts["gates_passed"] is False
+    assert facts["deflated_sharpe"]["dsr_effective"] == 0.96
+    assert bullets[0].startswith("PBO 0.25: in 25% of 70 CSCV splits (8 blocks of 400 days, 6")
+    # the tallest bin of the histogram drawn: logit 0 to 1, 33 splits
+    assert "logit +0.00 to +1.00, holds 33 splits" in bullets[1] and "12.5% of splits" in bullets[1]
+    assert "Deflated Sharpe 0.900 with N = 6" in bullets[2] and "3.5: 0.960" in bullets[2]
+    assert "Gates: NO-GO, 0 of 1 passed; failed: pbo." in bullets
+    with pytest.raises(InvalidRequest, match="read with the report it was drawn from"):
+        read_figure(fig)
