@@ -12,10 +12,10 @@ nothing, ``ops.sessions.list_sessions(...)`` loads the journal's reads and no mo
 Modules: ``requests`` (every request a front end accepts, declared once), ``sessions`` (list,
 status, review), ``goal`` (what a research goal sets), ``research`` (start, run, resume, stop),
 ``trial`` (one trial by hand), ``train`` (manual PPO training), ``validate`` (the validation
-suite), ``dashboard``, ``plots``, ``rows``, ``tally`` and ``notes`` (the web page's reads),
-``charts``, ``series`` (the series a chart needs, recomputed), ``replay`` (a trial or policy
-re-run on a window of one's own), ``frontier``, ``knobs``, ``env``, ``records`` (the journal's
-records a front end shows), ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and
+suite), ``dashboard``, ``plots``, ``rows`` and ``notes`` (the web page's reads), ``charts``,
+``series`` (the series a chart needs, recomputed), ``replay`` (a trial or policy re-run on a
+window of one's own), ``frontier``, ``knobs``, ``env``, ``records`` (the journal's records a
+front end shows), ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and
 ``job_runners`` (long work handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop
 replayed over history), ``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear
 sheet).
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
         schedule,
         series,
         sessions,
-        tally,
         tearsheet,
         train,
         trial,
@@ -86,7 +85,6 @@ __all__ = [
     "schedule",
     "series",
     "sessions",
-    "tally",
     "tearsheet",
     "train",
     "trial",
