@@ -12,13 +12,13 @@ nothing, ``ops.sessions.list_sessions(...)`` loads the journal's reads and no mo
 Modules: ``requests`` (every request a front end accepts, declared once), ``sessions`` (list,
 status, review), ``goal`` (what a research goal sets), ``research`` (start, run, resume, stop),
 ``trial`` (one trial by hand), ``train`` (manual PPO training), ``validate`` (the validation
-suite), ``dashboard``, ``plots``, ``rows`` and ``notes`` (the web page's reads), ``charts``,
-``series`` (the series a chart needs, recomputed), ``replay`` (a trial or policy re-run on a
-window of one's own), ``frontier``, ``knobs``, ``env``, ``records`` (the journal's records a
-front end shows), ``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and
-``job_runners`` (long work handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop
-replayed over history), ``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear
-sheet).
+suite), ``dashboard``, ``plots``, ``rows`` and ``notes`` (the web page's reads), ``objective``
+(a session's objective as the front ends name it), ``charts``, ``series`` (the series a chart
+needs, recomputed), ``replay`` (a trial or policy re-run on a window of one's own),
+``frontier``, ``knobs``, ``env``, ``records`` (the journal's records a front end shows),
+``policies``, ``pm``, ``prefs``, ``dpo``, ``schedule``, ``jobs`` and ``job_runners`` (long work
+handed to a worker), ``export``, ``tearsheet``, ``walk`` (the loop replayed over history),
+``walk_jobs`` (a walk as a job) and ``walk_sheet`` (a walk's tear sheet).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         jobs,
         knobs,
         notes,
+        objective,
         plots,
         pm,
         policies,
@@ -73,6 +74,7 @@ __all__ = [
     "jobs",
     "knobs",
     "notes",
+    "objective",
     "plots",
     "pm",
     "policies",

@@ -13,6 +13,12 @@ do not need.
 
 from __future__ import annotations
 
+from alphaloop.validation.corrections import (
+    benjamini_hochberg,
+    benjamini_yekutieli,
+    holm,
+    holm_adjusted,
+)
 from alphaloop.validation.excess import (
     DETECTION_POWER,
     ExcessEvidence,
@@ -35,10 +41,6 @@ from alphaloop.validation.multiplicity import (
     ConfigVerdict,
     Multiplicity,
     against_default,
-    benjamini_hochberg,
-    benjamini_yekutieli,
-    holm,
-    holm_adjusted,
     rademacher_complexity,
     ras_lower_bounds,
 )

@@ -49,6 +49,7 @@ import numpy as np
 from alphaloop.evidence import ExcessEvidence, SharpeDifference
 from alphaloop.metrics import TRADING_DAYS
 from alphaloop.validation.bootstrap import block_length, circular_block_sums, data_rng
+from alphaloop.validation.corrections import holm_adjusted
 from alphaloop.validation.hac import newey_west, newey_west_lags, prewhitened_parzen
 from alphaloop.validation.summary import aligned_matrix
 
@@ -290,8 +291,6 @@ def excess_evidence(
             later in the window) only their common, latest days are compared.
         other_looks: the p-values of the other distinct picks journaled on these TEST days.
     """
-    from alphaloop.validation.multiplicity import holm_adjusted
-
     paired = aligned_matrix([pick, baseline])
     test = sharpe_difference(paired[:, 0], paired[:, 1])
     if not other_looks:

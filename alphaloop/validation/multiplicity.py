@@ -1,19 +1,8 @@
 """Many configs tried, one question each: which of them truly beat the default?
 
-Three answers, each as its paper writes it:
+Three answers: Holm's family-wise correction and Benjamini-Hochberg's false discovery rate
+(:mod:`.corrections`), and, as its book writes it:
 
-- :func:`holm` (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand.
-  J. Statist. 6: 65-70): the family-wise error rate at ``alpha`` for any dependence between
-  the tests. Sort the p-values; reject while ``p_(i) <= alpha / (m - i + 1)``.
-- :func:`benjamini_hochberg` (Benjamini & Hochberg 1995, "Controlling the false discovery rate",
-  JRSS B 57: 289-300): the expected share of false discoveries among the rejections at ``q``
-  (for independent or positively dependent tests). Reject the ``k`` smallest, ``k`` the largest
-  ``i`` with ``p_(i) <= i q / m``.
-- :func:`benjamini_yekutieli` (Benjamini & Yekutieli 2001, "The control of the false discovery
-  rate in multiple testing under dependency", Ann. Statist. 29(4)): the same at ``q / c(m)``,
-  ``c(m) = 1 + 1/2 + ... + 1/m``, which holds the rate under any dependence. The preference
-  pairs' tests share trials (a pair's two configs each sit in other pairs, some with the
-  opposite sign), so they are not known to be positively dependent.
 - :func:`ras_lower_bounds`, the Rademacher Anti-Serum (Paleologo, *The Elements of Quantitative
   Investing*, 2025, ch. 8, Procedure 8.2): a lower bound on every config's true Sharpe ratio at
   once, holding with probability at least ``1 - delta``. Its price for searching is twice the
@@ -26,9 +15,8 @@ Three answers, each as its paper writes it:
 
   per period, ``theta_hat_n`` the mean of config n's standardised returns.
 
-The session's pick is the keep rule's paired test at the Sidak level over the effective number
-of configs (``meta_agent.finalize.pick``); ``benchmarks/bench_power.py`` measures it against a
-pick by RAS on the same sessions. :func:`against_default` is what ``alphaloop validate``
+The session's pick is StepM over the configs tried (``meta_agent.picking.pick``);
+:func:`against_default` is what ``alphaloop validate``
 reports: which configs beat the default on the folds' days under each of the three.
 """
 
@@ -42,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from alphaloop.metrics import TRADING_DAYS
+from alphaloop.validation.corrections import benjamini_hochberg, holm
 from alphaloop.validation.excess import sharpe_difference
 from alphaloop.validation.summary import aligned_matrix
 
@@ -51,85 +40,9 @@ __all__ = [
     "ConfigVerdict",
     "Multiplicity",
     "against_default",
-    "benjamini_hochberg",
-    "benjamini_yekutieli",
-    "holm",
-    "holm_adjusted",
     "rademacher_complexity",
     "ras_lower_bounds",
 ]
-
-
-def _p_values(p_values: Sequence[float], level: float, name: str) -> np.ndarray:
-    p = np.asarray(p_values, dtype=float).ravel()
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"{name} must be in (0, 1), got {level!r}")
-    if not np.all((p >= 0.0) & (p <= 1.0)):
-        raise ValueError("p-values must be numbers in [0, 1]")
-    return p
-
-
-def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
-    """Which hypotheses Holm's step-down procedure rejects at family-wise level ``alpha``, in
-    the order given.
-
-    Raises:
-        ValueError: a p-value outside [0, 1] or ``alpha`` outside (0, 1).
-    """
-    p = _p_values(p_values, alpha, "alpha")
-    m = p.size
-    rejected = np.zeros(m, dtype=bool)
-    for step, i in enumerate(np.argsort(p, kind="stable")):
-        if p[i] > alpha / (m - step):
-            break
-        rejected[i] = True
-    return rejected.tolist()
-
-
-def holm_adjusted(p_values: Sequence[float]) -> list[float]:
-    """Holm's adjusted p-values, in the order given: hypothesis i is rejected at family-wise
-    level ``alpha`` by :func:`holm` exactly when its adjusted p-value is at most ``alpha``
-    (``max over j <= rank(i) of min(1, (m - j + 1) p_(j))``).
-
-    Raises:
-        ValueError: a p-value outside [0, 1].
-    """
-    p = _p_values(p_values, 0.5, "alpha")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(scaled)
-    return adjusted.tolist()
-
-
-def benjamini_hochberg(p_values: Sequence[float], q: float = 0.10) -> list[bool]:
-    """Which hypotheses the Benjamini-Hochberg step-up procedure rejects at false discovery
-    rate ``q``, in the order given.
-
-    Raises:
-        ValueError: a p-value outside [0, 1] or ``q`` outside (0, 1).
-    """
-    p = _p_values(p_values, q, "q")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    below = np.nonzero(p[order] <= q * np.arange(1, m + 1) / m)[0]
-    rejected = np.zeros(m, dtype=bool)
-    if below.size:
-        rejected[order[: below[-1] + 1]] = True
-    return rejected.tolist()
-
-
-def benjamini_yekutieli(p_values: Sequence[float], q: float = 0.10) -> list[bool]:
-    """Which hypotheses the Benjamini-Yekutieli procedure rejects at false discovery rate
-    ``q`` under any dependence, in the order given: Benjamini-Hochberg at ``q / c(m)``.
-
-    Raises:
-        ValueError: a p-value outside [0, 1] or ``q`` outside (0, 1).
-    """
-    p = _p_values(p_values, q, "q")
-    harmonic = float(np.sum(1.0 / np.arange(1, p.size + 1))) if p.size else 1.0
-    return benjamini_hochberg(p, q / harmonic) if p.size else []
 
 
 def rademacher_complexity(x: np.ndarray, n_draws: int = 2000, seed: int = 0) -> float:

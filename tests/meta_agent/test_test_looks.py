@@ -14,7 +14,7 @@ from alphaloop.knobs import TrialConfig, config_hash
 from alphaloop.meta_agent.test_looks import other_looks, pick_key
 from alphaloop.metrics import compute_metrics
 from alphaloop.validation import Gates, evaluate_gates, excess_evidence, sharpe_difference
-from alphaloop.validation.multiplicity import holm_adjusted
+from alphaloop.validation.corrections import holm_adjusted
 from alphaloop.validation.report import looks_note
 from tests.journal.journal_helpers import new_session, new_trial
 
