@@ -1,9 +1,11 @@
 """Every view of the page in the system Chromium, by its address, at 1440 and 390 px, over one
 home populated through the command line (two real short sessions, a validation, an activation
 and three paper ticks) and served once. Each view is screenshotted (the artifacts folder) and
-fails on an element cut off or overflowing its panel, a button out of reach, a console error,
-a number printed with more than 6 significant digits, a missing value printed as "null",
-"undefined" or "NaN", or a time chart without dates. The portfolio manager's equity and P&L
+fails on an element cut off or overflowing its panel, a button out of reach, a chart's title,
+legend or axis title cut or under its toolbar, a table's key column out of view (on a phone a
+wide table keeps its first column in place; the sides of a comparison are all in view), a
+console error, a number printed with more than 6 significant digits, a missing value printed
+as "null", "undefined" or "NaN", or a time chart without dates. The portfolio manager's equity and P&L
 on the page are `pm status`'s."""
 
 from __future__ import annotations
@@ -115,8 +117,14 @@ def _views(ids: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
 
 
 # Evaluated in each view (see the file): what sticks out, what is out of reach, long numbers.
-_SOURCE = (Path(__file__).parent / "page_checks.js").read_text(encoding="utf-8").splitlines()
-CHECKS = "\n".join(line for line in _SOURCE if not line.startswith("//"))
+def _script(name: str) -> str:
+    lines = (Path(__file__).parent / name).read_text(encoding="utf-8").splitlines()
+    return "\n".join(line for line in lines if not line.startswith("//"))
+
+
+CHECKS = _script("page_checks.js")
+# what a user came for in reach: charts' titles, legends and axes; tables' key columns
+REACH = _script("page_reach.js")
 
 
 # Charts over time whose x axis is not a date axis.
@@ -147,7 +155,7 @@ def visit(
         expect(page.locator(selector).first).to_be_attached(timeout=60_000)
     page.wait_for_timeout(300)  # a poll's redraw settles
     page.screenshot(path=str(shot), full_page=True)
-    found = page.evaluate(CHECKS)
+    found = page.evaluate(CHECKS) | page.evaluate(REACH)
     if dated:
         found["undated"] = page.evaluate(UNDATED)
     return {k: v[:6] for k, v in found.items() if v}

@@ -18,11 +18,12 @@ function typeOf(schema) {
   if (schema.type === "array") return typeOf(schema.items) + "[]";
   return schema.type || "";
 }
-// 4294967295 -> "2³² − 1": a bound at a power of two reads as one.
+// 4294967295 -> "2³² − 1", 4294967276 -> "2³² − 20": a bound just under a power of two reads
+// as one (a seed's range less the seeds a session adds to it).
 const SUP = "⁰¹²³⁴⁵⁶⁷⁸⁹";
 function bound(n) {
-  const v = Number(n), k = Math.log2(Math.abs(v) + 1);
-  if (Math.abs(v) >= 65535 && Number.isInteger(k)) return (v < 0 ? "−" : "") + "2" + String(k).split("").map((d) => SUP[d]).join("") + " − 1";
+  const v = Number(n), k = Math.ceil(Math.log2(Math.abs(v) + 1)), below = 2 ** k - Math.abs(v);
+  if (Math.abs(v) >= 65535 && below >= 1 && below <= 1000) return (v < 0 ? "−" : "") + "2" + String(k).split("").map((d) => SUP[d]).join("") + " − " + below;
   return v.toLocaleString("en-US");
 }
 function limits(schema) {

@@ -45,7 +45,20 @@ export function table(columns, rows, opts = {}) {
   // cards: on a phone each row is a block of "label value" lines (its buttons in reach)
   const t = el("table", { class: "grid" + (opts.cards ? " cards" : ""), id: opts.id }, el("thead", null, head), body);
   if (!rows.length && opts.empty) body.append(el("tr", null, el("td", { colspan: columns.length, class: "muted" }, opts.empty)));
+  if (opts.sides && rows.length) { t.classList.add("sides"); return el("div", { class: "scroll" }, t, stacked(columns, rows, opts.id)); }
   return el("div", { class: "scroll" }, t);
+}
+
+// A comparison's sides stacked (shown on a phone in place of the side-by-side table): a card a
+// side (each column after the first), its fields labelled by the first column's text.
+function stacked(columns, rows, id) {
+  const text = (v) => (v instanceof Node ? v.textContent : String(v ?? ""));
+  const [key, ...sides] = columns;
+  return el("table", { class: "grid cards stacked", id: id ? id + "-stacked" : null }, el("tbody", null, sides.map((c) =>
+    el("tr", null, el("td", { class: "side" }, c.label), rows.map((r) => {
+      const v = c.value(r);
+      return el("td", { "data-label": text(key.value(r)) || null, class: c.cls ? c.cls(r) : null }, v instanceof Node ? v : String(v ?? ""));
+    })))));
 }
 
 // Key figures as tiles: [[label, value, hint?], ...].

@@ -31,6 +31,8 @@ function wrap(text, width) {
 export function layout(extra = {}) {
   const narrow = window.innerWidth < 600;
   // on a phone a long title takes as many lines as it needs, never more than the width
+  // (plotly centres a title's lines on its anchor: a title of n lines is padded down by n - 1
+  // half lines, or its first line is drawn above the chart)
   const lines = extra.title ? wrap(extra.title, narrow ? Math.floor((window.innerWidth - 60) / 8.5) : 200) : [];
   if (extra.title) extra = { ...extra, title: lines.join("<br>") };
   const base = { l: narrow ? 48 : 64, r: 16, t: extra.title ? 46 + 18 * lines.length : 28, b: 48 };
@@ -43,7 +45,7 @@ export function layout(extra = {}) {
     hoverlabel: { namelength: -1 }, paper_bgcolor: "#fff", plot_bgcolor: "#fff",
     ...extra,
     margin,
-    title: extra.title ? { text: extra.title, font: { size: 14 }, x: 0, xanchor: "left", xref: "container", y: 1, yref: "container", yanchor: "top", pad: { t: 8, l: 8 } } : undefined,
+    title: extra.title ? { text: extra.title, font: { size: 14 }, x: 0, xanchor: "left", xref: "container", y: 1, yref: "container", yanchor: "top", pad: { t: 8 + 12 * (lines.length - 1), l: 8 } } : undefined,
   };
 }
 

@@ -38,7 +38,7 @@ async function sessions(root, ids, ctx) {
     ["verdict", (r) => (r.go == null ? "\u2013" : r.go ? "GO" : "NO-GO")]];
   root.append(section("Sessions side by side", table([
     { label: "", value: ([name]) => name },
-    ...rows.map((r, i) => ({ label: `${"AB"[i]}: ${r.id}`, value: ([, f]) => f(r), cls: () => "wrap side-" + i }))], fields, { id: "compare-table" })));
+    ...rows.map((r, i) => ({ label: `${"AB"[i]}: ${r.id}`, value: ([, f]) => f(r), cls: () => "wrap side-" + i }))], fields, { id: "compare-table", sides: true })));
   const chart = chartBox("compare-history");
   root.append(section("Optimisation histories", chart));
   const hs = await Promise.all(ids.map((id) => api(`/api/sessions/${id}/history`).catch(() => null)));
@@ -66,10 +66,10 @@ async function trials(root, parts, ctx) {
     { label: "", value: ([label]) => label },
     ...fulls.map((f, i) => ({ label: names[i], num: true, value: ([, g]) => g(f) }))], [
     ["status", (f) => el("span", { class: statusClass(f.row.status) }, f.row.status)], ["objective", (f) => num(f.row.objective)],
-    ...m.map(([k, label]) => [label, (f) => metric(k, f.trial.metrics?.[k])])], { id: "compare-metrics" }),
+    ...m.map(([k, label]) => [label, (f) => metric(k, f.trial.metrics?.[k])])], { id: "compare-metrics", sides: true }),
   el("h3", null, "Knobs that differ"),
   table([{ label: "knob", value: (k) => k }, ...fulls.map((f, i) => ({ label: names[i], num: true, value: (k) => knob(f.trial.config[k]) }))],
-    Object.keys(fulls[0].trial.config).filter((k) => fulls[0].trial.config[k] !== fulls[1].trial.config[k]), { id: "compare-config", empty: "the same config" })));
+    Object.keys(fulls[0].trial.config).filter((k) => fulls[0].trial.config[k] !== fulls[1].trial.config[k]), { id: "compare-config", empty: "the same config", sides: true })));
   const chart = chartBox("compare-equity");
   root.append(section("Equity and drawdown", chart));
   const cals = await Promise.all(parts.map(([sid]) => api(`/api/sessions/${sid}/calendar`).catch(() => null)));

@@ -30,7 +30,7 @@ export async function render(root, params, ctx) {
   const shown = METRICS.filter(([k]) => sheet.lines.some((l) => k in (l.metrics || {})));
   root.append(section("On TEST: the pick, the default and 1/N", table([
     { label: "", value: ([, label]) => label },
-    ...sheet.lines.map((l) => ({ label: l.label, num: true, value: ([k]) => metric(k, l.metrics?.[k]) }))], shown, { id: "report-metrics" })));
+    ...sheet.lines.map((l) => ({ label: l.label, num: true, value: ([k]) => metric(k, l.metrics?.[k]) }))], shown, { id: "report-metrics", sides: true })));
   const grid = el("div", { class: "plots" });
   root.append(section("Charts", grid));
   const boxes = Object.keys(figures).map((name) => { const c = chartBox("report-" + name); grid.append(el("div", { class: "plot-box" }, c)); return [name, c]; });
