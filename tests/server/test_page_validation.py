@@ -1,6 +1,7 @@
 """The validation report in the system Chromium: a real short session, validated by the command
-line, then read on the page (gates with their reasons, PBO, walk-forward, stress) next to the
-pick against 1/N and the default, as the journal holds them."""
+line, then read on the page (gates with their reasons, PBO, the configs against the default at 10%
+FDR and under Holm in the command line's words, walk-forward, stress) next to the pick against
+1/N and the default, as the journal holds them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from alphaloop import ops
 from alphaloop.cli import app
+from alphaloop.cli.views import multiplicity_lines
 from alphaloop.settings import Settings
 
 from .helpers import ARGS, CHROMIUM, live_server
@@ -68,6 +70,19 @@ def test_the_validation_report_on_the_page(settings: Settings) -> None:
         for i, case in enumerate(report["stress"]["cases"]):
             where = "unseen" if case["start"] >= report["unseen_start"] else "in sample"
             expect(stress.nth(i).locator("td").nth(2)).to_have_text(where)
+        # the multiple-testing results as `alphaloop validate` prints them (BH, Holm, RAS)
+        said = page.locator("#validation-multiplicity")
+        for line in multiplicity_lines(found):
+            expect(said).to_contain_text(line.strip())
+        m = report["multiplicity"]
+        assert m is not None and m["configs"]  # the case this session was built for
+        rows = page.locator("#validation-configs tbody tr")
+        expect(rows).to_have_count(len(m["configs"]))
+        for i, c in enumerate(m["configs"]):
+            cells = rows.nth(i).locator("td")
+            expect(cells.nth(0)).to_have_text(f"#{c['trial']}")
+            expect(cells.nth(4)).to_have_text("beats" if c["fdr"] else "no")
+            expect(cells.nth(5)).to_have_text("beats" if c["holm"] else "no")
         wf = (report.get("walk_forward") or {}).get("summaries", [])
         expect(page.locator("#validation-wf tbody tr")).to_have_count(len(wf))
         expect(page.locator("#validation-compare")).to_contain_text("1/N (equal weight)")

@@ -1,5 +1,6 @@
 // The validation tab: the newest `alphaloop validate` report (gates with their reasons, PBO,
-// deflated Sharpe, walk-forward, stress) next to what finalize found against 1/N and the
+// deflated Sharpe, the configs against the default under BH and Holm, walk-forward, stress)
+// next to what finalize found against 1/N and the
 // default on TEST.
 import { api, followJob, post, toast } from "../api.js";
 import { el, section, table } from "../dom.js";
@@ -14,6 +15,28 @@ function finalizeText(f) {
   const dsr = f.deflated_sharpe != null ? `deflated Sharpe ${num(f.deflated_sharpe, 3)}` + (f.dsr_n_trials ? ` over ${f.dsr_n_trials} trials` + (f.dsr_set ? ` (${f.dsr_set})` : "") : "") : "deflated Sharpe: not computed";
   const psr = f.probabilistic_sharpe != null ? `, probabilistic Sharpe ${num(f.probabilistic_sharpe, 3)}` : "";
   return `finalize computed: ${pbo}, ${dsr}${psr}` + (f.gates_summary ? `; gates: ${f.gates_summary}` : "");
+}
+
+// The search's configs against the default on the folds' days, as `alphaloop validate` prints
+// them: which beat it at the false discovery rate (Benjamini-Hochberg), family-wise (Holm) and
+// under the Rademacher Anti-Serum's bound, then each config's test.
+function multiplicity(r) {
+  const m = r.multiplicity;
+  if (!m) return [el("p", { id: "validation-multiplicity", class: "muted" }, `configs against the default: not computed (${r.multiplicity_note || "no search config to compare"})`)];
+  const named = (trials) => trials.map((i) => `#${i}`).join(", ") || "none";
+  const holm = m.configs.filter((c) => c.holm).map((c) => c.trial), ras = m.configs.filter((c) => (c.ras_lower || 0) > 0).map((c) => c.trial);
+  const reach = m.ras_reach == null ? "" : `; blind below ${m.ras_reach.toFixed(1)} of excess Sharpe at this length`;
+  const yes = (b) => el("span", { class: b ? "go" : "muted" }, b ? "beats" : "no");
+  return [
+    el("div", { id: "validation-multiplicity" },
+      el("p", null, `configs that beat the default at ${pct(m.q, 0)} FDR (Benjamini-Hochberg), of ${m.configs.length}: ${named(m.beat_default_fdr)}`),
+      el("p", null, `at ${pct(m.alpha, 0)} family-wise (Holm): ${named(holm)}; with a Rademacher Anti-Serum lower bound above 0 (${pct(1 - m.delta, 0)}, all at once${reach}): ${named(ras)}`)),
+    table([
+      { label: "trial", num: true, value: (c) => `#${c.trial}` }, { label: "days", num: true, value: (c) => c.n_days },
+      { label: "Sharpe less the default's", num: true, value: (c) => signed(c.sharpe_difference, 3) }, { label: "p-value", num: true, value: (c) => num(c.p_value, 3) },
+      { label: `BH at ${pct(m.q, 0)} FDR`, value: (c) => yes(c.fdr) }, { label: `Holm at ${pct(m.alpha, 0)}`, value: (c) => yes(c.holm) },
+      { label: "RAS lower bound", num: true, value: (c) => (c.ras_lower == null ? "\u2013" : signed(c.ras_lower, 3)) }], m.configs, { id: "validation-configs", empty: "no search config" }),
+  ];
 }
 
 function validateButton(sid, ctx, body) {
@@ -63,6 +86,8 @@ export async function render(body, sid, ctx = { alive: true }) {
       { label: "gate", value: (g) => g.gate }, { label: "passed", value: (g) => el("span", { class: g.passed ? "go" : "nogo" }, g.passed ? "pass" : "FAIL") },
       { label: "value", num: true, value: (g) => num(g.value, 3) }, { label: "rule", value: (g) => `${g.comparison} ${num(g.threshold, 3)}` },
       { label: "reason", value: (g) => g.reason, cls: () => "wrap" }], r.gates.results, { id: "validation-gates" }),
+    el("h3", null, "Many configs tried: each against the default on the folds' days"),
+    ...multiplicity(r),
     el("h3", null, "Walk-forward"),
     table([
       { label: "scheme", value: (w) => w.scheme }, { label: "windows", num: true, value: (w) => w.n_windows },
