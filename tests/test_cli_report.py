@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,28 @@ def test_png_renders_each_figure_through_kaleido(session: str, tmp_path: Path) -
                      "weights")
     )  # fmt: skip
     assert {png_size(p.read_bytes()) for p in written} == {(1100, 620)}
+
+
+def test_a_result_outside_the_limits_says_so(tmp_path: Path) -> None:
+    """A session whose every trial breaks its drawdown limit: the sheet leads with the
+    review's words ("NOT WITHIN THE LIMITS: ...") and the drawdown chart draws the limit."""
+    research = run_cli("research", "maximise Sharpe", "--mode", "cufolio_only", "--data",
+                       "synthetic", "--proposer", "random", "--seed", "2", "--budget", "2",
+                       "--max-drawdown", "0.001", "--json")  # fmt: skip
+    assert research.exit_code == 0, research.output
+    sid = json.loads(research.stdout)["session"]["id"]
+    from alphaloop.ops.tearsheet import build_tearsheet
+    from alphaloop.settings import get_settings
+
+    with Journal(get_settings().journal_path) as j:
+        final = j.sessions.get(sid).final
+    assert final is not None and final.admissible is False  # the case this test is for
+    out = tmp_path / "r.html"
+    assert run_cli("report", sid, "--out", str(out)).exit_code == 0
+    html = out.read_text(encoding="utf-8")
+    assert f"NOT WITHIN THE LIMITS: {escape(final.admissible_reason or '')}" in html
+    sheet = build_tearsheet(get_settings(), sid)
+    assert sheet.sheet.outside_limits == final.admissible_reason
+    drawdown = sheet.figures["drawdown"].to_dict()["layout"]
+    assert [s["y0"] for s in drawdown["shapes"]] == [-0.001]
+    assert "outside the limits" in drawdown["title"]["text"]

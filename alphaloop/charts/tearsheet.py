@@ -86,6 +86,11 @@ class TearSheet(BaseModel):
     gates_summary: str | None = None
     search: SearchSummary
     notes: list[str]
+    # the user's limits in words ("max drawdown ≤ 15%"; empty: none), the drawdown limit the
+    # drawdown chart draws, and why the reported result is outside them (None: it is within)
+    limits: str = ""
+    max_drawdown: float | None = None
+    outside_limits: str | None = None
 
 
 def tearsheet_figures(sheet: TearSheet, pick: TrialRecord) -> dict[str, go.Figure]:
@@ -137,6 +142,15 @@ def drawdowns(sheet: TearSheet, meta: dict) -> go.Figure:
         eq = equity_curve(line.returns)
         _line(fig, line, x, (eq / np.maximum.accumulate(eq) - 1.0).tolist(), ".1%")
     fig.update_layout(yaxis={"tickformat": ".0%"}, hovermode="x unified")
+    if sheet.max_drawdown is not None:
+        fig.add_hline(
+            y=-sheet.max_drawdown,
+            line={"color": "#a4262c", "dash": "dash", "width": 1},
+            annotation_text=f"the limit: {100 * sheet.max_drawdown:.4g}%",
+            annotation_position="bottom left",
+        )
+    if sheet.outside_limits is not None:
+        fig.update_layout(title={"text": "Drawdown on TEST (the pick is outside the limits)"})
     return fig
 
 

@@ -80,6 +80,13 @@ def _header(sheet: TearSheet) -> str:
     if sheet.gates_summary:
         cls = "go" if sheet.gates is not None and sheet.gates.passed else "nogo"
         verdict = f"<div class='verdict {cls}'>{escape(sheet.gates_summary)}</div>"
+    if sheet.outside_limits is not None:  # as the review leads with it
+        verdict = (
+            f"<div class='verdict nogo' id=outside-limits>NOT WITHIN THE LIMITS: "
+            f"{escape(sheet.outside_limits)}</div>{verdict}"
+        )
+    elif sheet.limits:
+        verdict += f"<div class=muted>limits: {escape(sheet.limits)}, met</div>"
     return (
         f"<h1>{escape(sheet.title)}</h1>"
         f"<div class=muted>goal: {escape(sheet.goal)} &middot; mode: {escape(sheet.mode)} "

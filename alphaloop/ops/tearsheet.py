@@ -33,6 +33,7 @@ from alphaloop.journal import (
     jsonable,
 )
 from alphaloop.ops._journal import open_journal
+from alphaloop.ops.objective import objective_view
 from alphaloop.settings import Settings
 
 SheetFormat = Literal["html", "png"]
@@ -116,6 +117,8 @@ def build_tearsheet(
     pick_row = next(t for t in rows if t.id == pick_id)
     window, allocation, lines = _lines(session, pick_row, tests[pick_id], tests[default_id])
     final = _final(session)
+    view = objective_view(session)
+    outside = (view.admissible_reason or view.limits) if view.admissible is False else None
     sheet = TearSheet(
         title=_title(session, policy),
         session_id=session.id,
@@ -131,6 +134,9 @@ def build_tearsheet(
         gates_summary=final.gates_summary or final.gates_note,
         search=_search(session, final, rows, pick_row),
         notes=notes,
+        limits=view.limits,
+        max_drawdown=view.max_drawdown,
+        outside_limits=outside,
     )
     return Tearsheet(sheet=sheet, figures=tearsheet_figures(sheet, pick_row))
 

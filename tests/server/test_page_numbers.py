@@ -279,3 +279,46 @@ def test_compare_names_each_sessions_metric_on_its_own_axis(limited) -> None:
         )
         assert titles == ["A: Sharpe, fold mean \u2212 1 SE", "B: Sortino (validation)"]
     assert not errors, errors
+
+
+def test_a_result_outside_the_limits_on_its_tear_sheet_and_trials(settings: Settings) -> None:
+    """A real session whose every trial breaks its drawdown limit: the tear sheet says so in
+    the review's words, its drawdown chart draws the limit, and each trial that broke it is
+    marked in the trials table."""
+    from playwright.sync_api import expect
+    from typer.testing import CliRunner
+
+    from alphaloop.cli import app
+
+    run = CliRunner().invoke(app, [*SESSION[:-2], "2", "--max-drawdown", "0.001", "--json"])
+    assert run.exit_code == 0, run.output
+    sid = json.loads(run.stdout)["session"]["id"]
+    with Journal(settings.journal_path) as j:
+        final = j.sessions.get(sid).final
+        rows = j.trials.of_session(sid, series=False)
+        # the rows the trials table lists (TEST rows are apart), those that broke the limit
+        listed = [t for t in rows if t.kind in ("search", "baseline", "confirm")]
+        broke = [t.idx for t in listed if t.violation]
+    assert final is not None and final.admissible is False and broke
+    with (
+        live_server(settings) as base,
+        page_at(base, 1400, f"#/report/session/{sid}") as (
+            page,
+            errors,
+        ),
+    ):
+        said = page.locator("#report-outside")
+        expect(said).to_have_text(f"NOT WITHIN THE LIMITS: {final.admissible_reason}")
+        page.wait_for_function(
+            "() => document.querySelector('#report-drawdown')?.layout?.shapes?.length",
+            timeout=60_000,
+        )
+        shapes = page.evaluate("() => document.querySelector('#report-drawdown').layout.shapes")
+        assert [s["y0"] for s in shapes] == [-0.001]
+        page.goto(f"{base}/#/session/{sid}/trials")
+        rows = page.locator("#trials-table tbody tr")
+        expect(rows.first).to_be_attached(timeout=30_000)
+        marked = page.locator("#trials-table tbody tr.outside-row")
+        expect(marked).to_have_count(len(broke))
+        expect(marked.first.locator(".limit-mark")).to_contain_text("outside the limits")
+    assert not errors, errors

@@ -26,6 +26,8 @@ export async function render(root, params, ctx) {
       ["pick", s.pick ?? "\u2013", s.pick_reason], ["trial", `#${s.pick_trial_idx}`],
       ["gates", sheet.gates == null ? "\u2013" : sheet.gates.passed ? "GO" : "NO-GO", sheet.gates_summary, sheet.gates?.passed ? "" : "halted"],
       ["search", `${s.n_trials} trials, ${s.n_kept} kept`, `${s.n_discarded} discarded, ${s.n_failed} failed, ${s.n_invalid} invalid; stopped: ${s.stop_reason}`],
+      sheet.limits && ["limits", sheet.outside_limits != null ? el("span", { class: "outside", id: "report-outside" }, `NOT WITHIN THE LIMITS: ${sheet.outside_limits}`) : `${sheet.limits}, met`,
+        null, sheet.outside_limits != null ? "wide" : ""],
     ], "report-kpis")));
   const shown = METRICS.filter(([k]) => sheet.lines.some((l) => k in (l.metrics || {})));
   root.append(section("On TEST: the pick, the default and 1/N", table([

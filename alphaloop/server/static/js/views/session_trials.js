@@ -57,7 +57,9 @@ function columns(sid, st, clips = {}, label = "") {
   const cols = [
     { label: "#", num: true, sort: "idx", value: (r) => link(`#/session/${sid}/trial/${r.idx}`, String(r.idx)) },
     { label: "kind", sort: "kind", value: (r) => r.kind },
-    { label: "status", sort: "status", value: (r) => el("span", { class: statusClass(r.status) }, r.status) },
+    // a trial outside the user's limits is marked so, whatever its status
+    { label: "status", sort: "status", value: (r) => el("span", null, el("span", { class: statusClass(r.status) }, r.status),
+      r.violation ? el("span", { class: "outside limit-mark", title: r.violation }, " \u2717 outside the limits") : null) },
     { label: label ? `objective: ${label}` : "objective", num: true, sort: "objective", value: (r) => num(r.objective), title: "comparable: over all of the trial's folds (a raced-out trial's partial score is in its reason)" },
   ];
   for (const c of st.cols) {
@@ -110,7 +112,7 @@ export async function render(body, sid, ctx) {
     if (!ctx.alive) return;
     total = page.total;
     holder.replaceChildren(table(columns(sid, st, page.clips, label), page.items, { id: "trials-table", sort: st.sort, order: st.order, empty: "no trial matches",
-      rowAttrs: (r) => ({ "data-id": r.id, "data-idx": r.idx }),
+      rowAttrs: (r) => ({ "data-id": r.id, "data-idx": r.idx, class: r.violation ? "outside-row" : null }),
       onRow: (r) => { location.hash = `#/session/${sid}/trial/${r.idx}`; },
       onSort: (key) => { st.order = st.sort === key && st.order === "asc" ? "desc" : "asc"; st.sort = key; st.offset = 0; refresh().catch((e) => toast(e.message)); } }));
     range.textContent = total ? `${st.offset + 1}\u2013${st.offset + page.items.length} of ${total.toLocaleString("en-US")}` : "no trial matches";
