@@ -167,9 +167,10 @@ _BEST_SHARE = 0.2  # of a sample: the best trials, so the top of every plot is e
 class Study(BaseModel):
     """A session's search trials as columns (``idx``, ``status`` in the shown vocabulary,
     comparable ``objective``, ``started_at``/``finished_at``, each knob that varied over them
-    under ``knobs``, each fold's objective under ``folds``), ``total`` search trials and whether the
-    rows are a sample; ``edf`` is the sorted objectives of every scored search trial (their
-    quantiles past :data:`EDF_POINTS`), ``edf_total`` how many there are."""
+    under ``knobs``, each fold's objective under ``folds``, ``max_drawdown`` and any limit's
+    ``violation``), ``total`` search trials and whether the rows are a sample; ``edf`` is the
+    sorted objectives of every scored search trial (their quantiles past :data:`EDF_POINTS`),
+    ``edf_total`` how many there are; ``max_drawdown_limit`` the session's (None: no limit)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -181,6 +182,9 @@ class Study(BaseModel):
     finished_at: list[str | None]
     knobs: dict[str, list[float | None]]
     folds: list[list[float]]
+    max_drawdown: list[float | None]
+    violation: list[str | None]
+    max_drawdown_limit: float | None
     n_folds: int | None
     edf: list[float]
     edf_total: int
@@ -243,6 +247,9 @@ def _columns_of_study(j: Journal, session_id: str, points: int) -> Study:
         finished_at=[rows[t]["finished_at"] for t in ids],
         knobs={k: [_number(rows[t]["config"].get(k)) for t in ids] for k in varied},
         folds=[by_fold.get(t, []) for t in ids],
+        max_drawdown=[_number(rows[t]["max_drawdown"]) for t in ids],
+        violation=[rows[t]["violation"] for t in ids],
+        max_drawdown_limit=s.objective.max_drawdown,
         n_folds=max((n for _, n in counts.values()), default=0) or None,
         edf=_quantiles(scored, EDF_POINTS),
         edf_total=len(scored),

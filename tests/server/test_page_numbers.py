@@ -295,9 +295,9 @@ def test_a_result_outside_the_limits_on_its_tear_sheet_and_trials(settings: Sett
     sid = json.loads(run.stdout)["session"]["id"]
     with Journal(settings.journal_path) as j:
         final = j.sessions.get(sid).final
-        rows = j.trials.of_session(sid, series=False)
+        trials = j.trials.of_session(sid, series=False)
         # the rows the trials table lists (TEST rows are apart), those that broke the limit
-        listed = [t for t in rows if t.kind in ("search", "baseline", "confirm")]
+        listed = [t for t in trials if t.kind in ("search", "baseline", "confirm")]
         broke = [t.idx for t in listed if t.violation]
     assert final is not None and final.admissible is False and broke
     with (
@@ -321,4 +321,21 @@ def test_a_result_outside_the_limits_on_its_tear_sheet_and_trials(settings: Sett
         marked = page.locator("#trials-table tbody tr.outside-row")
         expect(marked).to_have_count(len(broke))
         expect(marked.first.locator(".limit-mark")).to_contain_text("outside the limits")
+        # the feasibility plot: objective against drawdown, the limit drawn, the breakers marked
+        page.goto(f"{base}/#/session/{sid}/plots")
+        page.wait_for_function(
+            "() => document.querySelector('#feasibility-chart')?.layout?.shapes?.length",
+            timeout=60_000,
+        )
+        drawn = page.evaluate(
+            "() => { const d = document.querySelector('#feasibility-chart');"
+            " return { x: d.layout.shapes[0].x0, traces: d.data.map(t => [t.name, t.x.length]) }; }"
+        )
+        searched = [t for t in trials if t.kind == "search" and t.objective is not None]
+        out = len([t for t in searched if t.violation])
+        assert drawn["x"] == 0.001
+        assert drawn["traces"] == [
+            ["within the limits", len(searched) - out],
+            ["outside the limits", out],
+        ]
     assert not errors, errors

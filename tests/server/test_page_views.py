@@ -5,8 +5,8 @@ fails on an element cut off or overflowing its panel, a button out of reach, a c
 legend or axis title cut or under its toolbar, a table's key column out of view (on a phone a
 wide table keeps its first column in place; the sides of a comparison are all in view), a
 console error, a number printed with more than 6 significant digits, a missing value printed
-as "null", "undefined" or "NaN", or a time chart without dates. The portfolio manager's equity and P&L
-on the page are `pm status`'s."""
+as "null", "undefined" or "NaN", or a time chart without dates. The portfolio manager's equity
+and P&L on the page are `pm status`'s."""
 
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ def _views(ids: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
                 "#intermediate-chart .main-svg",
                 "#slice-charts .main-svg",
                 "#importance-chart .main-svg",
+                "#feasibility-chart .main-svg",
             ],
         ),
         ("validation", f"#/session/{s}/validation", ["#validation-gates tbody tr"]),

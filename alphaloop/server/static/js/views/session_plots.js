@@ -74,6 +74,19 @@ function intermediateFigure(s) {
       xaxis: { title: { text: "fold" }, dtick: 1 }, yaxis: { title: { text: s.metric } } }) };
 }
 
+// Feasibility, as optuna-dashboard's Pareto front draws a constrained study: each scored trial's
+// objective against its max drawdown, the drawdown limit drawn, a trial that broke a limit marked.
+function feasibilityFigure(s) {
+  const pts = scored(s).filter(([, i]) => s.max_drawdown[i] != null), limit = s.max_drawdown_limit;
+  const side = (out) => pts.filter(([, i]) => Boolean(s.violation[i]) === out);
+  const trace = (name, rows, marker) => ({ type: "scatter", mode: "markers", name, x: rows.map(([, i]) => s.max_drawdown[i]), y: rows.map(([o]) => o), marker,
+    text: rows.map(([, i]) => `#${s.idx[i]}` + (s.violation[i] ? ` (${s.violation[i]})` : "")), hovertemplate: `%{text}: max drawdown %{x:.1%}, ${s.metric} %{y:.4g}<extra></extra>` });
+  const data = [trace("within the limits", side(false), { size: 6, color: "#1d5fbf" }), trace("outside the limits", side(true), { size: 8, color: "#a4262c", symbol: "x" })];
+  return { data, layout: layout({ title: limit == null ? "Feasibility: no limit set" : `Feasibility: the drawdown limit ${num(100 * limit, 3)}%`, hovermode: "closest",
+    xaxis: { title: { text: "max drawdown (the trial's folds)" }, tickformat: ".0%" }, yaxis: { title: { text: s.metric } },
+    shapes: limit == null ? [] : [{ type: "line", xref: "x", yref: "paper", x0: limit, x1: limit, y0: 0, y1: 1, line: { color: "#a4262c", dash: "dash", width: 1 } }] }) };
+}
+
 function knobSelect(name, knobs, value) {
   return el("label", null, name, el("select", { name }, knobs.map((k) => el("option", { selected: k === value }, k))));
 }
@@ -91,7 +104,10 @@ export async function render(body, sid, ctx) {
   const knobs = Object.keys(s.knobs);
   status.textContent = `${s.total.toLocaleString("en-US")} search trials` + (s.sampled ? `, ${s.idx.length.toLocaleString("en-US")} drawn (the best and an even spread of the rest)` : "") +
     `; ${knobs.length} knobs varied` + (s.n_folds ? `; ${s.n_folds} folds` : "");
-  if (!s.edf.length || !knobs.length) { grid.replaceChildren(el("p", { class: "muted" }, "these plots need scored search trials with a knob that varies")); return; }
+  const feasible = chartBox("feasibility-chart");
+  grid.append(el("div", { class: "plot-box", dataset: { plot: "feasibility" } }, feasible));
+  if (s.edf.length) await plot(feasible, feasibilityFigure(s), 320); else feasible.replaceChildren(el("p", { class: "muted" }, "no scored search trial yet"));
+  if (!s.edf.length || !knobs.length) { grid.append(el("p", { class: "muted" }, "the other plots need scored search trials with a knob that varies")); return; }
   const box = (id, title) => { const c = chartBox(id); grid.append(el("div", { class: "plot-box", dataset: { plot: title } }, c)); return c; };
   const imp = box("importance-chart", "importance"), contour = box("contour-chart", "contour"), parallel = box("parallel-chart", "parallel");
   const edf = box("edf-chart", "edf"), timeline = box("timeline-chart", "timeline"), inter = box("intermediate-chart", "intermediate");
