@@ -83,7 +83,7 @@ function feasibilityFigure(s) {
     text: rows.map(([, i]) => `#${s.idx[i]}` + (s.violation[i] ? ` (${s.violation[i]})` : "")), hovertemplate: `%{text}: max drawdown %{x:.1%}, ${s.metric} %{y:.4g}<extra></extra>` });
   const data = [trace("within the limits", side(false), { size: 6, color: "#1d5fbf" }), trace("outside the limits", side(true), { size: 8, color: "#a4262c", symbol: "x" })];
   return { data, layout: layout({ title: limit == null ? "Feasibility: no limit set" : `Feasibility: the drawdown limit ${num(100 * limit, 3)}%`, hovermode: "closest",
-    xaxis: { title: { text: "max drawdown (the trial's folds)" }, tickformat: ".0%" }, yaxis: { title: { text: s.metric } },
+    xaxis: { title: { text: "max drawdown (the trial's folds)" }, tickformat: ".1%" }, yaxis: { title: { text: s.metric } },
     shapes: limit == null ? [] : [{ type: "line", xref: "x", yref: "paper", x0: limit, x1: limit, y0: 0, y1: 1, line: { color: "#a4262c", dash: "dash", width: 1 } }] }) };
 }
 
