@@ -14,8 +14,8 @@ import pytest
 
 from alphaloop.knobs import TrialConfig
 from alphaloop.meta_agent import finalize, folding
-from alphaloop.placement import TrialOutcome
 from alphaloop.metrics import compute_metrics
+from alphaloop.placement import TrialOutcome
 from alphaloop.spec import Objective
 from alphaloop.validation.pick_rule import PickRule
 from tests.meta_agent.helpers import session_context
