@@ -45,9 +45,7 @@ def test_research_start_shows_the_options(
     from alphaloop import ops
 
     seen: list[Any] = []
-    monkeypatch.setattr(
-        ops.research, "start_session", lambda spec, settings: seen.append(spec) or "s-x"
-    )
+    monkeypatch.setattr(ops.research, "start_session", lambda spec, *_: seen.append(spec) or "s-x")
     monkeypatch.setattr("alphaloop.cli.research._run_session_view", lambda *args: None)
     result = run_cli(
         "research", "maximise Sharpe", "--mode", "unified", "--data", "synthetic", *OPTIONS

@@ -35,7 +35,7 @@ from alphaloop.ops import policies as ops_policies
 from alphaloop.ops import prefs as ops_prefs
 from alphaloop.ops import requests as rq
 from alphaloop.ops.frontier import FrontierRequest
-from alphaloop.server import create_app, routes_flywheel
+from alphaloop.server import create_app
 from alphaloop.settings import Settings
 from alphaloop.spec import Gates, ManualRunSpec, Objective, SessionSpec, TrialBudget
 from alphaloop.tools import TOOLS
@@ -185,7 +185,7 @@ SHARED = {
         ["dpo", "train"],
         {"lora": Cli(flag="--lora")},
         _post("/api/dpo/train"),
-        [(ops_dpo, "train_dpo"), (routes_flywheel, "_dpo_model")],
+        [(ops_dpo, "train_dpo"), (ops_dpo, "served_model")],
     ),
 }
 

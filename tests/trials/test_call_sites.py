@@ -35,7 +35,7 @@ def test_the_reference_book_and_a_replay_are_the_recipe(settings: Settings, kind
         TrialConfig(**record.config),
         market,
         rows,
-        TrialBudget(**record.trial_budget),
+        record.trial_budget,
         record.seed,
         policy_path=record.path,
     )
