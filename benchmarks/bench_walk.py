@@ -105,6 +105,9 @@ class Walked:
     seconds: float
     verdict: str
     epochs: list[dict[str, Any]] = field(default_factory=list)
+    # The search an epoch ran (trials, configs carried): walks saved under other settings are
+    # reported in cells of their own.
+    setting: str = ""
 
 
 def _data(arm: str, grade: float | None, seed: int, folder: Path) -> str:
@@ -206,13 +209,15 @@ def run_task(task: Task) -> Walked:
         seconds=seconds,
         verdict=report.verdict,
         epochs=[line.model_dump() for line in report.epochs],
+        setting=f"budget {task.budget}, carry {task.carry}",
     )
 
 
 def tasks(arms: list[str], walks: int, args: argparse.Namespace, folder: Path) -> list[Task]:
     out = []
     for arm in arms:
-        cells = [(g, f"{arm} {g:+g}") for g in GRADES] if arm == "power" else [(None, arm)]
+        grades = args.grade or GRADES
+        cells = [(g, f"{arm} {g:+g}") for g in grades] if arm == "power" else [(None, arm)]
         n = 1 if arm == "sp500" else walks
         for grade, _ in cells:
             for i in range(n):
@@ -240,10 +245,10 @@ def _median(values: list[float | None]) -> str:
 
 def report(walked: list[Walked]) -> list[SummaryRow]:
     rows: list[SummaryRow] = []
-    for arm in dict.fromkeys(w.arm for w in walked):
-        cell = [w for w in walked if w.arm == arm]
+    for arm, setting in dict.fromkeys((w.arm, w.setting) for w in walked):
+        cell = [w for w in walked if (w.arm, w.setting) == (arm, setting)]
         n = len(cell)
-        print(f"\n{arm}: {n} walk(s), {cell[0].n_epochs} epochs each")
+        print(f"\n{arm} ({setting}): {n} walk(s), {cell[0].n_epochs} epochs each")
         for rule in RULES:
             k = sum(w.go[rule] for w in cell)
             print(
@@ -274,7 +279,7 @@ def report(walked: list[Walked]) -> list[SummaryRow]:
             print(f"  {w.verdict}")
         rows.append(
             (
-                f"walk GO ({arm}, strict rule)",
+                f"walk GO ({arm}, {setting}, strict rule)",
                 share(sum(w.go["strict"] for w in cell), n),
                 "oracle " + (share(sum(oracle), len(oracle)) if oracle else "-"),
             )
@@ -288,6 +293,9 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
     parser.add_argument("--walks", type=int, default=8, help="walks a cell (default 8)")
     parser.add_argument("--budget", type=int, default=20, help="search trials an epoch")
     parser.add_argument("--carry", type=int, default=0, help="configs carried between epochs")
+    parser.add_argument(
+        "--grade", type=float, action="append", help="the power arm's EDGE (default: all four)"
+    )
     parser.add_argument("--folds", type=int, default=None, help="folds a session (default: all)")
     parser.add_argument(
         "--start", default=None, help="the first epoch, a date or last:N (default: the first fit)"
@@ -306,9 +314,10 @@ def main(argv: list[str] | None = None) -> list[SummaryRow]:
         walked += pickle.loads(path.read_bytes())
     with tempfile.TemporaryDirectory() as folder, ProcessPoolExecutor(args.workers) as pool:
         todo = tasks(arms, args.walks, args, Path(folder)) if args.walks else []
-        walked += list(pool.map(run_task, todo))
-    if args.save:
-        args.save.write_bytes(pickle.dumps(walked))
+        for done in pool.map(run_task, todo):
+            walked.append(done)
+            if args.save:  # after every walk: an interrupted run keeps what it finished
+                args.save.write_bytes(pickle.dumps(walked))
     rows = report(walked)
     print()
     print_rows([(name, f"{value} ({ref})") for name, value, ref in rows])
