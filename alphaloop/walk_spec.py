@@ -33,7 +33,7 @@ class PickRule(StrEnum):
     ``best``: the best-estimated config, the highest fold score among the search trials scored
     on every fold, when it is above the default's (else the default). Inside a walk a wrong
     pick is caught by the out-of-sample record, so the rule is a trade of power against
-    turnover, measured in ``benchmarks/bench_power.py --arm walk``; every walk reports all
+    turnover, measured in ``benchmarks/bench_walk.py``; every walk reports all
     three records and decides by its own rule's.
     """
 

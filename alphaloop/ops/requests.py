@@ -64,6 +64,7 @@ from alphaloop.spec import (
 )
 from alphaloop.vocabulary import Advantage, Fill, GateName, Metric, Mode
 from alphaloop.vocabulary import ProposerChoice as Proposer
+from alphaloop.walk_spec import DEFAULT_RULE
 
 STRICT = ConfigDict(frozen=True, extra="forbid")
 
@@ -450,7 +451,7 @@ WalkRequest = derive(
         "rule": (
             PickRuleName,
             Field(
-                default="strict",
+                default=DEFAULT_RULE.value,
                 description="what each epoch trades: strict (the session's pick), kept (the "
                 "best kept config) or best (the best-estimated config); every walk reports "
                 "all three",
