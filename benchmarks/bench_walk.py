@@ -251,8 +251,11 @@ def report(walked: list[Walked]) -> list[SummaryRow]:
         print(f"\n{arm} ({setting}): {n} walk(s), {cell[0].n_epochs} epochs each")
         for rule in RULES:
             k = sum(w.go[rule] for w in cell)
+            by = [(p, [w.go[rule] for w in cell if w.proposer == p]) for p in PROPOSERS]
             print(
-                f"  walk GO, {rule:6} rule: {share(k, n)}; edge detectable over the default "
+                f"  walk GO, {rule:6} rule: {share(k, n)} ("
+                + ", ".join(f"{p} {sum(g)}/{len(g)}" for p, g in by if g)
+                + "); edge detectable over the default "
                 f"(median) {_median([w.detectable_default[rule] for w in cell])}; epochs "
                 f"trading the default {sum(w.n_default[rule] for w in cell)}/"
                 f"{sum(w.n_epochs for w in cell)}"
