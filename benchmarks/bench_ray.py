@@ -24,6 +24,11 @@ The machine has few cores, shared: 3 workers oversubscribe 2 cores whether local
 the cluster's own processes (GCS, raylets, agents) take their share. The load average is
 printed before and after; read the ratios side by side, not the absolute rates. Reports
 numbers only; it asserts nothing. ``--quick`` runs one round of a smaller budget.
+
+``--walk``: the S&P 500 walk instead (``alphaloop walk`` through the command line, as a user
+runs it: ``cufolio_only``, TPE, ``--workers 2``, its last ``--epochs`` yearly epochs), on this
+machine and on the cluster (``--ray-address``), interleaved for ``--rounds`` rounds: each
+side's median wall time, Ray's over local's, and whether the two records are the same.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -146,6 +152,76 @@ def run_one(cluster: Any, where: str, workers: int, budget: int) -> dict[str, An
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def walk(cluster: Any, where: str, epochs: int, budget: int) -> dict[str, Any]:
+    """The S&P 500 walk through the CLI in the cluster's namespace, at ``where``: its wall time
+    and what each epoch traded (by config: ids differ between journals)."""
+    from alphaloop.market import load_market
+    from alphaloop.meta_agent.session import SessionSpec
+    from alphaloop.walk import WalkSpec, plan
+
+    spec = WalkSpec(session=SessionSpec(goal="walk", mode=MODE, data=DATA, budget=budget))
+    start = plan(spec, load_market(DATA))[-epochs].first_day
+    argv = [sys.executable, "-m", "alphaloop", "walk", "maximise Sharpe", "--data", DATA]
+    argv += ["--mode", MODE, "--budget", str(budget), "--proposer", "tpe", "--workers", "2"]
+    argv += ["--start", str(start), "--ray-address", where, "--json"]
+    with tempfile.TemporaryDirectory() as home:
+        began = time.perf_counter()
+        done = cluster.exec(argv, {"ALPHALOOP_HOME": home}, capture_output=True, timeout=7200)
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            raise RuntimeError(f"a bench walk failed:\n{done.stderr.decode()[-3000:]}")
+        shown = json.loads(done.stdout)["walk"]
+        with sqlite3.connect(f"file:{home}/journal.db?mode=ro", uri=True) as conn:
+            results = [json.loads(r) for (r,) in conn.execute(
+                "SELECT result FROM walk_epochs ORDER BY epoch")]  # fmt: skip
+            places = sorted({p for (p,) in conn.execute("SELECT DISTINCT ran_on FROM trials")})
+    traded = [
+        (r["start"], r["end"], {k: (p["config_hash"], p["returns"]) for k, p in r["picks"].items()})
+        for r in results
+    ]
+    return {"wall_s": wall, "traded": traded, "places": places, "verdict": shown["status"]}
+
+
+def main_walk(epochs: int, budget: int, rounds: int) -> list[SummaryRow]:
+    """The walk on this machine and on the cluster, interleaved (see the module docstring)."""
+    from tests.loopback_cluster import LoopbackCluster, available
+
+    why = available()
+    if why is not None:
+        print(f"  skipped: {why}")
+        return []
+    print(f"  {os.cpu_count()} CPUs; cluster: head {CPUS[0]} CPU + node {CPUS[1]} CPUs on loopback")
+    print(f"  the {DATA} walk, last {epochs} yearly epochs, {budget} trials an epoch, 2 workers")
+    print(f"  load average before: {_load()}")
+    cluster = LoopbackCluster()
+    runs: dict[str, list[dict[str, Any]]] = {"local": [], "ray": []}
+    try:
+        cluster.start(CPUS)
+        for _ in range(rounds):
+            runs["local"].append(walk(cluster, "local", epochs, budget))
+            runs["ray"].append(walk(cluster, cluster.address, epochs, budget))
+    finally:
+        cluster.close()
+    print(f"  load average after: {_load()}")
+    local, ray = _med(runs["local"], "wall_s"), _med(runs["ray"], "wall_s")
+    first = runs["local"][0]["traded"]
+    same = all(r["traded"] == first for rs in runs.values() for r in rs)
+    rows = [
+        (
+            "  walk wall time, local | Ray (median)",
+            f"{local:.0f} s | {ray:.0f} s; Ray/local {ray / local:.2f}x",
+        ),
+        (
+            "  trials ran on",
+            ", ".join(sorted({p for rs in runs.values() for r in rs for p in r["places"]})),
+        ),
+        ("  the records", "the same everywhere" if same else "NOT THE SAME"),
+    ]
+    print_rows(rows)
+    label = f"S&P 500 walk ({epochs} epochs), Ray vs local"
+    return [(label, f"{ray:.0f} s vs {local:.0f} s", f"{ray / local:.2f}x, 2 workers")]
+
+
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -257,8 +333,13 @@ def cli(argv: list[str] | None = None) -> None:
         metavar=("WHERE", "WORKERS", "BUDGET"),
         help="run one session here and print its measures as JSON (what each run calls)",
     )
+    parser.add_argument("--walk", action="store_true", help="the S&P 500 walk instead")
+    parser.add_argument("--epochs", type=int, default=5, help="the walk's last epochs (5)")
+    parser.add_argument("--budget", type=int, default=20, help="the walk's trials an epoch (20)")
     args = parser.parse_args(argv)
-    if args.session:
+    if args.walk:
+        main_walk(args.epochs, args.budget, args.rounds or 1)
+    elif args.session:
         where, workers, budget = args.session
         print(json.dumps(session(where, int(workers), int(budget))))
     else:
