@@ -13,8 +13,9 @@ edits: the research pairs' texts, at the count a user trains on.
 
 The run: ``alphaloop dpo train --lora --max-steps 2`` (batch 8, the held-out fifth scored before
 and after), each a whole process, the tree at ``--before`` (``git archive``) and this tree
-alternating over ``--rounds``. Each process times its stages (:mod:`benchmarks._dpo_stages`);
-the table shows the medians and the ratio. Reports numbers only; it asserts nothing.
+alternating over ``--rounds`` (``--before none``: this tree alone). Each process times its
+stages (:mod:`benchmarks._dpo_stages`); the table shows the medians and the ratio. Reports
+numbers only; it asserts nothing.
 """
 
 from __future__ import annotations
@@ -189,13 +190,15 @@ def table(results: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
         cells = []
         for side in ("before", "now"):
             values = [r[name] if name in whole else r["stages"].get(name, 0.0)
-                      for r in results[side]]  # fmt: skip
-            cells.append(statistics.median(values))
-        ratio = f"{cells[0] / cells[1]:.2f}x" if cells[1] > 0.05 else "-"
+                      for r in results.get(side, [])]  # fmt: skip
+            cells.append(statistics.median(values) if values else None)
         unit = "" if name == "peak_gb" else " s"
-        rows.append(
-            (whole.get(name, name), f"{cells[0]:8.1f}{unit}  {cells[1]:8.1f}{unit}  {ratio}")
-        )
+        before, now = cells
+        if before is None:  # this tree alone (--before none)
+            rows.append((whole.get(name, name), f"{'-':>8}{unit}  {now:8.1f}{unit}  -"))
+            continue
+        ratio = f"{before / now:.2f}x" if now > 0.05 else "-"
+        rows.append((whole.get(name, name), f"{before:8.1f}{unit}  {now:8.1f}{unit}  {ratio}"))
     return rows
 
 
@@ -203,7 +206,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="a local model directory")
     parser.add_argument("--gguf", type=Path, help="the model's GGUF file")
-    parser.add_argument("--before", default="main", help="the commit to compare with")
+    parser.add_argument(
+        "--before", default="main", help="the commit to compare with (none: this tree alone)"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="processes per side")
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps (LoRA)")
     parser.add_argument("--pairs", type=int, default=100, help="labelled pairs journaled")
@@ -223,17 +228,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.quick:  # 25 pairs hold out about 5: the default minimum of 20 would refuse
             os.environ["ALPHALOOP_DPO_MIN_HELDOUT"] = "1"
         lengths = prompt_tokens(Settings(ALPHALOOP_HOME=str(home)), model)
-        trees = {"before": export_tree(args.before, root / "before"), "now": REPO}
+        trees = {"now": REPO}
+        if args.before != "none":
+            trees["before"] = export_tree(args.before, root / "before")
         print(
             f"{model.name}: {args.pairs} pairs, prompts of {lengths['median']:.0f} tokens "
             f"(median; max {lengths['max']}, {lengths['chars_per_token']:.2f} characters a "
             f"token); dpo train --lora --max-steps {args.steps}, {args.before} against this tree",
             flush=True,
         )
-        results: dict[str, list[dict[str, Any]]] = {"before": [], "now": []}
+        results: dict[str, list[dict[str, Any]]] = {side: [] for side in trees}
         for k in range(args.rounds):
             order = ("before", "now") if k % 2 == 0 else ("now", "before")
-            for side in order:
+            for side in (s for s in order if s in trees):
                 out = root / f"out-{side}-{k}"
                 result = run_once(trees[side], home, model, out, args.steps)
                 results[side].append(result)
@@ -247,12 +254,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print_rows(table(results))
     print(f"  load: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
     now = statistics.median(r["wall_s"] for r in results["now"])
-    before = statistics.median(r["wall_s"] for r in results["before"])
+    against = "target <= 180 s"
+    if "before" in results:
+        before = statistics.median(r["wall_s"] for r in results["before"])
+        against = f"{before:.0f} s at {args.before} ({before / now:.2f}x); {against}"
     summary: list[SummaryRow] = [
         (
             f"dpo train --lora, {args.steps} steps, {args.pairs} pairs, {MODEL_NAME} shape",
             f"{now:.0f} s",
-            f"{before:.0f} s at {args.before} ({before / now:.2f}x); target <= 180 s",
+            against,
         )
     ]
     return {"results": results, "lengths": lengths, "summary": summary}
