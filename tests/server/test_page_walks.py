@@ -19,6 +19,7 @@ import pytest
 
 from alphaloop.journal import Journal
 from alphaloop.settings import Settings
+from alphaloop.walk_spec import DEFAULT_RULE
 from tests.walk.helpers import tiny_walk
 
 from .helpers import ARGS, CHROMIUM, live_server, open_page
@@ -161,3 +162,4 @@ def test_a_walk_started_from_the_page_runs_and_is_drawn(settings: Settings, brow
         [job] = j.jobs.list("walk")
     assert walk.status == "finished" and job.result["walk_id"] == walk_id
     assert walk.spec.session.data == "synthetic" and str(walk.spec.start) == "2014-01-01"
+    assert walk.spec.rule == DEFAULT_RULE  # the form's "default" leaves the rule to the server

@@ -26,13 +26,13 @@ const COLUMNS = [
 
 function startForm() {
   const progress = el("div", { class: "muted", role: "status", id: "walk-progress" });
-  const select = (name, options) => el("select", { name }, options.map((o) => el("option", null, o)));
+  const select = (name, options) => el("select", { name }, options.map((o) => el("option", { value: o === "default" ? "" : o }, o)));
   const form = el("form", { id: "walk-form", class: "row" },
     el("label", { class: "grow" }, "goal", el("input", { name: "goal", value: "maximise Sharpe", required: true, maxlength: 500 })),
     el("label", null, "data", el("input", { name: "data", value: "sp500", required: true, class: "short" })),
     el("label", null, "budget", el("input", { name: "budget", type: "number", value: 10, min: 1, max: 100000, required: true, class: "short", title: "search trials of each epoch's session" })),
     el("label", null, "cadence", select("cadence", ["yearly", "quarterly", "monthly"])),
-    el("label", null, "rule", select("rule", ["strict", "kept", "best"])),
+    el("label", null, "rule", select("rule", ["default", "strict", "kept", "best"])),
     el("label", null, "start", el("input", { name: "start", type: "date", title: "blank: the first day the sessions' folds fit before" })),
     el("button", { type: "submit", id: "walk-start" }, "Start"));
   let key = null;
@@ -42,7 +42,8 @@ function startForm() {
     if (button.disabled || !form.reportValidity()) return;
     key = key || newKey();
     const f = new FormData(form);
-    const body = { goal: f.get("goal"), data: f.get("data"), budget: Number(f.get("budget")), cadence: f.get("cadence"), rule: f.get("rule") };
+    const body = { goal: f.get("goal"), data: f.get("data"), budget: Number(f.get("budget")), cadence: f.get("cadence") };
+    if (f.get("rule")) body.rule = f.get("rule");  // left out: the server's default rule
     if (f.get("start")) body.start = f.get("start");
     button.disabled = true; button.textContent = "Starting\u2026"; progress.textContent = "checking the epochs and starting a worker\u2026";
     try {
