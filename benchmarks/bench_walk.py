@@ -55,7 +55,7 @@ from alphaloop.meta_agent.session import SessionSpec, create_session, run_sessio
 from alphaloop.settings import Settings
 from alphaloop.trials import TrialBudget, equal_weight_backtest, run_trial
 from alphaloop.validation import Gates, evaluate_gates, excess_evidence
-from alphaloop.walk import RULES, WalkSpec, create_walk, plan, run_walk
+from alphaloop.walk import DEFAULT_RULE, RULES, WalkSpec, create_walk, plan, run_walk
 from alphaloop.walk.record import _metrics
 from alphaloop.walk.run import epoch_spec
 from benchmarks._report import SummaryRow, print_rows
@@ -282,8 +282,8 @@ def report(walked: list[Walked]) -> list[SummaryRow]:
             print(f"  {w.verdict}")
         rows.append(
             (
-                f"walk GO ({arm}, {setting}, strict rule)",
-                share(sum(w.go["strict"] for w in cell), n),
+                f"walk GO ({arm}, {setting}, {DEFAULT_RULE.value} rule)",
+                share(sum(w.go[DEFAULT_RULE.value] for w in cell), n),
                 "oracle " + (share(sum(oracle), len(oracle)) if oracle else "-"),
             )
         )
