@@ -52,7 +52,8 @@ def finalize(ctx: SessionContext) -> None:
     reason = nodes.stop_reason(ctx) or "finished"
     rows = finished_trials(ctx, series=True)  # the daily returns feed the deflated Sharpe
     base_rows = [t for t in rows if t.kind == TrialKind.baseline and t.status == TrialStatus.keep]
-    rule = getattr(ctx, "pick_rule", None) or PickRule()
+    # A session publishes by the strict rule; the lenient one is what a walk's ``best`` trades.
+    rule = PickRule()
     best, why = pick(ctx, rows, rule)
     final: dict[str, Any] = {
         "stop_reason": reason,
