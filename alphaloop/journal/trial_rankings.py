@@ -263,18 +263,12 @@ class TrialRankings(TrialReads):
         """The config, start, finish, max drawdown and any limit's violation of each of
         ``trial_ids`` (the rows a plot draws)."""
         rows = self._journal._rows_in(
-            "SELECT id, config, started_at, finished_at, metrics, violation FROM trials "
+            "SELECT id, config, started_at, finished_at, violation, "
+            "json_extract(metrics, '$.max_drawdown') AS max_drawdown FROM trials "
             "WHERE id IN ({ids})",
             trial_ids,
         )
-        return {
-            r["id"]: {
-                **r,
-                "config": json.loads(r["config"]),
-                "max_drawdown": json.loads(r["metrics"] or "{}").get("max_drawdown"),
-            }
-            for r in rows
-        }
+        return {r["id"]: {**r, "config": json.loads(r["config"])} for r in rows}
 
     def objective_columns(self, session_id: str) -> dict[str, list[Any]]:
         """The session's trials as columns (``idx``, ``kind``, ``status``, ``objective``), in
