@@ -66,7 +66,7 @@ def former(ctx: Any, rows: list[TrialRecord]) -> TrialRecord | None:
     if not kept or default is None:
         return None
     base = next(t for t in rows if t.kind == TrialKind.baseline and t.objective is not None)
-    if violation_of(ctx.objective, base) is not None:
+    if violation_of(ctx.spec.objective, base) is not None:
         return kept[0]
     search = search_set(rows)
     days = aligned_matrix([*(t.val_returns for t in search), default])
