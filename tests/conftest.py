@@ -45,6 +45,20 @@ def _default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["ALPHALOOP_HOME"] = saved
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3's own ``PPO`` (the tests' reference) makes an ``SB3-<timestamp>`` folder in the
+    system temp folder on every ``learn`` unless ``SB3_LOGDIR`` names one: the suite's go into
+    its own temporary folder."""
+    saved = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if saved is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = saved
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """Removes every environment variable the settings read, so the machine's own configuration
