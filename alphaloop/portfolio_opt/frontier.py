@@ -28,6 +28,7 @@ point's LP is its own (points may be solved on two threads), so HiGHS starts eac
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -126,8 +127,10 @@ def efficient_frontier(
             every point cold, for comparison).
         n_jobs: threads solving points side by side (each with one BLAS thread). With 2, one
             thread walks up from minimum CVaR and one down from the largest return, each
-            warm-started along its own run; the points agree with ``n_jobs=1`` to their
-            certificates.
+            warm-started along its own run, until they meet (so each does half the work,
+            however unevenly the points cost); the points agree with ``n_jobs=1`` to their
+            certificates (where the runs meet, and so a point's first scenario subset, depends
+            on timing).
 
     Returns:
         A :class:`Frontier` whose points are each certified (see the module docstring).
@@ -184,43 +187,79 @@ def _even_frontier(
     top = max_return_weights(setup.mean, setup.cap)
     targets = np.linspace(first.expected_return, float(setup.mean @ top), n_points)
     last = _top_point(setup, float(targets[-1]), top if warm_start else None)
-    chains = _chains([float(t) for t in targets[1:-1]], n_jobs)
-    starts: list[np.ndarray | None] = [None] * len(chains)
-    if warm_start and chains:
+    inner = [float(t) for t in targets[1:-1]]
+    if not inner:
+        return [first, last]
+    runs = _Runs(inner, n_jobs)
+    # The first run walks up from minimum CVaR, the last down from the largest return.
+    starts: list[np.ndarray | None] = [None] * len(runs.seeds)
+    if warm_start:
         starts[0] = low.weights
-        if len(chains) > 1:  # the last chain walks down from the top
+        if len(starts) > 1:
             starts[-1] = last.weights
-    jobs = list(zip(chains, starts, strict=True))
-    if len(jobs) <= 1:
-        inner = [_chain(setup, chain, start, warm_start) for chain, start in jobs]
+    jobs = list(zip(runs.seeds, starts, strict=True))
+    if len(jobs) == 1:
+        grown = [runs.grow(setup, *jobs[0], warm_start)]
     else:
         with _cutting.one_blas_thread(), ThreadPoolExecutor(len(jobs)) as pool:
-            inner = list(pool.map(lambda job: _chain(setup, *job, warm_start), jobs))
-    points = [p for chain in inner for p in sorted(chain, key=lambda p: p.target_return)]
+            grown = list(pool.map(lambda job: runs.grow(setup, *job, warm_start), jobs))
+    points = sorted((p for run in grown for p in run), key=lambda p: p.target_return)
     return [first, *points, last]
 
 
-def _chains(targets: list[float], n_jobs: int) -> list[list[float]]:
-    """``targets`` in ``n_jobs`` contiguous runs; with two or more, the last one descending."""
-    if not targets:
-        return []
-    runs = [list(map(float, run)) for run in np.array_split(targets, min(n_jobs, len(targets)))]
-    if len(runs) > 1:
-        runs[-1].reverse()
-    return runs
+class _Runs:
+    """The inner targets, solved by runs that grow from their seeds until they meet.
 
+    Run ``j`` starts at its seed (with several runs, evenly spread over the targets: the first
+    at the lowest, the last at the highest), solves it, then claims the free target next to the
+    run (above it first, then below) and solves that from its neighbour's weights, until no
+    free target borders it. Points near minimum CVaR cost several times those near the largest
+    return (their tails are wider and move more), so runs that meet where they meet share the
+    work evenly; which run solves a point only changes its first scenario subset, not its
+    certified optimum.
+    """
 
-def _chain(
-    setup: _Setup, targets: list[float], start: np.ndarray | None, warm_start: bool
-) -> list[FrontierPoint]:
-    """The points of ``targets`` in order, each started from the one before (when warm)."""
-    points = []
-    for target in targets:
+    def __init__(self, targets: list[float], n_jobs: int) -> None:
+        self.targets = targets
+        count = min(n_jobs, len(targets))
+        self.seeds = sorted({round(i) for i in np.linspace(0, len(targets) - 1, count)})
+        self._free = [True] * len(targets)
+        self._lock = threading.Lock()
+
+    def _claim(self, index: int) -> bool:
+        with self._lock:
+            if 0 <= index < len(self._free) and self._free[index]:
+                self._free[index] = False
+                return True
+            return False
+
+    def grow(
+        self, setup: _Setup, seed: int, start: np.ndarray | None, warm_start: bool
+    ) -> list[FrontierPoint]:
+        """The points this run solved, from ``seed`` (started from ``start``) outward."""
+        if not self._claim(seed):
+            return []
+        point, weights = self._solved(setup, seed, start)
+        points, top, bottom = [point], weights, weights
+        high = low = seed
+        while True:
+            if self._claim(high + 1):
+                high += 1
+                point, top = self._solved(setup, high, top if warm_start else None)
+            elif self._claim(low - 1):
+                low -= 1
+                point, bottom = self._solved(setup, low, bottom if warm_start else None)
+            else:
+                return points
+            points.append(point)
+
+    def _solved(
+        self, setup: _Setup, index: int, start: np.ndarray | None
+    ) -> tuple[FrontierPoint, np.ndarray]:
+        """Target ``index``'s point and the solver's weights (the next point's start)."""
         began = time.perf_counter()
-        found = _solve(setup, target, start)
-        points.append(_point(setup, found, target, began))
-        start = found.weights if warm_start else None
-    return points
+        found = _solve(setup, self.targets[index], start)
+        return _point(setup, found, self.targets[index], began), found.weights
 
 
 def _given_targets(setup: _Setup, targets: list[float], warm_start: bool) -> list[FrontierPoint]:
@@ -232,7 +271,7 @@ def _given_targets(setup: _Setup, targets: list[float], warm_start: bool) -> lis
             f"targets must be finite and at most the largest return the cap allows, "
             f"{highest:.6g}; got {targets}"
         )
-    return _chain(setup, targets, None, warm_start)
+    return _Runs(targets, 1).grow(setup, 0, None, warm_start)
 
 
 def _solve(

@@ -151,12 +151,15 @@ def test_infeasible_cap_and_targets_are_refused() -> None:
         efficient_frontier(r, ALPHA, 0.25, 3)  # 4 x 0.25 = 1: one feasible book
 
 
-def test_two_threads_walking_up_and_down_give_the_same_frontier() -> None:
+@pytest.mark.parametrize("n_jobs", [2, 3, 12])
+def test_runs_growing_until_they_meet_give_the_same_frontier(n_jobs: int) -> None:
+    # 2: up from minimum CVaR and down from the top; 3: a third run from a cold middle seed;
+    # 12: more runs than inner points.
     r = fat_tailed(20, 3000, seed=4)
     one = efficient_frontier(r, ALPHA, 0.1, 9)
-    two = efficient_frontier(r, ALPHA, 0.1, 9, n_jobs=2)
-    assert [p.target_return for p in two.points] == [p.target_return for p in one.points]
-    for a, b in zip(two.points, one.points, strict=True):
+    many = efficient_frontier(r, ALPHA, 0.1, 9, n_jobs=n_jobs)
+    assert [p.target_return for p in many.points] == [p.target_return for p in one.points]
+    for a, b in zip(many.points, one.points, strict=True):
         assert a.status == "optimal"
         assert a.cvar == pytest.approx(b.cvar, rel=CERTIFIED)
     with pytest.raises(ValueError, match="n_jobs must be an integer >= 1"):
