@@ -285,7 +285,15 @@ def _dpo_trainer(run: _Run, model: Any, tokenizer: Any, texts: Texts) -> Any:
 
 
 def _dpo_config(run: _Run, n_train: int) -> Any:
-    """The ``DPOConfig`` of the options: a log line per step, nothing saved or reported."""
+    """The ``DPOConfig`` of the options: a log line per step, nothing saved or reported.
+
+    A step's pairs go through the model one at a time, their gradients accumulated: the same
+    step (the loss is the mean over the step's pairs either way; the sampler draws the same
+    pairs), but the activations of one pair's two sequences in memory instead of all of them.
+    At the proposal prompts' ~1,000 tokens that is a third less time a step on 2 cores and
+    about 2.5x less peak memory than one forward of 16 sequences (see
+    ``benchmarks/bench_dpo.py``).
+    """
     import torch
     from trl import DPOConfig
 
@@ -293,7 +301,8 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
     return DPOConfig(
         output_dir=str(run.out_dir),
         max_steps=options.max_steps,
-        per_device_train_batch_size=min(options.batch_size, n_train),
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=min(options.batch_size, n_train),
         learning_rate=options.learning_rate,
         beta=options.beta,
         max_length=options.max_length,
