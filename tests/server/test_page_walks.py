@@ -113,6 +113,7 @@ def test_the_walk_view_draws_the_journal_s_record(home, browser) -> None:
         page.close()
     assert not errors, errors
     assert kpis["VERDICT"] == ("GO" if report.go else "NO-GO")
+    assert kpis["OUT OF SAMPLE"] == f"{report.n_days:,} days"
     assert float(kpis["DETECTABLE EDGE OVER 1/N"]) == pytest.approx(
         own.detectable["equal_weight"], rel=0.05
     )

@@ -4,7 +4,7 @@
 // record and the epochs (the figures are the tear sheet's: `alphaloop report WALK_ID`).
 import { api, post, toast } from "../api.js";
 import { el, kpis, link, section, table } from "../dom.js";
-import { num, pct, signed, statusClass, when } from "../format.js";
+import { count, num, pct, signed, statusClass, when } from "../format.js";
 import { chartBox, ours, plot } from "../plot.js";
 import { edges, verdictBadge } from "./walks.js";
 
@@ -92,7 +92,7 @@ function verdictPanel(id, report) {
       ["detectable edge over the default", signed(fromBest ? best.detectable.default : own.detectable.default, 2),
         "the Sharpe difference the record's test detects with 80% power" + (fromBest ? " (read off the best rule's record: every epoch traded the default)" : "")],
       ["detectable edge over 1/N", signed(own.detectable.equal_weight, 2), "the Sharpe difference the record's test detects with 80% power"],
-      ["out of sample", `${report.n_days} days`, `${report.first_day} \u2192 ${report.last_day}, each day looked at once`],
+      ["out of sample", `${count(report.n_days)} days`, `${report.first_day} \u2192 ${report.last_day}, each day looked at once`],
       ["epochs", `${report.epochs.length} ${report.cadence}`],
       ["on the default", `${own.n_default} of ${report.epochs.length}`, "epochs whose rule traded the default config"],
       ["pick changes", String(own.n_changes)],
