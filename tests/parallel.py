@@ -17,7 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-OWN_PER_WORKER = frozenset({"_default_home", "finished_session"})
+# An autouse session fixture missing here would put every test in its group, on one worker.
+OWN_PER_WORKER = frozenset({"_default_home", "_sb3_log_folder", "finished_session"})
 
 # GNU readline, once anything in pytest's process imports it, exports the terminal's size (80
 # columns when there is none) to every process started after, the workers among them; Rich
