@@ -19,6 +19,7 @@ from alphaloop.ops.walk_jobs import WalkResumeJob
 from alphaloop.server.idempotency import IdempotencyKey
 from alphaloop.server.models import JOB_ID, WORKER_PID, WalkBody
 from alphaloop.server.routes_jobs import FAILED_RESPONSES, answer
+from alphaloop.walk_spec import DEFAULT_RULE, PickRule
 
 router = APIRouter(prefix="/api", tags=["walks"])
 WalkPath = Path(pattern=WALK_ID, max_length=40, description="a walk id, w-YYYYMMDD-HHMMSS-xxxx")
@@ -41,6 +42,9 @@ class WalkList(BaseModel):
     model_config = _STRICT
 
     items: list[WalkRow]
+    default_rule: PickRule = Field(
+        DEFAULT_RULE, description="the rule a walk started without one takes"
+    )
 
 
 class WalkFigures(BaseModel):

@@ -141,6 +141,9 @@ def test_a_walk_started_from_the_page_runs_and_is_drawn(settings: Settings, brow
             expect(page.locator("#walks-table")).to_contain_text("no walk yet")
             page.locator("#new-walk summary").click()
             form = page.locator("#walk-form")
+            expect(form.locator("[name=rule] option").first).to_have_text(
+                f"default ({DEFAULT_RULE.value})"
+            )
             form.locator("[name=data]").fill("synthetic")
             form.locator("[name=budget]").fill("2")
             form.locator("[name=start]").fill("2010-06-01")  # before the folds fit

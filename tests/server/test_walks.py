@@ -19,7 +19,7 @@ from alphaloop.ops.requests import WalkRequest, shared_fields
 from alphaloop.server import create_app
 from alphaloop.settings import Settings
 from alphaloop.spec import SessionSpec
-from alphaloop.walk_spec import WalkSpec
+from alphaloop.walk_spec import DEFAULT_RULE, WalkSpec
 from tests.walk.helpers import TINY
 
 from .helpers import PAGE, live_server
@@ -31,7 +31,8 @@ SPEC = WalkSpec(session=SessionSpec(goal="g"))
 
 def _nothing_queued(base: str, settings: Settings) -> None:
     assert httpx.get(f"{base}/api/jobs").json()["items"] == []
-    assert httpx.get(f"{base}/api/walks").json() == {"items": []}
+    walks = httpx.get(f"{base}/api/walks").json()
+    assert walks == {"items": [], "default_rule": DEFAULT_RULE.value}
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,9 @@ export async function render(root, _params, ctx) {
   let sig = "";
   await ctx.every(4000, async () => {
     const page = await api("/api/walks");
+    // the form's "default" leaves the rule to the server, and says which one that is
+    const fallback = root.querySelector("#walk-form [name=rule] option[value='']");
+    if (fallback) fallback.textContent = `default (${page.default_rule})`;
     const next = JSON.stringify(page.items);
     if (next === sig) return;
     sig = next;
