@@ -214,3 +214,28 @@ def test_ppo_runs_and_png_export_write_only_inside_the_home(
     assert png.stat().st_size > 0
     for outside in ("tmp", "user"):
         assert sorted(p.name for p in (root / outside).rglob("*")) == [], outside
+
+
+def test_a_librarys_prints_from_the_main_thread_reach_stderr() -> None:
+    """Ray's driver flushes the ``(raylet)`` lines it held back from the main thread at
+    ``ray.shutdown``, after the command printed its document: they reach stderr, the command's
+    own output (this package's, click's, Rich's) stdout."""
+    code = (
+        "import click, rich\n"
+        "from alphaloop.cli._stdio import reserve_stdout\n"
+        "reserve_stdout()\n"
+        "click.echo('{\"ok\":')\n"
+        "rich.print('true}')\n"
+        "exec(\"print('(raylet) Raylet is terminated', flush=True)\", "
+        "{'__name__': 'ray._private.worker'})\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert json.loads(proc.stdout) == {"ok": True}
+    assert "(raylet) Raylet is terminated" in proc.stderr

@@ -9,10 +9,12 @@ standard output: what the command prints reaches stdout, whatever anything else 
 stderr, where nothing is lost. Child processes (chromium for PNG export) inherit the same
 arrangement.
 
-The command prints from the main thread; a library's own threads print through ``sys.stdout``
-too (Ray's driver prints a dead worker's or node's ``(raylet)`` message from a thread of its
-own, and Ray Client relays the cluster's lines from another), so what another thread writes to
-``sys.stdout`` goes to stderr as well. No library's internals are patched for it.
+The command prints from the main thread, through this package, click (``typer.echo``) or Rich.
+A library prints through ``sys.stdout`` too: Ray's driver prints a dead worker's or node's
+``(raylet)`` message from a thread of its own, Ray Client relays the cluster's lines from
+another, and at ``ray.shutdown`` the driver flushes the lines it held back from the main thread.
+So what another thread, or any other module, writes to ``sys.stdout`` goes to stderr as well.
+No library's internals are patched for it.
 """
 
 from __future__ import annotations
@@ -22,12 +24,20 @@ import os
 import sys
 import threading
 
+# The top-level modules whose writes to ``sys.stdout`` are the command's own output.
+_COMMAND_WRITERS = frozenset({"alphaloop", "click", "typer", "rich", "__main__"})
+
 
 class _CommandStdout(io.TextIOWrapper):
-    """The real stdout for the main thread (the command's); stderr for any other thread."""
+    """The real stdout for the command's own writes, from the main thread; stderr for any
+    other thread's, or any other module's."""
 
     def write(self, text: str) -> int:
-        if threading.current_thread() is not threading.main_thread():
+        caller = sys._getframe(1).f_globals.get("__name__", "")  # print() leaves no frame
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or caller.partition(".")[0] not in _COMMAND_WRITERS
+        ):
             return sys.stderr.write(text)
         return super().write(text)
 
