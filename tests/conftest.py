@@ -36,13 +36,7 @@ for _verb in ("request", "get", "post", "put", "patch", "delete", "head", "optio
 def _default_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A test that names no home still writes into a temporary one, never into the working
     directory's ``.alphaloop`` (or the machine's own ``ALPHALOOP_HOME``)."""
-    saved = os.environ.get("ALPHALOOP_HOME")
-    os.environ["ALPHALOOP_HOME"] = str(tmp_path_factory.mktemp("default-home"))
-    yield
-    if saved is None:
-        os.environ.pop("ALPHALOOP_HOME", None)
-    else:
-        os.environ["ALPHALOOP_HOME"] = saved
+    yield from _env_var("ALPHALOOP_HOME", str(tmp_path_factory.mktemp("default-home")))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,13 +44,18 @@ def _sb3_log_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """SB3's own ``PPO`` (the tests' reference) makes an ``SB3-<timestamp>`` folder in the
     system temp folder on every ``learn`` unless ``SB3_LOGDIR`` names one: the suite's go into
     its own temporary folder."""
-    saved = os.environ.get("SB3_LOGDIR")
-    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield from _env_var("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+
+
+def _env_var(name: str, value: str) -> Iterator[None]:
+    """Sets the environment variable ``name`` for a session fixture's life, then restores it."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
     yield
     if saved is None:
-        os.environ.pop("SB3_LOGDIR", None)
+        os.environ.pop(name, None)
     else:
-        os.environ["SB3_LOGDIR"] = saved
+        os.environ[name] = saved
 
 
 @pytest.fixture

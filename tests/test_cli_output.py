@@ -83,6 +83,18 @@ def one_document(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh Python on this checkout, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 def test_native_writes_to_descriptor_1_reach_stderr() -> None:
     code = (
         "import os, sys\n"
@@ -92,14 +104,7 @@ def test_native_writes_to_descriptor_1_reach_stderr() -> None:
         "print('{\"ok\": true}')\n"
         "os.system('echo from a child')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    proc = _python(code)
     assert json.loads(proc.stdout) == {"ok": True}
     assert "native banner" in proc.stderr and "from a child" in proc.stderr
 
@@ -115,14 +120,7 @@ def test_another_threads_prints_reach_stderr() -> None:
         "t.start(); t.join()\n"
         "print('{\"ok\": true}')\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    proc = _python(code)
     assert json.loads(proc.stdout) == {"ok": True}
     assert "(raylet) a worker died" in proc.stderr
 
@@ -229,13 +227,6 @@ def test_a_librarys_prints_from_the_main_thread_reach_stderr() -> None:
         "exec(\"print('(raylet) Raylet is terminated', flush=True)\", "
         "{'__name__': 'ray._private.worker'})\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    proc = _python(code)
     assert json.loads(proc.stdout) == {"ok": True}
     assert "(raylet) Raylet is terminated" in proc.stderr
