@@ -249,10 +249,12 @@ def _pair_logps(
 
 
 def _dpo_trainer(run: _Run, model: Any, tokenizer: Any, texts: Texts) -> Any:
-    """TRL's ``DPOTrainer`` on the training pairs, against a frozen reference or with LoRA."""
+    """TRL's ``DPOTrainer`` on the training pairs, against a frozen reference or with LoRA, its
+    step running each pair's prompt once (:mod:`.shared_prompt`)."""
     from datasets import Dataset
     from transformers.trainer_callback import PrinterCallback
-    from trl import DPOTrainer
+
+    from alphaloop.flywheel.shared_prompt import SharedPromptDPOTrainer
 
     prompts, chosen, rejected = texts
     dataset = Dataset.from_dict({"prompt": prompts, "chosen": chosen, "rejected": rejected})
@@ -270,7 +272,7 @@ def _dpo_trainer(run: _Run, model: Any, tokenizer: Any, texts: Texts) -> Any:
         # TRL would reload the reference from config._name_or_path; an explicit copy from the
         # same directory makes the reference unambiguous.
         ref_model = AutoModelForCausalLM.from_pretrained(run.model_dir, local_files_only=True)
-    trainer = DPOTrainer(
+    trainer = SharedPromptDPOTrainer(
         model=model,
         ref_model=ref_model,
         args=args,
@@ -292,7 +294,9 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
     pairs), but the activations of one pair's two sequences in memory instead of all of them.
     At the proposal prompts' ~1,000 tokens on a 135M model that made a step of 8 pairs 1.9x
     faster on 2 cores and the run's peak memory 8.9 -> 4.8 GB (``benchmarks/bench_dpo.py``):
-    one forward of 16 long sequences is slower per sequence, not only larger.
+    one forward of 16 long sequences is slower per sequence, not only larger. No gradient
+    checkpointing: the step keeps each prompt's keys and values for its two answers, which a
+    recomputation could not rebuild (:mod:`.shared_prompt`).
     """
     import torch
     from trl import DPOConfig
@@ -306,6 +310,7 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
         learning_rate=options.learning_rate,
         beta=options.beta,
         max_length=options.max_length,
+        gradient_checkpointing=False,
         logging_steps=1,
         save_strategy="no",
         report_to="none",

@@ -28,6 +28,13 @@ def _ids(tokenizer: Any, prompt: str, answer: str) -> tuple[list[int], list[int]
     return p_ids, a_ids
 
 
+def cache_of(output: Any) -> tuple[str, Any]:
+    """The keys and values a forward with ``use_cache`` kept, and the name a forward takes
+    them back by: ``cache`` in transformers 5, ``past_key_values`` before."""
+    key = "cache" if getattr(output, "cache", None) is not None else "past_key_values"
+    return key, getattr(output, key)
+
+
 def _answer_logp(logits: Any, targets: Any) -> float:
     """Sum of log-softmax(logits)[i, targets[i]] (logits in float32)."""
     import torch
@@ -65,9 +72,8 @@ def sequence_logps(
                     )[0]
                 continue
             run = model(input_ids=torch.tensor([p_ids]), use_cache=True, logits_to_keep=1)
-            # transformers 5 names the cache ``cache``; before, ``past_key_values``
-            key = "cache" if getattr(run, "cache", None) is not None else "past_key_values"
-            cache, first = getattr(run, key), run.logits[0, -1:]
+            key, cache = cache_of(run)
+            first = run.logits[0, -1:]
             for k, (i, (_, a_ids)) in enumerate(zip(rows, tokens, strict=True)):
                 total = _answer_logp(first, torch.tensor(a_ids[:1]))
                 if len(a_ids) > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -77,6 +78,96 @@ def test_check_skips_below_min_pairs(settings: Settings, tmp_path: Path) -> None
     check = dpo_check(settings, tmp_path / "model")
     assert not check.trained and check.new_pairs == 3 and check.min_pairs == 32
     assert check.run.status == "skipped" and "fewer than the 32" in check.run.reason
+
+
+def _float64_dpo(tmp_path: Path, lora: bool) -> tuple[Any, Any, DpoOptions]:
+    """A tiny float64 model, the separable pairs' texts and options for two steps of 3."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    AutoModelForCausalLM.from_pretrained(model_dir).to(torch.float64).save_pretrained(model_dir)
+    pairs = separable_pairs(6)
+    texts = tuple([p[k] for p in pairs] for k in ("prompt", "chosen", "rejected"))
+    options = DpoOptions(lora=lora, max_steps=2, learning_rate=1e-2, batch_size=3, max_length=256)
+    return model_dir, texts, options
+
+
+def _trainer(model_dir: Path, out: Path, texts: Any, options: DpoOptions) -> Any:
+    from alphaloop.flywheel import dpo
+
+    run = dpo._Run(model_dir, out, options, None)
+    return dpo._dpo_trainer(run, dpo._load_model(run), dpo._load_tokenizer(run), texts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lora", [False, True], ids=["reference-model", "lora"])
+def test_the_shared_prompt_loss_and_gradients_are_the_whole_sequences(
+    tmp_path: Path, lora: bool
+) -> None:
+    # The oracle: each collated row run whole, in float64, the DPO loss written out.
+    import contextlib
+
+    import torch
+    import torch.nn.functional as F
+
+    model_dir, texts, options = _float64_dpo(tmp_path, lora)
+    trainer = _trainer(model_dir, tmp_path / "out", texts, options)
+    assert trainer._shared
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])  # 3 prompts
+    model = trainer.model
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    ours = trainer.compute_loss(model, batch)
+
+    def logps(m: Any) -> torch.Tensor:
+        ids, answer = batch["input_ids"], batch["completion_mask"][:, 1:]
+        logits = m(input_ids=ids, attention_mask=batch["attention_mask"]).logits[:, :-1]
+        token = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+        return (token * answer).sum(dim=1)
+
+    off = model.disable_adapter() if lora else contextlib.nullcontext()
+    with torch.no_grad(), off:
+        ref = logps(trainer.ref_model if trainer.ref_model is not None else model)
+    ratio = logps(model) - ref
+    whole = -F.logsigmoid(options.beta * (ratio[:3] - ratio[3:])).mean()
+    assert ours.dtype == torch.float64 and float(ours) == pytest.approx(float(whole), rel=1e-12)
+    for mine, oracle in zip(
+        torch.autograd.grad(ours, params), torch.autograd.grad(whole, params), strict=True
+    ):
+        torch.testing.assert_close(mine, oracle, rtol=1e-9, atol=1e-13)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lora", [False, True], ids=["reference-model", "lora"])
+def test_a_run_with_the_shared_prompt_step_follows_trls_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lora: bool
+) -> None:
+    # TRL's DPOTrainer itself, from the same model, config and seed. Its log-probabilities come
+    # from its float32 LM head, so the runs agree to float32's rounding, not float64's: before
+    # the first update to ~1e-5, and after it (Adam moves components of ~1e-8 gradient by what
+    # their last bits say) to ~3e-3. The loss and gradients are the oracle test's (above).
+    from trl import DPOTrainer
+
+    from alphaloop.flywheel import shared_prompt
+
+    model_dir, texts, options = _float64_dpo(tmp_path, lora)
+    ours = _trainer(model_dir, tmp_path / "ours", texts, options)
+    ours.train()
+    monkeypatch.setattr(shared_prompt, "SharedPromptDPOTrainer", DPOTrainer)
+    theirs = _trainer(model_dir, tmp_path / "theirs", texts, options)
+    assert type(theirs) is DPOTrainer
+    theirs.train()
+    (mine_1, mine_2), (their_1, their_2) = (
+        [e for e in t.state.log_history if "loss" in e] for t in (ours, theirs)
+    )
+    assert mine_1["loss"] == pytest.approx(np.log(2.0))  # policy == reference
+    # the step's gradient: the accumulated micro-batches' loss scaled as TRL's is
+    for key in ("grad_norm", "logps/chosen", "logps/rejected"):
+        assert mine_1[key] == pytest.approx(their_1[key], rel=1e-3), key
+    for key in ("loss", "rewards/margins", "rewards/chosen", "rewards/rejected"):
+        assert mine_2[key] == pytest.approx(their_2[key], rel=1e-2, abs=1e-3), key
+    assert mine_2["rewards/margins"] > 0.1  # the first step moved the pairs apart
 
 
 @pytest.mark.slow

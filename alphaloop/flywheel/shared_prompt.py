@@ -1,0 +1,167 @@
+"""TRL's ``DPOTrainer`` with each pair's prompt run through the model once a step.
+
+A pair's chosen and rejected answers share their prompt, and the prompt is most of both
+sequences (a research prompt runs to a thousand tokens and more, an answer to tens). TRL's step
+runs prompt + chosen and prompt + rejected as two sequences, for the policy and again for the
+reference. :class:`SharedPromptDPOTrainer` runs the prompt once, keeps its keys and values, and
+runs both answers on top of them, as :mod:`.scoring` does for the held-out pairs, here with
+gradients flowing back through the kept keys and values. The log-probabilities are the same, so
+are the loss and the gradients (the tests hold a run to TRL's own in float64), for about half a
+step's arithmetic: 17 s -> 8 s a pair of ~1,460 tokens on a 135M model with LoRA, 2 cores.
+
+The kept keys and values cannot be rebuilt in a backward pass, so this step runs without
+gradient checkpointing (TRL's default), which it does not need: one prompt's activations
+instead of two sequences' (a peak of 3.8 GB at ~1,460 tokens on the 135M model).
+
+Only standard DPO is computed here: the sigmoid loss against a frozen reference model or the
+model with its LoRA adapter switched off, TRL's defaults. Any other setup (another loss, a
+reference adapter, precomputed reference log-probabilities) takes TRL's own step. The logs
+carry TRL's ``rewards/*`` and ``logps/*`` entries; the token-level ones (entropy, logits, token
+accuracy) are TRL's own step's only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from trl import DPOTrainer
+
+from alphaloop.flywheel.scoring import cache_of
+
+__all__ = ["SharedPromptDPOTrainer", "answers_logps"]
+
+# The DPOConfig fields whose other values change the loss or its reference, at the values of
+# standard DPO (TRL's defaults) this step computes.
+_STANDARD = {
+    "loss_type": ["sigmoid"],
+    "loss_weights": None,
+    "ld_alpha": None,
+    "f_divergence_type": "reverse_kl",
+    "label_smoothing": 0.0,
+    "use_weighting": False,
+    "precompute_ref_log_probs": False,
+    "sync_ref_model": False,
+    "use_liger_kernel": False,
+}
+
+
+def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities over the vocabulary, in float32 at least (half-precision logits of
+    a mixed-precision step are widened; a float64 model's stay float64)."""
+    return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+
+
+def answers_logps(model: Any, prompt: torch.Tensor, answers: Sequence[torch.Tensor]) -> Any:
+    """``log p(answer | prompt)`` of each answer (1-D token tensors), the prompt run once.
+
+    The first answer token is scored on the prompt's last position; the rest run as one batch
+    on top of the prompt's keys and values (right-padded, the padding masked out).
+    """
+    run = model(input_ids=prompt[None], use_cache=True, logits_to_keep=1)
+    key, cache = cache_of(run)
+    first = _log_softmax(run.logits[0, -1])
+    total = first[torch.stack([a[0] for a in answers])]
+    longest = max(len(a) for a in answers)
+    if longest == 1:
+        return total
+    k, width = len(answers), longest - 1
+    inputs = torch.zeros((k, width), dtype=prompt.dtype)
+    targets = torch.zeros((k, width), dtype=prompt.dtype)
+    real = torch.zeros((k, width), dtype=torch.long)
+    for i, a in enumerate(answers):
+        inputs[i, : len(a) - 1], targets[i, : len(a) - 1], real[i, : len(a) - 1] = a[:-1], a[1:], 1
+    if k > 1:
+        cache.batch_repeat_interleave(k)
+    attention = torch.cat([torch.ones((k, len(prompt)), dtype=torch.long), real], dim=1)
+    rest = model(
+        input_ids=inputs,
+        attention_mask=attention,
+        use_cache=True,
+        logits_to_keep=width,
+        **{key: cache},
+    )
+    logp = _log_softmax(rest.logits)
+    return total + (logp.gather(-1, targets[..., None])[..., 0] * real).sum(dim=1)
+
+
+def _prompt_and_answer(
+    ids: torch.Tensor, attention: torch.Tensor, completion: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A collated row's prompt and answer tokens (its padding dropped)."""
+    kept = attention.bool()
+    answer = completion[kept].bool()
+    return ids[kept][~answer], ids[kept][answer]
+
+
+class SharedPromptDPOTrainer(DPOTrainer):
+    """``DPOTrainer`` whose step runs each pair's prompt once (see the module)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shared = not self.args.gradient_checkpointing and all(
+            getattr(self.args, name, value) == value for name, value in _STANDARD.items()
+        )
+        unwrapped = self.accelerator.unwrap_model(self.model)
+        if self.ref_model is None:  # the reference is the model with its adapter off
+            adapters = getattr(unwrapped, "peft_config", None)
+            self._shared &= bool(adapters) and "ref" not in adapters
+        self._pair_metrics: dict[str, list[float]] = defaultdict(list)
+
+    @contextmanager
+    def _reference(self, model: Any) -> Iterator[Any]:
+        if self.ref_model is not None:
+            yield self.ref_model
+            return
+        with self.accelerator.unwrap_model(model).disable_adapter():
+            yield model
+
+    def _logps(self, model: Any, pairs: list[tuple[torch.Tensor, ...]]) -> torch.Tensor:
+        """(pairs, 2) log-probabilities of each pair's chosen and rejected answers."""
+        return torch.stack([answers_logps(model, p, (c, r)) for p, c, r in pairs])
+
+    def compute_loss(
+        self,
+        model: Any,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: Any = None,
+    ) -> Any:
+        if not self._shared:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        columns = (inputs[k] for k in ("input_ids", "attention_mask", "completion_mask"))
+        rows = [_prompt_and_answer(*row) for row in zip(*columns, strict=True)]
+        n = len(rows) // 2  # the collator's rows: every chosen answer, then every rejected one
+        if any(not torch.equal(rows[i][0], rows[n + i][0]) for i in range(n)):
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        pairs = [(rows[i][0], rows[i][1], rows[n + i][1]) for i in range(n)]
+        policy = self._logps(model, pairs)
+        with torch.no_grad(), self._reference(model) as reference:
+            ref = self._logps(reference, pairs)
+        ratios = policy - ref  # (pairs, 2): chosen, rejected
+        loss = -F.logsigmoid(self.args.beta * (ratios[:, 0] - ratios[:, 1])).mean()
+        self._record(policy.detach(), self.args.beta * ratios.detach())
+        return (loss, {}) if return_outputs else loss
+
+    def _record(self, logps: torch.Tensor, rewards: torch.Tensor) -> None:
+        """The micro-batch's means of TRL's ``rewards/*`` and ``logps/*`` log entries."""
+        chosen, rejected = rewards[:, 0], rewards[:, 1]
+        for name, value in (
+            ("rewards/chosen", chosen),
+            ("rewards/rejected", rejected),
+            ("rewards/accuracies", (chosen > rejected).float()),
+            ("rewards/margins", chosen - rejected),
+            ("logps/chosen", logps[:, 0]),
+            ("logps/rejected", logps[:, 1]),
+        ):
+            self._pair_metrics[name].append(float(value.mean()))
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._pair_metrics and "loss" in logs:
+            logs.update({k: sum(v) / len(v) for k, v in self._pair_metrics.items()})
+            self._pair_metrics.clear()
+        super().log(logs, start_time)
