@@ -6,12 +6,16 @@ runs prompt + chosen and prompt + rejected as two sequences, for the policy and 
 reference. :class:`SharedPromptDPOTrainer` runs the prompt once, keeps its keys and values, and
 runs both answers on top of them, as :mod:`.scoring` does for the held-out pairs, here with
 gradients flowing back through the kept keys and values. The log-probabilities are the same, so
-are the loss and the gradients (the tests hold a run to TRL's own in float64), for about half a
-step's arithmetic: 17 s -> 8 s a pair of ~1,460 tokens on a 135M model with LoRA, 2 cores.
+are the loss and the gradients (the tests hold them to the whole sequences' in float64, and a
+run to TRL's own), for less than half the arithmetic: ``dpo train --lora``'s two steps of 8
+pairs at ~1,430-token prompts on a 135M model took 468.6 s -> 136.6 s on 2 cores
+(``benchmarks/bench_dpo.py``).
 
 The kept keys and values cannot be rebuilt in a backward pass, so this step runs without
-gradient checkpointing (TRL's default), which it does not need: one prompt's activations
-instead of two sequences' (a peak of 3.8 GB at ~1,460 tokens on the 135M model).
+gradient checkpointing (TRL's default): one prompt's activations are kept instead of two
+sequences' recomputed. That run's peak fell 6.7 -> 5.0 GB; one pair's step alone takes more
+than TRL's checkpointed one (a process peak of 3.7 GB against 2.3 GB at ~1,460 tokens, 5.9 GB
+against 5.2 GB at ~4,060).
 
 Only standard DPO is computed here: the sigmoid loss against a frozen reference model or the
 model with its LoRA adapter switched off, TRL's defaults. Any other setup (another loss, a
