@@ -310,7 +310,7 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
         learning_rate=options.learning_rate,
         beta=options.beta,
         max_length=options.max_length,
-        gradient_checkpointing=False,
+        **{_checkpointing_field(DPOConfig): False},
         logging_steps=1,
         save_strategy="no",
         report_to="none",
@@ -318,6 +318,17 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
         use_cpu=not torch.cuda.is_available(),
         disable_tqdm=True,
         dataloader_num_workers=0,
+    )
+
+
+def _checkpointing_field(config: type) -> str:
+    """The config's switch of gradient checkpointing: ``activation_checkpointing`` from
+    transformers 5 on, ``gradient_checkpointing`` (its deprecated alias there) before."""
+    fields = config.__dataclass_fields__
+    return (
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else ("gradient_checkpointing")
     )
 
 

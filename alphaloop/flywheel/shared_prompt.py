@@ -140,7 +140,11 @@ class SharedPromptDPOTrainer(DPOTrainer):
         columns = (inputs[k] for k in ("input_ids", "attention_mask", "completion_mask"))
         rows = [_prompt_and_answer(*row) for row in zip(*columns, strict=True)]
         n = len(rows) // 2  # the collator's rows: every chosen answer, then every rejected one
-        if any(not torch.equal(rows[i][0], rows[n + i][0]) for i in range(n)):
+        if any(
+            not (len(rows[i][0]) and torch.equal(rows[i][0], rows[n + i][0]))
+            or not (len(rows[i][1]) and len(rows[n + i][1]))
+            for i in range(n)
+        ):  # an empty prompt or answer, or two prompts (never so in the collator's batches)
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         pairs = [(rows[i][0], rows[i][1], rows[n + i][1]) for i in range(n)]
         policy = self._logps(model, pairs)

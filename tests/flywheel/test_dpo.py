@@ -139,6 +139,34 @@ def test_the_shared_prompt_loss_and_gradients_are_the_whole_sequences(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("change", ["ipo", "checkpointed"])
+def test_other_setups_take_trls_own_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    import dataclasses
+
+    from trl import DPOConfig, DPOTrainer
+
+    from alphaloop.flywheel import dpo
+
+    changes = {
+        "ipo": {"loss_type": ["ipo"]},
+        "checkpointed": {dpo._checkpointing_field(DPOConfig): True},
+    }[change]
+    model_dir, texts, options = _float64_dpo(tmp_path, lora=True)
+    config = dpo._dpo_config
+    monkeypatch.setattr(
+        dpo, "_dpo_config", lambda r, n: dataclasses.replace(config(r, n), **changes)
+    )
+    trainer = _trainer(model_dir, tmp_path / "out", texts, options)
+    assert not trainer._shared
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])
+    trainer.model.train()
+    ours = trainer.compute_loss(trainer.model, batch)
+    assert float(ours) == float(DPOTrainer.compute_loss(trainer, trainer.model, batch))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("lora", [False, True], ids=["reference-model", "lora"])
 def test_a_run_with_the_shared_prompt_step_follows_trls_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lora: bool
