@@ -324,12 +324,8 @@ def _dpo_config(run: _Run, n_train: int) -> Any:
 def _checkpointing_field(config: type) -> str:
     """The config's switch of gradient checkpointing: ``activation_checkpointing`` from
     transformers 5 on, ``gradient_checkpointing`` (its deprecated alias there) before."""
-    fields = config.__dataclass_fields__
-    return (
-        "activation_checkpointing"
-        if "activation_checkpointing" in fields
-        else ("gradient_checkpointing")
-    )
+    new = "activation_checkpointing"
+    return new if new in config.__dataclass_fields__ else "gradient_checkpointing"
 
 
 def _log_callback(on_log: Callable[[dict[str, Any]], None] | None) -> Any:
