@@ -60,6 +60,13 @@ def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
 
 
+def _whole_logp(model: Any, prompt: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
+    """``log p(answer | prompt)``, the prompt and the answer run as one sequence."""
+    logits = model(input_ids=torch.cat([prompt, answer])[None], logits_to_keep=len(answer) + 1)
+    logp = _log_softmax(logits.logits[0, :-1])
+    return logp.gather(-1, answer[:, None])[:, 0].sum()
+
+
 def answers_logps(model: Any, prompt: torch.Tensor, answers: Sequence[torch.Tensor]) -> Any:
     """``log p(answer | prompt)`` of each answer (1-D token tensors), the prompt run once.
 
@@ -68,6 +75,8 @@ def answers_logps(model: Any, prompt: torch.Tensor, answers: Sequence[torch.Tens
     """
     run = model(input_ids=prompt[None], use_cache=True, logits_to_keep=1)
     key, cache = cache_of(run)
+    if cache is None:  # a model that keeps no keys and values: each answer runs whole
+        return torch.stack([_whole_logp(model, prompt, a) for a in answers])
     first = _log_softmax(run.logits[0, -1])
     total = first[torch.stack([a[0] for a in answers])]
     longest = max(len(a) for a in answers)
