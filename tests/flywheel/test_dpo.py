@@ -131,7 +131,8 @@ def test_the_shared_prompt_loss_and_gradients_are_the_whole_sequences(
         ref = logps(trainer.ref_model if trainer.ref_model is not None else model)
     ratio = logps(model) - ref
     whole = -F.logsigmoid(options.beta * (ratio[:3] - ratio[3:])).mean()
-    assert ours.dtype == torch.float64 and float(ours) == pytest.approx(float(whole), rel=1e-12)
+    assert ours.dtype == torch.float64
+    assert ours.item() == pytest.approx(whole.item(), rel=1e-12)
     for mine, oracle in zip(
         torch.autograd.grad(ours, params), torch.autograd.grad(whole, params), strict=True
     ):
@@ -181,7 +182,8 @@ def test_other_setups_take_trls_own_step(
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])
     trainer.model.train()
     ours = trainer.compute_loss(trainer.model, batch)
-    assert float(ours) == float(DPOTrainer.compute_loss(trainer, trainer.model, batch))
+    theirs = DPOTrainer.compute_loss(trainer, trainer.model, batch)
+    assert ours.detach().item() == theirs.detach().item()
 
 
 @pytest.mark.slow
@@ -190,9 +192,11 @@ def test_a_run_with_the_shared_prompt_step_follows_trls_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lora: bool
 ) -> None:
     # TRL's DPOTrainer itself, from the same model, config and seed. Its log-probabilities come
-    # from its float32 LM head, so the runs agree to float32's rounding, not float64's: before
-    # the first update to ~1e-5, and after it (Adam moves components of ~1e-8 gradient by what
-    # their last bits say) to ~3e-3. The loss and gradients are the oracle test's (above).
+    # from its float32 LM head, so the runs agree to float32's rounding, not float64's: the
+    # first step's gradient to ~6e-4 (the chosen and rejected gradients nearly cancel), and
+    # after Adam's first update (it moves components of ~1e-8 gradient by what their last bits
+    # say) the loss to ~5e-4 and the rewards to ~4e-4. The oracle test (above) holds the loss
+    # and gradients to float64's.
     from trl import DPOTrainer
 
     from alphaloop.flywheel import shared_prompt
@@ -220,25 +224,19 @@ def test_a_run_with_the_shared_prompt_step_follows_trls_own(
 def test_a_step_taking_its_pairs_one_at_a_time_is_trls_step_of_the_whole_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The reference: TRL's own step over the batch in one forward, from the same model and seed.
+    # The reference: the step over the whole batch at once (no accumulation), from the same
+    # model and seed, in float64 so that the comparison sees the arithmetic, not float32's
+    # rounding (which the chosen and rejected gradients' near cancellation magnifies to ~1e-4).
     import dataclasses
 
     import torch
-    from transformers import AutoModelForCausalLM
 
     from alphaloop.flywheel import dpo
 
-    model_dir = build_tiny_model(tmp_path / "tiny")
-    # In float64, so that the comparison sees the arithmetic, not float32's rounding (which
-    # the chosen and rejected gradients' near cancellation magnifies to ~1e-4).
-    AutoModelForCausalLM.from_pretrained(model_dir).to(torch.float64).save_pretrained(model_dir)
-    pairs = separable_pairs(6)
-    texts = tuple([p[k] for p in pairs] for k in ("prompt", "chosen", "rejected"))
-    options = DpoOptions(max_steps=2, learning_rate=1e-2, batch_size=3, max_length=256)
+    model_dir, texts, options = _float64_dpo(tmp_path, lora=False)
 
     def trained(out: str) -> tuple[dict[str, torch.Tensor], list[dict]]:
-        run = dpo._Run(model_dir, tmp_path / out, options, None)
-        trainer = dpo._dpo_trainer(run, dpo._load_model(run), dpo._load_tokenizer(run), texts)
+        trainer = _trainer(model_dir, tmp_path / out, texts, options)
         trainer.train()
         return dict(trainer.model.named_parameters()), trainer.state.log_history
 
