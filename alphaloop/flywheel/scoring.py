@@ -9,14 +9,21 @@ running every prompt-and-answer sequence whole (:func:`sequence_logps_whole`, th
 tests hold this to), for about half the work of a pair and less where prompts repeat. Only the
 answer positions are projected onto the vocabulary (``logits_to_keep``): a prompt's positions
 would cost a ``(tokens, vocabulary)`` matrix each to be thrown away.
+
+:func:`answers_logps` is that computation on tokens, with or without gradients: the held-out
+scoring runs it under ``no_grad``, a DPO step (:mod:`.shared_prompt`) with them.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
+
+# Answers scored on one run of their prompt: each holds its own copy of the prompt's keys and
+# values (tens of MB at a thousand tokens on a 135M model), so many answers to one prompt are
+# scored a few at a time, the prompt run again for each few.
+ANSWERS_PER_RUN = 8
 
 
 def _ids(tokenizer: Any, prompt: str, answer: str) -> tuple[list[int], list[int]]:
@@ -43,6 +50,62 @@ def _answer_logp(logits: Any, targets: Any) -> float:
     return float(logp.gather(1, targets[:, None])[:, 0].sum())
 
 
+def _log_softmax(logits: Any) -> Any:
+    """Log-probabilities over the vocabulary, in float32 at least (half-precision logits of
+    a mixed-precision step are widened; a float64 model's stay float64)."""
+    import torch
+
+    return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
+
+
+def _whole_logp(model: Any, prompt: Any, answer: Any) -> Any:
+    """``log p(answer | prompt)``, the prompt and the answer run as one sequence."""
+    import torch
+
+    logits = model(input_ids=torch.cat([prompt, answer])[None], logits_to_keep=len(answer) + 1)
+    logp = _log_softmax(logits.logits[0, :-1])
+    return logp.gather(-1, answer[:, None])[:, 0].sum()
+
+
+def answers_logps(model: Any, prompt: Any, answers: Sequence[Any]) -> Any:
+    """``log p(answer | prompt)`` of each answer, as a tensor: the prompt and the answers are
+    1-D token tensors (none empty), the prompt run once.
+
+    The first answer token is scored on the prompt's last position; the rest run as one batch
+    on top of the prompt's keys and values (right-padded, the padding masked out). A model
+    that keeps no keys and values has each answer run whole.
+    """
+    import torch
+
+    run = model(input_ids=prompt[None], use_cache=True, logits_to_keep=1)
+    key, cache = cache_of(run)
+    if cache is None:
+        return torch.stack([_whole_logp(model, prompt, a) for a in answers])
+    first = _log_softmax(run.logits[0, -1])
+    total = first[torch.stack([a[0] for a in answers])]
+    longest = max(len(a) for a in answers)
+    if longest == 1:
+        return total
+    k, width = len(answers), longest - 1
+    inputs = torch.zeros((k, width), dtype=prompt.dtype)
+    targets = torch.zeros((k, width), dtype=prompt.dtype)
+    real = torch.zeros((k, width), dtype=torch.long)
+    for i, a in enumerate(answers):
+        inputs[i, : len(a) - 1], targets[i, : len(a) - 1], real[i, : len(a) - 1] = a[:-1], a[1:], 1
+    if k > 1:
+        cache.batch_repeat_interleave(k)
+    attention = torch.cat([torch.ones((k, len(prompt)), dtype=torch.long), real], dim=1)
+    rest = model(
+        input_ids=inputs,
+        attention_mask=attention,
+        use_cache=True,
+        logits_to_keep=width,
+        **{key: cache},
+    )
+    logp = _log_softmax(rest.logits)
+    return total + (logp.gather(-1, targets[..., None])[..., 0] * real).sum(dim=1)
+
+
 def sequence_logps(
     model: Any, tokenizer: Any, prompts: Sequence[str], answers: Sequence[str], max_length: int
 ) -> list[float]:
@@ -60,34 +123,20 @@ def sequence_logps(
         for prompt, rows in by_prompt.items():
             tokens = [_ids(tokenizer, prompt, answers[i]) for i in rows]
             p_ids = tokens[0][0]
-            fits = [
-                i
-                for i, (_, a) in zip(rows, tokens, strict=True)
-                if len(p_ids) + len(a) <= max_length
-            ]
-            if not p_ids or len(fits) < len(rows):  # an empty or too long prompt: scored whole
+            if not p_ids or any(not a or len(p_ids) + len(a) > max_length for _, a in tokens):
+                # an empty or too long sequence: scored whole, its oldest tokens cut
                 for i in rows:
                     out[i] = sequence_logps_whole(
                         model, tokenizer, [prompt], [answers[i]], max_length
                     )[0]
                 continue
-            run = model(input_ids=torch.tensor([p_ids]), use_cache=True, logits_to_keep=1)
-            key, cache = cache_of(run)
-            first = run.logits[0, -1:]
-            for k, (i, (_, a_ids)) in enumerate(zip(rows, tokens, strict=True)):
-                total = _answer_logp(first, torch.tensor(a_ids[:1]))
-                if len(a_ids) > 1:
-                    # The model appends the answer to the cache it is given: the prompt's is
-                    # copied for every answer but the last.
-                    past = cache if k == len(rows) - 1 else copy.deepcopy(cache)
-                    rest = model(
-                        input_ids=torch.tensor([a_ids[:-1]]),
-                        use_cache=True,
-                        logits_to_keep=len(a_ids) - 1,
-                        **{key: past},
-                    )
-                    total += _answer_logp(rest.logits[0], torch.tensor(a_ids[1:]))
-                out[i] = total
+            for start in range(0, len(rows), ANSWERS_PER_RUN):
+                few = range(start, min(start + ANSWERS_PER_RUN, len(rows)))
+                logps = answers_logps(
+                    model, torch.tensor(p_ids), [torch.tensor(tokens[k][1]) for k in few]
+                )
+                for k, logp in zip(few, logps.tolist(), strict=True):
+                    out[rows[k]] = logp
     return out
 
 

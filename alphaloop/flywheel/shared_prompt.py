@@ -4,12 +4,12 @@ A pair's chosen and rejected answers share their prompt, and the prompt is most 
 sequences (a research prompt runs to a thousand tokens and more, an answer to tens). TRL's step
 runs prompt + chosen and prompt + rejected as two sequences, for the policy and again for the
 reference. :class:`SharedPromptDPOTrainer` runs the prompt once, keeps its keys and values, and
-runs both answers on top of them, as :mod:`.scoring` does for the held-out pairs, here with
-gradients flowing back through the kept keys and values. The log-probabilities are the same, so
-are the loss and the gradients (the tests hold them to the whole sequences' in float64, and a
-run to TRL's own), for less than half the arithmetic: ``dpo train --lora``'s two steps of 8
-pairs at ~1,430-token prompts on a 135M model took 468.6 s -> 136.6 s on 2 cores
-(``benchmarks/bench_dpo.py``).
+runs both answers on top of them (:func:`.scoring.answers_logps`, which scores the held-out
+pairs too), here with gradients flowing back through the kept keys and values. The
+log-probabilities are the same, so are the loss and the gradients (the tests hold them to the
+whole sequences' in float64, and a run to TRL's own), for less than half the arithmetic:
+``dpo train --lora``'s two steps of 8 pairs at ~1,430-token prompts on a 135M model took
+468.6 s -> 136.6 s on 2 cores (``benchmarks/bench_dpo.py``).
 
 The kept keys and values cannot be rebuilt in a backward pass, so this step runs without
 gradient checkpointing (TRL's default): one prompt's activations are kept instead of two
@@ -27,7 +27,7 @@ accuracy) are TRL's own step's only.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,9 +35,9 @@ import torch
 import torch.nn.functional as F
 from trl import DPOTrainer
 
-from alphaloop.flywheel.scoring import cache_of
+from alphaloop.flywheel.scoring import answers_logps
 
-__all__ = ["SharedPromptDPOTrainer", "answers_logps"]
+__all__ = ["SharedPromptDPOTrainer"]
 
 # The DPOConfig fields whose other values change the loss or its reference, at the values of
 # standard DPO (TRL's defaults) this step computes.
@@ -52,54 +52,6 @@ _STANDARD = {
     "sync_ref_model": False,
     "use_liger_kernel": False,
 }
-
-
-def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
-    """Log-probabilities over the vocabulary, in float32 at least (half-precision logits of
-    a mixed-precision step are widened; a float64 model's stay float64)."""
-    return torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
-
-
-def _whole_logp(model: Any, prompt: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
-    """``log p(answer | prompt)``, the prompt and the answer run as one sequence."""
-    logits = model(input_ids=torch.cat([prompt, answer])[None], logits_to_keep=len(answer) + 1)
-    logp = _log_softmax(logits.logits[0, :-1])
-    return logp.gather(-1, answer[:, None])[:, 0].sum()
-
-
-def answers_logps(model: Any, prompt: torch.Tensor, answers: Sequence[torch.Tensor]) -> Any:
-    """``log p(answer | prompt)`` of each answer (1-D token tensors), the prompt run once.
-
-    The first answer token is scored on the prompt's last position; the rest run as one batch
-    on top of the prompt's keys and values (right-padded, the padding masked out).
-    """
-    run = model(input_ids=prompt[None], use_cache=True, logits_to_keep=1)
-    key, cache = cache_of(run)
-    if cache is None:  # a model that keeps no keys and values: each answer runs whole
-        return torch.stack([_whole_logp(model, prompt, a) for a in answers])
-    first = _log_softmax(run.logits[0, -1])
-    total = first[torch.stack([a[0] for a in answers])]
-    longest = max(len(a) for a in answers)
-    if longest == 1:
-        return total
-    k, width = len(answers), longest - 1
-    inputs = torch.zeros((k, width), dtype=prompt.dtype)
-    targets = torch.zeros((k, width), dtype=prompt.dtype)
-    real = torch.zeros((k, width), dtype=torch.long)
-    for i, a in enumerate(answers):
-        inputs[i, : len(a) - 1], targets[i, : len(a) - 1], real[i, : len(a) - 1] = a[:-1], a[1:], 1
-    if k > 1:
-        cache.batch_repeat_interleave(k)
-    attention = torch.cat([torch.ones((k, len(prompt)), dtype=torch.long), real], dim=1)
-    rest = model(
-        input_ids=inputs,
-        attention_mask=attention,
-        use_cache=True,
-        logits_to_keep=width,
-        **{key: cache},
-    )
-    logp = _log_softmax(rest.logits)
-    return total + (logp.gather(-1, targets[..., None])[..., 0] * real).sum(dim=1)
 
 
 def _prompt_and_answer(

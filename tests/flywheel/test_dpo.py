@@ -146,14 +146,14 @@ def test_answers_of_a_model_that_keeps_no_cache_run_whole(
     import torch
     from transformers import AutoModelForCausalLM
 
-    from alphaloop.flywheel import shared_prompt
+    from alphaloop.flywheel import scoring
 
     model_dir, _, _ = _float64_dpo(tmp_path, lora=False)
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     prompt, answers = torch.arange(3, 12), (torch.tensor([5, 7, 2]), torch.tensor([9]))
-    shared = shared_prompt.answers_logps(model, prompt, answers)
-    monkeypatch.setattr(shared_prompt, "cache_of", lambda run: ("cache", None))
-    whole = shared_prompt.answers_logps(model, prompt, answers)
+    shared = scoring.answers_logps(model, prompt, answers)
+    monkeypatch.setattr(scoring, "cache_of", lambda run: ("cache", None))
+    whole = scoring.answers_logps(model, prompt, answers)
     torch.testing.assert_close(whole, shared, rtol=1e-12, atol=1e-12)
 
 

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from alphaloop.flywheel.scoring import sequence_logps
-
 from .helpers import build_tiny_model
 
 PROMPTS = [
@@ -57,9 +55,16 @@ def llama(path: Path) -> Path:
     return path
 
 
+@pytest.mark.parametrize("per_run", [8, 2], ids=["all-answers-at-once", "two-at-a-time"])
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
-def test_each_prompt_once_gives_the_whole_sequence_numbers(tmp_path: Path, arch: str) -> None:
+def test_each_prompt_once_gives_the_whole_sequence_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arch: str, per_run: int
+) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from alphaloop.flywheel import scoring
+
+    monkeypatch.setattr(scoring, "ANSWERS_PER_RUN", per_run)  # 3 answers a prompt below
 
     path = build_tiny_model(tmp_path / "m") if arch == "gpt2" else llama(tmp_path / "m")
     model = AutoModelForCausalLM.from_pretrained(path)
@@ -67,12 +72,12 @@ def test_each_prompt_once_gives_the_whole_sequence_numbers(tmp_path: Path, arch:
     # Each prompt with every answer, interleaved: prompts repeat, out of order.
     prompts = [PROMPTS[i % 2] for i in range(6)]
     answers = [ANSWERS[i % 3] for i in range(6)]
-    got = sequence_logps(model, tokenizer, prompts, answers, max_length=256)
+    got = scoring.sequence_logps(model, tokenizer, prompts, answers, max_length=256)
     expected = [by_hand(model, tokenizer, p, a, 256) for p, a in zip(prompts, answers, strict=True)]
     assert got == pytest.approx(expected, rel=1e-5, abs=1e-4)
     assert len(set(expected)) == 6  # six different numbers: the order is the pairs' own
 
     # Past max_length the oldest tokens go first, as whole-sequence scoring does.
-    short = sequence_logps(model, tokenizer, prompts[:2], answers[:2], max_length=12)
+    short = scoring.sequence_logps(model, tokenizer, prompts[:2], answers[:2], max_length=12)
     expected = [by_hand(model, tokenizer, p, a, 12) for p, a in zip(prompts, answers, strict=False)]
     assert short == pytest.approx(expected[:2], rel=1e-5, abs=1e-4)
