@@ -43,11 +43,8 @@ def cache_of(output: Any) -> tuple[str, Any]:
 
 
 def _answer_logp(logits: Any, targets: Any) -> float:
-    """Sum of log-softmax(logits)[i, targets[i]] (logits in float32)."""
-    import torch
-
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return float(logp.gather(1, targets[:, None])[:, 0].sum())
+    """Sum of log-softmax(logits)[i, targets[i]]."""
+    return float(_log_softmax(logits).gather(1, targets[:, None])[:, 0].sum())
 
 
 def _log_softmax(logits: Any) -> Any:
