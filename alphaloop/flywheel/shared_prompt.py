@@ -63,6 +63,12 @@ def _prompt_and_answer(
     return ids[kept][~answer], ids[kept][answer]
 
 
+def _one_prompt(chosen: tuple[torch.Tensor, ...], rejected: tuple[torch.Tensor, ...]) -> bool:
+    """Whether a pair's two rows hold one prompt and two answers, none of them empty."""
+    (prompt, answer), (other, answer_2) = chosen, rejected
+    return min(len(prompt), len(answer), len(answer_2)) > 0 and torch.equal(prompt, other)
+
+
 class SharedPromptDPOTrainer(DPOTrainer):
     """``DPOTrainer`` whose step runs each pair's prompt once (see the module)."""
 
@@ -71,9 +77,8 @@ class SharedPromptDPOTrainer(DPOTrainer):
         self._shared = not self.args.gradient_checkpointing and all(
             getattr(self.args, name, value) == value for name, value in _STANDARD.items()
         )
-        unwrapped = self.accelerator.unwrap_model(self.model)
         if self.ref_model is None:  # the reference is the model with its adapter off
-            adapters = getattr(unwrapped, "peft_config", None)
+            adapters = getattr(self.accelerator.unwrap_model(self.model), "peft_config", None)
             self._shared &= bool(adapters) and "ref" not in adapters
         self._pair_metrics: dict[str, list[float]] = defaultdict(list)
 
@@ -101,11 +106,7 @@ class SharedPromptDPOTrainer(DPOTrainer):
         columns = (inputs[k] for k in ("input_ids", "attention_mask", "completion_mask"))
         rows = [_prompt_and_answer(*row) for row in zip(*columns, strict=True)]
         n = len(rows) // 2  # the collator's rows: every chosen answer, then every rejected one
-        if any(
-            not (len(rows[i][0]) and torch.equal(rows[i][0], rows[n + i][0]))
-            or not (len(rows[i][1]) and len(rows[n + i][1]))
-            for i in range(n)
-        ):  # an empty prompt or answer, or two prompts (never so in the collator's batches)
+        if not all(_one_prompt(rows[i], rows[n + i]) for i in range(n)):
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         pairs = [(rows[i][0], rows[i][1], rows[n + i][1]) for i in range(n)]
         policy = self._logps(model, pairs)
