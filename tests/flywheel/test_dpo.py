@@ -49,6 +49,11 @@ def test_dpo_raises_heldout_accuracy(settings: Settings, tmp_path: Path) -> None
     assert run.lengths["pairs_cut"] == 0
     assert len(run.loss_curve) == 6
     assert run.loss_curve[-1]["loss"] < run.loss_curve[0]["loss"]
+    # the step's reward entries, journaled: one a step, the first at policy == reference
+    margins = list_dpo_runs(settings)[0].reward_margins
+    assert [m["step"] for m in margins] == [1, 2, 3, 4, 5, 6]
+    assert margins[0]["rewards/margins"] == 0.0 < margins[-1]["rewards/margins"]
+    assert 0 <= margins[-1]["rewards/accuracies"] <= 1
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
     assert list_dpo_runs(settings)[0].id == run.id
 
