@@ -83,9 +83,11 @@ def one_document(proc: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(proc.stdout)
 
 
-def _python(code: str) -> subprocess.CompletedProcess[str]:
-    """``code`` run by a fresh Python on this checkout, its output captured."""
-    return subprocess.run(
+def _stderr_of_guarded(body: str) -> str:
+    """``body`` run by a fresh Python on this checkout after ``reserve_stdout()``: its stdout
+    must be the one document ``{"ok": true}`` it prints; returns what reached stderr."""
+    code = "from alphaloop.cli._stdio import reserve_stdout\nreserve_stdout()\n" + body
+    proc = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
@@ -93,36 +95,44 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
         check=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+    assert json.loads(proc.stdout) == {"ok": True}
+    return proc.stderr
 
 
 def test_native_writes_to_descriptor_1_reach_stderr() -> None:
-    code = (
-        "import os, sys\n"
-        "from alphaloop.cli._stdio import reserve_stdout\n"
-        "reserve_stdout()\n"
+    stderr = _stderr_of_guarded(
+        "import os\n"
         "os.write(1, b'native banner\\n')\n"
         "print('{\"ok\": true}')\n"
         "os.system('echo from a child')\n"
     )
-    proc = _python(code)
-    assert json.loads(proc.stdout) == {"ok": True}
-    assert "native banner" in proc.stderr and "from a child" in proc.stderr
+    assert "native banner" in stderr and "from a child" in stderr
 
 
 def test_another_threads_prints_reach_stderr() -> None:
     """A library's own thread printing to ``sys.stdout`` (Ray's driver prints a dead worker's
     ``(raylet)`` message so) reaches stderr; the command's main thread owns stdout."""
-    code = (
+    stderr = _stderr_of_guarded(
         "import threading\n"
-        "from alphaloop.cli._stdio import reserve_stdout\n"
-        "reserve_stdout()\n"
         "t = threading.Thread(target=lambda: print('(raylet) a worker died', flush=True))\n"
         "t.start(); t.join()\n"
         "print('{\"ok\": true}')\n"
     )
-    proc = _python(code)
-    assert json.loads(proc.stdout) == {"ok": True}
-    assert "(raylet) a worker died" in proc.stderr
+    assert "(raylet) a worker died" in stderr
+
+
+def test_a_librarys_prints_from_the_main_thread_reach_stderr() -> None:
+    """Ray's driver flushes the ``(raylet)`` lines it held back from the main thread at
+    ``ray.shutdown``, after the command printed its document: they reach stderr, the command's
+    own output (this package's, click's, Rich's) stdout."""
+    stderr = _stderr_of_guarded(
+        "import click, rich\n"
+        "click.echo('{\"ok\":')\n"
+        "rich.print('true}')\n"
+        "exec(\"print('(raylet) Raylet is terminated', flush=True)\", "
+        "{'__name__': 'ray._private.worker'})\n"
+    )
+    assert "(raylet) Raylet is terminated" in stderr
 
 
 @pytest.fixture(scope="module")
@@ -212,21 +222,3 @@ def test_ppo_runs_and_png_export_write_only_inside_the_home(
     assert png.stat().st_size > 0
     for outside in ("tmp", "user"):
         assert sorted(p.name for p in (root / outside).rglob("*")) == [], outside
-
-
-def test_a_librarys_prints_from_the_main_thread_reach_stderr() -> None:
-    """Ray's driver flushes the ``(raylet)`` lines it held back from the main thread at
-    ``ray.shutdown``, after the command printed its document: they reach stderr, the command's
-    own output (this package's, click's, Rich's) stdout."""
-    code = (
-        "import click, rich\n"
-        "from alphaloop.cli._stdio import reserve_stdout\n"
-        "reserve_stdout()\n"
-        "click.echo('{\"ok\":')\n"
-        "rich.print('true}')\n"
-        "exec(\"print('(raylet) Raylet is terminated', flush=True)\", "
-        "{'__name__': 'ray._private.worker'})\n"
-    )
-    proc = _python(code)
-    assert json.loads(proc.stdout) == {"ok": True}
-    assert "(raylet) Raylet is terminated" in proc.stderr
